@@ -1,0 +1,163 @@
+"""Reading user files: long CSV readings and transition-matrix files.
+
+Every failure raises :class:`~policyopt.errors.InvalidInputError` with the file name and,
+for CSV, the line number (the header is line 1).
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+
+from .errors import InvalidInputError, fmt
+from .markov import MarkovChain
+
+__all__ = ["read_readings_csv", "read_matrix"]
+
+
+def _existing(path, option: str) -> Path:
+    p = Path(path)
+    if not p.is_file():
+        raise InvalidInputError(f"{option} file not found: {str(p)!r}")
+    return p
+
+
+def read_readings_csv(path, option: str = "--data"):
+    """Read a long CSV with header ``user,time,value`` (one reading per row).
+
+    Parameters
+    ----------
+    path : str or Path
+    option : str
+        Option name for messages.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Validated readings (see :func:`policyopt.estimation.validate_readings`).
+
+    Raises
+    ------
+    InvalidInputError
+        Missing file; a row with the wrong number of fields (with its line number); missing
+        columns; non-numeric, NaN or infinite values; non-integer times; duplicated (user, time).
+    """
+    import pandas as pd
+
+    from .estimation import validate_readings
+
+    p = _existing(path, option)
+    with p.open(newline="", encoding="utf-8") as fh:
+        reader = csv.reader(fh)
+        header = next(reader, None)
+        if header is None:
+            raise InvalidInputError(f"{option} {str(p)!r} is empty; expected a header user,time,value")
+        for line, row in enumerate(reader, start=2):
+            if len(row) != len(header):
+                raise InvalidInputError(
+                    f"{option} {str(p)!r} line {line}: expected {len(header)} fields ({','.join(header)}), got {len(row)}"
+                )
+    df = pd.read_csv(p, dtype={"user": str}, keep_default_na=True)
+    return validate_readings(df, source=f"{option} {str(p)!r}")
+
+
+def read_matrix(path, option: str = "--matrix") -> MarkovChain:
+    """Read a transition matrix, with optional state values, from CSV or NPY.
+
+    The file holds either a K×K matrix, or a (K+1)×K array whose first row is the state
+    values and whose remaining K rows are the matrix.  CSV files are comma-separated
+    numbers without a header.  Without values, states are valued 0..K−1.
+
+    Parameters
+    ----------
+    path : str or Path
+        ``.csv`` or ``.npy``.
+    option : str
+        Option name for messages.
+
+    Returns
+    -------
+    MarkovChain
+
+    Raises
+    ------
+    InvalidInputError
+        Missing file, unknown extension, a non-numeric CSV field (with its line number), or
+        a shape that is neither K×K nor (K+1)×K.
+    InvalidModelError
+        If the matrix is not stochastic (the message names the row and its sum).
+    """
+    p = _existing(path, option)
+    suffix = p.suffix.lower()
+    if suffix == ".npy":
+        try:
+            arr = np.load(p, allow_pickle=False)
+        except ValueError as exc:
+            raise InvalidInputError(f"{option} {str(p)!r} is not a numeric .npy array: {exc}") from None
+        arr = np.asarray(arr, dtype=float) if np.issubdtype(np.asarray(arr).dtype, np.number) else None
+        if arr is None:
+            raise InvalidInputError(f"{option} {str(p)!r} is not a numeric .npy array")
+    elif suffix == ".csv":
+        rows = []
+        with p.open(newline="", encoding="utf-8") as fh:
+            for line, row in enumerate(csv.reader(fh), start=1):
+                if not row or all(not f.strip() for f in row):
+                    continue
+                try:
+                    rows.append([float(f) for f in row])
+                except ValueError:
+                    bad = next(f for f in row if not _is_float(f))
+                    raise InvalidInputError(f"{option} {str(p)!r} line {line}: {bad!r} is not a number") from None
+        widths = {len(r) for r in rows}
+        if len(widths) > 1:
+            raise InvalidInputError(f"{option} {str(p)!r}: rows have different numbers of fields {sorted(widths)}")
+        arr = np.array(rows, dtype=float)
+    else:
+        raise InvalidInputError(f"{option} must be a .csv or .npy file, got {str(p)!r}")
+    if arr.ndim != 2 or arr.size == 0:
+        raise InvalidInputError(f"{option} {str(p)!r} must hold a 2-D array, got shape {arr.shape}")
+    k = arr.shape[1]
+    if arr.shape == (k, k):
+        return MarkovChain(arr)
+    if arr.shape == (k + 1, k):
+        return MarkovChain(arr[1:], state_values=arr[0])
+    raise InvalidInputError(
+        f"{option} {str(p)!r} has shape {arr.shape}; expected K×K or (K+1)×K (first row = state values)"
+    )
+
+
+def _is_float(text: str) -> bool:
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
+
+
+def parse_chain_spec(spec: str, option: str = "--chain") -> MarkovChain:
+    """Parse ``two-state:p=P,q=Q`` into the chain (43) with values ±1.
+
+    Raises
+    ------
+    InvalidInputError
+        If the spec is not of that form (the message shows the spec received).
+    """
+    from .markov import two_state_chain
+
+    kind, _, params = spec.partition(":")
+    if kind != "two-state":
+        raise InvalidInputError(f"unknown {option} spec {fmt(spec)}; expected two-state:p=P,q=Q")
+    values = {}
+    for part in params.split(","):
+        key, eq, val = part.partition("=")
+        if not eq or key.strip() not in ("p", "q") or key.strip() in values:
+            raise InvalidInputError(f"bad {option} spec {fmt(spec)}; expected two-state:p=P,q=Q")
+        try:
+            values[key.strip()] = float(val)
+        except ValueError:
+            raise InvalidInputError(f"bad {option} spec {fmt(spec)}: {val!r} is not a number") from None
+    if set(values) != {"p", "q"}:
+        raise InvalidInputError(f"bad {option} spec {fmt(spec)}; expected two-state:p=P,q=Q")
+    return two_state_chain(values["p"], values["q"])

@@ -1,0 +1,129 @@
+"""The one result type every policyopt back end returns.
+
+Following pyomo.contrib.solver, *why the solver stopped* (:class:`Termination`) is kept
+apart from *what was found* (:class:`Status`); the incumbent objective and the proven
+bound are both reported.  A local answer to a nonconvex problem is ``feasible``, never
+``optimal``, unless a bound proves it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from enum import Enum
+from types import MappingProxyType
+from typing import Any, Mapping
+
+__all__ = ["Status", "Termination", "Solution"]
+
+
+class Status(str, Enum):
+    """What was found."""
+
+    OPTIMAL = "optimal"  #: proven optimal over the problem's stated domain
+    FEASIBLE = "feasible"  #: feasible, optimality not proven
+    INFEASIBLE = "infeasible"  #: proven that no point satisfies the constraints
+    UNBOUNDED = "unbounded"  #: the objective keeps improving past a bound of the search box
+    DIVERGENT = "divergent"  #: the privacy risk of the candidate is infinite
+    UNKNOWN = "unknown"  #: nothing usable was found
+
+
+class Termination(str, Enum):
+    """Why the solver stopped."""
+
+    COMPLETED = "completed"  #: the search / algorithm ran to its end
+    INFEASIBLE = "infeasible"  #: stopped on a proof of infeasibility
+    ITERATION_LIMIT = "iteration_limit"
+    TIME_LIMIT = "time_limit"
+    ERROR = "error"
+
+
+@dataclass(frozen=True)
+class Solution:
+    """Result of solving a policyopt problem.
+
+    Attributes
+    ----------
+    status : Status
+        What was found.
+    termination : Termination
+        Why the solver stopped.
+    decision : Mapping[str, Any] or None
+        The decision variables by name (e.g. ``A``, ``S_bar``, ``epsilon_c``); ``None``
+        when nothing feasible was found.
+    objective : float or None
+        Objective of the incumbent (e.g. peak risk ε*, nats); ``None`` without incumbent.
+    bound : float or None
+        Proven lower bound on the optimal objective; ``None`` when the back end proves none.
+    method : str
+        Solution method (e.g. ``"exact"``).
+    backend : str
+        Library that did the work.
+    backend_version : str
+    wall_time_s : float
+        Wall-clock seconds spent in the solver.
+    message : str
+        Human-readable account of the outcome.
+    values : Mapping[str, Any]
+        Problem-specific derived quantities (penalty value, peak AoI, smallest achievable
+        penalty when infeasible, ...).
+    kkt : Mapping[str, float] or None
+        KKT residuals where KKT conditions apply; ``None`` otherwise.
+    """
+
+    status: Status
+    termination: Termination
+    decision: Mapping[str, Any] | None
+    objective: float | None
+    bound: float | None
+    method: str
+    backend: str
+    backend_version: str
+    wall_time_s: float
+    message: str
+    values: Mapping[str, Any] = field(default_factory=dict)
+    kkt: Mapping[str, float] | None = None
+
+    def __post_init__(self):
+        if self.decision is not None:
+            object.__setattr__(self, "decision", MappingProxyType(dict(self.decision)))
+        object.__setattr__(self, "values", MappingProxyType(dict(self.values)))
+
+    @property
+    def gap(self) -> float | None:
+        """objective − bound (nats), or ``None`` when either is missing."""
+        if self.objective is None or self.bound is None:
+            return None
+        return max(0.0, self.objective - self.bound)
+
+    def to_dict(self) -> dict:
+        """JSON-ready dictionary (enums as strings, infinities as ``None``)."""
+
+        def clean(v):
+            if isinstance(v, Enum):
+                return v.value
+            if isinstance(v, float) and not math.isfinite(v):
+                return None
+            if isinstance(v, Mapping):
+                return {k: clean(x) for k, x in v.items()}
+            if isinstance(v, (list, tuple)):
+                return [clean(x) for x in v]
+            if hasattr(v, "item") and not isinstance(v, (str, bytes)):
+                return clean(v.item())
+            return v
+
+        return {
+            "status": clean(self.status),
+            "termination": clean(self.termination),
+            "decision": clean(self.decision) if self.decision is not None else None,
+            "objective": clean(self.objective),
+            "bound": clean(self.bound),
+            "gap": clean(self.gap),
+            "method": self.method,
+            "backend": self.backend,
+            "backend_version": self.backend_version,
+            "wall_time_s": self.wall_time_s,
+            "message": self.message,
+            "values": clean(self.values),
+            "kkt": clean(self.kkt) if self.kkt is not None else None,
+        }

@@ -1,0 +1,148 @@
+"""Performance benchmark of policyopt (a measurement script, not a pytest test).
+
+Run with ``make bench`` (i.e. ``.venv/bin/python tests/benchmarks/bench.py``).
+
+Measured, each printed with its target and OK / OVER TARGET:
+
+1. The bundled demo end to end, in process (interpreter start excluded):
+   ``policyopt.cli.main(["schedule", "--json"])`` with stdout captured.  The cold
+   figure includes importing policyopt (numpy, scipy, ...) and the first call (which
+   imports pandas and loads the data); the warm figure is the median of 3 more calls.
+   Target < 2 s.
+2. Δ(t) = ``Population.max_tv`` for t = 0..336 on a synthetic population of 10,000
+   users × 12 states (sticky random chains, seed 2026).  Chain construction and the
+   cached stationary / reversed matrices are timed separately as "setup".  Time is
+   measured without tracing; peak memory in a second, tracemalloc-traced call.
+   Targets < 5 s and < 2 GiB.  A correctness spot-check compares the population
+   maximum with per-user ``MarkovChain.max_tv``.
+
+Over-target numbers do not fail the script; it exits non-zero only if the demo fails
+or a correctness check fails.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import importlib.metadata
+import io
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+import tracemalloc
+
+N_USERS, N_STATES, T_MAX, SEED = 10_000, 12, 336, 2026
+DEMO_TARGET_S, DELTA_TARGET_S, DELTA_TARGET_MIB = 2.0, 5.0, 2048.0
+FULL_CHECK_BUDGET_S = 60.0
+
+
+def verdict(value: float, target: float) -> str:
+    return "OK" if value < target else "OVER TARGET"
+
+
+def report(label: str, value: float, unit: str, target: float) -> None:
+    print(f"{label}: {value:.3f} {unit}  [target < {target:g} {unit}] {verdict(value, target)}")
+
+
+def run_demo(main) -> float:
+    buf = io.StringIO()
+    start = time.perf_counter()
+    with contextlib.redirect_stdout(buf):
+        rc = main(["schedule", "--json"])
+    elapsed = time.perf_counter() - start
+    if rc != 0:
+        raise SystemExit(f"demo failed: exit code {rc}")
+    if "status" not in json.loads(buf.getvalue()):
+        raise SystemExit("demo failed: JSON output has no 'status'")
+    return elapsed
+
+
+def bench_demo() -> None:
+    start = time.perf_counter()
+    cli = importlib.import_module("policyopt.cli")  # nothing heavy imported before this
+    t_import = time.perf_counter() - start
+    t_first = run_demo(cli.main)
+    report("demo end-to-end (cold, in-process)", t_import + t_first, "s", DEMO_TARGET_S)
+    print(f"  of which import policyopt: {t_import:.3f} s, first call: {t_first:.3f} s")
+    warm = statistics.median(run_demo(cli.main) for _ in range(3))
+    report("demo end-to-end (warm, median of 3)", warm, "s", DEMO_TARGET_S)
+
+
+def sticky_chains(np, MarkovChain):
+    rng = np.random.default_rng(SEED)
+    chains = []
+    for _ in range(N_USERS):
+        M = rng.dirichlet(np.full(N_STATES, 0.5), size=N_STATES)
+        P = 0.6 * np.eye(N_STATES) + 0.4 * M
+        chains.append(MarkovChain(P / P.sum(axis=1, keepdims=True)))
+    return chains
+
+
+def bench_delta() -> None:
+    import numpy as np
+
+    from policyopt.markov import MarkovChain, Population
+
+    start = time.perf_counter()
+    chains = sticky_chains(np, MarkovChain)
+    pop = Population(chains)
+    for c in chains:
+        c.reversed_matrix  # noqa: B018 - fills the cached stationary and reversed matrices
+    setup = time.perf_counter() - start
+    print(f"Δ(t) setup ({N_USERS} chains × {N_STATES} states, stationary + reversed): {setup:.3f} s")
+
+    ts = np.arange(T_MAX + 1)
+    start = time.perf_counter()
+    delta = pop.max_tv(ts)
+    report(f"Δ(t), t = 0..{T_MAX}, {N_USERS} users", time.perf_counter() - start, "s", DELTA_TARGET_S)
+
+    tracemalloc.start()
+    start = time.perf_counter()
+    traced = pop.max_tv(ts)
+    traced_s = time.perf_counter() - start
+    peak_mib = tracemalloc.get_traced_memory()[1] / 2**20
+    tracemalloc.stop()
+    report("Δ(t) peak memory (tracemalloc)", peak_mib, "MiB", DELTA_TARGET_MIB)
+    print(f"  (traced run took {traced_s:.3f} s)")
+    assert np.array_equal(delta, traced), "Δ(t) differs between two identical calls"
+    print("  " + ", ".join(f"Δ({t}) = {delta[t]:.6g}" for t in (0, 1, 24, 168, 336)))
+
+    check_delta(np, Population, chains, delta)
+
+
+def check_delta(np, Population, chains, delta) -> None:
+    """Population maximum vs per-user MarkovChain.max_tv (not timed against targets)."""
+    check_ts = np.array([1, 24, T_MAX])
+    rng = np.random.default_rng(SEED + 1)
+    start = time.perf_counter()
+    for u in rng.choice(N_USERS, size=20, replace=False):
+        own = chains[u].max_tv(check_ts)
+        assert np.all(delta[check_ts] >= own), f"user {u}: own Δ {own} exceeds population Δ"
+    per_user = (time.perf_counter() - start) / 20
+
+    # Full population if one-by-one fits the budget, else the first 1,000 users.
+    n = N_USERS if per_user * N_USERS < FULL_CHECK_BUDGET_S else 1_000
+    ref = delta[check_ts] if n == N_USERS else Population(chains[:n]).max_tv(check_ts)
+    start = time.perf_counter()
+    brute = np.max([c.max_tv(check_ts) for c in chains[:n]], axis=0)
+    brute_s = time.perf_counter() - start
+    assert np.allclose(ref, brute, rtol=1e-12, atol=0.0), f"population Δ {ref} != one-by-one max {brute}"
+    print(f"check ok (20 users ≤ population Δ; population Δ(t), t in {check_ts.tolist()}, equals "
+          f"one-by-one max over {n} users, max rel. diff {np.max(np.abs(ref / brute - 1)):.1e}, {brute_s:.1f} s)")
+
+
+def main() -> int:
+    wall = time.perf_counter()
+    print(f"python {platform.python_version()} ({sys.executable}), "
+          f"numpy {importlib.metadata.version('numpy')}, os.cpu_count() = {os.cpu_count()}")
+    bench_demo()
+    bench_delta()
+    print(f"total benchmark wall time: {time.perf_counter() - wall:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
