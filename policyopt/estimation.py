@@ -56,10 +56,9 @@ class Quantizer:
         states = np.searchsorted(edges, x, side="right")
         counts = np.bincount(states, minlength=n_states)
         if np.any(counts == 0) or np.any(np.diff(edges) <= 0):
-            usable = np.unique(edges).size + 1
             raise InvalidInputError(
-                f"`n_states`={n_states} quantile bins are not all distinct for these readings (ties); "
-                f"at most {usable} states are supported, use fewer"
+                f"`n_states`={n_states} quantile bins are not all distinct for these readings (ties): only "
+                f"{int(np.count_nonzero(counts))} bins hold readings; use fewer states"
             )
         sums = np.bincount(states, weights=x, minlength=n_states)
         edges.setflags(write=False)
@@ -100,6 +99,11 @@ class FittedModel:
     smoothing: float = 0.0
 
 
+def _py(v):
+    """Plain Python scalar for messages (numpy scalars repr as np.float64(...))."""
+    return v.item() if hasattr(v, "item") else v
+
+
 def validate_readings(df, *, source: str = "`data`"):
     """Check a long table of readings (columns user, time, value) and return a clean copy.
 
@@ -134,13 +138,13 @@ def validate_readings(df, *, source: str = "`data`"):
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise InvalidInputError(
-            f"{source} line {i + 2}: `value` {df['value'].iloc[i]!r} is not a finite number (NaN readings are not allowed)"
+            f"{source} line {i + 2}: `value` {_py(df['value'].iloc[i])!r} is not a finite number (NaN readings are not allowed)"
         )
     time = pd.to_numeric(df["time"], errors="coerce").to_numpy(dtype=float)
     bad = ~np.isfinite(time) | (time != np.round(time))
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise InvalidInputError(f"{source} line {i + 2}: `time` {df['time'].iloc[i]!r} is not an integer slot")
+        raise InvalidInputError(f"{source} line {i + 2}: `time` {_py(df['time'].iloc[i])!r} is not an integer slot")
     user = df["user"]
     if user.isna().any():
         i = int(np.flatnonzero(user.isna().to_numpy())[0])
@@ -156,7 +160,13 @@ def validate_readings(df, *, source: str = "`data`"):
 
 
 def fit_population(
-    df, n_states: int = 12, *, smoothing: float = 0.01, min_transitions: int | None = None, source: str = "`data`"
+    df,
+    n_states: int = 12,
+    *,
+    smoothing: float = 0.01,
+    min_transitions: int | None = None,
+    quantizer: Quantizer | None = None,
+    source: str = "`data`",
 ) -> FittedModel:
     """Estimate one Markov chain per user from a long table of readings.
 
@@ -174,6 +184,9 @@ def fit_population(
     min_transitions : int, optional
         Users with fewer transitions (pairs of readings in consecutive slots) are left out
         and reported in ``FittedModel.excluded``.  Default 10·K.
+    quantizer : Quantizer, optional
+        Reuse the edges and state values of an earlier fit (e.g. to map new data onto the
+        same states); `n_states` is then ignored.
     source : str
         Name of the input for messages.
 
@@ -191,7 +204,9 @@ def fit_population(
     if not isinstance(smoothing, (int, float)) or not (np.isfinite(smoothing) and smoothing >= 0):
         raise InvalidInputError(f"`smoothing` must be a finite number ≥ 0, got {fmt(smoothing)}")
     data = validate_readings(df, source=source)
-    quant = Quantizer.fit(data["value"].to_numpy(), n_states)
+    if quantizer is not None and not isinstance(quantizer, Quantizer):
+        raise InvalidInputError(f"`quantizer` must be a Quantizer, got {fmt(quantizer)}")
+    quant = Quantizer.fit(data["value"].to_numpy(), n_states) if quantizer is None else quantizer
     k = quant.n_states
     threshold = 10 * k if min_transitions is None else int(min_transitions)
     states = quant.transform(data["value"].to_numpy())

@@ -1,0 +1,145 @@
+"""The `policyopt schedule` command: JSON contract and one-line errors with exit code 2."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from policyopt.cli import main
+
+CONTRACT = ["status", "A", "S_bar", "epsilon_c", "peak_risk", "penalty", "max_penalty", "peak_aoi", "method", "wall_time_s", "model", "benchmarks"]
+
+
+def run_json(capsys, *args):
+    assert main(["schedule", *args, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_bundled_demo_json_contract(capsys):
+    out = run_json(capsys)
+    for key in CONTRACT:
+        assert key in out
+    m = out["model"]
+    assert (m["users"], m["states"]) == (17, 12)
+    assert m["c"] >= 1.0 and 0.0 < m["rho"] < 1.0
+    assert out["method"] == "exact"
+    assert out["max_penalty"] == 0.15
+    # the bundled hourly data: f̄ above the chains' staleness limit, so aging keeps lowering the risk
+    assert out["status"] == "unbounded" and out["A"] == 168
+    assert out["penalty"] <= out["max_penalty"]
+    assert out["peak_aoi"] == out["A"] + out["S_bar"] - 1
+    assert set(out["benchmarks"]) == {"no_aging", "noise_only"}
+    na, no = out["benchmarks"]["no_aging"], out["benchmarks"]["noise_only"]
+    assert na["A"] == 0 and na["peak_risk"] > out["peak_risk"]
+    assert no["risk_after_releases"] == pytest.approx(24 * no["epsilon_c"])
+
+
+def test_two_state_chain_schedule(capsys):
+    out = run_json(capsys, "--chain", "two-state:p=0.1,q=0.1", "--users", "20", "--max-penalty", "0.08", "--max-age", "50", "--max-interval", "50")
+    assert out["status"] == "optimal"
+    assert (out["A"], out["S_bar"]) == (0, 5)  # see test_schedule_solver.test_paper_setting_reference_schedule
+    assert out["model"]["users"] == 20 and out["model"]["c"] == pytest.approx(1.0)
+
+
+def test_text_output(capsys):
+    assert main(["schedule", "--chain", "two-state:p=0.1,q=0.1", "--max-penalty", "0.08"]) == 0
+    text = capsys.readouterr().out
+    assert "schedule    : A = 0 slots, S̄ = 5 slots" in text
+    assert "noise only  :" in text and "wall time" in text
+
+
+def test_matrix_file_with_state_values(tmp_path, capsys):
+    P = np.array([[0.9, 0.1, 0.0], [0.1, 0.8, 0.1], [0.0, 0.2, 0.8]])
+    csv = tmp_path / "m.csv"
+    csv.write_text("0,1,4\n" + "\n".join(",".join(map(str, r)) for r in P) + "\n")
+    npy = tmp_path / "m.npy"
+    np.save(npy, np.vstack([[0, 1, 4], P]))
+    a = run_json(capsys, "--matrix", str(csv), "--users", "10", "--max-penalty", "1.0")
+    b = run_json(capsys, "--matrix", str(npy), "--users", "10", "--max-penalty", "1.0")
+    assert a["epsilon_c"] == b["epsilon_c"] and a["status"] == b["status"]
+    assert a["model"]["sensitivity"] == pytest.approx(0.4)
+
+
+def test_data_csv(tmp_path, capsys):
+    rng = np.random.default_rng(5)
+    rows = ["user,time,value"] + [f"u{u},{t},{v:.4f}" for u in range(3) for t, v in enumerate(rng.random(300))]
+    path = tmp_path / "d.csv"
+    path.write_text("\n".join(rows) + "\n")
+    out = run_json(capsys, "--data", str(path), "--states", "3", "--max-penalty", "0.5")
+    assert out["model"]["users"] == 3 and out["model"]["states"] == 3
+
+
+def write(tmp_path, name, text):
+    p = tmp_path / name
+    p.write_text(text)
+    return str(p)
+
+
+@pytest.mark.parametrize(
+    "args, match",
+    [
+        (["--data", "/nonexistent/readings.csv"], r"--data file not found: '/nonexistent/readings.csv'"),
+        (["--data", "{tmp}/bad.csv"], r"line 3: expected 3 fields \(user,time,value\), got 4"),
+        (["--data", "{tmp}/nan.csv"], r"line 3: `value` nan is not a finite number \(NaN readings are not allowed\)"),
+        (["--matrix", "{tmp}/nonstoch.csv"], r"`P` is not stochastic: row 0 sums to 0.9"),
+        (["--matrix", "{tmp}/text.csv"], r"line 2: 'x' is not a number"),
+        (["--chain", "three-state:p=0.1"], r"unknown --chain spec 'three-state:p=0.1'; expected two-state:p=P,q=Q"),
+        (["--chain", "two-state:p=0.1"], r"bad --chain spec 'two-state:p=0.1'"),
+        (["--chain", "two-state:p=2,q=0.1"], r"`p` must be a probability in \[0, 1\], got 2.0"),
+        (["--chain", "two-state:p=0.1,q=0.1", "--states", "4"], r"--states applies to --data"),
+        (["--users", "5"], r"--users 5 disagrees with the data, which has 17 usable users"),
+    ],
+)
+def test_bad_input_one_line_exit_2(tmp_path, capsys, args, match):
+    write(tmp_path, "bad.csv", "user,time,value\na,0,1.0\na,1,2.0,9\n")
+    write(tmp_path, "nan.csv", "user,time,value\na,0,1.0\na,1,nan\n")
+    write(tmp_path, "nonstoch.csv", "0.5,0.4\n0.5,0.5\n")
+    write(tmp_path, "text.csv", "0.5,0.5\nx,0.5\n")
+    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    assert main(["schedule", *args]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("policyopt: error: ")
+    import re
+
+    assert re.search(match, err), err
+
+
+@pytest.mark.parametrize(
+    "args, match",
+    [
+        (["--max-penalty", "0"], r"--max-penalty must be a positive finite number, got '0'"),
+        (["--max-penalty", "-1"], r"--max-penalty must be a positive finite number, got '-1'"),
+        (["--max-penalty", "abc"], r"--max-penalty must be a number, got 'abc'"),
+        (["--max-interval", "0"], r"--max-interval must be ≥ 1, got '0'"),
+        (["--chain", "two-state:p=0.1,q=0.1", "--matrix", "m.csv"], r"not allowed with argument"),
+    ],
+)
+def test_bad_options_one_line_exit_2(capsys, args, match):
+    with pytest.raises(SystemExit) as exc:
+        main(["schedule", *args])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    import re
+
+    assert re.search(match, err), err
+
+
+def test_console_script_never_prints_a_traceback(tmp_path):
+    exe = Path(sys.executable).with_name("policyopt")
+    env = dict(os.environ)
+    bad = tmp_path / "nan.csv"
+    bad.write_text("user,time,value\na,0,1.0\na,1,nan\n")
+    for args in (["schedule", "--data", str(bad)], ["schedule", "--max-penalty", "0"], ["schedule", "--chain", "nope"]):
+        proc = subprocess.run([str(exe), *args], capture_output=True, text=True, env=env, timeout=120)
+        assert proc.returncode == 2
+        assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1
+        assert proc.stdout == ""
+    ok = subprocess.run([str(exe), "--help"], capture_output=True, text=True, timeout=60)
+    assert ok.returncode == 0 and "schedule" in ok.stdout
