@@ -3,8 +3,10 @@
 Source: Zhang, Wei, Berry, Huang, "Age-Dependent Differential Privacy",
 ``../shared/papers/000_2a085da7b331351a.txt``.  Privacy is in nats, time in slots.
 
-Every risk is computed in log space: ln(1 + Δ(e^ε − 1)) uses ``log1p``/``expm1`` while
-e^ε is representable and ``logaddexp`` beyond, so ε_C = 50 (or 5000) and Δ = 0 work.
+Every risk is computed in log space, as ln(1 + Δ(e^ε − 1)) = logaddexp(0, ln Δ + ln(e^ε − 1)),
+so ε_C = 50 (or 5000) and Δ = 0 work.  Where Δ(t) may fall below the float range (≈1e-308)
+while ε_C ≳ 700, pass ln Δ (``risk_after_aging_log``, or a chain to :func:`compose`); the
+schedule problem and its solver work with ln Δ throughout.
 
 Paper errors handled here
 -------------------------
@@ -29,6 +31,7 @@ from .markov import as_slots
 
 __all__ = [
     "risk_after_aging",
+    "risk_after_aging_log",
     "compose",
     "Composition",
     "peak_risk",
@@ -37,25 +40,30 @@ __all__ = [
     "PeakRiskIteration",
 ]
 
-_EXPM1_SAFE = 700.0
-
-
-def _leak(max_tv, eps):
-    """ln(1 + Δ·(e^ε − 1)) elementwise, stable for Δ in [0, 1] and any ε ≥ 0."""
-    d = np.asarray(max_tv, dtype=float)
-    e = np.asarray(eps, dtype=float)
-    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        direct = np.log1p(d * np.expm1(np.minimum(e, _EXPM1_SAFE)))
-        large = np.logaddexp(np.log1p(-d), np.log(d) + e)  # ln((1 − Δ) + Δe^ε)
-    out = np.where(e <= _EXPM1_SAFE, direct, large)
-    return out
-
-
 def _log_expm1(x):
-    """ln(e^x − 1) for x > 0, stable for large x."""
+    """ln(e^x − 1) for x ≥ 0 (−inf at 0), stable for large x."""
     x = np.asarray(x, dtype=float)
     with np.errstate(divide="ignore", over="ignore"):
         return np.where(x > 30.0, x + np.log1p(-np.exp(-x)), np.log(np.expm1(np.minimum(x, 30.0))))
+
+
+def _leak_log(log_max_tv, eps):
+    """ln(1 + Δ·(e^ε − 1)) = logaddexp(0, ln Δ + ln(e^ε − 1)), from ln Δ (−inf for Δ = 0).
+
+    Stable for any ε ≥ 0 and any ln Δ ≤ 0, including Δ below the float range.
+    """
+    with np.errstate(invalid="ignore"):
+        return np.logaddexp(0.0, np.asarray(log_max_tv, dtype=float) + _log_expm1(eps))
+
+
+def _log(d):
+    with np.errstate(divide="ignore"):
+        return np.log(np.asarray(d, dtype=float))
+
+
+def _leak(max_tv, eps):
+    """ln(1 + Δ·(e^ε − 1)) elementwise from Δ in [0, 1]."""
+    return _leak_log(_log(max_tv), eps)
 
 
 def _check_max_tv(values, name="max_tv"):
@@ -110,6 +118,33 @@ def risk_after_aging(max_tv, epsilon_c):
     return float(out) if out.ndim == 0 else out
 
 
+def risk_after_aging_log(log_max_tv, epsilon_c):
+    """Theorem 1 (eq. 14) from ln Δ(t): use it when Δ(t) may underflow (ε_C ≳ 700).
+
+    Parameters
+    ----------
+    log_max_tv : float or array_like
+        ln Δ(t) ≤ 0 (−inf for Δ = 0), e.g. ``chain.log_max_tv(t)``.
+    epsilon_c : float or array_like
+        ε_C ≥ 0 (nats).
+
+    Returns
+    -------
+    float or numpy.ndarray
+        ε(t) in nats.
+
+    Raises
+    ------
+    InvalidInputError
+        If `log_max_tv` is positive or NaN, or `epsilon_c` is negative or not finite.
+    """
+    ld = np.asarray(log_max_tv, dtype=float)
+    if np.any(np.isnan(ld)) or np.any(ld > 0):
+        raise InvalidInputError(f"`log_max_tv` must be ≤ 0 (ln of a total variation distance), got {fmt(log_max_tv)}")
+    out = _leak_log(ld, _check_epsilon(epsilon_c))
+    return float(out) if out.ndim == 0 else out
+
+
 @dataclass(frozen=True)
 class Composition:
     """Risk and AoI trajectories of a multi-query mechanism (Theorem 3).
@@ -138,6 +173,14 @@ class Composition:
     def peak_risk(self) -> float:
         """max_n ε(S_n) over the publications, nats."""
         return float(np.max(self.epoch_peaks))
+
+
+def _log_max_tv_table(max_tv, n: int) -> np.ndarray:
+    """ln Δ(0..n-1) from a chain/population (exact logs), a callable or a table."""
+    owner = max_tv if hasattr(max_tv, "log_max_tv") else getattr(max_tv, "__self__", None)
+    if owner is not None and hasattr(owner, "log_max_tv"):
+        return np.asarray(owner.log_max_tv(np.arange(n)), dtype=float)
+    return _log(_max_tv_table(max_tv, n))
 
 
 def _max_tv_table(max_tv, n: int) -> np.ndarray:
@@ -178,9 +221,11 @@ def compose(
         Agings A_n ≥ 0 (slots); input time stamps S_n − A_n must be ≥ 0 and non-decreasing.
     epsilon_c : float or array_like, shape (N,)
         Per-query classical budgets ε_{C,n} ≥ 0 (nats).
-    max_tv : callable or array_like
-        Δ as a function of age (e.g. ``chain.max_tv``) or a table Δ(0), Δ(1), ... of
-        length ≥ horizon + 1.  Must be non-increasing for ε(S_n) to be the in-epoch peak.
+    max_tv : MarkovChain, Population, callable or array_like
+        Δ as a function of age or a table Δ(0), Δ(1), ... of length ≥ horizon + 1.  A chain or
+        population (or its bound ``max_tv`` method) is evaluated through ``log_max_tv``, so
+        Δ below the float range still counts.  Must be non-increasing for ε(S_n) to be the
+        in-epoch peak.
     horizon : int, optional
         Last slot T of the trajectory (default: the last publishing time).
 
@@ -229,12 +274,12 @@ def compose(
     T = int(S[-1]) if horizon is None else int(as_slots([horizon], "horizon")[0])
     if T < S[-1]:
         raise InvalidInputError(f"`horizon`={T} is before the last publication at slot {int(S[-1])}")
-    table = _max_tv_table(max_tv, T + 1)
+    table = _log_max_tv_table(max_tv, T + 1)
 
     prior = np.zeros(n)
     for k in range(1, n):
         # ε(S_k − A_k): previous epoch's eq. (25) at t = S_k − A_k
-        prior[k] = _leak(table[tau[k] - tau[k - 1]], eps[k - 1] + prior[k - 1])
+        prior[k] = _leak_log(table[tau[k] - tau[k - 1]], eps[k - 1] + prior[k - 1])
     total = eps + prior  # ε_{C,n} + ε(S_n − A_n)
 
     times = np.arange(T + 1)
@@ -243,9 +288,9 @@ def compose(
     aoi = np.full(T + 1, np.nan)
     live = epoch >= 0
     lag = times[live] - tau[epoch[live]]
-    risk[live] = _leak(table[lag], total[epoch[live]])  # eq. (25)
+    risk[live] = _leak_log(table[lag], total[epoch[live]])  # eq. (25)
     aoi[live] = lag  # eq. (24): A_n at S_n, +1 per slot
-    peaks = _leak(table[A], total)
+    peaks = _leak_log(table[A], total)
     return Composition(times=times, risk=risk, aoi=aoi, epoch_peaks=np.asarray(peaks), prior_risk=prior)
 
 
@@ -267,23 +312,31 @@ class PeakRisk:
     message: str
 
 
+def _log_condition_log(log_max_tv_s, epsilon_c):
+    """ln(Δ(S̄) e^{ε_C}) from ln Δ(S̄); condition (31) is that this is < 0."""
+    return np.asarray(log_max_tv_s, dtype=float) + np.asarray(epsilon_c, dtype=float)
+
+
 def _log_condition(max_tv_s, epsilon_c):
     """ln(Δ(S̄) e^{ε_C}); condition (31) is that this is < 0."""
-    with np.errstate(divide="ignore"):
-        return np.log(np.asarray(max_tv_s, dtype=float)) + np.asarray(epsilon_c, dtype=float)
+    return _log_condition_log(_log(max_tv_s), epsilon_c)
+
+
+def _peak_risk_values_log(log_max_tv_a, log_max_tv_s, epsilon_c):
+    """Vectorised eq. (30) from ln Δ(A), ln Δ(S̄); NaN where condition (31) fails.  Inputs broadcast."""
+    eps = np.asarray(epsilon_c, dtype=float)
+    u = _log_condition_log(log_max_tv_s, eps)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_num = np.asarray(log_max_tv_a, dtype=float) + _log_expm1(eps)  # ln(Δ(A)(e^{ε_C} − 1))
+        log_den = np.log(-np.expm1(np.minimum(u, 0.0)))  # ln(1 − Δ(S̄)e^{ε_C})
+        value = np.logaddexp(0.0, log_num - log_den)  # eq. (30)
+    value = np.where(np.isnan(value) & np.isneginf(log_num), 0.0, value)
+    return np.where(u < 0, value, np.nan)
 
 
 def _peak_risk_values(max_tv_a, max_tv_s, epsilon_c):
-    """Vectorised eq. (30); NaN where condition (31) fails.  Inputs broadcast."""
-    dA = np.asarray(max_tv_a, dtype=float)
-    eps = np.asarray(epsilon_c, dtype=float)
-    u = _log_condition(max_tv_s, eps)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        log_num = np.log(dA) + _log_expm1(eps)  # ln(Δ(A)(e^{ε_C} − 1))
-        log_den = np.log(-np.expm1(np.minimum(u, 0.0)))  # ln(1 − Δ(S̄)e^{ε_C})
-        value = np.logaddexp(0.0, log_num - log_den)  # eq. (30)
-    value = np.where(np.isnan(value) & (dA == 0), 0.0, value)
-    return np.where(u < 0, value, np.nan)
+    """Vectorised eq. (30) from Δ(A), Δ(S̄); NaN where condition (31) fails."""
+    return _peak_risk_values_log(_log(max_tv_a), _log(max_tv_s), epsilon_c)
 
 
 def peak_risk(max_tv_a: float, max_tv_s: float, epsilon_c: float) -> PeakRisk:
@@ -318,6 +371,8 @@ def peak_risk(max_tv_a: float, max_tv_s: float, epsilon_c: float) -> PeakRisk:
     dA = float(_check_max_tv(max_tv_a, "max_tv_a"))
     dS = float(_check_max_tv(max_tv_s, "max_tv_s"))
     eps = float(_check_epsilon(epsilon_c))
+    if eps == 0.0:
+        return PeakRisk("finite", 0.0, "ε_C = 0: the releases carry no information")
     u = float(_log_condition(dS, eps))
     if not u < 0:
         return PeakRisk(
@@ -339,11 +394,12 @@ class PeakRiskIteration:
     status : str
         ``"converged"``, ``"divergent"`` (condition (31) fails) or ``"max_iter"``.
     value : float or None
-        Limit of the in-epoch peaks ε(S_n) (nats); ``None`` when divergent.
+        Proven upper bound on the limit of the in-epoch peaks ε(S_n) (nats): ε(S) evaluated
+        at the last prior iterate plus its error bound; ``None`` when divergent.
     epoch_peaks : numpy.ndarray
-        ε(S_n) for n = 1, 2, ... as iterated (empty when divergent).
+        ε(S_n) for n = 1, 2, ... as iterated (empty when divergent); they increase to ε*.
     error_bound : float
-        Proven bound on |ε' − ε'_n| for the prior risk at the last iterate (nats).
+        Proven bound on ε' − ε'_n for the prior risk at the last iterate (nats).
     """
 
     status: str
@@ -371,7 +427,7 @@ def peak_risk_iteration(
     epsilon_c : float
         ε_C ≥ 0 (nats).
     tol : float
-        Target error on the fixed point (nats).
+        Target relative error on the fixed point.
     max_iter : int
         Iteration cap.
 
@@ -407,8 +463,10 @@ def peak_risk_iteration(
         step = nxt - prior
         prior = nxt
         bound = r / (1.0 - r) * abs(step) if r > 0 else 0.0
-        if bound <= tol:
+        if bound <= tol * max(prior, 1e-300):
             status = "converged"
             break
     peaks.append(float(_leak(dA, eps + prior)))
-    return PeakRiskIteration(status, peaks[-1], np.asarray(peaks), bound)
+    # The iterates approach the fixed point from below; report the proven upper end.
+    upper = float(_leak(dA, eps + prior + bound)) if math.isfinite(bound) else math.inf
+    return PeakRiskIteration(status, upper, np.asarray(peaks), bound)

@@ -106,6 +106,11 @@ def build_parser() -> argparse.ArgumentParser:
                        help=f"releases after which the noise-only benchmark's risk is reported (default {DEFAULT_RELEASES})")
     sched.add_argument("--smoothing", type=_non_negative_float("--smoothing"), default=None, metavar="S",
                        help=f"additive smoothing pseudo-count for estimated chains (default {DEFAULT_SMOOTHING})")
+    sched.add_argument("--method", choices=("exact", "heuristic", "cvxpy", "pyomo", "all"), default="exact",
+                       help="exact: problem (28) with the exact Δ(t), integer (default); heuristic/cvxpy/pyomo: problem (39) "
+                       "with the envelope Δ(t) ≤ c·ρ^t; all: every back end side by side")
+    sched.add_argument("--relax", action="store_true",
+                       help="continuous relaxation of A and S_bar for the (39) back ends (cvxpy needs it)")
     sched.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     sched.set_defaults(handler=_cmd_schedule)
     return parser
@@ -178,6 +183,8 @@ def _cmd_schedule(args) -> int:
         penalty=penalty,
         releases=args.releases,
         model_info=info,
+        method=args.method,
+        relax=args.relax,
     )
     out = report.to_dict()
     out["wall_time_s"] = time.perf_counter() - start
@@ -192,13 +199,25 @@ def _g(x, digits=6):
     return "—" if x is None else f"{x:.{digits}g}"
 
 
+def _up(x, digits=6):
+    """Format a privacy bound rounded *up* to `digits` significant digits (never understated)."""
+    if x is None:
+        return "—"
+    text = f"{x:.{digits}g}"
+    bump = 0
+    while float(text) < x:
+        bump += 1
+        text = f"{math.nextafter(x, math.inf) + abs(x) * bump * 10.0 ** (1 - digits):.{digits}g}"
+    return text
+
+
 def _format_report(r: dict) -> str:
     m = r["model"]
     unit = f" {m['penalty_unit']}" if m.get("penalty_unit") else ""
     lines = [
         "policyopt schedule: peak age-dependent privacy risk (Zhang et al., problem (28))",
         f"model       : {m['source']}; {m['users']} users, {m['states']} states",
-        f"envelope    : Δ(t) ≤ c·ρ^t with c = {_g(m['c'])}, ρ = {_g(m['rho'])} (t ≤ {m['envelope_horizon']} slots, ρ = λ*)",
+        f"envelope    : Δ(t) ≤ c·ρ^t with c = {_up(m['c'])}, ρ = {_up(m['rho'])} (t ≤ {m['envelope_horizon']} slots, ρ = λ*)",
     ]
     if m.get("excluded_users"):
         lines.append(f"excluded    : {len(m['excluded_users'])} users: " + "; ".join(f"{u} ({why})" for u, why in m["excluded_users"].items()))
@@ -206,8 +225,9 @@ def _format_report(r: dict) -> str:
     lines.append(f"status      : {r['status']}")
     if r["A"] is not None:
         lines += [
-            f"schedule    : A = {r['A']} slots, S̄ = {r['S_bar']} slots, ε_C = {_g(r['epsilon_c'])} nats per release",
-            f"peak risk   : ε* = {_g(r['peak_risk'])} nats",
+            f"schedule    : A = {_g(r['A'], 10)} slots, S̄ = {_g(r['S_bar'], 10)} slots, ε_C = {_g(r['epsilon_c'], 10)} nats per release",
+            f"peak risk   : ε* = {_up(r['peak_risk'])} nats"
+            + ("" if r["method"] == "exact" else " ((39a) with the envelope: an upper bound on the exact ε* of integer schedules)"),
             f"penalty     : {_g(r['penalty'])}{unit} at peak AoI {r['peak_aoi']} slots",
         ]
     else:
@@ -216,18 +236,36 @@ def _format_report(r: dict) -> str:
     na = r["benchmarks"]["no_aging"]
     if na["A"] is not None:
         lines.append(
-            f"no aging    : S̄ = {na['S_bar']}, ε_C = {_g(na['epsilon_c'])}, ε* = {_g(na['peak_risk'])} nats ({na['status']})"
+            f"no aging    : S̄ = {na['S_bar']}, ε_C = {_g(na['epsilon_c'], 10)}, ε* = {_up(na['peak_risk'])} nats ({na['status']})"
         )
     else:
         lines.append(f"no aging    : {na['status']}")
     no = r["benchmarks"]["noise_only"]
     if no["epsilon_c"] is not None:
         lines.append(
-            f"noise only  : ε_C = {_g(no['epsilon_c'])} nats every slot; risk after {no['releases']} releases "
-            f"= {_g(no['risk_after_releases'])} nats (Δ ≡ 1, grows without bound)"
+            f"noise only  : ε_C = {_g(no['epsilon_c'], 10)} nats every slot; risk after {no['releases']} releases "
+            f"= {_up(no['risk_after_releases'])} nats (Δ ≡ 1, grows without bound)"
         )
     else:
         lines.append("noise only  : infeasible")
+    if r.get("kkt"):
+        k = r["kkt"]
+        res = k.get("residual_40")
+        lines.append(
+            f"KKT         : branch {k.get('branch')}, (40) residual {_g(res, 3)}, "
+            f"{'passed' if k.get('passed') else 'FAILED'} (tolerance {_g(k.get('tolerance'), 2)})"
+        )
+    if r.get("comparison"):
+        lines.append("comparison  :")
+        head = f"  {'method':<28} {'status':<11} {'objective':>12} {'bound':>12} {'gap':>9} {'time s':>8} {'KKT res':>9}"
+        lines.append(head)
+        for row in r["comparison"]:
+            lines.append(
+                f"  {row['method']:<28} {row['status']:<11} {_up(row['objective'], 8):>12} {_g(row['bound'], 8):>12} "
+                f"{_g(row['gap'], 2):>9} {_g(row['wall_time_s'], 3):>8} {_g(row.get('kkt_residual'), 2):>9}"
+            )
+            if row["status"] == "unavailable":
+                lines.append(f"    ({row['message']})")
     lines.append(f"wall time   : {r['wall_time_s']:.3f} s")
     return "\n".join(lines)
 

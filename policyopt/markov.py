@@ -86,6 +86,7 @@ def _validate_transition_matrix(P, name: str = "P") -> np.ndarray:
             f"`{name}` is not stochastic: row {i} sums to {float(sums[i])!r}, not 1 (tolerance {ROW_SUM_TOL:g}); "
             "normalise each row"
         )
+    arr = arr / sums[:, None]  # rows within the tolerance are renormalised once, so every use sees the same chain
     arr.setflags(write=False)
     return arr
 
@@ -254,7 +255,13 @@ class MarkovChain:
             If the chain is reducible (π is then not unique).
         """
         self._require_irreducible("The stationary distribution")
-        pi = _gth_stationary(self._P)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            pi = _gth_stationary(self._P)
+        if not (np.all(np.isfinite(pi)) and np.all(pi > 0)):
+            raise InvalidModelError(
+                "the stationary distribution underflows (a transition probability is subnormal, "
+                f"min positive entry {float(self._P[self._P > 0].min())!r}); smooth the estimate"
+            )
         pi.setflags(write=False)
         return pi
 
@@ -306,6 +313,13 @@ class MarkovChain:
         """
         return Population([self]).max_tv(t)
 
+    def log_max_tv(self, t):
+        """ln Δ(t) (−inf where Δ(t) = 0 exactly); finite even where Δ(t) underflows a float.
+
+        See :meth:`Population.log_max_tv`.
+        """
+        return Population([self]).log_max_tv(t)
+
     @cached_property
     def spectral_rate(self) -> float:
         """Geometric rate of the spectral bound (55).
@@ -323,7 +337,9 @@ class MarkovChain:
         root = np.sqrt(pi)
         B = root[:, None] * self._P / root[None, :]
         s = np.linalg.svd(B, compute_uv=False)
-        return float(min(1.0, s[1]))
+        # The SVD's error is absolute (≈ eps·‖B‖, ‖B‖ = 1): add a Weyl-type allowance so that a
+        # tiny σ₂ is never underestimated (the bound (55) must stay an upper bound).
+        return float(min(1.0, s[1] + 4 * self.n_states * np.finfo(float).eps))
 
     @property
     def lambda_star(self) -> float:
@@ -339,8 +355,9 @@ class MarkovChain:
     def spectral_bound(self, t):
         """Upper bound (55) on Δ(t): min(1, max_x sqrt((1−π(x))/π(x)) · λ*^t).
 
-        Valid because Δ(t) ≤ 2 max_x δ(P̂_t(x,·), π) and, by (54) applied to P̂ (which has
-        the same π and λ*), 2 δ(P̂_t(x,·), π) ≤ sqrt((1−π(x))/π(x)) λ*^t.
+        Valid because Δ(t) ≤ 2 max_x δ(P̂_t(x,·), π) and 2 δ(P̂_t(x,·), π) ≤ sqrt((1−π(x))/π(x)) λ*^t:
+        by (54) applied to P̂ = P when the chain is reversible, and by Fill's χ² bound for the
+        multiplicative reversiblization (with λ* = :attr:`spectral_rate`) otherwise.
 
         Parameters
         ----------
@@ -508,16 +525,35 @@ class Population:
         removed after each product.  Subtracting two nearly equal rows would cap the
         relative accuracy of Δ(t) at about 1e-16 / Δ(t); propagating differences keeps
         it near machine precision even when Δ(t) is 1e-30, which matters because
-        ε(t) ≈ Δ(t) e^{ε_C} for large ε_C.  For large populations, users whose
+        ε(t) ≈ Δ(t) e^{ε_C} for large ε_C (below ~1e-308 use :meth:`log_max_tv`, which does not
+        underflow).  For large populations, users whose
         submultiplicative bound Δ_u(t) ≤ Δ_u(t') Δ_u(1)^{t−t'} is below another user's exact
         value are not evaluated at that t (the result is still the exact maximum).
+        """
+        out = np.exp(self.log_max_tv(t))
+        return float(out) if np.ndim(out) == 0 else out
+
+    def log_max_tv(self, t):
+        """ln Δ(t) of eq. (12), same shape as `t`; −inf where Δ(t) is exactly 0.
+
+        Δ(t) itself underflows a float below about 1e-308, while the risk ln(1 + Δ(e^{ε_C} − 1))
+        still depends on it when ε_C ≳ 700; every accounting path of policyopt therefore
+        works with ln Δ(t), which this method computes without underflow (the propagated row
+        differences are rescaled after every product and the scale is kept as a logarithm).
+
+        Raises
+        ------
+        InvalidInputError
+            If `t` is negative or not integral.
+        InvalidModelError
+            If a user's chain is reducible.
         """
         ts = as_slots(t, "t")
         flat = ts.reshape(-1)
         uniq, inverse = np.unique(flat, return_inverse=True)
-        best = np.zeros(uniq.shape)
+        best = np.full(uniq.shape, -np.inf)
         for phat, pi in self._groups().values():
-            best = np.maximum(best, _max_tv_stack(phat, pi, uniq))
+            best = np.maximum(best, _log_max_tv_stack(phat, pi, uniq))
         out = best[inverse].reshape(ts.shape)
         return float(out) if out.ndim == 0 else out
 
@@ -575,10 +611,10 @@ class Population:
             raise InvalidInputError(f"`rho` must be in [0, 1], got {fmt(rho)}")
         rho = float(rho)
         ts = np.arange(int(h) + 1)
-        d = np.asarray(self.max_tv(ts))
+        log_d = np.asarray(self.log_max_tv(ts))
         with np.errstate(divide="ignore", invalid="ignore"):
             log_rho = math.log(rho) if rho > 0 else -np.inf
-            excess = np.where(d > 0, np.log(d) - np.where(ts == 0, 0.0, ts * log_rho), -np.inf)
+            excess = np.where(np.isfinite(log_d), log_d - np.where(ts == 0, 0.0, ts * log_rho), -np.inf)
         log_c = max(0.0, float(np.max(excess)))
         c = math.exp(log_c) if log_c < 709 else math.inf
         if not math.isfinite(c):
@@ -607,43 +643,91 @@ def _pairwise_max_tv(diff: np.ndarray, chunk: int = 512) -> np.ndarray:
     return out
 
 
-def _max_tv_stack(phat: np.ndarray, pi: np.ndarray, ts: np.ndarray) -> np.ndarray:
-    """Exact max over users of Δ_u(t) for sorted unique ages `ts`.
+def _normalise(stack: np.ndarray, log_scale: np.ndarray) -> None:
+    """Divide each user's block of `stack` by its largest magnitude, adding ln(scale) to `log_scale`.
+
+    Users whose block is exactly zero get log_scale = −inf (their Δ is exactly 0 from then on).
+    In place; stack shape (U, ...), log_scale shape (U,).
+    """
+    scale = np.abs(stack).reshape(stack.shape[0], -1).max(axis=1)
+    zero = scale == 0
+    safe = np.where(zero, 1.0, scale)
+    stack /= safe.reshape((-1,) + (1,) * (stack.ndim - 1))
+    with np.errstate(divide="ignore"):
+        log_scale += np.where(zero, -np.inf, np.log(safe))
+
+
+def _scaled_power(mat: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """mat^n for a stack (U, K, K) as (scaled stack, ln scale per user), without underflow."""
+    U = mat.shape[0]
+    result = np.broadcast_to(np.eye(mat.shape[1]), mat.shape).copy()
+    res_log = np.zeros(U)
+    base = mat.copy()
+    base_log = np.zeros(U)
+    _normalise(base, base_log)
+    while n:
+        if n & 1:
+            result = np.matmul(result, base)
+            res_log = res_log + base_log
+            _normalise(result, res_log)
+        n >>= 1
+        if n:
+            base = np.matmul(base, base)
+            base_log = 2 * base_log
+            _normalise(base, base_log)
+    return result, res_log
+
+
+def _log_max_tv_stack(phat: np.ndarray, pi: np.ndarray, ts: np.ndarray) -> np.ndarray:
+    """Exact ln of the max over users of Δ_u(t) for sorted unique ages `ts`.
 
     phat: (U, K, K) reversed transition matrices; pi: (U, K) stationary distributions.
+    The row differences D_x(t) = (e_x − e_0) P̂^t are kept as (scaled stack, ln scale).
     """
     U, K, _ = phat.shape
-    out = np.zeros(ts.shape)
+    out = np.full(ts.shape, -np.inf)
     if K == 1:
         return out
     diff = np.zeros((U, K - 1, K))
     diff[:, :, 0] = -1.0
     diff[:, np.arange(K - 1), np.arange(1, K)] = 1.0
+    log_scale = np.zeros(U)
     # Zero-sum rows only see the deviation Q = P̂ − 1π (D·1π = 0), and Q^n = P̂^n − 1π has
     # entries of the size of the answer, so powers of Q keep relative accuracy where
     # powers of P̂ (entries ≈ π) would not.
     dev = phat - pi[:, None, :]
-    one_step = _pairwise_max_tv(np.matmul(diff, dev)) if U > 1 else None
-    bound = np.ones(U)  # upper bound on Δ_u at the current time (exact where evaluated)
+    with np.errstate(divide="ignore"):
+        log_one = np.log(_pairwise_max_tv(np.matmul(diff, dev))) if U > 1 else None  # ln Δ_u(1)
+    log_bound = np.zeros(U)  # upper bound on ln Δ_u at the current time (exact where evaluated)
     leader = 0
     t_cur = 0
+
+    def log_tv(idx):
+        with np.errstate(divide="ignore"):
+            return np.log(_pairwise_max_tv(diff[idx])) + log_scale[idx]
+
     for k, t in enumerate(ts):
         gap = int(t) - t_cur
         if gap > 0:
-            step = dev if gap == 1 else np.linalg.matrix_power(dev, gap)
-            diff = np.matmul(diff, step)
+            if gap == 1:
+                diff = np.matmul(diff, dev)
+            else:
+                step, step_log = _scaled_power(dev, gap)
+                diff = np.matmul(diff, step)
+                log_scale = log_scale + step_log
             diff -= diff.sum(axis=-1, keepdims=True) * pi[:, None, :]  # keep rows zero-sum
-            if one_step is not None:
-                bound = bound * np.power(one_step, gap)  # Δ(t+s) ≤ Δ(t)Δ(s)
+            _normalise(diff, log_scale)
+            if log_one is not None:
+                log_bound = log_bound + gap * log_one  # Δ(t+s) ≤ Δ(t)Δ(s)
             t_cur = int(t)
         if U == 1:
-            out[k] = _pairwise_max_tv(diff)[0]
+            out[k] = log_tv(slice(0, 1))[0]
             continue
-        lead_val = _pairwise_max_tv(diff[leader : leader + 1])[0]
-        bound[leader] = lead_val
-        cand = np.flatnonzero(bound * (1.0 + 1e-9) + 1e-300 >= lead_val)
-        vals = _pairwise_max_tv(diff[cand])
-        bound[cand] = vals
+        lead_val = log_tv(slice(leader, leader + 1))[0]
+        log_bound[leader] = lead_val
+        cand = np.flatnonzero(log_bound + 1e-9 >= lead_val)
+        vals = log_tv(cand)
+        log_bound[cand] = vals
         j = int(np.argmax(vals))
         leader = int(cand[j])
         out[k] = vals[j]

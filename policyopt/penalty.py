@@ -21,7 +21,17 @@ from numpy.lib.stride_tricks import sliding_window_view
 from .errors import InvalidInputError, InvalidModelError, fmt
 from .markov import Population, as_slots
 
-__all__ = ["Penalty", "MSEPenalty", "CallablePenalty", "two_state_mse", "ROUND_UP"]
+__all__ = [
+    "Penalty",
+    "MSEPenalty",
+    "CallablePenalty",
+    "two_state_mse",
+    "ROUND_UP",
+    "ContinuousPenalty",
+    "TwoStateMSE",
+    "LinearPenalty",
+    "TableMSE",
+]
 
 #: Relative amount by which inverse budgets are rounded up (towards feasibility).
 ROUND_UP = 1e-12
@@ -192,7 +202,11 @@ class MSEPenalty(Penalty):
 
     @property
     def staleness_limit(self) -> float:
-        """lim_{t→∞} of the staleness term: (1/I²) Σ_i 2 Var_{π_i}(x_i)."""
+        """lim_{t→∞} of the staleness term: (1/I²) Σ_i 2 Var_{π_i}(x_i).
+
+        For a periodic chain the staleness oscillates and has no limit; this is then its
+        Cesàro average, not a bound.
+        """
         pop = self.population
         acc = 0.0
         for chain, count in zip(pop.chains, pop.counts):
@@ -298,3 +312,219 @@ def two_state_mse(t, epsilon_c, p: float, q: float, n_users: int):
     lam = 1.0 - p - q
     stale = 8.0 * p * q * (1.0 - np.power(lam, t)) / (n_users * (p + q) ** 2)
     return stale + 8.0 / (np.asarray(epsilon_c, dtype=float) ** 2 * n_users**2)
+
+
+class ContinuousPenalty(ABC):
+    """A penalty f(T, ε_C) defined for real peak ages T ≥ 0, for the continuous formulations (39)–(42).
+
+    f must be non-decreasing in T and non-increasing in ε_C, so that the constraint
+    f(T, ε_C) ≤ f̄ is equivalent to T ≤ :meth:`max_age` (ε_C) and to ε_C ≥ :meth:`min_epsilon` (T).
+
+    References
+    ----------
+    ``000_2a085da7b331351a.txt``, eq. (27), (39c).
+    """
+
+    name = "continuous"
+    unit = ""
+    #: True if f is jointly convex in (T, ε_C) on T ≥ 0, ε_C > 0
+    jointly_convex = False
+
+    @abstractmethod
+    def value(self, T, epsilon_c):
+        """f(T, ε_C), broadcast over real ages `T` (slots) and budgets `epsilon_c` (nats)."""
+
+    @abstractmethod
+    def max_age(self, epsilon_c, max_penalty):
+        """Largest T ≥ 0 with f(T, ε_C) ≤ f̄: ``inf`` if every T qualifies, ``-inf`` if none does."""
+
+    @abstractmethod
+    def min_epsilon(self, T, max_penalty):
+        """Smallest ε_C > 0 with f(T, ε_C) ≤ f̄; ``inf`` if none."""
+
+    @abstractmethod
+    def noise_floor_age(self, max_penalty):
+        """sup over ε_C of :meth:`max_age`: the largest peak age any budget allows (``inf`` if unbounded)."""
+
+    def pyomo_expression(self, T, epsilon_c):
+        """f(T, ε_C) as a Pyomo expression of Pyomo variables, for global solvers.
+
+        Raises
+        ------
+        NotImplementedError
+            If the penalty has no closed algebraic form.
+        """
+        raise NotImplementedError(f"penalty {self.name!r} has no algebraic form for Pyomo")
+
+
+class TwoStateMSE(ContinuousPenalty):
+    """MSE (49) of the two-state example at real ages: K₀(1 − λ^T) + 8/(ε_C² I²), λ = 1 − p − q.
+
+    K₀ = 8pq/(I(p+q)²) is the staleness limit; the noise term uses the mean's sensitivity 2/I
+    (see :class:`MSEPenalty` on the paper's factor).  Concave and increasing in T.
+
+    Parameters
+    ----------
+    p, q : float
+        Transition probabilities of (43); 0 < 1 − p − q < 1 is required so that λ^T is
+        defined and decreasing for real T.
+    n_users : int
+        I ≥ 1.
+
+    Raises
+    ------
+    InvalidInputError
+        If 1 − p − q is not in (0, 1) or `n_users` < 1.
+    """
+
+    name = "two-state-mse"
+
+    def __init__(self, p: float, q: float, n_users: int):
+        lam = 1.0 - float(p) - float(q)
+        if not (0.0 < lam < 1.0 and 0 <= p <= 1 and 0 <= q <= 1):
+            raise InvalidInputError(
+                f"the continuous two-state MSE needs 0 < 1 − p − q < 1 (real ages), got p={p!r}, q={q!r}"
+            )
+        if isinstance(n_users, bool) or not isinstance(n_users, (int, np.integer)) or n_users < 1:
+            raise InvalidInputError(f"`n_users` must be an integer ≥ 1, got {fmt(n_users)}")
+        self.p, self.q, self.n_users, self.lam = float(p), float(q), int(n_users), lam
+        self.limit = 8.0 * p * q / (n_users * (p + q) ** 2)
+        self.noise_const = 8.0 / n_users**2  # 2 (2/I)²
+
+    def value(self, T, epsilon_c):
+        """K₀(1 − λ^T) + 8/(ε_C² I²)."""
+        T = np.asarray(T, dtype=float)
+        eps = np.asarray(epsilon_c, dtype=float)
+        with np.errstate(divide="ignore"):
+            return -self.limit * np.expm1(T * math.log(self.lam)) + self.noise_const / eps**2
+
+    def max_age(self, epsilon_c, max_penalty):
+        """T ≤ ln(1 − (f̄ − noise)/K₀) / ln λ."""
+        f_bar = _check_max_penalty(max_penalty)
+        eps = np.asarray(epsilon_c, dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = (f_bar - self.noise_const / eps**2) / self.limit
+            out = np.where(r >= 1.0, np.inf, np.log1p(-np.minimum(r, 1.0)) / math.log(self.lam))
+        return np.where(r < 0, -np.inf, out)
+
+    def min_epsilon(self, T, max_penalty):
+        """ε_C = sqrt(8 / (I² (f̄ − K₀(1 − λ^T))))."""
+        f_bar = _check_max_penalty(max_penalty)
+        slack = f_bar - (self.value(T, np.inf))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(slack > 0, np.sqrt(self.noise_const / slack) * (1.0 + ROUND_UP), np.inf)
+
+    def noise_floor_age(self, max_penalty):
+        """Largest T with K₀(1 − λ^T) < f̄ (noise → 0)."""
+        f_bar = _check_max_penalty(max_penalty)
+        return math.inf if f_bar >= self.limit else math.log1p(-f_bar / self.limit) / math.log(self.lam)
+
+    def pyomo_expression(self, T, epsilon_c):
+        """K₀(1 − exp(T ln λ)) + 8/(I² ε_C²) in Pyomo."""
+        import pyomo.environ as pyo
+
+        return self.limit * (1 - pyo.exp(T * math.log(self.lam))) + self.noise_const / epsilon_c**2
+
+
+class LinearPenalty(ContinuousPenalty):
+    """f(T, ε_C) = a·T + b/ε_C (a, b > 0): jointly convex, used as a test case of (39)–(42).
+
+    Raises
+    ------
+    InvalidInputError
+        If `a` or `b` is not a positive finite number.
+    """
+
+    name = "linear"
+    jointly_convex = True
+
+    def __init__(self, a: float, b: float):
+        for nm, v in (("a", a), ("b", b)):
+            if not isinstance(v, (int, float, np.floating)) or not (math.isfinite(v) and v > 0):
+                raise InvalidInputError(f"`{nm}` must be a positive finite number, got {fmt(v)}")
+        self.a, self.b = float(a), float(b)
+
+    def value(self, T, epsilon_c):
+        """a·T + b/ε_C."""
+        with np.errstate(divide="ignore"):
+            return self.a * np.asarray(T, dtype=float) + self.b / np.asarray(epsilon_c, dtype=float)
+
+    def max_age(self, epsilon_c, max_penalty):
+        """(f̄ − b/ε_C)/a, −inf when negative."""
+        f_bar = _check_max_penalty(max_penalty)
+        with np.errstate(divide="ignore"):
+            t = (f_bar - self.b / np.asarray(epsilon_c, dtype=float)) / self.a
+        return np.where(t < 0, -np.inf, t)
+
+    def min_epsilon(self, T, max_penalty):
+        """b/(f̄ − a·T)."""
+        f_bar = _check_max_penalty(max_penalty)
+        slack = f_bar - self.a * np.asarray(T, dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(slack > 0, self.b / slack * (1.0 + ROUND_UP), np.inf)
+
+    def noise_floor_age(self, max_penalty):
+        """f̄ / a."""
+        return _check_max_penalty(max_penalty) / self.a
+
+    def pyomo_expression(self, T, epsilon_c):
+        """a·T + b/ε_C in Pyomo."""
+        return self.a * T + self.b / epsilon_c
+
+
+class TableMSE(ContinuousPenalty):
+    """A chain population's MSE at real ages, by linear interpolation of its running maximum.
+
+    value(T, ε_C) = interp(T; t, max_{s ≤ t} staleness(s)) + 2(s/ε_C)².  At integer T this is
+    ≥ the epoch penalty of any schedule with peak AoI T (equal when the staleness increases),
+    so schedules meeting it also meet the exact constraint.
+
+    Parameters
+    ----------
+    mse : MSEPenalty
+    horizon : int
+        Largest age tabulated (slots); beyond it the penalty is treated as its value there
+        raised to the staleness limit.
+    """
+
+    name = "mse-table"
+
+    def __init__(self, mse: MSEPenalty, horizon: int):
+        if not isinstance(mse, MSEPenalty):
+            raise InvalidInputError(f"`mse` must be an MSEPenalty, got {fmt(mse)}")
+        (h,) = as_slots([horizon], "horizon")
+        self.mse = mse
+        self.unit = mse.unit
+        self.ages = np.arange(int(h) + 1, dtype=float)
+        self.table = np.maximum.accumulate(np.asarray(mse.staleness(np.arange(int(h) + 1)), dtype=float))
+        self.table[-1] = max(self.table[-1], mse.staleness_limit)
+
+    def _stale(self, T):
+        return np.interp(np.asarray(T, dtype=float), self.ages, self.table)
+
+    def value(self, T, epsilon_c):
+        """Interpolated running-max staleness plus Laplace noise variance."""
+        return self._stale(T) + self.mse.noise_variance(epsilon_c)
+
+    def max_age(self, epsilon_c, max_penalty):
+        """Largest T with interpolated staleness ≤ f̄ − noise (inverse of a non-decreasing interpolant)."""
+        f_bar = _check_max_penalty(max_penalty)
+        room = f_bar - np.asarray(self.mse.noise_variance(epsilon_c), dtype=float)
+        j = np.searchsorted(self.table, room, side="right") - 1  # last age with staleness ≤ room
+        last = self.table.size - 1
+        jj = np.clip(j, 0, last - 1)
+        lo, hi = self.table[jj], self.table[jj + 1]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            frac = np.where(hi > lo, (room - lo) / (hi - lo), 0.0)
+        out = self.ages[jj] + np.clip(frac, 0.0, 1.0)
+        out = np.where(j >= last, np.inf, out)
+        return np.where(j < 0, -np.inf, out)
+
+    def min_epsilon(self, T, max_penalty):
+        """Closed form of :meth:`MSEPenalty.min_epsilon` with the interpolated staleness."""
+        return self.mse.min_epsilon(self._stale(T), max_penalty)
+
+    def noise_floor_age(self, max_penalty):
+        """Largest T whose staleness is below f̄."""
+        f_bar = _check_max_penalty(max_penalty)
+        return math.inf if f_bar > self.table[-1] else float(np.interp(f_bar, self.table, self.ages))

@@ -16,7 +16,7 @@ from .markov import Population
 from .penalty import MSEPenalty, Penalty, _check_max_penalty
 from .result import Solution
 
-__all__ = ["ScheduleReport", "design_schedule", "noise_only_benchmark"]
+__all__ = ["ScheduleReport", "design_schedule", "noise_only_benchmark", "geometric_problem", "compare_methods", "METHODS"]
 
 
 def noise_only_benchmark(penalty: Penalty, max_penalty: float, releases: int) -> dict:
@@ -68,7 +68,7 @@ def _schedule_fields(sol: Solution) -> dict:
         "epsilon_c": d.get("epsilon_c"),
         "peak_risk": sol.objective,
         "penalty": sol.values.get("penalty"),
-        "peak_aoi": sol.values.get("peak_aoi"),
+        "peak_aoi": sol.values.get("peak_aoi", sol.values.get("peak_age")),
     }
 
 
@@ -88,6 +88,8 @@ class ScheduleReport:
         Users, states, envelope (c, ρ), λ*, data notes.
     wall_time_s : float
         Seconds from model to report (excluding interpreter start and data loading).
+    comparison : list of dict or None
+        With ``method="all"``: one row per back end (see :func:`compare_methods`).
     """
 
     solution: Solution
@@ -95,6 +97,7 @@ class ScheduleReport:
     noise_only: dict
     model: dict
     wall_time_s: float
+    comparison: list | None = None
     extra: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
@@ -114,8 +117,11 @@ class ScheduleReport:
                 "wall_time_s": self.wall_time_s,
                 "model": self.model,
                 "benchmarks": {"no_aging": _schedule_fields(self.no_aging), "noise_only": self.noise_only},
+                "kkt": sol["kkt"],
             }
         )
+        if self.comparison is not None:
+            out["comparison"] = self.comparison
         out.update(self.extra)
         return _json_clean(out)
 
@@ -132,6 +138,94 @@ def _json_clean(v):
     return v
 
 
+METHODS = ("exact", "heuristic", "cvxpy", "pyomo")
+
+
+def geometric_problem(population: Population, penalty: MSEPenalty, max_penalty: float, A_max: int, S_max: int, *, relax: bool):
+    """Problem (39) for a population: (c, ρ) from its envelope over max(A_max, S_max) slots.
+
+    The continuous penalty is the two-state closed form (49) for a single two-state chain with
+    values ±1 and 0 < 1 − p − q < 1, else the interpolated running-max MSE table
+    (:class:`~policyopt.penalty.TableMSE`), which is ≥ the exact epoch penalty at integer ages.
+
+    Returns
+    -------
+    policyopt.problems.PeakRiskProblem
+    """
+    from policyopt.penalty import TableMSE, TwoStateMSE
+    from policyopt.problems import PeakRiskProblem
+
+    env = population.envelope(max(A_max, S_max))
+    cont = None
+    if len(population.chains) == 1 and population.chains[0].n_states == 2:
+        chain = population.chains[0]
+        p, q = float(chain.P[0, 1]), float(chain.P[1, 0])
+        if list(chain.state_values) == [-1.0, 1.0] and 0.0 < 1.0 - p - q < 1.0:
+            cont = TwoStateMSE(p, q, population.n_users)
+    if cont is None:
+        cont = TableMSE(penalty, A_max + S_max + 1)
+    rho = env.rho if env.rho > 0 else 1e-300
+    return PeakRiskProblem(env.c, rho, cont, max_penalty, A_max=A_max, S_max=S_max, integer=not relax)
+
+
+def _row(name: str, sol: Solution | None, note: str = "") -> dict:
+    if sol is None:
+        return {"method": name, "status": "unavailable", "objective": None, "bound": None, "gap": None,
+                "wall_time_s": None, "kkt_residual": None, "A": None, "S_bar": None, "epsilon_c": None, "message": note}
+    d = sol.decision or {}
+    kkt = sol.kkt or {}
+    residuals = [v for k, v in kkt.items() if k not in ("tolerance", "passed", "branch") and isinstance(v, (int, float)) and v is not None]
+    return {
+        "method": name,
+        "status": sol.status.value,
+        "objective": sol.objective,
+        "bound": sol.bound,
+        "gap": sol.gap,
+        "wall_time_s": sol.wall_time_s,
+        "kkt_residual": max(residuals) if residuals else None,
+        "kkt_branch": kkt.get("branch"),
+        "A": d.get("A"),
+        "S_bar": d.get("S_bar"),
+        "epsilon_c": d.get("epsilon_c"),
+        "message": note or sol.message,
+    }
+
+
+def compare_methods(exact_solution: Solution, geometric, *, relax: bool) -> tuple[list, dict]:
+    """Run every available back end on the geometric problem; one row per method.
+
+    The first row is the exact solver on the exact Δ(t) table (the main job's reference);
+    the others solve (39) with the envelope, integer unless `relax`.  Back ends that cannot
+    run here, or do not handle the problem, get a row with status ``unavailable`` and the reason.
+
+    Returns
+    -------
+    (rows, solutions) : list of dict, dict of method → Solution
+    """
+    from policyopt.errors import PolicyOptError
+    from policyopt.solvers import get_solver
+
+    rows = [_row("exact (exact Δ, integer)", exact_solution)]
+    sols = {}
+    for name in ("exact", "heuristic", "cvxpy", "pyomo"):
+        label = f"{name} ((39), {'relaxed' if relax else 'integer'})"
+        if name == "exact" and relax:
+            continue
+        try:
+            solver = get_solver(name)
+            ok, why = solver.available()
+            if not ok:
+                rows.append(_row(label, None, why))
+                continue
+            sol = solver.solve(geometric)
+        except (PolicyOptError, ImportError) as exc:
+            rows.append(_row(label, None, " ".join(str(exc).split())))
+            continue
+        sols[name] = sol
+        rows.append(_row(label, sol))
+    return rows, sols
+
+
 def design_schedule(
     population: Population,
     *,
@@ -141,6 +235,8 @@ def design_schedule(
     penalty: Penalty | None = None,
     releases: int = 24,
     model_info: dict | None = None,
+    method: str = "exact",
+    relax: bool = False,
 ) -> ScheduleReport:
     """Optimal stationary schedule (A, S̄, ε_C) for a population, with both benchmarks.
 
@@ -158,6 +254,12 @@ def design_schedule(
         Releases after which the noise-only benchmark's risk is reported.
     model_info : dict, optional
         Extra model facts to carry into ``report.model`` (e.g. data source).
+    method : {"exact", "heuristic", "cvxpy", "pyomo", "all"}
+        ``exact`` solves problem (28) with the exact Δ(t) table over integers; the others
+        solve (39) with the envelope Δ(t) ≤ cρ^t (whose objective bounds the exact peak risk
+        from above); ``all`` reports the exact answer and a comparison of every back end.
+    relax : bool
+        Continuous relaxation of A and S̄ for the (39) back ends (required by ``cvxpy``).
 
     Returns
     -------
@@ -166,22 +268,36 @@ def design_schedule(
     Raises
     ------
     InvalidInputError
-        Bad `max_penalty`, box or `releases`.
+        Bad `max_penalty`, box, `releases`, `method`, or `relax` with ``method="exact"``.
 
     References
     ----------
-    ``000_2a085da7b331351a.txt``: (28), Theorem 4, (30)–(31), (38), (42).
+    ``000_2a085da7b331351a.txt``: (28), Theorem 4, (30)–(31), (38), (39), (42).
     """
     from policyopt.problems import ScheduleProblem
 
+    if method not in METHODS + ("all",):
+        raise InvalidInputError(f"unknown `method` {fmt(method)}; choose one of {list(METHODS + ('all',))}")
+    if relax and method == "exact":
+        raise InvalidInputError("`relax` applies to the (39) back ends (heuristic, cvxpy, pyomo, all), not to the exact solver")
     start = time.perf_counter()
     penalty = MSEPenalty(population) if penalty is None else penalty
     problem = ScheduleProblem(population, penalty, max_penalty, A_max=A_max, S_max=S_max)
-    solution = problem.solve(method="exact")
+    exact = problem.solve(method="exact")
     no_aging = problem.restrict(A_max=0).solve(method="exact")
     noise_only = noise_only_benchmark(penalty, problem.max_penalty, releases)
     horizon = max(problem.A_max, problem.S_max)
     env = population.envelope(horizon)
+    comparison = None
+    solution = exact
+    if method != "exact":
+        if not isinstance(penalty, MSEPenalty):
+            raise InvalidInputError("the (39) back ends need the MSE penalty of a population")
+        geo = geometric_problem(population, penalty, problem.max_penalty, problem.A_max, problem.S_max, relax=relax)
+        if method == "all":
+            comparison, _ = compare_methods(exact, geo, relax=relax)
+        else:
+            solution = geo.solve(method=method)
     model = {
         "users": population.n_users,
         "states": max(c.n_states for c in population.chains),
@@ -202,5 +318,5 @@ def design_schedule(
         noise_only=noise_only,
         model=model,
         wall_time_s=time.perf_counter() - start,
+        comparison=comparison,
     )
-

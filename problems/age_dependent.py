@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from policyopt.accounting import _log_condition, _peak_risk_values
+from policyopt.accounting import _log_condition_log, _peak_risk_values_log
 from policyopt.errors import InvalidInputError, fmt
 from policyopt.markov import Population
 from policyopt.penalty import Penalty, _check_max_penalty
@@ -141,9 +141,10 @@ class ScheduleProblem:
         self.max_penalty = _check_max_penalty(max_penalty)
         self.A_max = _check_bound(A_max, "A_max", 0)
         self.S_max = _check_bound(S_max, "S_max", 1)
-        # Δ(0..max+1): one extra slot lets a solver probe A_max + 1 and S_max + 1.
-        self._max_tv = np.asarray(population.max_tv(np.arange(max(self.A_max, self.S_max) + 2)), dtype=float)
-        self._max_tv.setflags(write=False)
+        # ln Δ(0..max+1): one extra slot lets a solver probe A_max + 1 and S_max + 1.  Logs, so
+        # that Δ below the float range still counts when ε_C is large.
+        self._log_max_tv = np.asarray(population.log_max_tv(np.arange(max(self.A_max, self.S_max) + 2)), dtype=float)
+        self._log_max_tv.setflags(write=False)
 
     def __repr__(self) -> str:
         return (
@@ -158,8 +159,13 @@ class ScheduleProblem:
 
     @property
     def max_tv_table(self) -> np.ndarray:
-        """Exact Δ(t) for t = 0..max(A_max, S_max) + 1, read-only."""
-        return self._max_tv
+        """Exact Δ(t) for t = 0..max(A_max, S_max) + 1 (may underflow to 0; see ``log_max_tv_table``)."""
+        return np.exp(self._log_max_tv)
+
+    @property
+    def log_max_tv_table(self) -> np.ndarray:
+        """ln Δ(t) for t = 0..max(A_max, S_max) + 1, read-only (−inf where Δ = 0 exactly)."""
+        return self._log_max_tv
 
     def restrict(self, *, A_max: int | None = None, S_max: int | None = None) -> "ScheduleProblem":
         """A new problem with a smaller box (this one is not changed)."""
@@ -196,7 +202,7 @@ class ScheduleProblem:
         InvalidInputError
             If a value is outside the ranges above.
         """
-        top = len(self._max_tv) - 1
+        top = len(self._log_max_tv) - 1
         A = _check_bound(A, "A", 0)
         S_bar = _check_bound(S_bar, "S_bar", 1)
         if A > top or S_bar > top:
@@ -205,9 +211,9 @@ class ScheduleProblem:
             raise InvalidInputError(f"`epsilon_c` must be a positive finite number (nats), got {fmt(epsilon_c)}")
         eps = float(epsilon_c)
         pen = float(np.max(self.penalty.value(np.arange(A, A + S_bar), eps)))
-        u = float(_log_condition(self._max_tv[S_bar], eps))
+        u = float(_log_condition_log(self._log_max_tv[S_bar], eps))
         cond = math.exp(u) if u < 709 else math.inf
-        risk = float(_peak_risk_values(self._max_tv[A], self._max_tv[S_bar], eps)) if u < 0 else None
+        risk = float(_peak_risk_values_log(self._log_max_tv[A], self._log_max_tv[S_bar], eps)) if u < 0 else None
         violations = []
         if not u < 0:
             violations.append(f"(31) fails: Δ(S̄)·e^ε_C = {cond:.6g} ≥ 1")

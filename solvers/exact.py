@@ -14,11 +14,14 @@ import time
 
 import numpy as np
 
-from policyopt.accounting import _peak_risk_values
+from policyopt.accounting import _peak_risk_values_log
 from policyopt.errors import InvalidInputError, fmt
 from policyopt.penalty import _window_max
 from policyopt.problems.age_dependent import ScheduleProblem
+from policyopt.problems.geometric import GeometricScheduleProblem
 from policyopt.result import Solution, Status, Termination
+
+from ._common import geometric_infeasible, geometric_solution
 
 __all__ = ["ExactScheduleSolver"]
 
@@ -35,7 +38,7 @@ class ExactScheduleSolver:
     MIP_CAPABLE = True
     NONCONVEX_CAPABLE = True
     REQUIRED_MODULES = ("numpy",)
-    SUPPORTED_PROBLEMS = (ScheduleProblem,)
+    SUPPORTED_PROBLEMS = (ScheduleProblem, GeometricScheduleProblem)
 
     @staticmethod
     def available() -> tuple[bool, str]:
@@ -63,18 +66,24 @@ class ExactScheduleSolver:
         InvalidInputError
             If `problem` is not a ScheduleProblem.
         """
+        if isinstance(problem, GeometricScheduleProblem):
+            return self._solve_geometric(problem)
         if not isinstance(problem, ScheduleProblem):
-            raise InvalidInputError(f"the exact solver handles ScheduleProblem, got {fmt(problem)}")
+            raise InvalidInputError(
+                f"the exact solver handles ScheduleProblem and integer (39)/(42) problems, got {fmt(problem)}"
+            )
         start = time.perf_counter()
         A_max, S_max, f_bar = problem.A_max, problem.S_max, problem.max_penalty
-        d = problem.max_tv_table
+        log_d = problem.log_max_tv_table
         # One extra row (A_max + 1) and column (S_max + 1) to probe beyond the box.
         eps = np.asarray(problem.penalty.min_epsilon_c_table(A_max + 1, S_max + 1, f_bar), dtype=float)
-        dA = d[: A_max + 2, None]
-        dS = d[None, 1 : S_max + 2]
         finite = np.isfinite(eps)
         with np.errstate(invalid="ignore"):
-            risk = np.where(finite, _peak_risk_values(dA, dS, np.where(finite, eps, 1.0)), np.nan)
+            risk = np.where(
+                finite,
+                _peak_risk_values_log(log_d[: A_max + 2, None], log_d[None, 1 : S_max + 2], np.where(finite, eps, 1.0)),
+                np.nan,
+            )
         box = risk[: A_max + 1, :S_max]
         ok = ~np.isnan(box)
         values = {"max_penalty": f_bar}
@@ -97,12 +106,13 @@ class ExactScheduleSolver:
             f"globally optimal over A ∈ {{0..{A_max}}}, S̄ ∈ {{1..{S_max}}} by exhaustive enumeration "
             "(ε_C is the smallest budget meeting f̄; ε* increases in ε_C)"
         ]
-        beyond_A = _nanmin(risk[A_max + 1, : S_max + 1]) if A_max > 0 else math.nan
+        beyond_A = _nanmin(risk[A_max + 1, :S_max]) if A_max > 0 else math.nan  # same S̄ range
         if beyond_A < best * (1 - _REL_TOL):
             status = Status.UNBOUNDED
             notes = [
-                f"unbounded: the risk keeps falling as A grows (A = {A_max + 1} reaches ε* = {beyond_A:.6g} "
-                f"< {best:.6g}); a larger A_max lowers the risk further; best schedule within A_max returned"
+                f"unbounded: A_max is binding and the risk keeps falling as A grows (A = {A_max + 1} reaches "
+                f"ε* = {beyond_A:.6g} < {best:.6g} with S̄ ≤ S_max); a larger A_max lowers the risk further; "
+                "best schedule within A_max returned"
             ]
             limit = getattr(problem.penalty, "staleness_limit", None)
             if limit is not None and f_bar > limit:
@@ -127,14 +137,46 @@ class ExactScheduleSolver:
             values=values,
         )
 
+    def _solve_geometric(self, problem: GeometricScheduleProblem) -> Solution:
+        """Enumerate integer (A, S̄) of an integer (39)/(42) problem with its smallest feasible ε_C."""
+        if not problem.integer:
+            raise InvalidInputError(
+                "the exact solver enumerates integer schedules; this problem is the continuous relaxation "
+                "(`integer`=False): use method 'pyomo', 'cvxpy' or 'heuristic'"
+            )
+        start = time.perf_counter()
+        A = np.arange(int(math.floor(problem.A_max)) + 1, dtype=float)[:, None]
+        S = np.arange(1, int(math.floor(problem.S_max)) + 1, dtype=float)[None, :]
+        eps = np.asarray(problem.penalty.min_epsilon(problem.peak_age(A, S), problem.max_penalty), dtype=float)
+        with np.errstate(invalid="ignore"):
+            ok = np.isfinite(eps) & (problem.log_condition(S, np.where(np.isfinite(eps), eps, 1.0)) <= math.log1p(-problem.margin))
+            risk = np.where(ok, problem.risk(A, S, np.where(ok, eps, 1.0)), np.nan)
+        version = np.__version__
+        if not ok.any():
+            return geometric_infeasible(
+                problem, proven=True, method=self.name, backend="numpy", backend_version=version,
+                wall_time_s=time.perf_counter() - start,
+                message="infeasible: no integer (A, S̄) in the box meets (39b) and (39c)",
+            )
+        a_idx, s_idx = np.nonzero(ok)
+        r = risk[a_idx, s_idx]
+        order = np.lexsort((a_idx, a_idx + s_idx, r))
+        a, s = int(a_idx[order[0]]), int(s_idx[order[0]]) + 1
+        best = float(r[order[0]])
+        return geometric_solution(
+            problem, float(a), float(s), float(eps[a, s - 1]), proven_optimal=True, bound=best,
+            method=self.name, backend="numpy", backend_version=version, wall_time_s=time.perf_counter() - start,
+            message="globally optimal over the integer box by exhaustive enumeration "
+            "(ε_C is the smallest budget meeting f̄; (39a) increases in ε_C)",
+        )
+
     def _infeasible(self, problem: ScheduleProblem, eps: np.ndarray, start: float) -> Solution:
         A_max, S_max, f_bar = problem.A_max, problem.S_max, problem.max_penalty
         pen = problem.penalty
-        dS = problem.max_tv_table[1 : S_max + 1]
+        log_dS = problem.log_max_tv_table[1 : S_max + 1]
         floor = _window_max(np.asarray(pen.noiseless(np.arange(A_max + S_max)), dtype=float), A_max, S_max)
         # (31) caps ε_C below −ln Δ(S̄); the penalty at that cap is an infimum.
-        with np.errstate(divide="ignore"):
-            cap = -np.log(dS)
+        cap = -log_dS
         best = math.inf
         where = None
         for j, c in enumerate(cap):

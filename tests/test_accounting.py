@@ -164,3 +164,28 @@ def test_accounting_input_errors():
         peak_risk(0.5, -0.1, 1.0)
     with pytest.raises(InvalidInputError, match=r"`epsilon_c` must be a finite non-negative number \(nats\), got nan"):
         risk_after_aging(0.5, float("nan"))
+
+
+def test_large_budgets_with_max_tv_below_float_range():
+    from policyopt.accounting import risk_after_aging_log
+
+    chain = two_state_chain(0.4, 0.5)  # Δ(t) = 0.1^t
+    log_d = chain.log_max_tv(330)
+    # source: ln(1 + Δ(e^1000 − 1)) = 1000 + ln Δ + O(e^-240) for Δ = 1e-330
+    assert risk_after_aging_log(log_d, 1000.0) == pytest.approx(1000 + 330 * math.log(0.1), rel=1e-13)
+    comp = compose([330, 700], [330, 0], [1000.0, 1.0], chain, horizon=700)
+    assert comp.epoch_peaks[0] == pytest.approx(1000 + 330 * math.log(0.1), rel=1e-12)
+    # the prior leakage about X_700 from query 1 (lag 700 from its input) is still counted;
+    # ln Δ(700) ≈ −1611.8 carries an absolute error ~1e-13, i.e. ~1e-13 relative on the leak
+    assert comp.prior_risk[1] == pytest.approx(math.log1p(math.exp(1000 + 700 * math.log(0.1))), rel=1e-10, abs=0)
+
+
+def test_iteration_returns_an_upper_bound_with_relative_tolerance():
+    # source: (30) is the limit; tiny budgets need a relative stopping rule
+    for dA, dS, eps in [(0.2, 0.1, 1e-15), (0.9, 0.9, 1e-12), (0.64, 0.4096, 0.5)]:
+        exact = dec_peak_risk(dA, dS, eps)
+        it = peak_risk_iteration(dA, dS, eps)
+        assert it.status == "converged"
+        assert it.value >= exact * (1 - 1e-15)
+        assert it.value == pytest.approx(exact, rel=1e-11)
+    assert peak_risk(0.5, 1.0, 0.0).value == 0.0  # ε_C = 0 releases nothing

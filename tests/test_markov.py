@@ -204,3 +204,30 @@ def test_bad_state_values_and_times():
         Population([])
     with pytest.raises(InvalidInputError, match="one positive integer per chain"):
         Population([chain], counts=[0])
+
+
+def test_log_max_tv_below_the_float_range():
+    # Δ(t) = 0.1^t underflows a float for t > 323; its logarithm does not
+    chain = two_state_chain(0.4, 0.5)
+    t = np.array([0, 1, 330, 1000, 5000])
+    np.testing.assert_allclose(chain.log_max_tv(t), t * np.log(0.1), rtol=1e-12, atol=0)
+    assert chain.max_tv(1000) == 0.0  # the linear value underflows ...
+    assert np.isneginf(MarkovChain([[0.2, 0.8], [0.2, 0.8]]).log_max_tv(3))  # ... only exact zeros are −inf
+
+
+def test_stationary_underflow_is_an_error_not_nan():
+    chain = MarkovChain([[0.5, 0.5, 0.0], [0.0, 0.0, 1.0], [1e-310, 0.0, 1 - 1e-310]])
+    with pytest.raises(InvalidModelError, match="stationary distribution underflows"):
+        chain.stationary
+
+
+def test_spectral_bound_holds_for_nearly_identical_rows():
+    # σ₂ ≈ 1e-10 carries an absolute SVD error: the rate gets an allowance so (55) stays a bound
+    chain = MarkovChain([[0.5, 0.5], [0.5 - 1e-10, 0.5 + 1e-10]])
+    t = np.arange(0, 25)
+    assert np.all(chain.spectral_bound(t) >= chain.max_tv(t))
+
+
+def test_rows_within_tolerance_are_renormalised():
+    chain = MarkovChain([[0.5, 0.5 + 9e-10], [0.5, 0.5]])
+    np.testing.assert_allclose(chain.P.sum(axis=1), 1.0, rtol=0, atol=2e-16)

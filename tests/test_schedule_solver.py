@@ -238,7 +238,21 @@ def test_evaluate_and_method_errors():
     assert any("(31) fails" in v for v in ev.violations)
     with pytest.raises(InvalidInputError, match=r"`epsilon_c` must be a positive finite number \(nats\), got -1.0"):
         problem.evaluate(0, 1, -1.0)
-    with pytest.raises(InvalidInputError, match=r"unknown `method` 'nope'; choose one of \['exact'\]"):
+    with pytest.raises(InvalidInputError, match=r"unknown `method` 'nope'; choose one of \['cvxpy', 'exact', 'heuristic', 'pyomo'\]"):
         problem.solve(method="nope")
     assert problem.is_convex is False
     assert problem.integrality == {"A": "integer", "S_bar": "integer", "epsilon_c": "continuous"}
+
+
+def test_large_budget_never_hides_a_divergent_schedule():
+    # penalty 1/ε_C forces ε_C ≥ 800; Δ(t) = 0.1^t needs S̄ > 800/ln 10 ≈ 347.4 for (31),
+    # which S_max = 340 does not allow, although Δ(S̄) underflows a float long before
+    chain = two_state_chain(0.4, 0.5)
+    pen = CallablePenalty(lambda t, e: 0 * t + 1 / np.asarray(e), lambda t: 0.0 * t)
+    pop = Population([chain])
+    sol = ScheduleProblem(pop, pen, 1 / 800, A_max=3, S_max=340).solve()
+    assert sol.status is Status.INFEASIBLE
+    ok = ScheduleProblem(pop, pen, 1 / 800, A_max=3, S_max=360).solve()
+    assert ok.status in (Status.OPTIMAL, Status.UNBOUNDED)
+    assert ok.decision["S_bar"] >= 348
+    assert ok.objective > 0
