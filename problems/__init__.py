@@ -5,5 +5,21 @@ is (variables, integrality, ``is_convex``) and never depends on a solver.
 """
 
 from .age_dependent import Schedule, ScheduleEvaluation, ScheduleProblem
+from .geometric import (
+    GeometricEvaluation,
+    GeometricScheduleProblem,
+    KKTBranchProblem,
+    NoAgingProblem,
+    PeakRiskProblem,
+)
 
-__all__ = ["ScheduleProblem", "Schedule", "ScheduleEvaluation"]
+__all__ = [
+    "ScheduleProblem",
+    "Schedule",
+    "ScheduleEvaluation",
+    "GeometricScheduleProblem",
+    "PeakRiskProblem",
+    "KKTBranchProblem",
+    "NoAgingProblem",
+    "GeometricEvaluation",
+]

@@ -13,6 +13,9 @@ __all__ = ["get_solver", "SOLVERS"]
 #: method name -> "module:Class", imported on first use
 SOLVERS = {
     "exact": "policyopt.solvers.exact:ExactScheduleSolver",
+    "heuristic": "policyopt.solvers.heuristic:HeuristicSolver",
+    "cvxpy": "policyopt.solvers.convex:CvxpySolver",
+    "pyomo": "policyopt.solvers.global_scip:PyomoSCIPSolver",
 }
 
 
