@@ -15,7 +15,7 @@ Convexity (what is and is not)
 ------------------------------
 None of (39), (41), (42) is jointly convex.  The paper states that (41) is convex whenever f
 is; it is not: the Hessian of ρ^A(e^{ε_C} − 1) in (A, ε_C) has determinant
-−L²ρ^{2A}e^{ε_C}(e^{ε_C} − 1)·... < 0 (indefinite) everywhere.  What *is* convex: for a fixed
+−L²ρ^{2A}e^{ε_C} < 0 (indefinite) everywhere.  What *is* convex: for a fixed
 ε_C, the log of (39a)'s ratio, const − L·A − ln(1 − c e^{ε_C} e^{−L S̄}), is convex in (A, S̄),
 and (39c) becomes the linear constraint A + S̄ − o ≤ T_max(ε_C) through the monotone inverse of f
 in the peak age (the MSE is concave in t, so f itself is not a convex constraint).  That inner
@@ -183,7 +183,8 @@ class GeometricScheduleProblem:
         """
         if not isinstance(envelope, GeometricEnvelope):
             raise InvalidInputError(f"`envelope` must be a GeometricEnvelope, got {fmt(envelope)}")
-        kwargs.setdefault("A_max", envelope.horizon)
+        if cls.formulation != "42":  # (42) fixes A = 0
+            kwargs.setdefault("A_max", envelope.horizon)
         kwargs.setdefault("S_max", max(1, envelope.horizon))
         return cls(envelope.c, envelope.rho, penalty, max_penalty, **kwargs)
 
@@ -389,6 +390,8 @@ class NoAgingProblem(GeometricScheduleProblem):
     )
 
     def __init__(self, *args, **kwargs):
+        if kwargs.get("A_max", 0.0) != 0.0:
+            raise InvalidInputError(f"(42) fixes A = 0; `A_max` must be 0 or omitted, got {fmt(kwargs['A_max'])}")
         kwargs["A_max"] = 0.0
         super().__init__(*args, **kwargs)
 

@@ -116,7 +116,7 @@ def geometric_solution(
     ev = problem.evaluate(A, S_bar, epsilon_c, tol=tol)
     if not ev.feasible:
         raise RuntimeError(f"{method}: returned candidate fails verification: {'; '.join(ev.violations)}")
-    branch = _branch(problem, A, S_bar, 1e-6 * max(1.0, problem.A_max))
+    branch = _branch(problem, A, S_bar, 1e-8 * max(1.0, problem.A_max))
     report = {"branch": branch, "tolerance": KKT_TOL}
     if branch == "A>0 interior (41)":
         report["residual_40"] = ev.kkt_40_residual
@@ -172,14 +172,17 @@ def geometric_infeasible(
     backend_version: str,
     wall_time_s: float,
     message: str,
-    termination: Termination = Termination.INFEASIBLE,
+    termination: Termination | None = None,
     values: dict | None = None,
 ) -> Solution:
     """An infeasible outcome with the smallest achievable penalty (an infimum under (39b)).
 
-    `proven` says whether the back end proved infeasibility (status ``infeasible``) or just
-    found nothing (status ``unknown``).
+    `proven` says whether the back end proved infeasibility (status ``infeasible``,
+    termination ``infeasible`` by default) or just found nothing (status ``unknown``,
+    termination ``completed`` by default).
     """
+    if termination is None:
+        termination = Termination.INFEASIBLE if proven else Termination.COMPLETED
     floor, s_at, eps_at = problem.min_penalty()
     if math.isinf(floor):
         why = f"no S̄ ≤ {problem.S_max:g} satisfies (39b) for any ε_C > 0"

@@ -67,7 +67,8 @@ def test_evaluate_matches_closed_form_and_flags_violations():
 @pytest.mark.parametrize("penalty, c, rho, f_bar", CASES)
 def test_heuristic_agrees_with_reference(penalty, c, rho, f_bar):
     for cls in (PeakRiskProblem, NoAgingProblem, KKTBranchProblem):
-        prob = cls(c, rho, penalty, f_bar, A_max=60, S_max=60)
+        box = dict(S_max=60) if cls is NoAgingProblem else dict(A_max=60, S_max=60)
+        prob = cls(c, rho, penalty, f_bar, **box)
         ref = geometric_reference(prob)
         sol = prob.solve("heuristic")
         if not math.isfinite(ref[0]):
@@ -156,6 +157,8 @@ def test_bad_parameters():
         KKTBranchProblem(1.0, 0.8, pen, 0.1, integer=True)
     with pytest.raises(InvalidInputError, match=r"needs 0 < 1 − p − q < 1"):
         TwoStateMSE(0.7, 0.9, 4)
+    with pytest.raises(InvalidInputError, match=r"\(42\) fixes A = 0; `A_max` must be 0 or omitted, got 5"):
+        NoAgingProblem(1.0, 0.8, pen, 0.1, A_max=5)
     with pytest.raises(InvalidInputError, match=r"`K` must be an integer ≥ 2, got 1"):
         PeakRiskProblem(1.0, 0.8, pen, 0.1).solve("heuristic", K=1)
     with pytest.raises(InvalidInputError, match=r"continuous relaxation"):
