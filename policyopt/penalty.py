@@ -521,8 +521,8 @@ class TableMSE(ContinuousPenalty):
         return np.where(j < 0, -np.inf, out)
 
     def min_epsilon(self, T, max_penalty):
-        """Closed form of :meth:`MSEPenalty.min_epsilon` with the interpolated staleness."""
-        return self.mse.min_epsilon(self._stale(T), max_penalty)
+        """Closed form of :meth:`MSEPenalty.min_epsilon_c` with the interpolated staleness."""
+        return self.mse.min_epsilon_c(self._stale(T), max_penalty)
 
     def noise_floor_age(self, max_penalty):
         """Largest T whose staleness is below f̄."""

@@ -163,3 +163,26 @@ def test_bad_parameters():
         PeakRiskProblem(1.0, 0.8, pen, 0.1).solve("heuristic", K=1)
     with pytest.raises(InvalidInputError, match=r"continuous relaxation"):
         PeakRiskProblem(1.0, 0.8, pen, 0.1).solve("exact")
+
+
+def test_table_mse_inverses_and_exact_integer_on_bundled_data():
+    from policyopt.data import load_citylearn
+    from policyopt.estimation import fit_population
+    from policyopt.penalty import MSEPenalty, TableMSE
+
+    pop = fit_population(load_citylearn(), 12).population
+    mse = MSEPenalty(pop)
+    table = TableMSE(mse, 60)
+    T = np.array([0.0, 3.0, 7.5, 24.0])
+    eps = table.min_epsilon(T, 0.2)
+    np.testing.assert_allclose(table.value(T, eps), 0.2, rtol=1e-10)
+    np.testing.assert_allclose(table.max_age(eps, 0.2), T, rtol=1e-9, atol=1e-9)
+    # at integer ages the table is the running max of the exact staleness
+    np.testing.assert_allclose(table.value(np.arange(10), np.inf), np.maximum.accumulate(mse.staleness(np.arange(10))))
+    env = pop.envelope(168)  # beyond its 60 tabulated ages the table stays at the staleness limit
+    prob = PeakRiskProblem.from_envelope(env, table, 0.15, integer=True)
+    sol = prob.solve("exact")
+    assert sol.status is Status.UNBOUNDED and sol.decision["A"] == 168.0
+    assert PeakRiskProblem.from_envelope(pop.envelope(24), table, 0.15, integer=True).solve("exact").status is Status.INFEASIBLE
+    heur = PeakRiskProblem.from_envelope(env, table, 0.15).solve("heuristic")
+    assert heur.objective <= sol.objective  # the relaxation is a lower bound of the integer problem

@@ -16,6 +16,10 @@ Measured, each printed with its target and OK / OVER TARGET:
    Targets < 5 s and < 2 GiB.  A correctness spot-check compares the population
    maximum with per-user ``MarkovChain.max_tv``.
 
+3. Each back end of problem (39) (exact, heuristic, cvxpy, pyomo) on two-state cases and on
+   the bundled data, relaxed and integer: median solve time of repeated warm runs.
+   Targets: exact and heuristic < 50 ms, cvxpy < 2 s, SCIP < 10 s (with its gap).
+
 Over-target numbers do not fail the script; it exits non-zero only if the demo fails
 or a correctness check fails.
 """
@@ -134,12 +138,70 @@ def check_delta(np, Population, chains, delta) -> None:
           f"one-by-one max over {n} users, max rel. diff {np.max(np.abs(ref / brute - 1)):.1e}, {brute_s:.1f} s)")
 
 
+BACKEND_TARGETS_S = {"exact": 0.05, "heuristic": 0.05, "cvxpy": 2.0, "pyomo": 10.0}
+BACKEND_REPEATS = 5
+
+
+def backend_cases():
+    """(label, problem) pairs: two-state cases and the bundled data, relaxed and integer (39)."""
+    from policyopt.data import load_citylearn
+    from policyopt.estimation import fit_population
+    from policyopt.penalty import MSEPenalty, TableMSE, TwoStateMSE
+    from policyopt.problems import PeakRiskProblem
+
+    cases = []
+    for p, q, users, f_bar in ((0.1, 0.1, 20, 0.095), (0.05, 0.15, 8, 0.2)):
+        pen = TwoStateMSE(p, q, users)
+        for integer in (False, True):
+            kind = "integer" if integer else "relaxed"
+            cases.append((f"two-state p={p} q={q} I={users} f̄={f_bar} ({kind})",
+                          PeakRiskProblem(1.0, 1 - p - q, pen, f_bar, A_max=168, S_max=168, integer=integer)))
+    pop = fit_population(load_citylearn(), 12).population
+    table = TableMSE(MSEPenalty(pop), 337)
+    for integer in (False, True):
+        kind = "integer" if integer else "relaxed"
+        cases.append((f"bundled CityLearn f̄=0.15 ({kind})",
+                      PeakRiskProblem.from_envelope(pop.envelope(168), table, 0.15, integer=integer)))
+    return cases
+
+
+def bench_backends() -> None:
+    """Median solve time of each back end of (39) over repeated runs (warm: first run excluded)."""
+    from policyopt.errors import PolicyOptError
+    from policyopt.solvers import get_solver
+
+    for label, problem in backend_cases():
+        print(f"(39) {label}:")
+        for name, target in BACKEND_TARGETS_S.items():
+            solver = get_solver(name)
+            ok, why = solver.available()
+            if not ok:
+                print(f"  {name:<9} unavailable: {why}")
+                continue
+            try:
+                sol = solver.solve(problem)  # warm-up (imports, compilation)
+            except PolicyOptError as exc:
+                print(f"  {name:<9} not applicable: {' '.join(str(exc).split())[:90]}")
+                continue
+            times = []
+            for _ in range(BACKEND_REPEATS if name != "pyomo" else 3):
+                start = time.perf_counter()
+                sol = solver.solve(problem)
+                times.append(time.perf_counter() - start)
+            med = statistics.median(times)
+            gap = "" if sol.gap is None else f", gap {sol.gap:.2e}"
+            obj = "—" if sol.objective is None else f"{sol.objective:.8g}"
+            print(f"  {name:<9} {med * 1000:9.1f} ms  [target < {target * 1000:g} ms] {verdict(med, target)}  "
+                  f"{sol.status.value}, (39a) = {obj}{gap}")
+
+
 def main() -> int:
     wall = time.perf_counter()
     print(f"python {platform.python_version()} ({sys.executable}), "
           f"numpy {importlib.metadata.version('numpy')}, os.cpu_count() = {os.cpu_count()}")
     bench_demo()
     bench_delta()
+    bench_backends()
     print(f"total benchmark wall time: {time.perf_counter() - wall:.1f} s")
     return 0
 
