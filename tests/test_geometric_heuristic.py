@@ -185,4 +185,5 @@ def test_table_mse_inverses_and_exact_integer_on_bundled_data():
     assert sol.status is Status.UNBOUNDED and sol.decision["A"] == 168.0
     assert PeakRiskProblem.from_envelope(pop.envelope(24), table, 0.15, integer=True).solve("exact").status is Status.INFEASIBLE
     heur = PeakRiskProblem.from_envelope(env, table, 0.15).solve("heuristic")
-    assert heur.objective <= sol.objective  # the relaxation is a lower bound of the integer problem
+    # the relaxation is a lower bound of the integer problem (up to the heuristic's 1e-6 tolerance)
+    assert heur.objective <= sol.objective * (1 + 1e-6)
