@@ -278,6 +278,11 @@ def design_schedule(
 
     if method not in METHODS + ("all",):
         raise InvalidInputError(f"unknown `method` {fmt(method)}; choose one of {list(METHODS + ('all',))}")
+    if method == "cvxpy" and not relax:
+        raise InvalidInputError(
+            "method 'cvxpy' solves the continuous relaxation of (39) only: add `relax` (--relax), "
+            "or use 'exact', 'pyomo' or 'heuristic' for integer A and S̄"
+        )
     if relax and method == "exact":
         raise InvalidInputError("`relax` applies to the (39) back ends (heuristic, cvxpy, pyomo, all), not to the exact solver")
     start = time.perf_counter()

@@ -143,3 +143,41 @@ def test_console_script_never_prints_a_traceback(tmp_path):
         assert proc.stdout == ""
     ok = subprocess.run([str(exe), "--help"], capture_output=True, text=True, timeout=60)
     assert ok.returncode == 0 and "schedule" in ok.stdout
+
+
+def test_method_heuristic_relaxed_reports_kkt(capsys):
+    out = run_json(capsys, "--chain", "two-state:p=0.1,q=0.1", "--max-penalty", "0.095", "--max-age", "60",
+                   "--max-interval", "60", "--method", "heuristic", "--relax")
+    assert out["method"] == "heuristic" and out["status"] == "feasible"
+    assert out["kkt"]["branch"] == "A=0 (42)" and out["kkt"]["passed"] is True
+    # the relaxation with peak AoI A + S̄ − 1 is a lower bound of the integer optimum 1.4927460 (exact solver)
+    assert out["peak_risk"] < 1.4927460 and out["peak_risk"] == pytest.approx(1.4913212, rel=1e-6)
+    assert "comparison" not in out
+
+
+def test_method_all_compares_every_back_end(capsys):
+    out = run_json(capsys, "--chain", "two-state:p=0.1,q=0.1", "--max-penalty", "0.095", "--max-age", "60",
+                   "--max-interval", "60", "--method", "all", "--relax")
+    rows = {r["method"].split()[0]: r for r in out["comparison"]}
+    assert set(rows) == {"exact", "heuristic", "cvxpy", "pyomo"}
+    assert out["method"] == "exact" and rows["exact"]["objective"] == out["peak_risk"]
+    relaxed = [rows[m]["objective"] for m in ("heuristic", "cvxpy", "pyomo")]
+    assert max(relaxed) == pytest.approx(min(relaxed), rel=1e-6)
+    assert rows["pyomo"]["status"] == "optimal"
+    assert rows["pyomo"]["bound"] <= rows["pyomo"]["objective"] * (1 + 1e-12)
+    assert rows["pyomo"]["bound"] >= rows["cvxpy"]["objective"] * (1 - 1e-6)  # SCIP's bound brackets the optimum
+
+
+@pytest.mark.parametrize(
+    "args, match",
+    [
+        (["--method", "exact", "--relax"], r"`relax` applies to the \(39\) back ends"),
+        (["--method", "cvxpy"], r"method 'cvxpy' solves the continuous relaxation of \(39\) only: add `relax` \(--relax\)"),
+    ],
+)
+def test_method_option_errors(capsys, args, match):
+    import re
+
+    assert main(["schedule", "--chain", "two-state:p=0.1,q=0.1", *args]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and re.search(match, err), err
