@@ -91,10 +91,18 @@ class Solution:
 
     @property
     def gap(self) -> float | None:
-        """objective − bound (nats), or ``None`` when either is missing."""
+        """Absolute gap objective − bound (nats), or ``None`` when either is missing."""
         if self.objective is None or self.bound is None:
             return None
         return max(0.0, self.objective - self.bound)
+
+    @property
+    def relative_gap(self) -> float | None:
+        """gap / |objective| (``0.0`` when both are 0), or ``None`` when either is missing."""
+        gap = self.gap
+        if gap is None:
+            return None
+        return 0.0 if gap == 0.0 else gap / abs(self.objective)
 
     def to_dict(self) -> dict:
         """JSON-ready dictionary (enums as strings, infinities as ``None``)."""
@@ -119,6 +127,7 @@ class Solution:
             "objective": clean(self.objective),
             "bound": clean(self.bound),
             "gap": clean(self.gap),
+            "relative_gap": clean(self.relative_gap),
             "method": self.method,
             "backend": self.backend,
             "backend_version": self.backend_version,

@@ -371,6 +371,32 @@ class KKTBranchProblem(GeometricScheduleProblem):
         """(41a) ρ^A (e^{ε_C} − 1)."""
         return np.exp(-self.L * np.asarray(A, dtype=float)) * np.expm1(np.asarray(epsilon_c, dtype=float))
 
+    def min_penalty(self) -> tuple[float, float, float]:
+        """Smallest penalty on the branch (41): A = 0, S̄ = (ln 2c + ε_C)/L in [1, S_max], minimised over ε_C.
+
+        Returns (value, S_bar, epsilon_c); ``(inf, nan, nan)`` when no ε_C puts S̄ in the box.
+        """
+        from scipy.optimize import minimize_scalar
+
+        lo = max(self.epsilon_min, self.L - math.log(2.0 * self.c))  # S̄ ≥ 1
+        hi = self.L * self.S_max - math.log(2.0 * self.c)  # S̄ ≤ S_max
+        if not hi >= lo:
+            return math.inf, math.nan, math.nan
+
+        def at(eps):
+            return np.asarray(self.penalty.value(self.s_bar_of(eps) - self.aoi_offset, eps), dtype=float)
+
+        grid = np.linspace(lo, hi, 4001)
+        vals = at(grid)
+        k = int(np.argmin(vals))
+        best_eps, best = float(grid[k]), float(vals[k])
+        a, b = grid[max(k - 1, 0)], grid[min(k + 1, grid.size - 1)]
+        if b > a:
+            res = minimize_scalar(lambda e: float(at(e)), bounds=(a, b), method="bounded", options={"xatol": 1e-12 * b})
+            if res.fun < best:
+                best_eps, best = float(res.x), float(res.fun)
+        return best, float(self.s_bar_of(best_eps)), best_eps
+
     def _formulation_violations(self, A, S_bar, epsilon_c, tol):
         target = float(self.s_bar_of(epsilon_c))
         if abs(S_bar - target) > tol * max(1.0, target):

@@ -187,3 +187,18 @@ def test_table_mse_inverses_and_exact_integer_on_bundled_data():
     heur = PeakRiskProblem.from_envelope(env, table, 0.15).solve("heuristic")
     # the relaxation is a lower bound of the integer problem (up to the heuristic's 1e-6 tolerance)
     assert heur.objective <= sol.objective * (1 + 1e-6)
+
+
+def test_min_penalty_of_the_41_branch():
+    prob = KKTBranchProblem(1.0, 0.7, TwoStateMSE(0.1, 0.2, 100), 0.01, A_max=60, S_max=60)
+    floor, s_bar, eps = prob.min_penalty()
+    assert floor > 0.01  # infeasible, and the floor says so consistently
+    assert s_bar == pytest.approx((math.log(2.0) + eps) / -math.log(0.7))
+    assert floor == pytest.approx(float(prob.penalty.value(s_bar - 1, eps)))
+    # brute force over ε_C on the branch
+    grid = np.linspace(1e-6, 60 * -math.log(0.7) - math.log(2.0), 200001)
+    s = (math.log(2.0) + grid) / -math.log(0.7)
+    brute = np.min(np.asarray(prob.penalty.value(s - 1, grid))[s >= 1])
+    assert floor <= brute * (1 + 1e-12) and floor == pytest.approx(brute, rel=1e-8)
+    sol = prob.solve("heuristic")
+    assert sol.status is Status.UNKNOWN and sol.values["min_penalty"] == pytest.approx(floor)
