@@ -29,11 +29,13 @@ class _OneLineParser(argparse.ArgumentParser):
     """argparse that reports usage errors on one line with exit code 2."""
 
     def error(self, message):  # noqa: D401 - argparse API
+        """Print the usage error on one line and exit with code 2."""
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
 def _positive_float(name):
     def parse(text):
+        """Parse a positive finite float or raise ArgumentTypeError naming the option."""
         try:
             value = float(text)
         except ValueError:
@@ -47,6 +49,7 @@ def _positive_float(name):
 
 def _int_at_least(name, lower):
     def parse(text):
+        """Parse an integer ≥ `lower` or raise ArgumentTypeError naming the option."""
         try:
             value = int(text)
         except ValueError:
@@ -60,6 +63,7 @@ def _int_at_least(name, lower):
 
 def _non_negative_float(name):
     def parse(text):
+        """Parse a finite float ≥ 0 or raise ArgumentTypeError naming the option."""
         try:
             value = float(text)
         except ValueError:

@@ -703,6 +703,7 @@ def _log_max_tv_stack(phat: np.ndarray, pi: np.ndarray, ts: np.ndarray) -> np.nd
     t_cur = 0
 
     def log_tv(idx):
+        """ln Δ_u at the current time for users `idx` (scaled TV plus the kept log scale)."""
         with np.errstate(divide="ignore"):
             return np.log(_pairwise_max_tv(diff[idx])) + log_scale[idx]
 

@@ -97,6 +97,7 @@ class Penalty(ABC):
                 window = np.arange(a, a + s)
 
                 def excess(eps, window=window):
+                    """max over the epoch of f(a, ε) − f̄; the root is the smallest feasible ε."""
                     return float(np.max(self.value(window, eps))) - f_bar
 
                 hi = 1.0

@@ -108,6 +108,7 @@ class Solution:
         """JSON-ready dictionary (enums as strings, infinities as ``None``)."""
 
         def clean(v):
+            """Convert enums, numpy scalars and non-finite floats to JSON-ready values."""
             if isinstance(v, Enum):
                 return v.value
             if isinstance(v, float) and not math.isfinite(v):

@@ -384,6 +384,7 @@ class KKTBranchProblem(GeometricScheduleProblem):
             return math.inf, math.nan, math.nan
 
         def at(eps):
+            """Penalty at A = 0 and S̄ = S̄(ε_C) of (40)."""
             return np.asarray(self.penalty.value(self.s_bar_of(eps) - self.aoi_offset, eps), dtype=float)
 
         grid = np.linspace(lo, hi, 4001)
@@ -445,6 +446,7 @@ def _min_penalty(problem: GeometricScheduleProblem, n_grid: int = 4001) -> tuple
     log_cap = math.log1p(-problem.margin) - math.log(problem.c)
 
     def at(eps):
+        """Penalty at the smallest S̄ that (39b) allows (A = 0), and that S̄."""
         s = np.maximum(1.0, (np.asarray(eps, dtype=float) - log_cap) / problem.L)
         val = np.asarray(problem.penalty.value(s - problem.aoi_offset, eps), dtype=float)
         return np.where(s <= problem.S_max, val, np.inf), s

@@ -398,6 +398,7 @@ def _linear_constraints(problem: GeometricScheduleProblem, eps: float) -> dict[s
     two = problem.formulation == "39"  # x = (A, S̄) or (S̄,)
 
     def vec(a, s):
+        """Gradient vector in the inner variables from the ∂/∂A and ∂/∂S̄ parts."""
         return np.array([a, s]) if two else np.array([s])
 
     out = {
@@ -561,6 +562,7 @@ class CvxpySolver:
         solves: list[_InnerSolve] = []
 
         def run(eps: float) -> _InnerSolve:
+            """Solve the inner problem at `eps` and record it."""
             rec = _solve_inner(cp, inner, copies, problem, float(eps))
             solves.append(rec)
             return rec
@@ -576,6 +578,7 @@ class CvxpySolver:
             a, b = float(grid[max(k - 1, 0)]), float(grid[min(k + 1, grid.size - 1)])
 
             def g(eps):  # ln(ratio of (39a)): same minimiser as (39a), better scaled
+                """Inner optimum ln(ratio) at `eps`; a large finite value where infeasible."""
                 v = run(eps).log_ratio
                 return v if math.isfinite(v) else _INFEASIBLE_VALUE
 
@@ -659,6 +662,7 @@ def _feasible_range(problem: GeometricScheduleProblem) -> tuple[float | None, fl
     i, j = int(idx[0]), int(idx[-1])
 
     def push(good: float, bad: float) -> float:
+        """Bisect between a feasible `good` and an infeasible `bad` ε_C towards the boundary."""
         for _ in range(200):
             mid = 0.5 * (good + bad)
             if mid in (good, bad):

@@ -475,6 +475,7 @@ def _polish(problem: GeometricScheduleProblem, A, S_bar, eps) -> tuple[float, fl
         A = 0.0
 
     def point(a, e):
+        """Candidate (A, S̄, ε_C); for (41) S̄ follows ε_C by (40)."""
         s = float(problem.s_bar_of(e)) if kkt else S  # (40)/(41b) exactly
         return a, s, e
 
@@ -511,6 +512,7 @@ def _raise_epsilon(problem, point, A, e):
     """
 
     def ok(r):
+        """Is ε_C raised by the relative amount `r` feasible, exactly (tolerance 0)?"""
         return problem.evaluate(*point(A, min(e * (1.0 + r), problem.epsilon_max)), tol=0.0).feasible
 
     lo = 0.0

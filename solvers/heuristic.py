@@ -74,6 +74,7 @@ def algorithm_1(problem: GeometricScheduleProblem, eps, phi):
         A_hi = np.minimum(A_hi, np.maximum(floor_age + o - S, 0.0))
 
     def feasible(A):
+        """Penalty of (A, S̄(k)) within f̄, per grid point."""
         return np.asarray(problem.penalty.value(A + S - o, eps)) <= problem.max_penalty
 
     ok &= feasible(np.zeros_like(eps))  # skip k with no feasible A
@@ -95,6 +96,7 @@ def algorithm_2(problem: GeometricScheduleProblem, eps, phi):
         S_hi = np.clip(floor_age + o, 1.0, S_hi)
 
     def feasible(S):
+        """Penalty of (0, S̄) within f̄, per grid point."""
         return np.asarray(problem.penalty.value(S - o, eps)) <= problem.max_penalty
 
     ok = feasible(np.ones_like(eps))
@@ -263,6 +265,7 @@ class HeuristicSolver:
                 lo = grid[0] * 1e-6
 
             def h(e):
+                """(39a) after the inner search at one budget `e`."""
                 v = evaluate(np.array([e]))[2][0]
                 return float(v) if np.isfinite(v) else 1e300  # infeasible ε_C: finite for Brent
 
