@@ -207,12 +207,13 @@ def _up(x, digits=6):
     """Format a privacy bound rounded *up* to `digits` significant digits (never understated)."""
     if x is None:
         return "—"
-    text = f"{x:.{digits}g}"
-    bump = 0
-    while float(text) < x:
-        bump += 1
-        text = f"{math.nextafter(x, math.inf) + abs(x) * bump * 10.0 ** (1 - digits):.{digits}g}"
-    return text
+    from decimal import ROUND_CEILING, Decimal
+
+    d = Decimal(repr(float(x)))
+    if d == 0 or not d.is_finite():
+        return f"{x:.{digits}g}"
+    step = Decimal(1).scaleb(d.adjusted() - (digits - 1))
+    return f"{float(d.quantize(step, rounding=ROUND_CEILING)):.{digits}g}"
 
 
 def _format_report(r: dict) -> str:

@@ -111,7 +111,7 @@ class ExactScheduleSolver:
             status = Status.UNBOUNDED
             notes = [
                 f"unbounded: A_max is binding and the risk keeps falling as A grows (A = {A_max + 1} reaches "
-                f"ε* = {beyond_A:.6g} < {best:.6g} with S̄ ≤ S_max); a larger A_max lowers the risk further; "
+                f"ε* = {beyond_A:.10g} < {best:.10g} with S̄ ≤ S_max); a larger A_max lowers the risk further; "
                 "best schedule within A_max returned"
             ]
             limit = getattr(problem.penalty, "staleness_limit", None)
@@ -121,7 +121,9 @@ class ExactScheduleSolver:
                 )
         beyond_S = _nanmin(risk[: A_max + 1, S_max])
         if beyond_S < best * (1 - _REL_TOL):
-            notes.append(f"S̄ = {S_max + 1} would lower ε* to {beyond_S:.6g}: S_max is binding, consider raising it")
+            notes.append(
+                f"S̄ = {S_max + 1} would lower ε* from {best:.10g} to {beyond_S:.10g}: S_max is binding, consider raising it"
+            )
         values["optimality_box"] = {"A_max": A_max, "S_max": S_max}
         return Solution(
             status=status,

@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 import pytest
 
 from policyopt.cli import main
@@ -181,3 +183,13 @@ def test_method_option_errors(capsys, args, match):
     assert main(["schedule", "--chain", "two-state:p=0.1,q=0.1", *args]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and re.search(match, err), err
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.floats(min_value=1e-300, max_value=1e300, allow_nan=False, allow_infinity=False))
+def test_printed_privacy_bounds_are_rounded_up(x):
+    from policyopt.cli import _up
+
+    shown = float(_up(x))
+    assert shown >= x
+    assert shown <= x * (1 + 1e-5)
