@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from policyopt._search import grid_then_brent
 from policyopt.errors import InvalidInputError, fmt
 from policyopt.markov import GeometricEnvelope
 from policyopt.penalty import ContinuousPenalty, _check_max_penalty
@@ -376,8 +377,6 @@ class KKTBranchProblem(GeometricScheduleProblem):
 
         Returns (value, S_bar, epsilon_c); ``(inf, nan, nan)`` when no ε_C puts S̄ in the box.
         """
-        from scipy.optimize import minimize_scalar
-
         lo = max(self.epsilon_min, self.L - math.log(2.0 * self.c))  # S̄ ≥ 1
         hi = self.L * self.S_max - math.log(2.0 * self.c)  # S̄ ≤ S_max
         if not hi >= lo:
@@ -387,15 +386,7 @@ class KKTBranchProblem(GeometricScheduleProblem):
             """Penalty at A = 0 and S̄ = S̄(ε_C) of (40)."""
             return np.asarray(self.penalty.value(self.s_bar_of(eps) - self.aoi_offset, eps), dtype=float)
 
-        grid = np.linspace(lo, hi, 4001)
-        vals = at(grid)
-        k = int(np.argmin(vals))
-        best_eps, best = float(grid[k]), float(vals[k])
-        a, b = grid[max(k - 1, 0)], grid[min(k + 1, grid.size - 1)]
-        if b > a:
-            res = minimize_scalar(lambda e: float(at(e)), bounds=(a, b), method="bounded", options={"xatol": 1e-12 * b})
-            if res.fun < best:
-                best_eps, best = float(res.x), float(res.fun)
+        best_eps, best = grid_then_brent(at, lambda e: float(at(e)), np.linspace(lo, hi, 4001))
         return best, float(self.s_bar_of(best_eps)), best_eps
 
     def _formulation_violations(self, A, S_bar, epsilon_c, tol):
@@ -441,8 +432,6 @@ def _min_penalty(problem: GeometricScheduleProblem, n_grid: int = 4001) -> tuple
     For each ε_C the smallest S̄ allowed by (39b) and A = 0 minimise the peak age, so the
     infimum is a 1-D minimisation over ε_C (dense grid, then bounded Brent refinement).
     """
-    from scipy.optimize import minimize_scalar
-
     log_cap = math.log1p(-problem.margin) - math.log(problem.c)
 
     def at(eps):
@@ -452,15 +441,8 @@ def _min_penalty(problem: GeometricScheduleProblem, n_grid: int = 4001) -> tuple
         return np.where(s <= problem.S_max, val, np.inf), s
 
     grid = np.linspace(problem.epsilon_min, problem.epsilon_max, n_grid) if problem.epsilon_max > problem.epsilon_min else np.array([problem.epsilon_min])
-    vals, _ = at(grid)
-    k = int(np.argmin(vals))
-    if not np.isfinite(vals[k]):
+    best_eps, best = grid_then_brent(lambda e: at(e)[0], lambda e: float(at(e)[0]), grid)
+    if not np.isfinite(best):
         return math.inf, math.nan, math.nan
-    lo, hi = grid[max(k - 1, 0)], grid[min(k + 1, grid.size - 1)]
-    best_eps, best = float(grid[k]), float(vals[k])
-    if hi > lo:
-        res = minimize_scalar(lambda e: float(at(e)[0]), bounds=(lo, hi), method="bounded", options={"xatol": 1e-12 * hi})
-        if res.fun < best:
-            best_eps, best = float(res.x), float(res.fun)
     return best, float(at(best_eps)[1]), best_eps
 

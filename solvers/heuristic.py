@@ -32,6 +32,7 @@ import time
 
 import numpy as np
 
+from policyopt._search import grid_then_brent
 from policyopt.errors import InvalidInputError, fmt
 from policyopt.problems.geometric import GeometricScheduleProblem, KKTBranchProblem, NoAgingProblem
 
@@ -212,7 +213,8 @@ class HeuristicSolver:
                 wall_time_s=time.perf_counter() - start,
                 message="no ε_C > 0 satisfies (39b) for S̄ ≤ S_max",
             )
-        grid = eps_bar * np.arange(1, K + 1) / K
+        grid = eps_bar * np.arange(1, K + 1) / K  # ε_C(k) = ε̄k/K
+        grid = np.concatenate(([grid[0] * 1e-6], grid))  # so that refinement can reach below ε̄/K
         runs = {}
         if not isinstance(problem, NoAgingProblem):
             runs["algorithm_1"] = self._run(problem, grid, refine, lambda e: algorithm_1(problem, e, phi))
@@ -252,28 +254,17 @@ class HeuristicSolver:
         return sol
 
     def _run(self, problem, grid, refine, evaluate):
-        from scipy.optimize import minimize_scalar
-
-        A, S, r = evaluate(grid)
-        if np.all(np.isnan(r)):
-            return None
-        k = int(np.nanargmin(r))
-        best = (float(A[k]), float(S[k]), float(grid[k]), float(r[k]))
+        """Grid over ε_C(k), then (if `refine`) bounded Brent around the best point; (A, S̄, ε_C, risk) or None."""
         if refine:
-            lo, hi = grid[max(k - 1, 0)], grid[min(k + 1, grid.size - 1)]
-            if k == 0:
-                lo = grid[0] * 1e-6
-
-            def h(e):
-                """(39a) after the inner search at one budget `e`."""
-                v = evaluate(np.array([e]))[2][0]
-                return float(v) if np.isfinite(v) else 1e300  # infeasible ε_C: finite for Brent
-
-            res = minimize_scalar(h, bounds=(lo, hi), method="bounded", options={"xatol": 1e-12 * hi})
-            if res.fun < best[3]:
-                a, s, rr = evaluate(np.array([res.x]))
-                best = (float(a[0]), float(s[0]), float(res.x), float(rr[0]))
-        return best
+            eps, risk = grid_then_brent(lambda e: evaluate(e)[2], lambda e: evaluate(np.array([e]))[2][0], grid)
+        else:
+            r = evaluate(grid)[2]
+            k = int(np.nanargmin(r)) if not np.all(np.isnan(r)) else 0
+            eps, risk = float(grid[k]), float(r[k])
+        if not np.isfinite(risk):
+            return None
+        a, s, rr = evaluate(np.array([eps]))
+        return float(a[0]), float(s[0]), float(eps), float(rr[0])
 
     @staticmethod
     def _round(problem, A, S):
