@@ -89,6 +89,8 @@ class FittedModel:
         User → number of transitions counted.
     smoothing : float
         Pseudo-count s added to every cell.
+    counts : dict
+        Kept user → transition counts, shape (K, K), ``counts[x, y]`` = number of x → y steps.
     """
 
     population: Population
@@ -97,6 +99,26 @@ class FittedModel:
     excluded: dict = field(default_factory=dict)
     transitions: dict = field(default_factory=dict)
     smoothing: float = 0.0
+    counts: dict = field(default_factory=dict)
+
+    def temporal_matrices(self) -> tuple[list, list]:
+        """Backward and forward transition matrices of every kept user, for temporal privacy leakage.
+
+        P_F[j, k] = Pr(l^{t+1} = k | l^t = j) is the smoothed MLE (eq. 28 of 002); P_B[j, k] =
+        Pr(l^{t−1} = k | l^t = j) under the empirical joint distribution of consecutive
+        states, (n_kj + s) / Σ_k' (n_k'j + s), with the same pseudo-count s.
+
+        Returns
+        -------
+        (P_B, P_F) : two lists of numpy.ndarray, shape (K, K) each, in the order of ``users``
+        """
+        s = self.smoothing
+        P_B, P_F = [], []
+        for user, chain in zip(self.users, self.population.chains):
+            back = self.counts[user].T + s  # row j: counts of k → j
+            P_B.append(back / back.sum(axis=1, keepdims=True))
+            P_F.append(np.array(chain.P))
+        return P_B, P_F
 
 
 def _py(v):
@@ -216,7 +238,7 @@ def fit_population(
     consecutive = same_user & (times[1:] == times[:-1] + 1)
     src, dst, who = states[:-1][consecutive], states[1:][consecutive], users[:-1][consecutive]
 
-    chains, kept, excluded, n_trans = [], [], {}, {}
+    chains, kept, excluded, n_trans, kept_counts = [], [], {}, {}, {}
     for user in dict.fromkeys(users):  # first-appearance order (sorted)
         mask = who == user
         n = int(mask.sum())
@@ -239,6 +261,7 @@ def fit_population(
             continue
         chains.append(chain)
         kept.append(user)
+        kept_counts[user] = counts
     if not chains:
         raise InvalidModelError(
             f"no user in {source} has at least {threshold} transitions between consecutive slots "
@@ -251,4 +274,5 @@ def fit_population(
         excluded=excluded,
         transitions=n_trans,
         smoothing=float(smoothing),
+        counts=kept_counts,
     )

@@ -14,7 +14,7 @@ import numpy as np
 from .errors import InvalidInputError, fmt
 from .markov import MarkovChain
 
-__all__ = ["read_readings_csv", "read_matrix"]
+__all__ = ["read_readings_csv", "read_matrix", "parse_matrix_arg", "read_budgets"]
 
 
 def _existing(path, option: str) -> Path:
@@ -161,3 +161,61 @@ def parse_chain_spec(spec: str, option: str = "--chain") -> MarkovChain:
     if set(values) != {"p", "q"}:
         raise InvalidInputError(f"bad {option} spec {fmt(spec)}; expected two-state:p=P,q=Q")
     return two_state_chain(values["p"], values["q"])
+
+
+def parse_matrix_arg(text: str, option: str) -> np.ndarray:
+    """A transition matrix given as a file (``.csv``/``.npy``, see :func:`read_matrix`) or inline rows.
+
+    Inline form: rows separated by ``;``, entries by ``,``, e.g. ``"0.8,0.2;0.2,0.8"``.
+
+    Returns
+    -------
+    numpy.ndarray, shape (n, n)
+        The validated (row-stochastic) matrix.
+
+    Raises
+    ------
+    InvalidInputError
+        A missing file, or inline text that is not a matrix of numbers.
+    InvalidModelError
+        If the matrix is not square and row-stochastic.
+    """
+    if text.lower().endswith((".csv", ".npy")) or Path(text).is_file():
+        return np.array(read_matrix(text, option).P)
+    rows = []
+    for r, part in enumerate(text.split(";")):
+        try:
+            rows.append([float(x) for x in part.split(",")])
+        except ValueError:
+            raise InvalidInputError(
+                f"{option} {text!r}: row {r} is not a list of numbers; give a CSV/NPY file or rows like 0.8,0.2;0.2,0.8"
+            ) from None
+    if len({len(r) for r in rows}) != 1:
+        raise InvalidInputError(f"{option} {text!r}: rows have different lengths")
+    return np.array(MarkovChain(rows).P)
+
+
+def read_budgets(path, option: str = "--budgets") -> np.ndarray:
+    """Per-step budgets ε_1..ε_T (nats) from a CSV/text file: numbers separated by commas or newlines.
+
+    Raises
+    ------
+    InvalidInputError
+        Missing file, a field that is not a number (with its line), a negative or non-finite
+        budget, or no budget at all.
+    """
+    p = _existing(path, option)
+    values = []
+    with p.open(encoding="utf-8") as fh:
+        for line, text in enumerate(fh, start=1):
+            for field in text.replace(",", " ").split():
+                try:
+                    v = float(field)
+                except ValueError:
+                    raise InvalidInputError(f"{option} {str(p)!r} line {line}: {field!r} is not a number") from None
+                if not (np.isfinite(v) and v >= 0):
+                    raise InvalidInputError(f"{option} {str(p)!r} line {line}: budget {v!r} must be finite and ≥ 0")
+                values.append(v)
+    if not values:
+        raise InvalidInputError(f"{option} {str(p)!r} holds no budget")
+    return np.array(values)
