@@ -315,7 +315,7 @@ def _cmd_tpl_budget(args) -> int:
             b = out["budgets"]
             lines += [
                 f"budgets    : ε_1 = {_g(b[0], 10)}, ε_2..ε_{{T−1}} = {_g(b[len(b) // 2], 10)}, ε_T = {_g(b[-1], 10)} nats",
-                f"after      : max TPL = {_up(out['max_tpl'])} nats (verified ≤ α)",
+                f"after      : max TPL = {_up(out['max_tpl'], 15)} nats (verified ≤ α within 1e-9 relative)",
                 f"variance   : Σ 2(Δf/ε_t)² = {_g(out['total_variance'])} (Δf = 1)",
             ]
         lines.append(f"wall time  : {out['wall_time_s']:.3f} s")
@@ -487,6 +487,9 @@ def main(argv=None) -> int:
         return 2
     try:
         return args.handler(args)
+    except BrokenPipeError:  # output piped into e.g. `head`: not an error of the input
+        sys.stderr.close()
+        return 0
     except (PolicyOptError, OSError) as exc:
         text = " ".join(str(exc).split())
         print(f"policyopt: error: {text}", file=sys.stderr)

@@ -12,6 +12,7 @@ from .geometric import (
     NoAgingProblem,
     PeakRiskProblem,
 )
+from .tpl_budget import BudgetAllocationProblem, BudgetEvaluation
 
 __all__ = [
     "ScheduleProblem",
@@ -22,4 +23,6 @@ __all__ = [
     "KKTBranchProblem",
     "NoAgingProblem",
     "GeometricEvaluation",
+    "BudgetAllocationProblem",
+    "BudgetEvaluation",
 ]

@@ -16,6 +16,9 @@ SOLVERS = {
     "heuristic": "policyopt.solvers.heuristic:HeuristicSolver",
     "cvxpy": "policyopt.solvers.convex:CvxpySolver",
     "pyomo": "policyopt.solvers.global_scip:PyomoSCIPSolver",
+    "tpl-upper-bound": "policyopt.solvers.tpl_alloc:UpperBoundAllocator",
+    "tpl-quantification": "policyopt.solvers.tpl_alloc:QuantificationAllocator",
+    "tpl-optimal": "policyopt.solvers.tpl_alloc:OptimalAllocator",
 }
 
 

@@ -65,3 +65,30 @@ def test_tpl_errors_one_line_exit_2(tmp_path, capsys, args, match):
     assert main(["tpl", *args]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and re.search(match, err), err
+
+
+def test_tpl_budget_fig8_quantification_and_upper_bound(capsys):
+    # source: 002, Fig. 8 setting, α = 1
+    outs = {}
+    for method in ("quantification", "upper-bound"):
+        assert main(["tpl-budget", *FIG8, "--alpha", "1", "--horizon", "10", "--method", method, "--json"]) == 0
+        outs[method] = out = json.loads(capsys.readouterr().out)
+        for key in ("budgets", "max_tpl", "alpha", "method", "total_variance"):
+            assert key in out
+        assert len(out["budgets"]) == 10 and out["max_tpl"] <= 1.0 * (1 + 1e-9)
+        assert out["total_variance"] == pytest.approx(sum(2 / e**2 for e in out["budgets"]), rel=1e-12)
+        assert out["naive"]["max_tpl"] > 1.0  # ε_t = α ignores the correlations and overshoots
+    q, u = outs["quantification"], outs["upper-bound"]
+    np.testing.assert_allclose(q["tpl"], 1.0, rtol=1e-9)  # Algorithm 8: TPL_t = α at every t
+    assert q["budgets"][4] == pytest.approx(u["budgets"][0], rel=1e-9)  # middle budget = Algorithm 7's constant
+    assert q["total_variance"] < u["total_variance"]
+
+
+def test_tpl_budget_errors(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["tpl-budget", *FIG8, "--alpha", "1", "--horizon", "5", "--method", "nope"])
+    assert exc.value.code == 2 and "invalid choice: 'nope'" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        main(["tpl-budget", *FIG8, "--horizon", "5"])
+    assert exc.value.code == 2
+    assert "--alpha" in capsys.readouterr().err

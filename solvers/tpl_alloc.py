@@ -1,0 +1,661 @@
+"""Budget allocation back ends for :class:`~policyopt.problems.tpl_budget.BudgetAllocationProblem`.
+
+Source: ``../shared/papers/002_f4b37d3d1aa1909e.txt`` (Cao et al., TKDE 2019), Theorem 11,
+Algorithms 6–8, eqs. (26)–(27).
+
+* :class:`UpperBoundAllocator` — Algorithm 7: the constant ε with
+  sup_t BPL + sup_t FPL − ε = α (Theorem 11, eq. 11).
+* :class:`QuantificationAllocator` — Algorithm 8: ε_1 = α^B, ε_T = α^F and a constant ε_m in
+  between, with L_B(α^B) + α^F = α (26) and L_F(α^F) + α^B = α (27), so that TPL_t = α at
+  every t.
+* :class:`OptimalAllocator` — beyond the paper: minimum total Laplace variance subject to
+  TPL_t ≤ α, solved globally by SCIP through Pyomo.
+
+Paper errors and pitfalls handled here
+--------------------------------------
+* Algorithms 7 and 8 run a "binary search until equality" (``while bingo = false``), which
+  never terminates in floating point unless the equality happens to be hit exactly.  Here
+  the equation is bracketed and solved by Brent's method to a stated tolerance
+  (``xtol = 1e-15``, ``rtol = 4·2⁻⁵²``), and the end of the final bracket on the feasible
+  side is returned, so the allocation satisfies TPL ≤ α exactly (up to rounding of the
+  leakage recursion; checked with :func:`policyopt.tpl.leakage` at 1e-9 relative).
+* Algorithm 8 starts a^B at α/2 with step α/4, α/8, ...; the reachable points are then
+  confined to (0, α) and the search can only approach the root; Brent's method on [0, α]
+  (h(0) ≤ 0 ≤ h(α), see :func:`_quantification_root`) needs no such start.
+* Algorithm 8 line 8 uses a^F, computed on line 7 as α^F: the same quantity, two spellings.
+* With L_B = identity (Theorem 7, case 4 of Theorem 11) Algorithm 7 has no positive constant
+  budget (the supremum is infinite for every ε > 0) and Algorithm 8's middle budget
+  ε_m = α^B − L_B(α^B) is 0; both return ``infeasible``.  The problem itself stays feasible
+  (ε_t = α/T always is, because L(x) ≤ x).
+* Theorem 11, case 2, prints ε ≤ log(1/q) for a finite supremum when d = 0; equality diverges
+  (see :mod:`policyopt.tpl`).  Algorithm 7's bracket stays strictly below the divergence.
+* For a population (lists of matrices) Algorithms 7 and 8 use L(x) = max over users of
+  L_i(x); BPL/FPL computed with it bound every user's, so the allocation is α-DP_T for every
+  user (conservative: eq. (11) with the maxima).  The optimal allocator keeps one recursion
+  per user and is exact.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from policyopt.errors import BackendUnavailableError, InvalidInputError, fmt
+from policyopt.problems.tpl_budget import TPL_RTOL, BudgetAllocationProblem
+from policyopt.result import Solution, Status, Termination
+from policyopt.tpl import supremum
+
+__all__ = ["UpperBoundAllocator", "QuantificationAllocator", "OptimalAllocator"]
+
+#: Brent's method tolerances (absolute, relative) on the budget / on α^B (nats).
+XTOL = 1e-15
+RTOL = 4 * np.finfo(float).eps
+#: Relative gap at or below which the optimal allocator reports ``optimal``.
+PROOF_GAP = 1e-6
+
+
+def _tolerance(x: float) -> float:
+    """Width of Brent's final bracket at x (nats)."""
+    return XTOL + RTOL * abs(x)
+
+
+def _loss_max(users, x: float) -> float:
+    """max over users of L_i(x) (eq. 24); None (no known correlation) contributes 0."""
+    out = 0.0
+    for lf in users:
+        if lf is not None:
+            out = max(out, float(lf(x)))
+    return out
+
+
+def _sup_max(users, eps: float) -> float:
+    """max over users of sup_t BPL_t (or FPL_t) at constant ε (Theorem 11, Algorithm 6); inf if divergent."""
+    out = eps  # L ≡ 0: BPL_t = ε (Theorem 6)
+    for lf in users:
+        if lf is None:
+            continue
+        s = supremum(lf, eps)
+        if s.status != "finite":
+            return math.inf
+        out = max(out, s.value)
+    return out
+
+
+def _versions() -> str:
+    import scipy
+
+    return f"numpy {np.__version__}; scipy {scipy.__version__}"
+
+
+def _feasible_end(f, root: float, lo: float, *, max_steps: int = 64) -> float:
+    """A point in [lo, root] with f ≤ 0 next to Brent's root (the feasible end of the bracket).
+
+    f is non-decreasing; steps down by the bracket tolerance, doubling, until f ≤ 0.
+    """
+    x, step = root, _tolerance(root)
+    for _ in range(max_steps):
+        if f(x) <= 0:
+            return x
+        x = max(lo, x - step)
+        step *= 2
+    if f(x) <= 0:
+        return x
+    raise RuntimeError(f"no point with f ≤ 0 found below the root {root!r}")  # pragma: no cover
+
+
+def _check_problem(problem, who: str) -> BudgetAllocationProblem:
+    if not isinstance(problem, BudgetAllocationProblem):
+        raise InvalidInputError(f"the {who} allocator handles BudgetAllocationProblem, got {fmt(problem)}")
+    return problem
+
+
+def _verify(problem: BudgetAllocationProblem, budgets, who: str):
+    """Re-evaluate with numpy; a failing allocation is a bug (RuntimeError), never a warning."""
+    ev = problem.evaluate(budgets)
+    if not ev.feasible:
+        raise RuntimeError(
+            f"{who} returned budgets that fail their own check: max TPL {ev.max_tpl!r} > α = "
+            f"{problem.tpl_level!r} (rtol {TPL_RTOL:g}) or a budget ≤ 0: {list(budgets)!r}"
+        )
+    return ev
+
+
+class _Base:
+    """Shared class constants and result assembly of the numpy/scipy allocators."""
+
+    name = ""
+    BACKEND = "numpy+scipy"
+    MIP_CAPABLE = False
+    NONCONVEX_CAPABLE = True
+    REQUIRED_MODULES = ("numpy", "scipy")
+    SUPPORTED_PROBLEMS = (BudgetAllocationProblem,)
+
+    @staticmethod
+    def available() -> tuple[bool, str]:
+        """(True, "") if scipy imports, else (False, reason); never raises."""
+        try:
+            import scipy.optimize  # noqa: F401
+        except Exception as exc:  # noqa: BLE001
+            return False, f"scipy is not importable ({exc}); `pip install scipy`"
+        return True, ""
+
+    def _solution(self, problem, budgets, start, message, values):
+        ev = _verify(problem, budgets, f"method {self.name!r}")
+        values = dict(values)
+        values.update(
+            max_tpl=ev.max_tpl, alpha=problem.tpl_level, total_variance=ev.total_variance,
+            tpl=ev.leakage.tpl.tolist(), bpl=ev.leakage.bpl.tolist(), fpl=ev.leakage.fpl.tolist(),
+        )
+        return Solution(
+            status=Status.FEASIBLE, termination=Termination.COMPLETED,
+            decision={"budgets": [float(e) for e in budgets]}, objective=ev.total_variance, bound=None,
+            method=self.name, backend=self.BACKEND, backend_version=_versions(),
+            wall_time_s=time.perf_counter() - start, message=message, values=values,
+        )
+
+    def _infeasible(self, problem, start, message, values):
+        values = dict(values)
+        values.update(alpha=problem.tpl_level)
+        values.setdefault("tolerance", None)
+        values.setdefault("max_tpl", None)
+        values.setdefault("total_variance", None)
+        return Solution(
+            status=Status.INFEASIBLE, termination=Termination.INFEASIBLE, decision=None, objective=None,
+            bound=None, method=self.name, backend=self.BACKEND, backend_version=_versions(),
+            wall_time_s=time.perf_counter() - start, message=message, values=values,
+        )
+
+
+# ----------------------------------------------------------------------------------------
+# Algorithm 7
+# ----------------------------------------------------------------------------------------
+
+
+def upper_bound_budget(loss_B, loss_F, alpha: float) -> tuple[float | None, str, dict]:
+    """Algorithm 7's constant budget: the ε with g(ε) = sup BPL + sup FPL − ε − α = 0.
+
+    g(0) = −α < 0; g is continuous and increasing (each supremum s solves s = L(s) + ε with
+    L' ≤ 1, so ds/dε ≥ 1) until a supremum diverges (Theorem 11, cases 3–4, ε ≥ log(1/q)).
+    The bracket [0, b] is found by halving b from α until g(b) is finite (g ≥ 0 at α since
+    each supremum is ≥ ε); Brent's method then solves g = 0 and the feasible end (g ≤ 0) is
+    returned.  Returns (ε or None, note, info).
+    """
+    from scipy.optimize import brentq
+
+    def g(e):
+        return _sup_max(loss_B, e) + _sup_max(loss_F, e) - e - alpha  # eq. (11) with Theorem 11
+
+    a, b = 0.0, alpha
+    gb = g(b)
+    for _ in range(2000):
+        if math.isfinite(gb):
+            break
+        m = 0.5 * (a + b)
+        gm = g(m)
+        if math.isfinite(gm) and gm <= 0:
+            a = m
+        else:
+            b, gb = m, gm
+        if b <= 1e-300:
+            break
+    if not math.isfinite(gb):
+        return None, (
+            "Algorithm 7 has no positive constant budget: the supremum of BPL or FPL is infinite for every "
+            "ε > 0 (Theorem 11, case 4: a pair of rows with q = 1, d = 0, e.g. an identity matrix)"
+        ), {}
+    if gb <= 0:  # only when L_B ≡ L_F ≡ 0 and b = α (g(α) = 0)
+        eps = b
+    else:
+        root = brentq(g, a, b, xtol=XTOL, rtol=RTOL, maxiter=500)  # Algorithm 7, lines 4–11
+        eps = _feasible_end(g, root, a)
+    return eps, "", {"sup_bpl": _sup_max(loss_B, eps), "sup_fpl": _sup_max(loss_F, eps), "residual": g(eps)}
+
+
+class UpperBoundAllocator(_Base):
+    """Algorithm 7 of 002: one constant budget whose supremum TPL equals α.
+
+    Class constants declare what the back end can do, as cvxpy's solver interfaces do.
+    """
+
+    name = "tpl-upper-bound"
+
+    def solve(self, problem: BudgetAllocationProblem) -> Solution:
+        """Constant budgets ε_t = ε with sup BPL(ε) + sup FPL(ε) − ε = α (Theorem 11, eq. 11).
+
+        Parameters
+        ----------
+        problem : BudgetAllocationProblem
+
+        Returns
+        -------
+        Solution
+            ``feasible`` (a heuristic, not proven optimal) with ``decision["budgets"] = [ε]*T``,
+            or ``infeasible`` when no ε > 0 keeps the supremum finite (Theorem 11, case 4).
+            ``values``: ``max_tpl`` (over the T steps, by :func:`~policyopt.tpl.leakage`),
+            ``alpha``, ``tolerance`` (Brent's bracket width on ε, nats), ``total_variance``,
+            ``epsilon``, ``sup_bpl``, ``sup_fpl``, ``sup_tpl`` (= sup_bpl + sup_fpl − ε ≤ α),
+            ``tpl``, ``bpl``, ``fpl`` (per step).
+
+        Raises
+        ------
+        InvalidInputError
+            If `problem` is not a BudgetAllocationProblem.
+        RuntimeError
+            If the allocation fails its own check (a bug).
+        """
+        _check_problem(problem, "upper-bound")
+        start = time.perf_counter()
+        alpha = problem.tpl_level
+        eps, note, info = upper_bound_budget(problem.loss_B, problem.loss_F, alpha)
+        if eps is None:
+            return self._infeasible(problem, start, note, {})
+        tol = _tolerance(eps)
+        values = dict(epsilon=eps, tolerance=tol, sup_bpl=info["sup_bpl"], sup_fpl=info["sup_fpl"],
+                      sup_tpl=info["sup_bpl"] + info["sup_fpl"] - eps)
+        msg = (f"Algorithm 7: constant ε = {eps:.12g} nats with sup TPL = {values['sup_tpl']:.12g} ≤ α = {alpha:g} "
+               f"(Brent's method, bracket width {tol:.1e}, feasible end)")
+        return self._solution(problem, [eps] * problem.horizon, start, msg, values)
+
+
+# ----------------------------------------------------------------------------------------
+# Algorithm 8
+# ----------------------------------------------------------------------------------------
+
+
+def _quantification_root(loss_B, loss_F, alpha: float):
+    """α^B solving h(α^B) = L_F(α − L_B(α^B)) + α^B − α = 0, eqs. (26)–(27).
+
+    α^F = α − L_B(α^B) is eq. (26); substituted into (27) it gives h.  h is non-decreasing
+    (L' ≤ 1 for every sub-function of eq. 24, so h' = 1 − L_F'·L_B' ≥ 0), h(0) = L_F(α) − α ≤ 0
+    and h(α) = L_F(α − L_B(α)) ≥ 0, so [0, α] brackets a root.  The feasible end (h ≤ 0,
+    i.e. TPL_1 ≤ α) is returned.  Returns (α^B, α^F) or None when the only root is α^B = 0.
+    """
+    from scipy.optimize import brentq
+
+    def h(aB):
+        return _loss_max(loss_F, alpha - _loss_max(loss_B, aB)) + aB - alpha  # (27) after (26)
+
+    h0, h1 = h(0.0), h(alpha)
+    if h0 >= 0:  # L_F(α) = α: forward identity, Theorem 7
+        return None
+    if h1 <= 0:
+        aB = alpha
+    else:
+        root = brentq(h, 0.0, alpha, xtol=XTOL, rtol=RTOL, maxiter=500)  # Algorithm 8, lines 4–12
+        aB = _feasible_end(h, root, 0.0)
+    aF = alpha - _loss_max(loss_B, aB)  # eq. (26)
+    return aB, aF
+
+
+def quantification_budgets(loss_B, loss_F, alpha: float, T: int):
+    """Algorithm 8's budgets (list) and diagnostics, or (None, reason, {})."""
+    if T == 1:
+        return [alpha], "", {"alpha_B": alpha, "alpha_F": alpha, "epsilon_m": None, "tolerance": 0.0}
+    r = _quantification_root(loss_B, loss_F, alpha)
+    if r is None:
+        return None, (
+            "Algorithm 8 has no solution with positive budgets: L_F(α) = α (forward correlation of "
+            "Theorem 7, q = 1, d = 0), so eqs. (26)–(27) force α^B = ε_1 = 0"
+        ), {}
+    aB, aF = r
+    info = {"alpha_B": aB, "alpha_F": aF, "tolerance": _tolerance(aB)}
+    if T == 2:
+        budgets = [aB, aF]  # TPL_1 = α^B + L_F(α^F), TPL_2 = L_B(α^B) + α^F: (27), (26)
+        info["epsilon_m"] = None
+    else:
+        # (i) L_B(α^B) + ε_m = α^B, (ii) L_F(α^F) + ε_m = α^F agree at the root; the smaller
+        # keeps BPL_t ≤ α^B and FPL_t ≤ α^F on the feasible side, hence TPL_t ≤ α.
+        em = min(aB - _loss_max(loss_B, aB), aF - _loss_max(loss_F, aF))
+        info["epsilon_m"] = em
+        budgets = [aB] + [em] * (T - 2) + [aF]
+    if not min(budgets) > 0:
+        return None, (
+            f"Algorithm 8 has no solution with positive budgets: ε_1 = α^B = {aB:.6g}, ε_T = α^F = {aF:.6g}, "
+            f"ε_m = {info['epsilon_m']!r} (with L_B(x) = x or L_F(x) = x, Theorem 7, (i)–(ii) give ε_m = 0)"
+        ), {}
+    return budgets, "", info
+
+
+class QuantificationAllocator(_Base):
+    """Algorithm 8 of 002: ε_1 = α^B, ε_T = α^F, constant ε_m in between, TPL_t = α for all t."""
+
+    name = "tpl-quantification"
+
+    def solve(self, problem: BudgetAllocationProblem) -> Solution:
+        """Budgets with TPL_t = α at every step (eqs. 26–27).
+
+        Parameters
+        ----------
+        problem : BudgetAllocationProblem
+
+        Returns
+        -------
+        Solution
+            ``feasible`` with ``decision["budgets"] = [α^B, ε_m, ..., ε_m, α^F]`` (T = 1: [α];
+            T = 2: [α^B, α^F]) or ``infeasible`` when the equations force a zero budget
+            (Theorem 7 correlations).  ``values``: ``max_tpl``, ``alpha``, ``tolerance``
+            (Brent's bracket width on α^B, nats), ``total_variance``, ``alpha_B``, ``alpha_F``,
+            ``epsilon_m`` (None for T ≤ 2), ``tpl``, ``bpl``, ``fpl``.
+
+        Raises
+        ------
+        InvalidInputError
+            If `problem` is not a BudgetAllocationProblem.
+        RuntimeError
+            If the allocation fails its own check (a bug).
+        """
+        _check_problem(problem, "quantification")
+        start = time.perf_counter()
+        alpha, T = problem.tpl_level, problem.horizon
+        budgets, note, info = quantification_budgets(problem.loss_B, problem.loss_F, alpha, T)
+        if budgets is None:
+            return self._infeasible(problem, start, note, {})
+        msg = (f"Algorithm 8: ε_1 = α^B = {info['alpha_B']:.12g}, ε_T = α^F = {info['alpha_F']:.12g}"
+               + ("" if info["epsilon_m"] is None else f", ε_m = {info['epsilon_m']:.12g}")
+               + f" nats, TPL_t = α = {alpha:g} at every t (Brent's method on eqs. (26)–(27), "
+               f"bracket width {info['tolerance']:.1e}, feasible end)")
+        return self._solution(problem, budgets, start, msg, info)
+
+
+# ----------------------------------------------------------------------------------------
+# global optimum with SCIP
+# ----------------------------------------------------------------------------------------
+
+
+def _candidates(lf, alpha: float) -> np.ndarray:
+    """(Q, Q̄, D, D̄) rows of the sub-functions of eq. (24) that form L on [0, α] (Algorithm 4).
+
+    The envelope segments starting at or below α; their max is L on [0, α] (Theorem 8,
+    Algorithm 4).  Empty for L ≡ 0.
+    """
+    if lf is None or lf.breakpoints.size == 0:
+        return np.zeros((0, 4))
+    keep = lf.breakpoints <= alpha
+    rows = lf._cand[lf._seg[keep]][:, :4]
+    return np.unique(rows, axis=0)
+
+
+def variable_bounds(problem: BudgetAllocationProblem, v_ref: float, rounds: int = 8):
+    """Finite bounds on ε_t, BPL_{u,t}, FPL_{u,t} valid at every point with variance ≤ v_ref.
+
+    v_ref is the variance of a feasible allocation, so the optimum is ≤ v_ref.  Repeated
+    propagation (all from TPL_t = L_B(BPL_{t−1}) + L_F(FPL_{t+1}) + ε_t ≤ α, eqs. 10, 13, 15):
+
+    * ε_t ≥ Δf·√(2 / (v_ref − Σ_{s≠t} 2Δf²/ε_hi,s²))      (objective ≤ v_ref)
+    * BPL_lo: BPL_1 ≥ ε_lo,1, BPL_t ≥ L_B(BPL_lo,t−1) + ε_lo,t  (eq. 13, L non-decreasing)
+    * ε_t ≤ α − L_B(BPL_lo,t−1) − L_F(FPL_lo,t+1)          (eq. 10)
+    * BPL_t ≤ α − L_F(FPL_lo,t+1), FPL_t ≤ α − L_B(BPL_lo,t−1)   (FPL_t − ε_t ≥ L_F(FPL_{t+1}))
+
+    Returns arrays e_lo, e_hi (T,) and b_lo, b_hi, f_lo, f_hi (U, T), nats.
+    """
+    alpha, T, D2 = problem.tpl_level, problem.horizon, problem.sensitivity ** 2
+    U = len(problem.loss_B)
+    e_hi = np.full(T, alpha)
+    e_lo = np.zeros(T)
+
+    def L(lf, x):
+        return 0.0 if lf is None else float(lf(x))
+
+    for _ in range(rounds):
+        inv = 2.0 * D2 / e_hi ** 2
+        rest = v_ref * (1 + 1e-9) - (inv.sum() - inv)
+        e_lo = np.maximum(e_lo, np.sqrt(2.0 * D2 / np.maximum(rest, 2.0 * D2 / alpha ** 2)))
+        b_lo, f_lo = np.zeros((U, T)), np.zeros((U, T))
+        for u in range(U):
+            for t in range(T):
+                b_lo[u, t] = (L(problem.loss_B[u], b_lo[u, t - 1]) if t > 0 else 0.0) + e_lo[t]
+            for t in reversed(range(T)):
+                f_lo[u, t] = (L(problem.loss_F[u], f_lo[u, t + 1]) if t < T - 1 else 0.0) + e_lo[t]
+        incB = np.array([[L(problem.loss_B[u], b_lo[u, t - 1]) if t > 0 else 0.0 for t in range(T)] for u in range(U)])
+        incF = np.array([[L(problem.loss_F[u], f_lo[u, t + 1]) if t < T - 1 else 0.0 for t in range(T)] for u in range(U)])
+        e_hi = np.minimum(e_hi, alpha - (incB + incF).max(axis=0))
+    b_hi = alpha - incF
+    f_hi = alpha - incB
+    # a hair of slack so that rounding never cuts off the optimum
+    pad = 1e-9 * alpha
+    return (np.maximum(e_lo - pad, 0.0), e_hi + pad, np.maximum(b_lo - pad, 0.0), np.minimum(b_hi + pad, alpha),
+            np.maximum(f_lo - pad, 0.0), np.minimum(f_hi + pad, alpha))
+
+
+def to_pyomo(problem: BudgetAllocationProblem, bounds):
+    """Pyomo model of the allocation problem with finite bounds on everything SCIP sees.
+
+    Variables: ε_t (nats), BPL_{u,t}, FPL_{u,t} per user u, with the finite bounds of
+    :func:`variable_bounds` (all within [0, α]), passed as `bounds`.
+
+        minimise   Σ_t 2Δf² / ε_t²
+        s.t.       BPL_{u,1} ≥ ε_1,  BPL_{u,t} ≥ log f_c(BPL_{u,t−1}) + ε_t  for every c     (13), (24)
+                   FPL_{u,T} ≥ ε_T,  FPL_{u,t} ≥ log f_c(FPL_{u,t+1}) + ε_t  for every c     (15), (24)
+                   BPL_{u,t} + FPL_{u,t} − ε_t ≤ α                                         (10), Def. 8
+
+    with log f_c(x) = log(Q e^x + Q̄) − log(D e^x + D̄) (eq. 24), one c per envelope segment.
+
+    Why "≥" is exact: L = max_c log f_c, so "BPL ≥ every term" is BPL ≥ L(BPL_prev) + ε.  For
+    budgets ε feasible in the model, the true recursion satisfies BPL_true ≤ BPL_model by
+    induction (L is non-decreasing), and likewise FPL, so the true TPL is ≤ α: the ε-part of
+    every model point is truly feasible.  Conversely the true BPL/FPL make every truly feasible
+    ε a model point.  Same ε, same objective: the optimal value is unchanged and no binary
+    variables are needed.  The bounds of :func:`variable_bounds` hold at every model point with
+    variance ≤ that of a known feasible allocation, so they cut off no optimum.
+    """
+    import pyomo.environ as pyo
+
+    alpha, T, D2 = problem.tpl_level, problem.horizon, problem.sensitivity ** 2
+    users = range(len(problem.loss_B))
+    steps = range(1, T + 1)
+    m = pyo.ConcreteModel(name="tpl_budget")
+    e_lo, e_hi, b_lo, b_hi, f_lo, f_hi = bounds
+    m.eps = pyo.Var(steps, bounds=lambda m, t: (e_lo[t - 1], e_hi[t - 1]), doc="budget ε_t (nats)")
+    m.bpl = pyo.Var(users, steps, bounds=lambda m, u, t: (b_lo[u, t - 1], b_hi[u, t - 1]), doc="BPL_{u,t} (nats)")
+    m.fpl = pyo.Var(users, steps, bounds=lambda m, u, t: (f_lo[u, t - 1], f_hi[u, t - 1]), doc="FPL_{u,t} (nats)")
+    m.obj = pyo.Objective(expr=sum(2.0 * D2 / m.eps[t] ** 2 for t in steps), sense=pyo.minimize)
+    m.rec = pyo.ConstraintList(doc="BPL/FPL recursions (13), (15) as ≥ each sub-function")
+    m.tpl = pyo.ConstraintList(doc="TPL_t ≤ α (eq. 10, Definition 8)")
+
+    def log_f(row, x):
+        Q, Qc, D, Dc = (float(v) for v in row)
+        num = pyo.log(Q * pyo.exp(x) + Qc) if Qc > 0 or Q != 1 else x  # Q = 1: log e^x = x
+        den = pyo.log(D * pyo.exp(x) + Dc) if D > 0 else math.log(Dc)
+        return num - den  # eq. (24)
+
+    for u in users:
+        cB, cF = _candidates(problem.loss_B[u], alpha), _candidates(problem.loss_F[u], alpha)
+        m.rec.add(m.bpl[u, 1] >= m.eps[1])  # BPL_1 = ε_1
+        m.rec.add(m.fpl[u, T] >= m.eps[T])  # FPL_T = ε_T
+        for t in steps:
+            if t > 1:
+                m.rec.add(m.bpl[u, t] >= m.eps[t])  # L ≥ 0 (covers L ≡ 0)
+                for row in cB:
+                    m.rec.add(m.bpl[u, t] >= log_f(row, m.bpl[u, t - 1]) + m.eps[t])  # eq. (13)
+            if t < T:
+                m.rec.add(m.fpl[u, t] >= m.eps[t])
+                for row in cF:
+                    m.rec.add(m.fpl[u, t] >= log_f(row, m.fpl[u, t + 1]) + m.eps[t])  # eq. (15)
+            m.tpl.add(m.bpl[u, t] + m.fpl[u, t] - m.eps[t] <= alpha)  # eq. (10)
+    return m
+
+
+def _scale_to_feasible(problem: BudgetAllocationProblem, eps: np.ndarray) -> tuple[np.ndarray, float]:
+    """Largest factor s ≤ 1 (to 1e-12) with s·ε feasible; TPL_t increases in every ε_s.
+
+    TPL_t = L_B(BPL_{t−1}) + L_F(FPL_{t+1}) + ε_t with non-decreasing L, so shrinking all
+    budgets shrinks every TPL_t: feasibility is monotone in s and bisection applies.
+    """
+    if problem.evaluate(eps).feasible:
+        return eps, 1.0
+    bad, s = 1.0, min(1.0, problem.tpl_level / problem.evaluate(eps).max_tpl)
+    while not problem.evaluate(s * eps).feasible:
+        bad, s = s, s * (1 - 1e-6) if s > 0.999 else s * 0.5
+        if s < 1e-12:  # pragma: no cover - ε → 0 is always feasible
+            raise RuntimeError("could not scale SCIP's budgets to a feasible point")
+    good = s
+    for _ in range(60):
+        if bad - good <= 1e-12:
+            break
+        mid = 0.5 * (good + bad)
+        if problem.evaluate(mid * eps).feasible:
+            good = mid
+        else:
+            bad = mid
+    return good * eps, good
+
+
+class OptimalAllocator:
+    """Minimum total Laplace variance subject to α-DP_T at every step, solved globally by SCIP.
+
+    Beyond 002: Algorithms 7 and 8 are heuristics for this problem.  The model is
+    :func:`to_pyomo`; SCIP's spatial branch-and-bound proves a dual bound.
+    """
+
+    name = "tpl-optimal"
+    MIP_CAPABLE = False
+    NONCONVEX_CAPABLE = True
+    REQUIRED_MODULES = ("pyomo", "pyscipopt")
+    SUPPORTED_PROBLEMS = (BudgetAllocationProblem,)
+    BACKEND = "pyomo+scip"
+    #: SCIP parameters set on every solve.  ``display/verblevel`` 0: Pyomo's ``scip_direct``
+    #: drains SCIP's output through a pipe while SCIP holds the GIL; a long log deadlocks
+    #: (see :mod:`policyopt.solvers.global_scip`).  ``numerics/feastol`` 1e-8 (1e-9 stalls).
+    SCIP_OPTIONS = {"numerics/feastol": 1e-8, "display/verblevel": 0}
+
+    @staticmethod
+    def available() -> tuple[bool, str]:
+        """Whether Pyomo, PySCIPOpt and ``scip_direct`` can be used: (bool, reason); never raises."""
+        from .global_scip import PyomoSCIPSolver
+
+        return PyomoSCIPSolver.available()
+
+    @staticmethod
+    def version() -> str:
+        """Versions of Pyomo, SCIP and PySCIPOpt."""
+        from .global_scip import PyomoSCIPSolver
+
+        return PyomoSCIPSolver.version()
+
+    def solve(self, problem: BudgetAllocationProblem, *, time_limit: float = 60.0, rel_gap: float = 5e-7) -> Solution:
+        """Globally minimise Σ_t 2(Δf/ε_t)² subject to TPL_t ≤ α for t = 1..T.
+
+        Parameters
+        ----------
+        problem : BudgetAllocationProblem
+        time_limit : float
+            SCIP's time limit, seconds (> 0).
+        rel_gap : float
+            SCIP's relative gap limit (≥ 0).
+
+        Returns
+        -------
+        Solution
+            ``optimal`` when SCIP converged and the relative gap (objective − bound)/objective
+            is ≤ 1e-6, otherwise ``feasible`` (or ``unknown`` without incumbent: the best of
+            Algorithms 7/8 is then returned as ``feasible``).  ``bound`` is SCIP's dual bound on
+            the total variance.  ``values``: ``max_tpl`` (numpy :func:`~policyopt.tpl.leakage`),
+            ``alpha``, ``tolerance`` (SCIP's feasibility tolerance), ``total_variance``,
+            ``dual_bound``, ``gap``, ``scale_factor`` (1.0 unless SCIP's point had to be scaled
+            down to verify), ``variance_upper_bound`` / ``variance_quantification`` (of
+            Algorithms 7/8, None if infeasible), ``savings_vs_upper_bound`` and
+            ``savings_vs_quantification`` (1 − V_opt/V_alg, fractions), ``eps_lo``, ``eps_hi``,
+            ``scip_status``, ``termination_condition``, ``nodes``, ``tpl``.
+
+        Raises
+        ------
+        BackendUnavailableError
+            If Pyomo, PySCIPOpt or ``scip_direct`` cannot be used.
+        InvalidInputError
+            If `problem` is not a BudgetAllocationProblem or `time_limit` / `rel_gap` is bad.
+        RuntimeError
+            If the returned allocation fails its own check (a bug).
+        """
+        _check_problem(problem, "optimal")
+        from .global_scip import _scip_status, _solve_iv
+
+        time_limit, rel_gap = _solve_iv(time_limit, rel_gap)
+        ok, reason = self.available()
+        if not ok:
+            raise BackendUnavailableError(f"method 'tpl-optimal' is unavailable: {reason}")
+        start = time.perf_counter()
+        alpha, T = problem.tpl_level, problem.horizon
+
+        # Reference allocations: Algorithms 7, 8 and ε_t = α/T (always feasible: L(x) ≤ x gives
+        # TPL_t ≤ Σ_s ε_s = α).  The best variance V_ref bounds the optimum, so every optimal
+        # ε_t satisfies 2Δf²/ε_t² ≤ V_ref, which with the recursions gives the finite bounds of
+        # :func:`variable_bounds`.
+        refs = {}
+        e7, _, _ = upper_bound_budget(problem.loss_B, problem.loss_F, alpha)
+        refs["upper-bound"] = None if e7 is None else [e7] * T
+        b8, _, _ = quantification_budgets(problem.loss_B, problem.loss_F, alpha, T)
+        refs["quantification"] = b8
+        refs["uniform"] = [alpha / T] * T
+        var = {k: (problem.total_variance(b) if b is not None else None) for k, b in refs.items()}
+        best_ref = min((k for k in refs if refs[k] is not None), key=lambda k: var[k])
+        v_ref = var[best_ref]
+        bounds = variable_bounds(problem, v_ref)
+        eps_lo, eps_hi = bounds[0], bounds[1]
+
+        import pyomo.environ  # noqa: F401 - registers the solver plugins
+        from pyomo.contrib.solver.common.factory import SolverFactory
+
+        model = to_pyomo(problem, bounds)
+        # scip_direct warm-starts only discrete variables (warmstart_discrete_vars); the
+        # initial values below are set for transparency but SCIP does not use them.
+        for t, e in enumerate(refs[best_ref], start=1):
+            model.eps[t].set_value(min(max(e, eps_lo[t - 1]), eps_hi[t - 1]))
+        opt = SolverFactory("scip_direct")
+        results = opt.solve(
+            model, time_limit=time_limit, rel_gap=rel_gap, abs_gap=0.0, load_solutions=False,
+            raise_exception_on_nonoptimal_result=False, solver_options=dict(self.SCIP_OPTIONS),
+        )
+        tc = results.termination_condition
+        scip_status = _scip_status(opt, results)
+        bound = results.objective_bound
+        bound = float(bound) if bound is not None and math.isfinite(bound) else None
+        values = {
+            "alpha": alpha, "tolerance": self.SCIP_OPTIONS["numerics/feastol"],
+            "eps_lo": eps_lo.tolist(), "eps_hi": eps_hi.tolist(),
+            "scip_status": scip_status, "termination_condition": tc.name, "dual_bound": bound,
+            "time_limit": time_limit, "rel_gap_requested": rel_gap,
+            "variance_upper_bound": var["upper-bound"], "variance_quantification": var["quantification"],
+        }
+        try:
+            values["nodes"] = results.extra_info["NNodes"]
+        except Exception:  # noqa: BLE001 - informational only
+            values["nodes"] = None
+        has_inc = results.incumbent_objective is not None and results.solution_loader.get_number_of_solutions() > 0
+        notes = []
+        if has_inc:
+            results.solution_loader.load_vars()
+            eps = np.clip(np.array([model.eps[t].value for t in range(1, T + 1)], dtype=float), eps_lo, eps_hi)
+            eps, factor = _scale_to_feasible(problem, eps)
+            if factor < 1.0:
+                notes.append(f"SCIP's point violated TPL ≤ α within its tolerance; all budgets scaled by {factor:.15g}")
+            cand = eps
+            if problem.total_variance(cand) > v_ref:  # never worse than the references
+                cand, factor = np.asarray(refs[best_ref]), 1.0
+                notes.append(f"SCIP's point was worse than {best_ref}; that allocation is returned")
+        else:
+            cand, factor = np.asarray(refs[best_ref]), 1.0
+            notes.append(f"SCIP found no incumbent ({scip_status!r}); the {best_ref} allocation is returned")
+        ev = _verify(problem, cand, "method 'tpl-optimal'")
+        obj = ev.total_variance
+        gap = None if bound is None else max(0.0, obj - bound) / obj
+        proven = tc.name == "convergenceCriteriaSatisfied" and gap is not None and gap <= PROOF_GAP
+        values.update(
+            max_tpl=ev.max_tpl, total_variance=obj, gap=gap, scale_factor=factor, tpl=ev.leakage.tpl.tolist(),
+            savings_vs_upper_bound=None if var["upper-bound"] is None else 1.0 - obj / var["upper-bound"],
+            savings_vs_quantification=None if var["quantification"] is None else 1.0 - obj / var["quantification"],
+        )
+        termination = {
+            "convergenceCriteriaSatisfied": Termination.COMPLETED, "maxTimeLimit": Termination.TIME_LIMIT,
+            "iterationLimit": Termination.ITERATION_LIMIT,
+        }.get(tc.name, Termination.ERROR)
+        gap_text = "no dual bound" if gap is None else f"relative gap {gap:.3g}"
+        head = (f"SCIP ({scip_status!r}): global optimum proven, {gap_text} ≤ {PROOF_GAP:g}" if proven
+                else f"SCIP ({scip_status!r}): not proven optimal ({gap_text})")
+        return Solution(
+            status=Status.OPTIMAL if proven else Status.FEASIBLE, termination=termination,
+            decision={"budgets": [float(e) for e in cand]}, objective=obj, bound=bound,
+            method=self.name, backend=self.BACKEND, backend_version=self.version(),
+            wall_time_s=time.perf_counter() - start, message="; ".join([head, *notes]), values=values,
+        )

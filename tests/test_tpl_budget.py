@@ -1,0 +1,318 @@
+"""Budget allocation for α-DP_T: Algorithms 7 and 8 of 002 and the SCIP optimum.
+
+Reference setting: 002 (Cao et al., TKDE 2019), Section 6.3, Fig. 8.  Every optimal value is
+cross-checked with numpy/scipy alone (brute force for T = 2, SLSQP from several starts).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from scipy.optimize import brentq, minimize, minimize_scalar
+
+from policyopt.errors import InvalidInputError, InvalidModelError
+from policyopt.problems.tpl_budget import BudgetAllocationProblem
+from policyopt.result import Status
+from policyopt.solvers.tpl_alloc import OptimalAllocator, QuantificationAllocator, UpperBoundAllocator
+from policyopt.tpl import LossFunction, leakage, supremum
+
+# source: 002, Section 6.3, Fig. 8 (P_B, P_F, goal 1-DP_T)
+P_B = [[0.8, 0.2], [0.2, 0.8]]
+P_F = [[0.8, 0.2], [0.1, 0.9]]
+ALPHA = 1.0
+TOL = 1e-9
+
+
+def _prob(T, alpha=ALPHA, **kw):
+    return BudgetAllocationProblem(P_B, P_F, alpha, T, **kw)
+
+
+# ---------------------------------------------------------------------------------------------
+# Algorithms 7 and 8 on the Fig. 8 setting
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("T", [1, 2, 3, 10, 50])
+def test_upper_bound_fig8(T):
+    # source: 002, Algorithm 7 and Theorem 11: sup BPL + sup FPL − ε = α for the constant ε
+    sol = _prob(T).solve("upper-bound")
+    assert sol.status == Status.FEASIBLE and sol.method == "tpl-upper-bound"
+    eps = sol.decision["budgets"]
+    assert len(eps) == T and len(set(eps)) == 1
+    e = eps[0]
+    sup_tpl = supremum(P_B, e).value + supremum(P_F, e).value - e
+    assert sup_tpl <= ALPHA * (1 + TOL) and sup_tpl == pytest.approx(ALPHA, abs=1e-12)
+    lk = leakage(P_B, P_F, eps)
+    assert sol.values["max_tpl"] == pytest.approx(lk.tpl_level, abs=1e-15)
+    assert lk.tpl_level <= ALPHA * (1 + TOL)
+    assert sol.objective == pytest.approx(T * 2 / e**2, rel=1e-12)
+    assert sol.values["alpha"] == ALPHA and sol.values["tolerance"] < 1e-14
+    assert sol.values["total_variance"] == sol.objective
+
+
+def test_upper_bound_approaches_alpha_for_long_horizons():
+    # source: 002, Section 5 ("when T is short, the privacy leakage may not be increased to the supremum")
+    short, long_ = _prob(3).solve("upper-bound"), _prob(200).solve("upper-bound")
+    assert short.values["max_tpl"] < 0.6
+    assert long_.values["max_tpl"] == pytest.approx(ALPHA, abs=1e-9)
+
+
+@pytest.mark.parametrize("T", [1, 2, 3, 10, 50])
+def test_quantification_fig8_tpl_equals_alpha_everywhere(T):
+    # source: 002, Algorithm 8, eqs. (26)–(27): TPL_t = α at every t
+    sol = _prob(T).solve("quantification")
+    assert sol.status == Status.FEASIBLE
+    eps = np.array(sol.decision["budgets"])
+    lk = leakage(P_B, P_F, eps)
+    assert lk.tpl_level <= ALPHA * (1 + TOL)
+    np.testing.assert_allclose(lk.tpl, ALPHA, atol=1e-12)
+    if T >= 2:
+        aB, aF = sol.values["alpha_B"], sol.values["alpha_F"]
+        assert eps[0] == aB and eps[-1] == aF
+        LB, LF = LossFunction(P_B), LossFunction(P_F)
+        assert LB(aB) + aF == pytest.approx(ALPHA, abs=1e-12)  # eq. (26)
+        assert LF(aF) + aB == pytest.approx(ALPHA, abs=1e-12)  # eq. (27)
+    if T >= 3:
+        assert np.ptp(eps[1:-1]) == 0.0
+
+
+@pytest.mark.parametrize("T", [2, 3, 5, 10, 20])
+def test_quantification_beats_upper_bound_for_short_horizons(T):
+    # source: 002, Section 6.3, Fig. 9(a): "when T is short, Algorithm 8 outperforms Algorithm 7"
+    v7 = _prob(T).solve("upper-bound").objective
+    v8 = _prob(T).solve("quantification").objective
+    assert v8 < v7
+
+
+@pytest.mark.parametrize("alpha", [0.3, 1.0, 2.5])
+def test_quantification_middle_budget_equals_upper_bound_budget(alpha):
+    # source: 002, eqs. (26)–(27) are Algorithm 7's condition with ε_1, ε_T the BPL/FPL suprema
+    e7 = _prob(10, alpha).solve("upper-bound").decision["budgets"][0]
+    s8 = _prob(10, alpha).solve("quantification")
+    assert s8.values["epsilon_m"] == pytest.approx(e7, abs=1e-9)
+    assert s8.values["alpha_B"] == pytest.approx(supremum(P_B, e7).value, abs=1e-9)
+    assert s8.values["alpha_F"] == pytest.approx(supremum(P_F, e7).value, abs=1e-9)
+
+
+def test_t1_gets_the_whole_budget():
+    # source: 002, eq. (10): with one release TPL_1 = ε_1
+    assert _prob(1).solve("quantification").decision["budgets"] == [ALPHA]
+
+
+def test_sensitivity_scales_variance_only():
+    a = _prob(5).solve("quantification")
+    b = _prob(5, sensitivity=3.0).solve("quantification")
+    assert a.decision["budgets"] == b.decision["budgets"]
+    assert b.objective == pytest.approx(9 * a.objective, rel=1e-12)
+
+
+def test_no_correlation_gives_alpha_each_step():
+    # source: 002, Definition 8: independent data, an ε-DP mechanism is ε-DP_T
+    for m in ("upper-bound", "quantification"):
+        sol = BudgetAllocationProblem(None, None, 0.7, 4).solve(m)
+        np.testing.assert_allclose(sol.decision["budgets"], 0.7, rtol=1e-12)
+
+
+def test_population_allocation_verifies():
+    PBs = [P_B, [[0.9, 0.1], [0.3, 0.7]]]
+    PFs = [P_F, [[0.6, 0.4], [0.5, 0.5]]]
+    prob = BudgetAllocationProblem(PBs, PFs, 1.0, 6)
+    for m in ("upper-bound", "quantification"):
+        sol = prob.solve(m)
+        assert leakage(PBs, PFs, sol.decision["budgets"]).tpl_level <= 1.0 * (1 + TOL)
+
+
+# ---------------------------------------------------------------------------------------------
+# infeasible cases (Theorem 7 / Theorem 11 case 4)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_upper_bound_infeasible_for_identity():
+    # source: 002, Theorem 11 case 4 (d = 0, q = 1): the supremum is infinite for every ε > 0
+    sol = BudgetAllocationProblem([[1, 0], [0, 1]], P_F, 1.0, 5).solve("upper-bound")
+    assert sol.status == Status.INFEASIBLE and sol.decision is None
+    assert "Theorem 11, case 4" in sol.message
+
+
+def test_upper_bound_divergent_case2_stays_below_log_one_over_q():
+    # source: 002, Theorem 11 case 2: d = 0, q < 1 is finite only for ε < log(1/q)
+    P = [[0.5, 0.5], [0.0, 1.0]]  # pair (row 0, row 1) has q⁺ = 0.5, d⁺ = 0
+    sol = BudgetAllocationProblem(P, None, 3.0, 5).solve("upper-bound")
+    e = sol.decision["budgets"][0]
+    assert e < math.log(2.0)
+    assert supremum(P, e).value <= 3.0 * (1 + TOL)
+
+
+def test_quantification_infeasible_for_forward_identity():
+    # source: 002, Theorem 7: L_F(α) = α forces ε_1 = α^B = 0 in eqs. (26)–(27)
+    sol = BudgetAllocationProblem(P_B, [[1, 0], [0, 1]], 1.0, 5).solve("quantification")
+    assert sol.status == Status.INFEASIBLE
+    assert "no solution with positive budgets" in sol.message
+
+
+# ---------------------------------------------------------------------------------------------
+# evaluate
+# ---------------------------------------------------------------------------------------------
+
+
+def test_evaluate_matches_leakage():
+    prob = _prob(4)
+    ev = prob.evaluate([0.2, 0.3, 0.2, 0.1])
+    lk = leakage(P_B, P_F, [0.2, 0.3, 0.2, 0.1])
+    assert ev.max_tpl == lk.tpl_level
+    assert ev.total_variance == pytest.approx(2 * sum(1 / e**2 for e in [0.2, 0.3, 0.2, 0.1]))
+    assert ev.feasible == (lk.tpl_level <= 1.0)
+    assert not prob.evaluate([0.0, 0.1, 0.1, 0.1]).feasible
+    assert not prob.evaluate([1.0] * 4).feasible
+    assert prob.is_convex is False
+
+
+# ---------------------------------------------------------------------------------------------
+# optimal allocation (SCIP)
+# ---------------------------------------------------------------------------------------------
+
+
+def _brute_force_t2(alpha=ALPHA):
+    """Minimum 2/ε_1² + 2/ε_2² over TPL ≤ α: for each ε_1 the largest feasible ε_2 (monotone)."""
+
+    def best_e2(e1):
+        f = lambda e2: leakage(P_B, P_F, [e1, e2]).tpl_level - alpha  # noqa: E731
+        return brentq(f, 1e-9, alpha, xtol=1e-15)
+
+    def var(e1):
+        return 2 / e1**2 + 2 / best_e2(e1) ** 2
+
+    grid = np.linspace(0.01, alpha - 0.01, 400)
+    k = int(np.argmin([var(e) for e in grid]))
+    res = minimize_scalar(var, bounds=(grid[max(k - 1, 0)], grid[min(k + 1, 399)]), method="bounded",
+                          options={"xatol": 1e-12})
+    return res.fun
+
+
+def _slsqp(T, alpha=ALPHA, starts=6, seed=0):
+    rng = np.random.default_rng(seed)
+    best = math.inf
+    for _ in range(starts):
+        x0 = rng.uniform(0.2, 1.0, T) * alpha / T
+        res = minimize(
+            lambda e: np.sum(2 / e**2), x0, method="SLSQP", bounds=[(1e-3, alpha)] * T,
+            constraints={"type": "ineq", "fun": lambda e: alpha - leakage(P_B, P_F, np.maximum(e, 0)).tpl},
+            options={"ftol": 1e-12, "maxiter": 500},
+        )
+        if res.success and leakage(P_B, P_F, res.x).tpl_level <= alpha * (1 + 1e-7):
+            best = min(best, res.fun)
+    return best
+
+
+@pytest.mark.parametrize("T", [2, 3, 5, 8])
+def test_optimal_verifies_and_beats_algorithms(T):
+    sol = _prob(T).solve("optimal")
+    assert sol.status == Status.OPTIMAL and sol.method == "tpl-optimal" and sol.backend == "pyomo+scip"
+    assert "SCIP" in sol.backend_version
+    eps = sol.decision["budgets"]
+    assert leakage(P_B, P_F, eps).tpl_level <= ALPHA * (1 + TOL)
+    assert sol.values["max_tpl"] <= ALPHA * (1 + TOL)
+    assert sol.bound <= sol.objective and sol.relative_gap <= 1e-6
+    v7 = _prob(T).solve("upper-bound").objective
+    v8 = _prob(T).solve("quantification").objective
+    assert sol.objective <= v7 and sol.objective <= v8 * (1 + 1e-9)
+    assert sol.values["savings_vs_upper_bound"] == pytest.approx(1 - sol.objective / v7)
+    assert sol.values["savings_vs_quantification"] == pytest.approx(1 - sol.objective / v8)
+    assert sol.values["savings_vs_upper_bound"] > 0
+
+
+def test_optimal_t2_matches_brute_force():
+    sol = _prob(2).solve("optimal")
+    assert sol.objective == pytest.approx(_brute_force_t2(), rel=1e-6)
+
+
+def test_optimal_t4_not_beaten_by_slsqp():
+    sol = _prob(4).solve("optimal")
+    local = _slsqp(4)
+    assert math.isfinite(local)
+    assert sol.objective <= local * (1 + 1e-6)
+    assert sol.objective == pytest.approx(local, rel=1e-4)
+
+
+def test_optimal_available_reports_reason():
+    ok, reason = OptimalAllocator.available()
+    assert ok, reason  # pyomo and pyscipopt are project dependencies
+
+
+# ---------------------------------------------------------------------------------------------
+# property: every Algorithm 7/8 allocation verifies
+# ---------------------------------------------------------------------------------------------
+
+
+@st.composite
+def _stochastic(draw):
+    n = draw(st.integers(2, 4))
+    rows = draw(st.lists(st.lists(st.floats(0.0, 1.0), min_size=n, max_size=n), min_size=n, max_size=n))
+    P = np.array(rows) + 1e-3
+    return (P / P.sum(axis=1, keepdims=True)).tolist()
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_stochastic(), _stochastic(), st.floats(0.2, 3.0), st.integers(1, 20))
+def test_property_algorithms_verify(PB, PF, alpha, T):
+    prob = BudgetAllocationProblem(PB, PF, alpha, T)
+    for m in ("upper-bound", "quantification"):
+        sol = prob.solve(m)  # a failing self-check raises RuntimeError
+        assert sol.status == Status.FEASIBLE
+        assert leakage(PB, PF, sol.decision["budgets"]).tpl_level <= alpha * (1 + TOL)
+        assert min(sol.decision["budgets"]) > 0
+
+
+# ---------------------------------------------------------------------------------------------
+# errors
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(tpl_level=0.0), r"`tpl_level` must be finite and > 0 \(nats\), got 0.0"),
+        (dict(tpl_level="1"), r"`tpl_level` must be a positive number \(nats\), got '1'"),
+        (dict(tpl_level=math.inf), r"`tpl_level` must be finite and > 0"),
+        (dict(horizon=0), r"`horizon` must be an integer T ≥ 1 \(steps\), got 0"),
+        (dict(horizon=2.0), r"`horizon` must be an integer T ≥ 1 \(steps\), got 2.0"),
+        (dict(sensitivity=-1.0), r"`sensitivity` must be finite and > 0 \(query units\), got -1.0"),
+        (dict(P_B=[]), r"`P_B` must be a matrix, a LossFunction, None or a non-empty list"),
+        (dict(P_B=[P_B, P_B], P_F=[P_F, P_F, P_F]), r"`P_B` and `P_F` must list the same users, got 2 and 3"),
+    ],
+)
+def test_problem_errors(kwargs, match):
+    args = dict(P_B=P_B, P_F=P_F, tpl_level=1.0, horizon=3)
+    args.update(kwargs)
+    with pytest.raises(InvalidInputError, match=match):
+        BudgetAllocationProblem(args.pop("P_B"), args.pop("P_F"), args.pop("tpl_level"), args.pop("horizon"), **args)
+
+
+def test_bad_matrix_error():
+    with pytest.raises(InvalidModelError, match="P_B"):
+        BudgetAllocationProblem([[0.5, 0.6], [0.5, 0.5]], P_F, 1.0, 3)
+
+
+def test_evaluate_errors():
+    prob = _prob(3)
+    with pytest.raises(InvalidInputError, match=r"`budgets` must have length horizon=3, got shape \(2,\)"):
+        prob.evaluate([0.1, 0.2])
+    with pytest.raises(InvalidInputError, match=r"`budgets` must be 3 non-negative numbers \(nats\), got 'abc'"):
+        prob.evaluate("abc")
+    with pytest.raises(InvalidInputError, match=r"`budgets` must be finite and non-negative"):
+        prob.evaluate([0.1, -0.2, 0.1])
+
+
+def test_solve_errors():
+    with pytest.raises(InvalidInputError, match=r"unknown `method` 'fast'; choose one of \['optimal', 'quantification', 'upper-bound'\]"):
+        _prob(3).solve("fast")
+    for cls, who in ((UpperBoundAllocator, "upper-bound"), (QuantificationAllocator, "quantification"),
+                     (OptimalAllocator, "optimal")):
+        with pytest.raises(InvalidInputError, match=rf"the {who} allocator handles BudgetAllocationProblem, got 42"):
+            cls().solve(42)
+    with pytest.raises(InvalidInputError, match=r"`time_limit` must be > 0, got 0"):
+        _prob(3).solve("optimal", time_limit=0)
