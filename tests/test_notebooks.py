@@ -22,4 +22,8 @@ def test_notebook_runs(path, capsys):
         if cell["cell_type"] == "code":
             exec(compile("".join(cell["source"]), f"{path.name}", "exec"), namespace)  # noqa: S102
     out = capsys.readouterr().out
-    assert "A_max=168" in out and "unbounded" in out
+    expected = {  # a line each notebook must print
+        "schedule_citylearn.ipynb": "A_max=168",
+        "tpl_citylearn.ipynb": "quantification",
+    }
+    assert expected[path.name] in out
