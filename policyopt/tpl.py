@@ -49,6 +49,10 @@ Paper errors and pitfalls handled here
 
 from __future__ import annotations
 
+import math
+import os
+from bisect import bisect_right
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -174,6 +178,112 @@ def _pair_table(P: np.ndarray, i: int, j: int) -> _PairTable | None:
     return _PairTable(i, j, qs, ds, Q, Qc, D, Dc, points)
 
 
+def _upper_chain(x, y, pid):
+    """Points (x, y) = (D, Q − D) that maximise y − μx for some μ ∈ [0, ∞], with their pair ids.
+
+    For u = e^α − 1 > 0, f_{Q,D} = (1 + uQ)/(1 + uD) is the slope from (−1/u, −1/u) to (D, Q), so
+    the maximiser over any candidate set is a vertex of its convex hull, one that maximises
+    Q − λD = y − (λ − 1)x for the optimal ratio λ ≥ 1 (Theorem 5).  These vertices form the upper
+    hull of the Pareto front (small x, large y), returned with x and y increasing.
+    """
+    o = np.lexsort((-y, x))
+    x, y, pid = x[o], y[o], pid[o]
+    prev = np.empty_like(y)
+    prev[0] = -np.inf
+    np.maximum.accumulate(y[:-1], out=prev[1:])
+    keep = y > prev  # Pareto front: strictly above everything further left
+    hx, hy, hp = [], [], []
+    for a, b, p in zip(x[keep].tolist(), y[keep].tolist(), pid[keep].tolist()):
+        while len(hx) >= 2 and (hx[-1] - hx[-2]) * (b - hy[-2]) - (hy[-1] - hy[-2]) * (a - hx[-2]) >= 0:
+            hx.pop(), hy.pop(), hp.pop()
+        hx.append(a), hy.append(b), hp.append(p)
+    return np.array(hx, dtype=float), np.array(hy, dtype=float), np.array(hp, dtype=np.int64)
+
+
+_SCAN_CHUNK = 1 << 20  # matrix entries per block of ordered pairs (≈ 8 MiB per work array)
+
+
+def _scan_rows(P: np.ndarray, rows: np.ndarray):
+    """Candidate chain of the ordered pairs (i, j), i in `rows`, and their D = 0 candidates.
+
+    Every pair's likelihood ratios q_k/d_k are sorted once (Algorithm 2 line 7, all pairs of a
+    block at once); prefix sums give all its points (D_k, Q_k − D_k) of eq. (25), of which only
+    those above the running chain are kept.  Returns (x, y, pair id = i·n + j, zero rows), the zero
+    rows being (Q, Q̄) of the prefixes with D = 0 (for Theorem 11, cases 2–4).
+    """
+    n = P.shape[0]
+    ar = np.arange(n)
+    per = max(1, _SCAN_CHUNK // (n * n))
+    cx = cy = np.zeros(0)
+    cp = np.zeros(0, dtype=np.int64)
+    zeros = []
+    for s in range(0, rows.size, per):
+        ii = rows[s:s + per]
+        q = np.repeat(P[ii], n, axis=0)  # rows q = P[i]
+        d = np.tile(P, (ii.size, 1))  # rows d = P[j]
+        pid = (ii[:, None] * n + ar[None, :]).ravel()
+        plus = q > d  # Corollary 2
+        K = plus.sum(axis=1)
+        sel = (K > 0) & (pid // n != pid % n)
+        if not sel.any():
+            continue
+        if not sel.all():
+            q, d, plus, K, pid = q[sel], d[sel], plus[sel], K[sel], pid[sel]
+        m = q.shape[0]
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            key = np.divide(d, q)  # inverse ratio d_k/q_k, ascending = ratio descending
+        np.copyto(key, np.inf, where=~plus)
+        o = np.argsort(key, axis=1)
+        o += (np.arange(m) * n)[:, None]
+        qs = np.take(q, o)
+        ds = np.take(d, o)
+        Q = np.cumsum(qs, axis=1)
+        D = np.cumsum(ds, axis=1)
+        valid = ar[None, :] < K[:, None]
+        x = D[valid]
+        y = Q[valid] - x
+        p = np.broadcast_to(pid[:, None], (m, n))[valid]
+        zmask = x == 0.0
+        if zmask.any():  # prefixes with D = 0 (entries d_k = 0, ratio ∞): Theorem 11 cases 2–4
+            rows_z = np.flatnonzero((ds[:, 0] == 0.0))
+            qz = np.where(valid[rows_z] & (ds[rows_z] == 0.0), qs[rows_z], 0.0)
+            Qz = np.cumsum(np.sort(qz, axis=1)[:, ::-1], axis=1)  # Algorithm 2: ties by larger q first
+            tot = q[rows_z].sum(axis=1)[:, None]
+            rest = np.where(Qz < 0.5, 1.0 - Qz, np.maximum(tot - Qz, 0.0))
+            npos = (q[rows_z] > 0).sum(axis=1)[:, None]
+            rest = np.where(ar[None, :] + 1 >= npos, 0.0, rest)  # all of q in the prefix: Q̄ = 0 exactly
+            ok = np.cumsum(qz > 0, axis=1) == np.arange(1, n + 1)[None, :]
+            zeros.append(np.unique(np.stack([Qz[ok], rest[ok]], axis=1), axis=0))
+        if cx.size:
+            keep = (x < cx[0]) | (y > np.interp(x, cx, cy))
+            x, y, p = x[keep], y[keep], p[keep]
+        if x.size:
+            cx, cy, cp = _upper_chain(np.concatenate([cx, x]), np.concatenate([cy, y]), np.concatenate([cp, p]))
+    z = np.concatenate(zeros) if zeros else np.zeros((0, 2))
+    return cx, cy, cp, z
+
+
+def _scan_pairs(P: np.ndarray):
+    """Pairs (i, j) owning a vertex of the candidate chain of all ordered pairs, and D = 0 rows."""
+    n = P.shape[0]
+    workers = min(2, os.cpu_count() or 1) if n * n * n > 4 * _SCAN_CHUNK else 1
+    if workers > 1:  # numpy releases the GIL in sort, take and cumsum
+        parts = [np.arange(w, n, workers) for w in range(workers)]
+        with ThreadPoolExecutor(workers) as ex:
+            res = list(ex.map(lambda r: _scan_rows(P, r), parts))
+    else:
+        res = [_scan_rows(P, np.arange(n))]
+    x = np.concatenate([r[0] for r in res])
+    y = np.concatenate([r[1] for r in res])
+    p = np.concatenate([r[2] for r in res])
+    z = np.concatenate([r[3] for r in res])
+    if z.shape[0]:
+        z = np.unique(z, axis=0)
+    if x.size:
+        x, y, p = _upper_chain(x, y, p)
+    return np.unique(p), z
+
+
 class LossFunction:
     """Temporal privacy loss function L(α) of a transition matrix (eq. 24).
 
@@ -191,7 +301,7 @@ class LossFunction:
         The validated matrix.
     pairs : list
         Algorithm 2's tables (``qM``, ``dM``, ``aM`` rows) for the ordered row pairs that have
-        some q_k > d_k; empty when all rows are identical.
+        some q_k > d_k; empty when all rows are identical.  Built on first access (O(n^2) tables).
     breakpoints, segment_Q, segment_D : numpy.ndarray, shape (m,)
         The piecewise representation of L (Algorithm 4): on [breakpoints[s], breakpoints[s+1])
         L(α) = log f_{Q,D}(α) with Q = segment_Q[s], D = segment_D[s]; ``breakpoints[0] = 0``.
@@ -228,21 +338,32 @@ class LossFunction:
     def __init__(self, P, name: str = "P"):
         self._name = name
         self.P = _validate_transition_matrix(P, name)
+        rel, self._zero_cand = _scan_pairs(self.P)
         n = self.P.shape[0]
-        self.pairs = [t for i in range(n) for j in range(n) if i != j if (t := _pair_table(self.P, i, j))]
-        self.is_zero = not self.pairs  # Theorem 6
-        self.is_identity = any(  # Theorem 7: q_i = 1 and d_i = 0 for some pair
-            bool(np.any((self.P[i] == 1.0) & (self.P[j] == 0.0))) for i in range(n) for j in range(n) if i != j
-        )
-        if self.pairs:
-            cand = np.concatenate(
-                [np.stack([t.Q, t.Qc, t.D, t.Dc, np.cumsum(t.q - t.d)], axis=1) for t in self.pairs]
-            )
-            cand = np.unique(cand, axis=0)
-        else:
-            cand = np.zeros((0, 5))
-        self._cand = cand  # every (Q, Q̄, D, D̄, Q − D) of eq. (25) over all pairs: qM, dM of Algorithm 2
+        # Algorithm 2's tables, only for the pairs that own a vertex of the candidate chain (the
+        # others never attain the maximum of eq. 24 at any α; see _upper_chain); all pairs: `pairs`.
+        self._tables = [t for p in rel.tolist() if (t := _pair_table(self.P, p // n, p % n))]
+        self._pairs = None
+        self.is_zero = not self._tables  # Theorem 6: no pair has some q_k > d_k
+        # Theorem 7: q_i = 1 and d_i = 0 for some pair (a column holding both a 1 and a 0)
+        self.is_identity = bool(np.any((self.P == 1.0).any(axis=0) & (self.P == 0.0).any(axis=0)))
+        self._cand = self._candidate_rows(self._tables)  # (Q, Q̄, D, D̄, Q − D) of eq. (25): qM, dM
         self._build_envelope()
+
+    @staticmethod
+    def _candidate_rows(tables) -> np.ndarray:
+        if not tables:
+            return np.zeros((0, 5))
+        cand = np.concatenate([np.stack([t.Q, t.Qc, t.D, t.Dc, np.cumsum(t.q - t.d)], axis=1) for t in tables])
+        return np.unique(cand, axis=0)
+
+    @property
+    def pairs(self) -> list:
+        """Algorithm 2's tables of every ordered pair with some q_k > d_k (built on first use)."""
+        if self._pairs is None:
+            n = self.P.shape[0]
+            self._pairs = [t for i in range(n) for j in range(n) if i != j if (t := _pair_table(self.P, i, j))]
+        return self._pairs
 
     def __repr__(self) -> str:
         return f"LossFunction(n_states={self.P.shape[0]}, n_segments={self.breakpoints.size})"
@@ -338,13 +459,15 @@ class LossFunction:
         Algorithm 1 (002) with a robust test: inequality (22) is checked as
         q_j (D + D̄e^{−α}) > d_j (Q + Q̄e^{−α}), the index of largest ratio is never removed
         (Corollary 2 and the mediant argument in the module docstring), and the value is the
-        largest over the index sets visited (all feasible for (19)–(21)).
+        largest over the index sets visited (all feasible for (19)–(21)).  Only the row pairs
+        owning a vertex of the candidate chain (see ``_upper_chain``) are run: every other pair's
+        value is at most theirs at every α, so the maximum of eq. (24) is unchanged.
         """
         a = self._alpha(alpha)
         flat = a.reshape(-1)
         best = np.zeros(flat.size)
         v = np.exp(-flat)[:, None]  # e^{−α}, underflows harmlessly to 0
-        for t in self.pairs:
+        for t in self._tables:
             K = t.q.size
             m = np.full(flat.size, K)  # Algorithm 1 lines 3–4: start from all q_j > d_j
             val = _log_f(t.Q[m - 1], t.Qc[m - 1], t.D[m - 1], t.Dc[m - 1], flat)
@@ -385,12 +508,13 @@ class LossFunction:
         Algorithm 3 line 5 prints log[(qArr[k](e^α − 1) + 1)/(qArr[k](e^{α_{k−1}} − 1) + 1)];
         the denominator must be dArr[k](e^α − 1) + 1 (eq. 25), which is what is computed.
         The neighbouring sub-functions are also evaluated (every one is a feasible value), so
-        rounding in the transition points cannot move the result.
+        rounding in the transition points cannot move the result.  As in :meth:`exact`, only
+        the pairs owning a vertex of the candidate chain are searched.
         """
         a = self._alpha(alpha)
         flat = a.reshape(-1)
         best = np.zeros(flat.size)
-        for t in self.pairs:
+        for t in self._tables:
             K = t.q.size
             asc = t.points[::-1]  # ascending transition points
             m = K - np.searchsorted(asc, flat, side="right")  # Theorem 9: prefix length in use
@@ -495,7 +619,7 @@ class LossFunction:
 
     def candidates(self):
         """All coefficient pairs (q, d) of eq. (25) over all row pairs, shape (C, 2) (Algorithm 2's qM, dM)."""
-        return self._cand[:, [0, 2]].copy()
+        return self._candidate_rows(self.pairs)[:, [0, 2]].copy()
 
 
 # ----------------------------------------------------------------------------------------
@@ -554,8 +678,51 @@ class TemporalLeakage:
         return float(np.max(self.tpl))
 
 
+def _logaddexp(x: float, y: float) -> float:
+    """numpy.logaddexp for Python floats (same formula, so the same rounding)."""
+    if x == y:
+        return x + 0.6931471805599453  # log 2
+    t = x - y
+    if t > 0:
+        return x + math.log1p(math.exp(-t))
+    return y + math.log1p(math.exp(t))
+
+
+def _scalar_piecewise(loss: LossFunction):
+    """A plain-float version of LossFunction.piecewise for one α ≥ 0 (the recursions' fast path)."""
+    if loss.is_identity:
+        return lambda a: a
+    if loss.breakpoints.size == 0:
+        return lambda a: 0.0
+    bp = loss.breakpoints.tolist()
+    with np.errstate(divide="ignore"):
+        logs = np.log(loss._cand[loss._seg][:, :4]).tolist()  # log Q, log Q̄, log D, log D̄ per segment
+    last = len(logs) - 1
+    lae = _logaddexp
+
+    def f(a: float) -> float:
+        s = bisect_right(bp, a) - 1  # Algorithm 5 line 2
+        best = 0.0
+        for k in (s - 1, s, s + 1):  # neighbours too, as in LossFunction.piecewise
+            lQ, lQc, lD, lDc = logs[0 if k < 0 else (last if k > last else k)]
+            v = lae(lQ, lQc - a) - lae(lD, lDc - a)  # eq. (24), Algorithm 5 line 3
+            if v > best:
+                best = v
+        return a if best > a else best  # Remark 1
+
+    return f
+
+
 def _run(loss: LossFunction | None, budgets: np.ndarray, method: str) -> np.ndarray:
     """α_t = L(α_{t−1}) + ε_t, α_1 = ε_1 (eq. 13; eq. 15 on the reversed budgets)."""
+    if loss is None or method == "piecewise":
+        f = (lambda a: 0.0) if loss is None else _scalar_piecewise(loss)
+        out = []
+        prev = 0.0
+        for t, eps in enumerate(budgets.tolist()):
+            prev = (f(prev) if t else 0.0) + eps
+            out.append(prev)
+        return np.array(out, dtype=float)
     out = np.empty(budgets.size)
     prev = 0.0
     for t, eps in enumerate(budgets):
@@ -760,6 +927,16 @@ def supremum(P, epsilon) -> Supremum:
         k = int(np.argmax(Q - D))
         case = 1 if D[k] > 0 else (4 if Qc[k] == 0.0 else 2)
         return Supremum("finite", 0.0, case, float(Q[k]), float(D[k]))
+    # Divergence (cases 3–4) is decided over every D = 0 candidate of every pair; the report is
+    # the smallest (Q, Q̄), as argmax over the sorted candidate list would pick.
+    Z = np.concatenate([C[D == 0.0][:, :2], loss._zero_cand])
+    with np.errstate(divide="ignore"):
+        Z = Z[eps + np.log(Z[:, 0]) >= 0]
+    if Z.shape[0]:
+        zq, zqc = Z[np.lexsort((Z[:, 1], Z[:, 0]))[0]]
+        return Supremum("divergent", None, 4 if zqc == 0.0 else 3, float(zq), 0.0)
+    # The finite supremum max_c α_c is attained where L(α) = log f_c(α): by a vertex of the
+    # candidate chain, all of which are in `_cand`.
     vals = _fixed_point(Q, Qc, D, Dc, eps)
     k = int(np.argmax(vals))  # Algorithm 6
     q, d = float(Q[k]), float(D[k])

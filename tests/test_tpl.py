@@ -411,3 +411,45 @@ def test_error_messages():
         supremum(EX2, -0.1)
     with pytest.raises(InvalidInputError, match=r"`epsilon` must be a single non-negative number \(nats\), got \[0\.1, 0\.2\]"):
         supremum(EX2, [0.1, 0.2])
+
+
+# ---------------------------------------------------------------------------- fast paths
+
+
+@settings(max_examples=40, deadline=None)
+@given(P=stochastic(max_n=7), alphas=arrays(np.float64, 5, elements=st.floats(0.0, 1000.0)))
+def test_property_chain_pruning_matches_all_pairs(P, alphas):
+    # L is evaluated only on the pairs owning a vertex of the candidate chain; eq. (24) over all
+    # pairs and all prefixes (Theorem 5: the optimum is a prefix) must give the same value
+    L = LossFunction(P)
+    a = np.concatenate([alphas, [0.1, 40.0]])
+    from policyopt.tpl import _log_f
+
+    full = np.zeros(a.size)
+    for t in L.pairs:
+        v = _log_f(t.Q[:, None], t.Qc[:, None], t.D[:, None], t.Dc[:, None], a[None, :])  # eq. (25)
+        full = np.maximum(full, v.max(axis=0))
+    full = a if L.is_identity else np.clip(full, 0.0, a)
+    np.testing.assert_allclose(L.exact(a), full, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(L.piecewise(a), full, rtol=1e-12, atol=1e-15)
+    assert L.candidates().shape[0] >= L._cand.shape[0]
+
+
+def test_recursion_fast_path_matches_array_piecewise():
+    b = np.random.default_rng(5).uniform(0, 2, 200)
+    for P in (EX4, EX2, FIG8_B, np.eye(3), np.full((3, 3), 1 / 3)):
+        L = LossFunction(P)
+        r = leakage(L, None, b)
+        prev, ref = 0.0, []
+        for t, e in enumerate(b):
+            prev = (L.piecewise(prev) if t else 0.0) + e
+            ref.append(prev)
+        np.testing.assert_allclose(r.bpl, ref, rtol=1e-15, atol=0)
+
+
+def test_supremum_divergent_reports_smallest_q():
+    # two D = 0 candidates of pair (0, 1): q⁺ = 0.6 and 0.6 + 0.3 = 0.9 (ε = 0.6 ≥ log(1/0.6))
+    P = [[0.6, 0.3, 0.1], [0.0, 0.0, 1.0], [0.2, 0.3, 0.5]]
+    s = supremum(P, 0.6)
+    assert (s.status, s.case, s.d) == ("divergent", 3, 0.0)
+    assert s.q == pytest.approx(0.6, rel=1e-15)

@@ -20,6 +20,12 @@ Measured, each printed with its target and OK / OVER TARGET:
    the bundled data, relaxed and integer: median solve time of repeated warm runs.
    Targets: exact and heuristic < 50 ms, cvxpy < 2 s, SCIP < 10 s (with its gap).
 
+4. TPL (policyopt.tpl) on random row-stochastic matrices (seeded): LossFunction construction,
+   .exact, .per_pair, .piecewise and supremum at n = 200; construction time and peak memory
+   (tracemalloc) at n = 1000; BPL over T = 10^5 steps; exact / piecewise / per_pair agreement
+   within 1e-12 at several α up to 1000 (asserted).  Targets from the issue (100× / 10× the
+   public MATLAB reference).
+
 Over-target numbers do not fail the script; it exits non-zero only if the demo fails
 or a correctness check fails.
 """
@@ -195,6 +201,70 @@ def bench_backends() -> None:
                   f"{sol.status.value}, (39a) = {obj}{gap}")
 
 
+TPL_TARGETS = {"construct": 0.6, "exact": 0.012, "per_pair": 0.009, "piecewise": 0.001, "supremum": 1.7,
+               "construct_1000": 60.0, "mem_1000_mib": 2048.0, "bpl": 1.0}
+
+
+def _median_time(f, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        f()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def bench_tpl() -> None:
+    import numpy as np
+
+    from policyopt.tpl import LossFunction, leakage, supremum
+
+    def random_matrix(n, seed):
+        P = np.random.default_rng(seed).random((n, n))
+        return P / P.sum(axis=1, keepdims=True)
+
+    P = random_matrix(200, SEED)
+    LossFunction(P)  # warm-up
+    t = _median_time(lambda: LossFunction(P), 3)
+    report("TPL LossFunction construction, n = 200", t, "s", TPL_TARGETS["construct"])
+    L = LossFunction(P)
+    for name in ("exact", "per_pair", "piecewise"):
+        f = getattr(L, name)
+        t = _median_time(lambda: f(0.1), 20)
+        report(f"TPL .{name}(0.1), n = 200", t * 1000, "ms", TPL_TARGETS[name] * 1000)
+    t = _median_time(lambda: supremum(P, 0.1), 3)
+    report("TPL supremum(P, 0.1), n = 200 (incl. construction)", t, "s", TPL_TARGETS["supremum"])
+
+    alphas = np.array([0.0, 1e-3, 0.1, 1.0, 5.0, 40.0, 709.0, 1000.0])
+    for seed in range(3):
+        Lc = L if seed == 0 else LossFunction(random_matrix(30, SEED + seed))
+        ex, pw, pp = Lc.exact(alphas), Lc.piecewise(alphas), Lc.per_pair(alphas)
+        for other in (pw, pp):
+            assert np.allclose(other, ex, rtol=1e-12, atol=1e-15), f"TPL methods disagree: {ex} vs {other}"
+    print("  check ok (exact = piecewise = per_pair within 1e-12 at α in "
+          f"{alphas.tolist()}, n = 200 and two n = 30 matrices)")
+
+    P1000 = random_matrix(1000, SEED)
+    start = time.perf_counter()
+    L1000 = LossFunction(P1000)
+    report("TPL LossFunction construction, n = 1000", time.perf_counter() - start, "s", TPL_TARGETS["construct_1000"])
+    tracemalloc.start()
+    LossFunction(P1000)
+    peak_mib = tracemalloc.get_traced_memory()[1] / 2**20
+    tracemalloc.stop()
+    report("TPL construction peak memory (tracemalloc), n = 1000", peak_mib, "MiB", TPL_TARGETS["mem_1000_mib"])
+    t = _median_time(lambda: L1000.piecewise(0.1), 20)
+    report("TPL .piecewise(0.1), n = 1000", t * 1000, "ms", TPL_TARGETS["piecewise"] * 1000)
+
+    B = [[0.8, 0.2], [0.2, 0.8]]
+    budgets = np.full(100_000, 0.1)
+    start = time.perf_counter()
+    r = leakage(B, B, budgets)
+    report("TPL leakage (BPL + FPL), T = 10^5, 2 states", time.perf_counter() - start, "s", TPL_TARGETS["bpl"])
+    s = supremum(B, 0.1)
+    assert abs(r.bpl[-1] - s.value) < 1e-9, f"BPL_T {r.bpl[-1]} does not reach the supremum {s.value}"
+
+
 def main() -> int:
     wall = time.perf_counter()
     print(f"python {platform.python_version()} ({sys.executable}), "
@@ -202,6 +272,7 @@ def main() -> int:
     bench_demo()
     bench_delta()
     bench_backends()
+    bench_tpl()
     print(f"total benchmark wall time: {time.perf_counter() - wall:.1f} s")
     return 0
 
