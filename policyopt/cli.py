@@ -186,6 +186,7 @@ def _suprema(P_B, P_F, epsilon: float) -> dict:
     from .tpl import supremum
 
     def sup(P):
+        """Theorem 11 supremum per user (ε where L ≡ 0); None if any user diverges."""
         mats = P if isinstance(P, list) else [P]
         vals = []
         for m in mats:

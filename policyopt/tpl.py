@@ -61,6 +61,7 @@ from .errors import InvalidInputError, fmt
 from .markov import _validate_transition_matrix
 
 __all__ = [
+    "paired_users",
     "LossFunction",
     "TemporalLeakage",
     "leakage",
@@ -644,6 +645,40 @@ def _as_users(P, name: str) -> list:
     return [_as_loss(P, name)]
 
 
+def paired_users(P_B, P_F) -> tuple[list, list]:
+    """Loss functions of each user for the backward and forward correlations, paired up.
+
+    Parameters
+    ----------
+    P_B, P_F : None, array_like (n, n), LossFunction, or list of these
+        A list is a population; a single ``None`` on one side is repeated for every user of
+        the other side (that correlation is unknown to the adversary, L ≡ 0).
+
+    Returns
+    -------
+    (backward, forward) : two lists of LossFunction or None, of equal length
+
+    Raises
+    ------
+    InvalidInputError
+        If an empty list is given, or the two lists have different lengths.
+    InvalidModelError
+        If a matrix is not square and row-stochastic.
+    """
+    for P, name in ((P_B, "P_B"), (P_F, "P_F")):
+        if isinstance(P, (list, tuple)) and len(P) == 0:
+            raise InvalidInputError(f"`{name}` must be a matrix, a LossFunction, None or a non-empty list of them, got {P!r}")
+    ub, uf = _as_users(P_B, "P_B"), _as_users(P_F, "P_F")
+    if len(ub) != len(uf):
+        if len(ub) == 1 and ub[0] is None:
+            ub = ub * len(uf)
+        elif len(uf) == 1 and uf[0] is None:
+            uf = uf * len(ub)
+        else:
+            raise InvalidInputError(f"`P_B` and `P_F` must list the same users, got {len(ub)} and {len(uf)} matrices")
+    return ub, uf
+
+
 @dataclass(frozen=True)
 class TemporalLeakage:
     """BPL, FPL and TPL at each step of a finite release t = 1..T (eqs. 11, 13, 15).
@@ -701,6 +736,7 @@ def _scalar_piecewise(loss: LossFunction):
     lae = _logaddexp
 
     def f(a: float) -> float:
+        """L(a) by Algorithm 5 with plain floats (same formula as LossFunction.piecewise)."""
         s = bisect_right(bp, a) - 1  # Algorithm 5 line 2
         best = 0.0
         for k in (s - 1, s, s + 1):  # neighbours too, as in LossFunction.piecewise
@@ -769,16 +805,7 @@ def leakage(P_B, P_F, budgets, *, method: str = "piecewise") -> TemporalLeakage:
     if method not in ("piecewise", "exact"):
         raise InvalidInputError(f"`method` must be 'piecewise' or 'exact', got {method!r}")
     eps = _check_budgets(budgets)
-    ub, uf = _as_users(P_B, "P_B"), _as_users(P_F, "P_F")
-    if len(ub) != len(uf):
-        if len(ub) == 1 and ub[0] is None:
-            ub = ub * len(uf)
-        elif len(uf) == 1 and uf[0] is None:
-            uf = uf * len(ub)
-        else:
-            raise InvalidInputError(
-                f"`P_B` and `P_F` must list the same users, got {len(ub)} and {len(uf)} matrices"
-            )
+    ub, uf = paired_users(P_B, P_F)
     bpl_u = np.array([_run(lb, eps, method) for lb in ub])  # eq. (13)
     fpl_u = np.array([_run(lf, eps[::-1], method)[::-1] for lf in uf])  # eq. (15)
     tpl_u = bpl_u + fpl_u - eps[None, :]  # eq. (10)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from policyopt.errors import InvalidInputError, fmt
-from policyopt.tpl import LossFunction, TemporalLeakage, _as_users, leakage
+from policyopt.tpl import LossFunction, TemporalLeakage, leakage, paired_users
 
 __all__ = ["BudgetAllocationProblem", "BudgetEvaluation", "TPL_RTOL"]
 
@@ -68,13 +68,6 @@ def _check_positive(value, name: str, unit: str) -> float:
     if not (math.isfinite(v) and v > 0):
         raise InvalidInputError(f"`{name}` must be finite and > 0 ({unit}), got {fmt(value)}")
     return v
-
-
-def _losses(P, name: str) -> list:
-    """Validated loss functions (None for 'no correlation known'), one per user."""
-    if isinstance(P, (list, tuple)) and len(P) == 0:
-        raise InvalidInputError(f"`{name}` must be a matrix, a LossFunction, None or a non-empty list of them, got {fmt(P)}")
-    return _as_users(P, name)  # raises InvalidModelError for a non-stochastic matrix
 
 
 class BudgetAllocationProblem:
@@ -133,16 +126,7 @@ class BudgetAllocationProblem:
             raise InvalidInputError(f"`horizon` must be an integer T ≥ 1 (steps), got {fmt(horizon)}")
         self.horizon = int(horizon)
         self.sensitivity = _check_positive(sensitivity, "sensitivity", "query units")
-        ub, uf = _losses(P_B, "P_B"), _losses(P_F, "P_F")
-        if len(ub) != len(uf):
-            if len(ub) == 1 and ub[0] is None:
-                ub = ub * len(uf)
-            elif len(uf) == 1 and uf[0] is None:
-                uf = uf * len(ub)
-            else:
-                raise InvalidInputError(
-                    f"`P_B` and `P_F` must list the same users, got {len(ub)} and {len(uf)} matrices"
-                )
+        ub, uf = paired_users(P_B, P_F)  # raises InvalidModelError for a non-stochastic matrix
         #: Loss functions per user (None = L ≡ 0), built once.
         self.loss_B: tuple[LossFunction | None, ...] = tuple(ub)
         self.loss_F: tuple[LossFunction | None, ...] = tuple(uf)

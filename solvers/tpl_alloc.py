@@ -185,6 +185,7 @@ def upper_bound_budget(loss_B, loss_F, alpha: float) -> tuple[float | None, str,
     from scipy.optimize import brentq
 
     def g(e):
+        """sup TPL − α for the constant budget e; its root is Algorithm 7's budget."""
         return _sup_max(loss_B, e) + _sup_max(loss_F, e) - e - alpha  # eq. (11) with Theorem 11
 
     a, b = 0.0, alpha
@@ -275,6 +276,7 @@ def _quantification_root(loss_B, loss_F, alpha: float):
     from scipy.optimize import brentq
 
     def h(aB):
+        """Residual of (26)–(27) as a function of α^B; non-decreasing, root in [0, α]."""
         return _loss_max(loss_F, alpha - _loss_max(loss_B, aB)) + aB - alpha  # (27) after (26)
 
     h0, h1 = h(0.0), h(alpha)
@@ -396,6 +398,7 @@ def variable_bounds(problem: BudgetAllocationProblem, v_ref: float, rounds: int 
     e_lo = np.zeros(T)
 
     def L(lf, x):
+        """L(x) of a user's loss function, 0 when the correlation is unknown."""
         return 0.0 if lf is None else float(lf(x))
 
     for _ in range(rounds):
@@ -455,6 +458,7 @@ def to_pyomo(problem: BudgetAllocationProblem, bounds):
     m.tpl = pyo.ConstraintList(doc="TPL_t ≤ α (eq. 10, Definition 8)")
 
     def log_f(row, x):
+        """Pyomo form of log f_{Q,D}(x) (eq. 25) for one candidate row (Q, 1−Q, D, 1−D)."""
         Q, Qc, D, Dc = (float(v) for v in row)
         num = pyo.log(Q * pyo.exp(x) + Qc) if Qc > 0 or Q != 1 else x  # Q = 1: log e^x = x
         den = pyo.log(D * pyo.exp(x) + Dc) if D > 0 else math.log(Dc)
