@@ -156,13 +156,19 @@ class _Base:
         )
 
     def _infeasible(self, problem, start, message, values):
+        """No allocation of this algorithm's form exists; the problem itself stays feasible (ε_t = α/T).
+
+        Reported as status ``unknown`` (the method found nothing), never ``infeasible``, which
+        would claim that no budgets at all meet α-DP_T.
+        """
+        message = f"{message} (the problem itself is feasible, e.g. ε_t = α/T; try method 'optimal')"
         values = dict(values)
         values.update(alpha=problem.tpl_level)
         values.setdefault("tolerance", None)
         values.setdefault("max_tpl", None)
         values.setdefault("total_variance", None)
         return Solution(
-            status=Status.INFEASIBLE, termination=Termination.INFEASIBLE, decision=None, objective=None,
+            status=Status.UNKNOWN, termination=Termination.COMPLETED, decision=None, objective=None,
             bound=None, method=self.name, backend=self.BACKEND, backend_version=_versions(),
             wall_time_s=time.perf_counter() - start, message=message, values=values,
         )
