@@ -25,7 +25,7 @@ Paper errors and pitfalls handled here
 * Algorithm 8 line 8 uses a^F, computed on line 7 as α^F: the same quantity, two spellings.
 * With L_B = identity (Theorem 7, case 4 of Theorem 11) Algorithm 7 has no positive constant
   budget (the supremum is infinite for every ε > 0) and Algorithm 8's middle budget
-  ε_m = α^B − L_B(α^B) is 0; both return ``infeasible``.  The problem itself stays feasible
+  ε_m = α^B − L_B(α^B) is 0; both return status ``unknown``.  The problem itself stays feasible
   (ε_t = α/T always is, because L(x) ≤ x).
 * Theorem 11, case 2, prints ε ≤ log(1/q) for a finite supremum when d = 0; equality diverges
   (see :mod:`policyopt.tpl`).  Algorithm 7's bracket stays strictly below the divergence.
@@ -155,7 +155,7 @@ class _Base:
             wall_time_s=time.perf_counter() - start, message=message, values=values,
         )
 
-    def _infeasible(self, problem, start, message, values):
+    def _no_answer(self, problem, start, message, values):
         """No allocation of this algorithm's form exists; the problem itself stays feasible (ε_t = α/T).
 
         Reported as status ``unknown`` (the method found nothing), never ``infeasible``, which
@@ -239,7 +239,8 @@ class UpperBoundAllocator(_Base):
         -------
         Solution
             ``feasible`` (a heuristic, not proven optimal) with ``decision["budgets"] = [ε]*T``,
-            or ``infeasible`` when no ε > 0 keeps the supremum finite (Theorem 11, case 4).
+            or ``unknown`` when no ε > 0 keeps the supremum finite (Theorem 11, case 4; the
+            problem itself stays feasible, see ``_no_answer``).
             ``values``: ``max_tpl`` (over the T steps, by :func:`~policyopt.tpl.leakage`),
             ``alpha``, ``tolerance`` (Brent's bracket width on ε, nats), ``total_variance``,
             ``epsilon``, ``sup_bpl``, ``sup_fpl``, ``sup_tpl`` (= sup_bpl + sup_fpl − ε ≤ α),
@@ -257,7 +258,7 @@ class UpperBoundAllocator(_Base):
         alpha = problem.tpl_level
         eps, note, info = upper_bound_budget(problem.loss_B, problem.loss_F, alpha)
         if eps is None:
-            return self._infeasible(problem, start, note, {})
+            return self._no_answer(problem, start, note, {})
         tol = _tolerance(eps)
         values = dict(epsilon=eps, tolerance=tol, sup_bpl=info["sup_bpl"], sup_fpl=info["sup_fpl"],
                       sup_tpl=info["sup_bpl"] + info["sup_fpl"] - eps)
@@ -342,8 +343,8 @@ class QuantificationAllocator(_Base):
         -------
         Solution
             ``feasible`` with ``decision["budgets"] = [α^B, ε_m, ..., ε_m, α^F]`` (T = 1: [α];
-            T = 2: [α^B, α^F]) or ``infeasible`` when the equations force a zero budget
-            (Theorem 7 correlations).  ``values``: ``max_tpl``, ``alpha``, ``tolerance``
+            T = 2: [α^B, α^F]) or ``unknown`` when the equations force a zero budget
+            (Theorem 7 correlations; the problem itself stays feasible).  ``values``: ``max_tpl``, ``alpha``, ``tolerance``
             (Brent's bracket width on α^B, nats), ``total_variance``, ``alpha_B``, ``alpha_F``,
             ``epsilon_m`` (None for T ≤ 2), ``tpl``, ``bpl``, ``fpl``.
 
@@ -359,7 +360,7 @@ class QuantificationAllocator(_Base):
         alpha, T = problem.tpl_level, problem.horizon
         budgets, note, info = quantification_budgets(problem.loss_B, problem.loss_F, alpha, T)
         if budgets is None:
-            return self._infeasible(problem, start, note, {})
+            return self._no_answer(problem, start, note, {})
         msg = (f"Algorithm 8: ε_1 = α^B = {info['alpha_B']:.12g}, ε_T = α^F = {info['alpha_F']:.12g}"
                + ("" if info["epsilon_m"] is None else f", ε_m = {info['epsilon_m']:.12g}")
                + f" nats, TPL_t = α = {alpha:g} at every t (Brent's method on eqs. (26)–(27), "
@@ -497,6 +498,7 @@ def _scale_to_feasible(problem: BudgetAllocationProblem, eps: np.ndarray) -> tup
     """
 
     def ok(e):
+        """Budgets `e` feasible with max_t TPL_t ≤ α exactly."""
         ev = problem.evaluate(e)
         return ev.feasible and ev.max_tpl <= problem.tpl_level
 
