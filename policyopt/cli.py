@@ -118,6 +118,10 @@ def build_parser() -> argparse.ArgumentParser:
     sched.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     sched.set_defaults(handler=_cmd_schedule)
     _add_tpl_commands(sub)
+    # Further commands live in their own modules, each exposing add_command(sub) (one line per module):
+    # [discounted]
+    # [fran]
+    # [sweep]
     return parser
 
 
