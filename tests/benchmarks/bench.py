@@ -265,6 +265,10 @@ def bench_tpl() -> None:
     assert abs(r.bpl[-1] - s.value) < 1e-9, f"BPL_T {r.bpl[-1]} does not reach the supremum {s.value}"
 
 
+# Benchmarks of the later topics, one module each (tests/benchmarks/bench_<topic>.py, each exposing bench()).
+TOPIC_BENCHMARKS: tuple[str, ...] = ()
+
+
 def main() -> int:
     wall = time.perf_counter()
     print(f"python {platform.python_version()} ({sys.executable}), "
@@ -273,6 +277,9 @@ def main() -> int:
     bench_delta()
     bench_backends()
     bench_tpl()
+    for module in TOPIC_BENCHMARKS:
+        print(f"--- {module} ---")
+        importlib.import_module(module).bench()
     print(f"total benchmark wall time: {time.perf_counter() - wall:.1f} s")
     return 0
 
