@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -31,10 +32,44 @@ __all__ = [
     "TwoStateMSE",
     "LinearPenalty",
     "TableMSE",
+    "MonotonicityReport",
+    "StepPenalty",
+    "EPSILON_GRID",
 ]
 
 #: Relative amount by which inverse budgets are rounded up (towards feasibility).
 ROUND_UP = 1e-12
+
+#: Budgets (nats) scanned by :meth:`Penalty.min_epsilon_c_table` for penalties that are not
+#: proven non-increasing in ε_C: 400 log-spaced points from 1e-3 to 200.
+EPSILON_GRID = np.geomspace(1e-3, 200.0, 400)
+
+
+@dataclass(frozen=True)
+class MonotonicityReport:
+    """Result of :meth:`Penalty.check_monotonicity` on a grid of ages and budgets.
+
+    Attributes
+    ----------
+    increasing_in_t : bool
+        f(t+1, ε) ≥ f(t, ε) − tol at every grid point (ages consecutive in the grid).
+    decreasing_in_epsilon : bool
+        f(t, ε') ≤ f(t, ε) + tol for every pair of consecutive grid budgets ε < ε'.
+    worst_t : tuple or None
+        (t, epsilon_c, drop) of the largest decrease of f from age t to the next grid age, or
+        ``None`` when f is non-decreasing in t on the grid.
+    worst_epsilon : tuple or None
+        (t, epsilon_c, rise) of the largest increase of f from budget ε_C to the next grid
+        budget, or ``None`` when f is non-increasing in ε_C on the grid.
+    tol : float
+        Absolute tolerance used (penalty units).
+    """
+
+    increasing_in_t: bool
+    decreasing_in_epsilon: bool
+    worst_t: tuple | None
+    worst_epsilon: tuple | None
+    tol: float
 
 
 def _check_max_penalty(max_penalty) -> float:
@@ -57,6 +92,63 @@ class Penalty(ABC):
     name = "penalty"
     #: unit of the penalty value
     unit = ""
+    #: True when f(t, ·) is *proven* non-increasing in ε_C, so that the smallest feasible
+    #: budget of a schedule is found by root finding and the exact solver's answer is optimal.
+    #: A penalty that sets it False is inverted by a grid scan (:data:`EPSILON_GRID`) and the
+    #: exact solver reports ``feasible``, not ``optimal``.  User penalties
+    #: (:class:`CallablePenalty`) are declared non-increasing by their author.
+    monotone_in_epsilon = True
+    #: True when f is smooth and convex enough for the cvxpy back end (through a
+    #: :class:`ContinuousPenalty`); the failure rate is neither.
+    smooth = True
+
+    def check_monotonicity(self, ages, epsilons, *, tol: float = 1e-12) -> MonotonicityReport:
+        """Check numerically whether f is non-decreasing in t and non-increasing in ε_C on a grid.
+
+        Nothing is assumed: f is evaluated at every (age, budget) pair of the grid and
+        consecutive values are compared.  The check says nothing about points between grid
+        values.
+
+        Parameters
+        ----------
+        ages : array_like of int, shape (n_t,)
+            Increasing ages (slots).
+        epsilons : array_like of float, shape (n_eps,)
+            Increasing budgets (nats, > 0; ``inf`` allowed for the noiseless limit).
+        tol : float
+            Absolute tolerance (penalty units) below which changes are ignored.
+
+        Returns
+        -------
+        MonotonicityReport
+
+        Raises
+        ------
+        InvalidInputError
+            If `ages` or `epsilons` is empty, not one-dimensional or not increasing, or a
+            budget is not positive.
+        """
+        t = as_slots(ages, "ages")
+        e = np.asarray(epsilons, dtype=float)
+        if t.ndim != 1 or t.size == 0 or np.any(np.diff(t) <= 0):
+            raise InvalidInputError(f"`ages` must be a non-empty increasing 1-D array of slots, got {fmt(ages)}")
+        if e.ndim != 1 or e.size == 0 or np.any(np.diff(e) <= 0) or not np.all(e > 0):
+            raise InvalidInputError(f"`epsilons` must be a non-empty increasing 1-D array of positive budgets, got {fmt(epsilons)}")
+        vals = np.empty((t.size, e.size))
+        for j, eps in enumerate(e):
+            vals[:, j] = self.noiseless(t) if np.isinf(eps) else self.value(t, eps)
+        worst_t = worst_e = None
+        if t.size > 1:
+            drop = vals[:-1, :] - vals[1:, :]
+            i, j = np.unravel_index(int(np.argmax(drop)), drop.shape)
+            if drop[i, j] > tol:
+                worst_t = (int(t[i]), float(e[j]), float(drop[i, j]))
+        if e.size > 1:
+            rise = vals[:, 1:] - vals[:, :-1]
+            i, j = np.unravel_index(int(np.argmax(rise)), rise.shape)
+            if rise[i, j] > tol:
+                worst_e = (int(t[i]), float(e[j]), float(rise[i, j]))
+        return MonotonicityReport(worst_t is None, worst_e is None, worst_t, worst_e, float(tol))
 
     @abstractmethod
     def value(self, t, epsilon_c):
@@ -82,11 +174,17 @@ class Penalty(ABC):
         then refine with Brent's method; the upper end of the final bracket is returned,
         so the returned ε_C always satisfies the bound.
 
+        When :attr:`monotone_in_epsilon` is False, the bracket is not trusted: the epoch penalty
+        is evaluated on :data:`EPSILON_GRID` and, per schedule, the first feasible grid budget is
+        refined by bisection against the grid point below it (see :meth:`_grid_min_epsilon_c_table`).
+
         Returns shape (A_max + 1, S_max) with entry [A, S̄ − 1] (nats).
         """
         from scipy.optimize import brentq
 
         f_bar = _check_max_penalty(max_penalty)
+        if not self.monotone_in_epsilon:
+            return self._grid_min_epsilon_c_table(A_max, S_max, f_bar)
         ages = np.arange(A_max + S_max)
         floor = _window_max(np.asarray(self.noiseless(ages), dtype=float), A_max, S_max)
         out = np.full(floor.shape, np.inf)
@@ -120,6 +218,43 @@ class Penalty(ABC):
                 out[a, s - 1] = root
         return out
 
+    def _grid_min_epsilon_c_table(self, A_max: int, S_max: int, f_bar: float, grid=None, *, xtol: float = 1e-10) -> np.ndarray:
+        """Smallest feasible budget on a grid, for penalties not proven monotone in ε_C.
+
+        For every schedule (A, S̄) the epoch penalty is evaluated at each budget of `grid`
+        (default :data:`EPSILON_GRID`); the first feasible grid budget is then refined by
+        bisection on the interval down to the previous (infeasible) grid budget, keeping the
+        feasible end.  Every returned ε_C meets f̄; a smaller feasible ε_C lying strictly
+        between two infeasible grid budgets would be missed, which is why the exact solver
+        reports such solutions as ``feasible``.  The noiseless limit counts as infeasible
+        (``inf``) unless a finite grid budget meets f̄.
+
+        Returns shape (A_max + 1, S_max) with entry [A, S̄ − 1] (nats).
+        """
+        grid = EPSILON_GRID if grid is None else np.asarray(grid, dtype=float)
+        ages = np.arange(A_max + S_max)
+        vals = np.asarray(self.value(ages[:, None], grid[None, :]), dtype=float)  # (ages, n_grid)
+        tables = np.stack([_window_max(vals[:, j], A_max, S_max) for j in range(grid.size)], axis=-1)
+        ok = tables <= f_bar
+        out = np.full((A_max + 1, S_max), np.inf)
+        first = np.argmax(ok, axis=-1)
+        a_idx, j_idx = np.nonzero(ok.any(axis=-1))
+        k = first[a_idx, j_idx]
+        hi = grid[k].astype(float)
+        lo = np.where(k > 0, grid[np.maximum(k - 1, 0)], hi)
+        # vectorised bisection over all schedules at once, keeping the feasible end
+        mask = (ages[:, None] >= a_idx[None, :]) & (ages[:, None] <= (a_idx + j_idx)[None, :])  # epoch ages
+        active = hi - lo > xtol * hi
+        while active.any():
+            mid = 0.5 * (lo[active] + hi[active])
+            v = np.asarray(self.value(ages[:, None], mid[None, :]), dtype=float)
+            feas = np.where(mask[:, active], v, -np.inf).max(axis=0) <= f_bar
+            idx = np.nonzero(active)[0]
+            hi[idx[feas]] = mid[feas]
+            lo[idx[~feas]] = mid[~feas]
+            active = hi - lo > xtol * hi
+        out[a_idx, j_idx] = hi
+        return out
 
 def _window_max(vals: np.ndarray, A_max: int, S_max: int) -> np.ndarray:
     """table[A, S̄−1] = max(vals[A : A + S̄]) for A ≤ A_max, S̄ ≤ S_max."""
@@ -529,3 +664,105 @@ class TableMSE(ContinuousPenalty):
         """Largest T whose staleness is below f̄."""
         f_bar = _check_max_penalty(max_penalty)
         return math.inf if f_bar > self.table[-1] else float(np.interp(f_bar, self.table, self.ages))
+
+
+class StepPenalty(ContinuousPenalty):
+    """A discrete :class:`Penalty` made usable by the (39) back ends: the running maximum over ages.
+
+    value(T, ε_C) = max_{a = 0..⌈T⌉} f(a, ε_C) for 0 ≤ T ≤ `horizon` (``inf`` beyond, ``f(0, ε_C)``
+    below 0).  It is non-decreasing in T by construction, whether or not f is, and at an
+    integer peak age it is ≥ the epoch penalty max_{a=A..A+S̄−1} f(a, ε_C) of any schedule with
+    that peak age, so a schedule that meets it also meets the exact constraint (28b).  It is a
+    step function of T: nonconvex and non-smooth (``smooth`` is False), so the cvxpy back end
+    refuses it; the corrected heuristics (Algorithms 1–2) and the exact integer solver of (39)
+    use only evaluations and the monotone inverses :meth:`max_age` and :meth:`min_epsilon`.
+
+    Parameters
+    ----------
+    penalty : Penalty
+        The discrete penalty; must have ``monotone_in_epsilon`` True (the inverses in ε_C rely on it).
+    horizon : int
+        Largest age tabulated (slots); use at least A_max + S_max.
+
+    Raises
+    ------
+    InvalidInputError
+        If `penalty` is not a Penalty, is not proven non-increasing in ε_C, or `horizon` < 0.
+
+    References
+    ----------
+    ``000_2a085da7b331351a.txt``, (39c), Algorithms 1–2.
+    """
+
+    jointly_convex = False
+    smooth = False
+
+    def __init__(self, penalty: Penalty, horizon: int):
+        if not isinstance(penalty, Penalty):
+            raise InvalidInputError(f"`penalty` must be a Penalty, got {fmt(penalty)}")
+        if not penalty.monotone_in_epsilon:
+            raise InvalidInputError(
+                f"penalty {penalty.name!r} is not proven non-increasing in ε_C (`monotone_in_epsilon` is False), "
+                "so the (39) back ends cannot invert it; use the exact solver on problem (28) (method='exact')"
+            )
+        (h,) = as_slots([horizon], "horizon")
+        self.penalty = penalty
+        self.horizon = int(h)
+        self.name = f"{penalty.name}-step"
+        self.unit = penalty.unit
+        self._ages = np.arange(self.horizon + 1)
+        self._cache: dict[float, np.ndarray] = {}
+        self._inverse: dict[float, np.ndarray] = {}
+
+    def _running_max(self, eps: np.ndarray) -> np.ndarray:
+        """Running max over ages 0..horizon for each budget; shape (len(eps), horizon + 1)."""
+        eps = np.asarray(eps, dtype=float).reshape(-1)
+        missing = np.unique(eps[[float(e) not in self._cache for e in eps]])
+        if missing.size:
+            if len(self._cache) > 50_000:
+                self._cache.clear()
+            fin = missing[np.isfinite(missing)]
+            if fin.size:
+                vals = np.asarray(self.penalty.value(self._ages[:, None], fin[None, :]), dtype=float)
+                for j, e in enumerate(fin):
+                    self._cache[float(e)] = np.maximum.accumulate(vals[:, j])
+            if np.isinf(missing).any():
+                self._cache[math.inf] = np.maximum.accumulate(np.asarray(self.penalty.noiseless(self._ages), dtype=float))
+        return np.stack([self._cache[float(e)] for e in eps]) if eps.size else np.zeros((0, self.horizon + 1))
+
+    def value(self, T, epsilon_c):
+        """max_{a ≤ ⌈T⌉} f(a, ε_C), broadcast over real ages `T` (slots) and budgets (nats)."""
+        T, eps = np.broadcast_arrays(np.asarray(T, dtype=float), np.asarray(epsilon_c, dtype=float))
+        rm = self._running_max(eps.reshape(-1))
+        k = np.ceil(np.clip(T.reshape(-1), 0.0, None) - 1e-12)
+        inside = k <= self.horizon
+        idx = np.where(inside, k, 0).astype(int)
+        out = np.where(inside, rm[np.arange(idx.size), idx] if idx.size else idx, np.inf)
+        return float(out[0]) if T.ndim == 0 else out.reshape(T.shape)
+
+    def max_age(self, epsilon_c, max_penalty):
+        """Largest integer T ≤ horizon with value(T, ε_C) ≤ f̄; ``-inf`` if none."""
+        f_bar = _check_max_penalty(max_penalty)
+        eps = np.asarray(epsilon_c, dtype=float)
+        rm = self._running_max(eps.reshape(-1))
+        n_ok = (rm <= f_bar).sum(axis=1)  # running max is non-decreasing: feasible ages are a prefix
+        out = np.where(n_ok > 0, n_ok - 1.0, -np.inf).reshape(eps.shape)
+        return float(out) if eps.ndim == 0 else out
+
+    def min_epsilon(self, T, max_penalty):
+        """Smallest ε_C with value(T, ε_C) ≤ f̄ (root finding on the discrete penalty); ``inf`` if none."""
+        f_bar = _check_max_penalty(max_penalty)
+        if f_bar not in self._inverse:
+            self._inverse[f_bar] = np.asarray(self.penalty.min_epsilon_c_table(0, self.horizon + 1, f_bar), dtype=float)[0]
+        row = self._inverse[f_bar]
+        T = np.asarray(T, dtype=float)
+        k = np.ceil(np.clip(T, 0.0, None) - 1e-12)
+        out = np.where(k <= self.horizon, row[np.minimum(k, self.horizon).astype(int)], np.inf)
+        return float(out) if T.ndim == 0 else out
+
+    def noise_floor_age(self, max_penalty):
+        """Largest T ≤ horizon whose noiseless running max is below f̄ (``-inf`` if none)."""
+        f_bar = _check_max_penalty(max_penalty)
+        rm = self._running_max(np.array([math.inf]))[0]
+        n_ok = int((rm < f_bar).sum())
+        return n_ok - 1.0 if n_ok else -math.inf

@@ -147,17 +147,24 @@ def geometric_problem(population: Population, penalty: MSEPenalty, max_penalty: 
     The continuous penalty is the two-state closed form (49) for a single two-state chain with
     values ±1 and 0 < 1 − p − q < 1, else the interpolated running-max MSE table
     (:class:`~policyopt.penalty.TableMSE`), which is ≥ the exact epoch penalty at integer ages.
+    A penalty that is not an :class:`~policyopt.penalty.MSEPenalty` (e.g. the failure rate) is
+    wrapped in :class:`~policyopt.penalty.StepPenalty` (running max over ages, non-smooth: the
+    cvxpy back end refuses it; :exc:`InvalidInputError` if it is not proven monotone in ε_C).
 
     Returns
     -------
     policyopt.problems.PeakRiskProblem
     """
-    from policyopt.penalty import TableMSE, TwoStateMSE
+    from policyopt.penalty import StepPenalty, TableMSE, TwoStateMSE
     from policyopt.problems import PeakRiskProblem
 
     env = population.envelope(max(A_max, S_max))
     cont = None
-    if len(population.chains) == 1 and population.chains[0].n_states == 2:
+    if not isinstance(penalty, MSEPenalty):
+        # Any other discrete penalty (failure rate, AR(1) MSE): its running max over ages, a step
+        # function that is ≥ the exact epoch penalty; refused if not proven monotone in ε_C.
+        cont = StepPenalty(penalty, A_max + S_max + 1)
+    elif len(population.chains) == 1 and population.chains[0].n_states == 2:
         chain = population.chains[0]
         p, q = float(chain.P[0, 1]), float(chain.P[1, 0])
         if list(chain.state_values) == [-1.0, 1.0] and 0.0 < 1.0 - p - q < 1.0:
@@ -242,8 +249,9 @@ def design_schedule(
 
     Parameters
     ----------
-    population : Population
-        Users' chains (with numeric state values for the MSE penalty).
+    population : Population or MaxTVSource
+        Users' chains (with numeric state values for the MSE penalty), or another Δ(t) source
+        such as :class:`~policyopt.ar1.AR1Model` (then `penalty` is required).
     max_penalty : float
         f̄ (penalty units, e.g. kWh² for the MSE of a kWh mean).
     A_max, S_max : int
@@ -268,7 +276,9 @@ def design_schedule(
     Raises
     ------
     InvalidInputError
-        Bad `max_penalty`, box, `releases`, `method`, or `relax` with ``method="exact"``.
+        Bad `max_penalty`, box, `releases`, `method`, or `relax` with ``method="exact"``; no
+        `penalty` for a population that is not a Population; a penalty the chosen (39) back end
+        cannot handle (not proven monotone in ε_C, or non-smooth with ``cvxpy``).
 
     References
     ----------
@@ -286,7 +296,13 @@ def design_schedule(
     if relax and method == "exact":
         raise InvalidInputError("`relax` applies to the (39) back ends (heuristic, cvxpy, pyomo, all), not to the exact solver")
     start = time.perf_counter()
-    penalty = MSEPenalty(population) if penalty is None else penalty
+    if penalty is None:
+        if not isinstance(population, Population):
+            raise InvalidInputError(
+                f"`penalty` is required when `population` is not a Population (got {fmt(population)}); "
+                "e.g. policyopt.ar1.AR1MSEPenalty(model)"
+            )
+        penalty = MSEPenalty(population)
     problem = ScheduleProblem(population, penalty, max_penalty, A_max=A_max, S_max=S_max)
     exact = problem.solve(method="exact")
     no_aging = problem.restrict(A_max=0).solve(method="exact")
@@ -296,8 +312,6 @@ def design_schedule(
     comparison = None
     solution = exact
     if method != "exact":
-        if not isinstance(penalty, MSEPenalty):
-            raise InvalidInputError("the (39) back ends need the MSE penalty of a population")
         geo = geometric_problem(population, penalty, problem.max_penalty, problem.A_max, problem.S_max, relax=relax)
         if method == "all":
             comparison, _ = compare_methods(exact, geo, relax=relax)
@@ -305,7 +319,7 @@ def design_schedule(
             solution = geo.solve(method=method)
     model = {
         "users": population.n_users,
-        "states": max(c.n_states for c in population.chains),
+        "states": max(c.n_states for c in population.chains) if isinstance(population, Population) else None,
         "c": env.c,
         "rho": env.rho,
         "envelope_horizon": env.horizon,
@@ -316,6 +330,8 @@ def design_schedule(
     if isinstance(penalty, MSEPenalty):
         model["sensitivity"] = penalty.sensitivity
         model["staleness_limit"] = penalty.staleness_limit
+    elif hasattr(penalty, "sensitivity"):
+        model["sensitivity"] = penalty.sensitivity
     model.update(model_info or {})
     return ScheduleReport(
         solution=solution,

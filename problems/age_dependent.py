@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -26,7 +27,21 @@ from policyopt.errors import InvalidInputError, fmt
 from policyopt.markov import Population
 from policyopt.penalty import Penalty, _check_max_penalty
 
-__all__ = ["ScheduleProblem", "Schedule", "ScheduleEvaluation"]
+__all__ = ["ScheduleProblem", "Schedule", "ScheduleEvaluation", "MaxTVSource"]
+
+
+@runtime_checkable
+class MaxTVSource(Protocol):
+    """Anything that supplies Δ(t) of eq. (12) for a population of users, not only a finite chain.
+
+    :class:`~policyopt.markov.Population` is one; :class:`~policyopt.ar1.AR1Model` (Appendix I,
+    continuous states) is another.  The exact solver needs only these two members.
+    """
+
+    n_users: int
+
+    def log_max_tv(self, t):
+        """ln Δ(t) for ages `t` (slots), same shape; −inf where Δ(t) = 0."""
 
 
 @dataclass(frozen=True)
@@ -92,8 +107,9 @@ class ScheduleProblem:
 
     Parameters
     ----------
-    population : Population
-        Users' Markov chains; Δ(t) is their exact maximal TV distance, eq. (12).
+    population : Population or MaxTVSource
+        Users' Markov chains; Δ(t) is their exact maximal TV distance, eq. (12).  Any object
+        with ``n_users`` and ``log_max_tv(t)`` (e.g. :class:`~policyopt.ar1.AR1Model`) is accepted.
     penalty : Penalty
         Utility penalty f(t, ε_C), non-increasing in ε_C (e.g. :class:`~policyopt.penalty.MSEPenalty`).
     max_penalty : float
@@ -132,8 +148,10 @@ class ScheduleProblem:
     )
 
     def __init__(self, population: Population, penalty: Penalty, max_penalty: float, A_max: int = 168, S_max: int = 168):
-        if not isinstance(population, Population):
-            raise InvalidInputError(f"`population` must be a Population, got {fmt(population)}")
+        if not isinstance(population, (Population, MaxTVSource)):
+            raise InvalidInputError(
+                f"`population` must be a Population or provide `n_users` and `log_max_tv(t)`, got {fmt(population)}"
+            )
         if not isinstance(penalty, Penalty):
             raise InvalidInputError(f"`penalty` must be a Penalty, got {fmt(penalty)}")
         self.population = population

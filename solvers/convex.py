@@ -131,6 +131,12 @@ def _check_problem(problem) -> GeometricScheduleProblem:
     if not isinstance(problem, CvxpySolver.SUPPORTED_PROBLEMS):
         names = ", ".join(c.__name__ for c in CvxpySolver.SUPPORTED_PROBLEMS)
         raise InvalidInputError(f"the cvxpy back end solves {names}; got `problem` = {fmt(problem)}")
+    if not getattr(problem.penalty, "smooth", True):
+        raise InvalidInputError(
+            f"penalty {problem.penalty.name!r} is nonconvex and non-smooth (a step function of the peak age, "
+            "e.g. the failure rate (51)): the cvxpy back end cannot model it; use method='exact' "
+            "(integer schedules, exact Δ) or 'heuristic'"
+        )
     if problem.integer:
         raise InvalidInputError(
             f"`problem.integer` is True for {fmt(problem)}: cvxpy solves only the continuous relaxation "

@@ -106,8 +106,18 @@ class ExactScheduleSolver:
             f"globally optimal over A ∈ {{0..{A_max}}}, S̄ ∈ {{1..{S_max}}} by exhaustive enumeration "
             "(ε_C is the smallest budget meeting f̄; ε* increases in ε_C)"
         ]
+        monotone = bool(getattr(problem.penalty, "monotone_in_epsilon", True))
+        if not monotone:
+            # The smallest feasible ε_C per schedule came from a grid scan: a smaller feasible budget
+            # between two infeasible grid points cannot be excluded, so optimality is not proven.
+            status = Status.FEASIBLE
+            notes = [
+                f"feasible, not proven optimal: penalty {problem.penalty.name!r} is not proven non-increasing in ε_C, "
+                "so each schedule's smallest feasible ε_C was found by a grid scan refined by bisection "
+                f"(every (A, S̄) with A ≤ {A_max}, S̄ ≤ {S_max} enumerated)"
+            ]
         beyond_A = _nanmin(risk[A_max + 1, :S_max]) if A_max > 0 else math.nan  # same S̄ range
-        if beyond_A < best * (1 - _REL_TOL):
+        if beyond_A < best * (1 - _REL_TOL) and monotone:
             status = Status.UNBOUNDED
             notes = [
                 f"unbounded: A_max is binding and the risk keeps falling as A grows (A = {A_max + 1} reaches "
@@ -210,9 +220,15 @@ class ExactScheduleSolver:
                 f"(A = {where[0]}, S̄ = {where[1]}; an infimum under (31)); raise f̄ above it "
                 f"or enlarge the box (A_max = {A_max}, S_max = {S_max})"
             )
+        proven = bool(getattr(pen, "monotone_in_epsilon", True))
+        if not proven:
+            msg = (
+                f"no feasible schedule found: penalty {pen.name!r} is not proven non-increasing in ε_C, so "
+                "infeasibility is not proven (budgets were scanned on a grid); " + msg
+            )
         return Solution(
-            status=Status.INFEASIBLE,
-            termination=Termination.INFEASIBLE,
+            status=Status.INFEASIBLE if proven else Status.UNKNOWN,
+            termination=Termination.INFEASIBLE if proven else Termination.COMPLETED,
             decision=None,
             objective=None,
             bound=None,
