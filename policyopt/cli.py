@@ -23,6 +23,7 @@ DEFAULT_MAX_AGE = 168
 DEFAULT_MAX_INTERVAL = 168
 DEFAULT_RELEASES = 24
 DEFAULT_SMOOTHING = 0.01
+DEFAULT_PLOT_EPOCHS = 4
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -92,37 +93,54 @@ def build_parser() -> argparse.ArgumentParser:
             "data (17 homes, hourly kWh) is used."
         ),
     )
-    src = sched.add_mutually_exclusive_group()
-    src.add_argument("--data", metavar="CSV", help="long CSV with header user,time,value (time in integer slots)")
-    src.add_argument("--chain", metavar="SPEC", help="two-state:p=P,q=Q (states valued -1/+1), eq. (43)")
-    src.add_argument("--matrix", metavar="FILE", help="CSV/NPY transition matrix, K×K or (K+1)×K with state values first")
-    sched.add_argument("--states", type=_int_at_least("--states", 2), metavar="K",
-                       help=f"quantile states for data (default {DEFAULT_STATES})")
-    sched.add_argument("--users", type=_int_at_least("--users", 1), metavar="I",
-                       help=f"number of users for --chain/--matrix (default {DEFAULT_USERS}; taken from data otherwise)")
+    _add_model_options(sched)
     sched.add_argument("--max-penalty", type=_positive_float("--max-penalty"), default=DEFAULT_MAX_PENALTY, metavar="F",
                        help=f"bound f̄ on the MSE of the released mean, squared value units (default {DEFAULT_MAX_PENALTY})")
-    sched.add_argument("--max-age", type=_int_at_least("--max-age", 0), default=DEFAULT_MAX_AGE, metavar="A_MAX",
-                       help=f"largest aging A considered, slots (default {DEFAULT_MAX_AGE})")
-    sched.add_argument("--max-interval", type=_int_at_least("--max-interval", 1), default=DEFAULT_MAX_INTERVAL,
-                       metavar="S_MAX", help=f"largest inter-publish time S_bar considered, slots (default {DEFAULT_MAX_INTERVAL})")
-    sched.add_argument("--releases", type=_int_at_least("--releases", 1), default=DEFAULT_RELEASES, metavar="N",
-                       help=f"releases after which the noise-only benchmark's risk is reported (default {DEFAULT_RELEASES})")
-    sched.add_argument("--smoothing", type=_non_negative_float("--smoothing"), default=None, metavar="S",
-                       help=f"additive smoothing pseudo-count for estimated chains (default {DEFAULT_SMOOTHING})")
-    sched.add_argument("--method", choices=("exact", "heuristic", "cvxpy", "pyomo", "all"), default="exact",
-                       help="exact: problem (28) with the exact Δ(t), integer (default); heuristic/cvxpy/pyomo: problem (39) "
-                       "with the envelope Δ(t) ≤ c·ρ^t; all: every back end side by side")
-    sched.add_argument("--relax", action="store_true",
-                       help="continuous relaxation of A and S_bar for the (39) back ends (cvxpy needs it)")
     sched.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    sched.add_argument("--plot", metavar="FILE", help="draw ε(t) and AoI(t) of the chosen schedule over a few epochs "
+                       "into FILE (.png, .pdf or .svg; needs matplotlib, the 'plot' extra)")
+    sched.add_argument("--plot-epochs", type=_int_at_least("--plot-epochs", 1), default=DEFAULT_PLOT_EPOCHS, metavar="N",
+                       help=f"epochs drawn by --plot (default {DEFAULT_PLOT_EPOCHS})")
     sched.set_defaults(handler=_cmd_schedule)
     _add_tpl_commands(sub)
     # Further commands live in their own modules, each exposing add_command(sub) (one line per module):
-    # [discounted]
-    # [fran]
-    # [sweep]
+    from policyopt.cli_discounted import add_command as _add_discounted
+    _add_discounted(sub)
+    from policyopt.cli_fran import add_command as _add_fran
+    _add_fran(sub)
+    from policyopt.cli_sweep import add_command as _add_sweep
+    _add_sweep(sub)
     return parser
+
+
+def _add_model_options(cmd) -> None:
+    """Model and search options shared by ``schedule`` and ``sweep`` (one definition for both).
+
+    Adds the model source (``--data`` | ``--chain`` | ``--matrix``), ``--states``, ``--users``,
+    ``--max-age``, ``--max-interval``, ``--releases``, ``--smoothing``, ``--method`` and
+    ``--relax``; each command adds its own ``--max-penalty`` (a value or a grid).
+    """
+    src = cmd.add_mutually_exclusive_group()
+    src.add_argument("--data", metavar="CSV", help="long CSV with header user,time,value (time in integer slots)")
+    src.add_argument("--chain", metavar="SPEC", help="two-state:p=P,q=Q (states valued -1/+1), eq. (43)")
+    src.add_argument("--matrix", metavar="FILE", help="CSV/NPY transition matrix, K×K or (K+1)×K with state values first")
+    cmd.add_argument("--states", type=_int_at_least("--states", 2), metavar="K",
+                     help=f"quantile states for data (default {DEFAULT_STATES})")
+    cmd.add_argument("--users", type=_int_at_least("--users", 1), metavar="I",
+                     help=f"number of users for --chain/--matrix (default {DEFAULT_USERS}; taken from data otherwise)")
+    cmd.add_argument("--max-age", type=_int_at_least("--max-age", 0), default=DEFAULT_MAX_AGE, metavar="A_MAX",
+                     help=f"largest aging A considered, slots (default {DEFAULT_MAX_AGE})")
+    cmd.add_argument("--max-interval", type=_int_at_least("--max-interval", 1), default=DEFAULT_MAX_INTERVAL,
+                     metavar="S_MAX", help=f"largest inter-publish time S_bar considered, slots (default {DEFAULT_MAX_INTERVAL})")
+    cmd.add_argument("--releases", type=_int_at_least("--releases", 1), default=DEFAULT_RELEASES, metavar="N",
+                     help=f"releases after which the noise-only benchmark's risk is reported (default {DEFAULT_RELEASES})")
+    cmd.add_argument("--smoothing", type=_non_negative_float("--smoothing"), default=None, metavar="S",
+                     help=f"additive smoothing pseudo-count for estimated chains (default {DEFAULT_SMOOTHING})")
+    cmd.add_argument("--method", choices=("exact", "heuristic", "cvxpy", "pyomo", "all"), default="exact",
+                     help="exact: problem (28) with the exact Δ(t), integer (default); heuristic/cvxpy/pyomo: problem (39) "
+                     "with the envelope Δ(t) ≤ c·ρ^t; all: every back end side by side")
+    cmd.add_argument("--relax", action="store_true",
+                     help="continuous relaxation of A and S_bar for the (39) back ends (cvxpy needs it)")
 
 
 def _add_tpl_source(cmd) -> None:
@@ -385,6 +403,13 @@ def _cmd_schedule(args) -> int:
     from .schedule import design_schedule
 
     start = time.perf_counter()
+    if args.plot is not None:
+        from .plots import check_plot_path, require_matplotlib
+
+        if args.relax:
+            raise InvalidInputError("--plot draws integer schedules (time in whole slots); omit --relax")
+        check_plot_path(args.plot, "--plot")
+        require_matplotlib("--plot")
     population, info, unit = _load_model(args)
     penalty = MSEPenalty(population, unit=unit)
     report = design_schedule(
@@ -399,11 +424,26 @@ def _cmd_schedule(args) -> int:
         relax=args.relax,
     )
     out = report.to_dict()
+    plot_error = None
+    if args.plot is not None:
+        out["plot"] = None
+        if out["A"] is None:
+            plot_error = f"--plot: no schedule to draw (status {out['status']})"
+        else:
+            from .plots import plot_schedule
+
+            plot_schedule(
+                out["A"], out["S_bar"], out["epsilon_c"], population, args.plot,
+                epochs=args.plot_epochs, peak_risk=out["peak_risk"], title=info["source"],
+            )
+            out["plot"] = str(args.plot)
     out["wall_time_s"] = time.perf_counter() - start
     if args.json:
         print(json.dumps(out, indent=2, ensure_ascii=False))
     else:
         print(_format_report(out))
+    if plot_error is not None:
+        raise InvalidInputError(plot_error)
     return 0
 
 
@@ -479,6 +519,8 @@ def _format_report(r: dict) -> str:
             )
             if row["status"] == "unavailable":
                 lines.append(f"    ({row['message']})")
+    if r.get("plot"):
+        lines.append(f"plot        : {r['plot']} (ε(t) and AoI(t) over the first epochs)")
     lines.append(f"wall time   : {r['wall_time_s']:.3f} s")
     return "\n".join(lines)
 

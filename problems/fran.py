@@ -1,0 +1,405 @@
+"""Problem P1 of 004: the FRAN design minimising the leakage under an MSE bound.
+
+Source: ``../shared/papers/004_3447947d28f8bf6e.txt``, eqs. (23)–(24), with the leakage of
+Theorem 1 and the MSE (22):
+
+    minimise over A_t ∈ {0..A_max}^s (slots, integer), ε_C > 0 (nats)
+        ε_S(A_t, ε_C)                                  (23)
+    subject to
+        l_MSE(A_t, ε_C) = D(A_t) + d·2(Δf/ε_C)² ≤ l̄     (24)
+
+where D(A_t) = E‖f(z) − f(x_t)‖² is the aging distortion on the stationary joint chain.
+ε_S is the **sound** bound ln(1 + Δ_k(A_t)(e^{d(k)ε_C} − 1)) by default; ``bound="paper"``
+uses 004's eq. (15) (unsound, warns) and ``bound="exact"`` the exact leakage
+(:func:`policyopt.fran.exact_leakage`, small systems, enumeration only).
+
+Structure used by the solvers (all exact reductions):
+
+* every bound increases with ε_C (the exact leakage too: Lap(b₂) is Lap(b₁) followed by the
+  post-processing kernel (b₁/b₂)²δ + (1 − (b₁/b₂)²)Lap(b₂) for b₂ ≥ b₁), so for a fixed AoI vector
+  the optimum is the smallest feasible ε_C = Δf·sqrt(2d/(l̄ − D(A_t))) (closed form);
+* for fixed A_t the inner problem in ε_C is convex: the sound objective is
+  log_sum_exp(ln(1 − Δ), ln Δ + d(k)ε_C) and (24) is 2dΔf²·ε_C^{−2} ≤ l̄ − D;
+* the sound and paper objectives increase in both Δ_k and D, so an AoI vector dominated in
+  (Δ_k, D) by another is never better;
+* Δ_k(A_t) ≥ max_{i<j} (TV of the pair of aged entries i, j) (data processing), a cheap proven lower
+  bound: :meth:`FRANProblem.search` is a branch and bound that computes the exact Δ_k only for
+  vectors whose objective lower bound does not exceed the best value found; the cvxpy and
+  SCIP back ends work on those candidates (:meth:`FRANProblem.candidates`).
+
+The whole problem is not convex (integer A_t; Δ_k(A_t) has no convex extension): ``is_convex``
+is False.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import warnings
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from policyopt.cmc import CouplingMarkovChain
+from policyopt.errors import InvalidInputError, fmt
+from policyopt.fran import PaperBoundWarning, Query, exact_leakage, paper_leakage, sound_leakage
+
+__all__ = ["FRANProblem", "FRANEvaluation", "BOUNDS"]
+
+#: Leakage bounds P1 can minimise.
+BOUNDS = ("sound", "paper", "exact")
+
+_METHODS = {
+    "enumeration": "EnumerationSolver",
+    "cvxpy": "CvxpyInnerSolver",
+    "scip": "ScipSolver",
+}
+
+
+@dataclass(frozen=True)
+class FRANEvaluation:
+    """A candidate (A_t, ε_C) of P1 evaluated with numpy alone.
+
+    Attributes
+    ----------
+    aoi : tuple of int
+        AoI vector, slots.
+    epsilon_c : float
+        Laplace level, nats.
+    leakage : float
+        ε_S with the problem's bound, nats.
+    mse : float
+        l_MSE (22), squared query units.
+    feasible : bool
+        ``mse ≤ max_mse·(1 + 1e-9)``.
+    distance : float
+        Δ_k(Λ, A_t) (Definition 9).
+    distortion : float
+        Aging part D(A_t) of the MSE.
+    """
+
+    aoi: tuple
+    epsilon_c: float
+    leakage: float
+    mse: float
+    feasible: bool
+    distance: float
+    distortion: float
+
+
+class FRANProblem:
+    """Problem P1 (23)–(24) of 004 on a coupling Markov chain.
+
+    Parameters
+    ----------
+    cmc : CouplingMarkovChain
+        The model (joint chain with m^s ≤ 4096 snapshots).
+    max_mse : float
+        l̄ > 0, bound on l_MSE (squared query units).
+    query : Query or str, keyword-only
+        f (default ``"mean"``).
+    max_age : int, keyword-only
+        A_max ≥ 0: every A^(i) in 0..A_max slots (default 10).
+    bound : {"sound", "paper", "exact"}, keyword-only
+        Leakage minimised (default ``"sound"``); ``"paper"`` issues a :class:`PaperBoundWarning`.
+    neighbours : {"one", "any"}, keyword-only
+        Which pairs Δ_k maximises over (:meth:`CouplingMarkovChain.aged_distance`).
+
+    Raises
+    ------
+    InvalidInputError
+        If `max_mse` is not a positive finite number, `max_age` not an integer ≥ 0, `bound` or
+        `neighbours` unknown, or the query constant.
+    InvalidModelError
+        If the joint chain exceeds the exact limit or is reducible.
+
+    Notes
+    -----
+    ``solve(method)`` with ``"enumeration"`` (all AoI vectors, closed-form ε_C), ``"cvxpy"``
+    (convex inner problem per candidate AoI vector) or ``"scip"`` (Pyomo + SCIP mixed-integer
+    model); the problem is never mutated (the per-vector table is computed once and cached).
+
+    References
+    ----------
+    004: eqs. (9)–(10), (13)–(15), (22)–(24).
+
+    Examples
+    --------
+    >>> from policyopt.cmc import two_binary_cmc
+    >>> prob = FRANProblem(two_binary_cmc(0.3, 0.3, 0.5), 0.8, max_age=2)
+    >>> prob.evaluate((2, 2), 1.0).feasible
+    True
+    """
+
+    variables = ("aoi", "epsilon_c")
+    integrality = {"aoi": "integer", "epsilon_c": "continuous"}
+    is_convex = False
+    objective = "ε_S(A_t, ε_C), the CSDP leakage bound (nats), eq. (23)"
+    constraints = ("l_MSE(A_t, ε_C) ≤ l̄ (24)", "A^(i) ∈ {0..A_max}", "ε_C > 0")
+
+    def __init__(self, cmc: CouplingMarkovChain, max_mse, *, query="mean", max_age: int = 10,
+                 bound: str = "sound", neighbours: str = "one"):
+        if not isinstance(cmc, CouplingMarkovChain):
+            raise InvalidInputError(f"`cmc` must be a CouplingMarkovChain, got {fmt(cmc)}")
+        if isinstance(max_mse, bool) or not isinstance(max_mse, (int, float, np.integer, np.floating)) or not (
+            math.isfinite(max_mse) and max_mse > 0
+        ):
+            raise InvalidInputError(f"`max_mse` must be a positive finite number (squared units), got {fmt(max_mse)}")
+        if isinstance(max_age, bool) or not isinstance(max_age, (int, np.integer)) or max_age < 0:
+            raise InvalidInputError(f"`max_age` must be an integer ≥ 0 (slots), got {fmt(max_age)}")
+        if bound not in BOUNDS:
+            raise InvalidInputError(f"`bound` must be one of {BOUNDS}, got {fmt(bound)}")
+        if neighbours not in ("one", "any"):
+            raise InvalidInputError(f"`neighbours` must be 'one' or 'any', got {fmt(neighbours)}")
+        self.cmc = cmc
+        self.max_mse = float(max_mse)
+        self.query = query if isinstance(query, Query) else Query(query)
+        self.max_age = int(max_age)
+        self.bound = bound
+        self.neighbours = neighbours
+        cmc.joint_stationary  # validates irreducibility and the size limit early
+        self.sensitivity = self.query.sensitivity(cmc)
+        self.d_k = self.query.k_sensitivity(cmc)
+        self.output_dim = int(self.query(cmc.state_values[cmc.snapshots[:1]]).shape[1])
+        if bound == "paper":
+            warnings.warn("P1 with 004's bound (15): not an upper bound of the leakage; use bound='sound'",
+                          PaperBoundWarning, stacklevel=2)
+        if bound == "exact" and self.output_dim != 1:
+            raise InvalidInputError(f"`bound`='exact' needs a scalar query, `{self.query.name}` has d = {self.output_dim}")
+
+    def __repr__(self) -> str:
+        return (f"FRANProblem(s={self.cmc.n_sequences}, m={self.cmc.n_states}, max_mse={self.max_mse:g}, "
+                f"max_age={self.max_age}, bound={self.bound!r})")
+
+    # ------------------------------------------------------------- per-vector data
+    @cached_property
+    def table(self) -> dict:
+        """Per AoI vector: ``aoi`` (K, s) int, ``distortion`` D (K,), ``distance_lb`` (K,).
+
+        K = (A_max + 1)^s vectors in lexicographic order.  ``distance_lb`` is the proven lower
+        bound max_i lb[i, A^(i)] ≤ Δ_k(A_t) of
+        :meth:`~policyopt.cmc.CouplingMarkovChain.single_sequence_distance` (one-entry neighbours;
+        also valid for ``neighbours="any"``, which is larger).  D uses lagged moments of the joint
+        chain for the linear queries (sum, mean, identity) and the aged joint law otherwise.
+        """
+        cmc, s = self.cmc, self.cmc.n_sequences
+        vecs = np.array(list(itertools.product(range(self.max_age + 1), repeat=s)), dtype=np.int64)
+        if s == 1:
+            lb = cmc.single_sequence_distance(self.max_age)[0, vecs[:, 0]]
+        else:
+            lb2 = cmc.pairwise_distance(self.max_age)
+            lb = np.zeros(len(vecs))
+            for i in range(s):
+                for j in range(i + 1, s):
+                    lb = np.maximum(lb, lb2[i, j, vecs[:, i], vecs[:, j]])
+        G = {"sum": np.ones((s, s)), "mean": np.ones((s, s)) / s ** 2, "identity": np.eye(s)}.get(
+            self.query.name if self.query._func is None else "")
+        if G is not None:
+            K = cmc.lagged_moments(cmc.state_values, self.max_age)
+            Ai, Aj = vecs[:, :, None], vecs[:, None, :]
+            ii, jj = np.arange(s)[None, :, None], np.arange(s)[None, None, :]
+            EZZ = np.where(Ai >= Aj, K[ii, jj, np.clip(Ai - Aj, 0, None)], K[jj, ii, np.clip(Aj - Ai, 0, None)])
+            EZX = K[ii, jj, Ai]  # E[g_i(x_{t−A_i}) g_j(x_t)]
+            EXZ = K[jj, ii, Aj]  # E[g_i(x_t) g_j(x_{t−A_j})]
+            EXX = K[:, :, 0][None]
+            dstn = np.maximum(0.0, ((EZZ - EZX - EXZ + EXX) * G[None]).sum(axis=(1, 2)))
+        else:
+            from policyopt.fran import distortion
+
+            dstn = np.array([distortion(cmc, self.query, v) for v in vecs])
+        for a in (vecs, dstn, lb):
+            a.setflags(write=False)
+        return {"aoi": vecs, "distortion": dstn, "distance_lb": lb}
+
+    def distance(self, index: int) -> float:
+        """Exact Δ_k of the AoI vector ``table["aoi"][index]`` (cached per index).
+
+        Raises
+        ------
+        InvalidInputError
+            If `index` is out of range.
+        """
+        n = len(self.table["aoi"])
+        if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= index < n:
+            raise InvalidInputError(f"`index` must be an integer in 0..{n - 1}, got {fmt(index)}")
+        cache = self.__dict__.setdefault("_distance_cache", {})
+        if int(index) not in cache:
+            cache[int(index)] = self.cmc.aged_distance(self.table["aoi"][int(index)], self.neighbours)
+        return cache[int(index)]
+
+    def search(self, bound: str | None = None) -> dict:
+        """Exhaustive branch and bound over AoI vectors for the sound or paper bound.
+
+        Vectors are visited by increasing *lower* bound of their objective (the bound evaluated
+        at ``distance_lb`` and the smallest feasible ε_C, both proven); the exact Δ_k is computed
+        only while that lower bound does not exceed the best objective found, so the result is
+        the one full enumeration gives (same tie-break: leakage, then D, then lexicographic AoI).
+
+        Parameters
+        ----------
+        bound : {"sound", "paper"}, optional
+            Default: the problem's bound.
+
+        Returns
+        -------
+        dict
+            ``index`` (winner), ``objective`` (nats), ``epsilon_c``, ``evaluated`` (indices whose
+            exact Δ_k was computed, sorted), ``n_feasible``.
+
+        Raises
+        ------
+        InvalidInputError
+            For ``bound="exact"`` (not a function of Δ_k).
+        """
+        bound = self.bound if bound is None else bound
+        if bound not in ("sound", "paper"):
+            raise InvalidInputError(f"`bound` must be 'sound' or 'paper' for the search, got {fmt(bound)}")
+        t = self.table
+        eps = self.min_epsilon(t["distortion"])
+        feas = np.flatnonzero(np.isfinite(eps))
+        lb_obj = np.asarray(self.leakage_from(t["distance_lb"][feas], eps[feas], bound), dtype=float).reshape(-1)
+        order = np.argsort(lb_obj, kind="stable")
+        best, visited, objs = math.inf, [], []
+        for j in order:
+            if lb_obj[j] > best * (1 + 1e-9) + 1e-300:
+                break
+            i = int(feas[j])
+            obj = float(self.leakage_from(self.distance(i), eps[i], bound))
+            visited.append(i)
+            objs.append(obj)
+            best = min(best, obj)
+        visited_arr, objs_arr = np.array(visited), np.array(objs)
+        k = int(np.lexsort((visited_arr, t["distortion"][visited_arr], objs_arr))[0])
+        i = int(visited_arr[k])
+        return {"index": i, "objective": float(objs_arr[k]), "epsilon_c": float(eps[i]),
+                "evaluated": np.sort(visited_arr), "n_feasible": int(feas.size)}
+
+    def candidates(self, bound: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """AoI vectors that can be optimal for the sound / paper bound, with their exact Δ_k.
+
+        Those visited by :meth:`search` (every other vector has a proven objective lower bound
+        above the optimum) and not dominated in (Δ_k, D) by another visited one (both bounds
+        increase in Δ_k and, through the smallest feasible ε_C, in D).
+
+        Returns
+        -------
+        (indices, distances) : numpy.ndarray (n,) int, numpy.ndarray (n,) float
+        """
+        res = self.search(bound)
+        idx = res["evaluated"]
+        dist = np.array([self.distance(int(i)) for i in idx])
+        D = self.table["distortion"][idx]
+        order = np.lexsort((dist, D))
+        keep, best = [], math.inf
+        for o in order:
+            if dist[o] < best:
+                keep.append(o)
+                best = dist[o]
+        keep = np.array(keep, dtype=np.int64)
+        return idx[keep], dist[keep]
+
+    def min_epsilon(self, distortion):
+        """Smallest ε_C meeting (24) for aging distortion D: Δf·sqrt(2d/(l̄ − D)); ``inf`` if D ≥ l̄.
+
+        Parameters
+        ----------
+        distortion : float or array_like
+
+        Returns
+        -------
+        float or numpy.ndarray, nats.
+        """
+        D = np.asarray(distortion, dtype=float)
+        slack = self.max_mse - D
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out = np.where(slack > 0, self.sensitivity * np.sqrt(2.0 * self.output_dim / np.where(slack > 0, slack, 1.0)), np.inf)
+        return float(out) if out.ndim == 0 else out
+
+    def mse(self, distortion, epsilon_c):
+        """l_MSE (22) = D + d·2(Δf/ε_C)² (squared query units)."""
+        return np.asarray(distortion, dtype=float) + self.output_dim * 2.0 * (self.sensitivity / np.asarray(epsilon_c, dtype=float)) ** 2
+
+    def leakage_from(self, distance, epsilon_c, bound: str | None = None):
+        """ε_S from Δ_k and ε_C with the sound (default: the problem's) or paper bound, nats.
+
+        Raises
+        ------
+        InvalidInputError
+            If `bound` is ``"exact"`` (it needs the AoI vector: use :meth:`evaluate`).
+        """
+        bound = self.bound if bound is None else bound
+        if bound == "sound":
+            return sound_leakage(distance, epsilon_c, self.d_k)
+        if bound == "paper":
+            return paper_leakage(distance, epsilon_c, self.d_k, warn=False)
+        raise InvalidInputError(f"`bound`={bound!r} cannot be computed from Δ_k alone; use evaluate()")
+
+    def _check_aoi(self, aoi) -> tuple:
+        arr = np.asarray(aoi)
+        s = self.cmc.n_sequences
+        if arr.shape != (s,) or not np.issubdtype(arr.dtype, np.integer) or np.any(arr < 0):
+            raise InvalidInputError(f"`aoi` must be {s} integer ages ≥ 0 (slots), got {fmt(aoi)}")
+        return tuple(int(a) for a in arr)
+
+    def evaluate(self, aoi, epsilon_c, bound: str | None = None) -> FRANEvaluation:
+        """Evaluate a candidate (A_t, ε_C) with numpy alone.
+
+        Parameters
+        ----------
+        aoi : array_like of int, shape (s,)
+        epsilon_c : float
+            ε_C > 0, nats.
+        bound : str, optional
+            Override the problem's bound for this evaluation.
+
+        Returns
+        -------
+        FRANEvaluation
+
+        Raises
+        ------
+        InvalidInputError
+            If `aoi` or `epsilon_c` is malformed.
+        """
+        aoi = self._check_aoi(aoi)
+        if isinstance(epsilon_c, bool) or not isinstance(epsilon_c, (int, float, np.integer, np.floating)) or not (
+            math.isfinite(epsilon_c) and epsilon_c > 0
+        ):
+            raise InvalidInputError(f"`epsilon_c` must be finite and > 0 (nats), got {fmt(epsilon_c)}")
+        bound = self.bound if bound is None else bound
+        W = self.cmc.aged_joint(aoi)
+        from policyopt.fran import distortion
+
+        D = distortion(self.cmc, self.query, aoi, joint=W)
+        dist = self.cmc.aged_distance(aoi, self.neighbours)
+        if bound == "exact":
+            leak = exact_leakage(self.cmc, self.query, aoi, float(epsilon_c))
+        else:
+            leak = float(self.leakage_from(dist, float(epsilon_c), bound))
+        m = float(self.mse(D, float(epsilon_c)))
+        return FRANEvaluation(aoi, float(epsilon_c), leak, m, m <= self.max_mse * (1 + 1e-9), dist, D)
+
+    def solve(self, method: str = "enumeration", **options):
+        """Solve P1 with a back end of ``policyopt.solvers.fran_solvers``; never mutates the problem.
+
+        Parameters
+        ----------
+        method : {"enumeration", "cvxpy", "scip"}
+        **options
+            Passed to the back end's ``solve``.
+
+        Returns
+        -------
+        policyopt.result.Solution
+
+        Raises
+        ------
+        InvalidInputError
+            If `method` is unknown or does not support the problem's bound.
+        """
+        if method not in _METHODS:
+            raise InvalidInputError(f"`method` must be one of {tuple(_METHODS)}, got {fmt(method)}")
+        from policyopt.solvers import fran_solvers
+
+        return getattr(fran_solvers, _METHODS[method])().solve(self, **options)
