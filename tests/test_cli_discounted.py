@@ -32,6 +32,7 @@ def test_corollary_json_contract(capsys, notion, par):
     assert out["total_variance"] == pytest.approx(float(np.sum(2 * b**2)), rel=1e-12)
     ere = out["expected_relative_error"]
     assert ere["days"] == 365 and ere["average"] == pytest.approx(np.mean(ere["per_day"]))
+    assert out["accounting_method"] == {"dp": "cumsum", "exponential": "recursion", "hyperbolic": "direct"}[notion]
     if notion == "exponential":  # source: 003, eq. (11): b = Δf/(ε(1 − α))
         assert b[0] == pytest.approx(100 / 17 / 0.1, rel=1e-12)
     if notion == "dp":  # source: 003, eq. (8)
@@ -82,6 +83,8 @@ def test_text_output_and_long_horizon(capsys):
       "--solver", "cvxpy"], r"--horizon 5000 is too large for --solver cvxpy with --notion hyperbolic"),
     (["--notion", "dp", "--epsilon", "1", "--horizon", "60000", "--schedule", "optimal"],
      r"--horizon 60000 is too large for --schedule optimal \(at most 50000\)"),
+    (["--notion", "hyperbolic", "--epsilon", "1", "--beta", "0.1", "--horizon", "50001"],
+     r"--horizon 50001 is too large for --notion hyperbolic \(at most 50000\): the printed loss must be certified"),
     (["--notion", "dp", "--epsilon", "1", "--horizon", "3", "--solver", "dual"], r"--solver dual applies to --schedule optimal only"),
     (["--notion", "dp", "--epsilon", "1", "--horizon", "3", "--data", "/nonexistent.csv"], r"nonexistent"),
 ])
