@@ -338,7 +338,7 @@ def simulate_ar1_mse(penalty: AR1MSEPenalty, t: int, epsilon_c: float, *, n_samp
     I = m.n_users
     x0 = rng.normal(0.0, math.sqrt(m.variance), size=(n_samples, I))
     xt = m.rho ** int(t) * x0 + float(m.conditional_std(int(t))) * rng.normal(size=(n_samples, I))  # (84)
-    released = np.clip(x0, -m.clip_bound, m.clip_bound).mean(axis=1) + rng.laplace(
+    released = np.clip(x0, -m.clip_bound, m.clip_bound).mean(axis=1) + rng.laplace(  # simulation only, not private
         0.0, penalty.sensitivity / epsilon_c, size=n_samples
     )  # simulation of the release
     estimate = released if penalty.estimator == "release" else m.rho ** int(t) * released

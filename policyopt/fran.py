@@ -626,4 +626,4 @@ def simulate_release(mechanism: FRAN, history, rng, t: int | None = None, size: 
     """
     value = mechanism.query(mechanism.age(history, t))
     shape = value.shape if size is None else (size,) + value.shape
-    return value + rng.laplace(0.0, mechanism.scale, size=shape)
+    return value + rng.laplace(0.0, mechanism.scale, size=shape)  # simulation only, not private
