@@ -9,11 +9,13 @@ Theorem 11, Algorithms 7–8, eqs. (26)–(27), Fig. 8.
                 FPL_T = ε_T, FPL_t = L_F(FPL_{t+1}) + ε_t    (eq. 15)
                 ε_t > 0 (nats)
 
-The recursions are equality constraints through the convex, piecewise loss functions
-L_B, L_F (eq. 24), so the feasible set is not convex (``is_convex`` is False).  The paper
-gives two heuristics, Algorithm 7 (constant budget bounded by the supremum of TPL,
-Theorem 11) and Algorithm 8 (TPL_t = α at every t); ``method="optimal"`` solves the problem
-above globally with SCIP.
+The recursions are equality constraints through the non-decreasing, piecewise loss
+functions L_B, L_F (eq. 24).  These are neither convex nor concave in general (each piece
+is a difference of two convex functions; for Fig. 8's P_B, L is concave on [0, ∞)), so the
+feasible set is not convex (``is_convex`` is False).  The paper gives two heuristics,
+Algorithm 7 (constant budget bounded by the supremum of TPL, Theorem 11) and Algorithm 8
+(TPL_t = α at every t); ``method="optimal"`` solves the problem above globally with SCIP,
+after a local search and bound tightening (see :mod:`policyopt.solvers.tpl_alloc`).
 """
 
 from __future__ import annotations

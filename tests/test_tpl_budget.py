@@ -17,7 +17,16 @@ from scipy.optimize import brentq, minimize, minimize_scalar
 from policyopt.errors import InvalidInputError, InvalidModelError
 from policyopt.problems.tpl_budget import BudgetAllocationProblem
 from policyopt.result import Status
-from policyopt.solvers.tpl_alloc import OptimalAllocator, QuantificationAllocator, UpperBoundAllocator
+from policyopt.solvers.tpl_alloc import (
+    OptimalAllocator,
+    QuantificationAllocator,
+    UpperBoundAllocator,
+    local_optimum,
+    over_cuts,
+    tighten_bounds,
+    under_cuts,
+    variable_bounds,
+)
 from policyopt.tpl import LossFunction, leakage, supremum
 
 # source: 002, Section 6.3, Fig. 8 (P_B, P_F, goal 1-DP_T)
@@ -239,6 +248,116 @@ def test_optimal_t4_not_beaten_by_slsqp():
     assert sol.objective == pytest.approx(local, rel=1e-4)
 
 
+# source: a 3-state example built for these tests (rows differ, no Theorem 6/7 degeneracy)
+P3_B = [[0.6, 0.3, 0.1], [0.2, 0.6, 0.2], [0.1, 0.3, 0.6]]
+P3_F = [[0.7, 0.2, 0.1], [0.1, 0.8, 0.1], [0.2, 0.2, 0.6]]
+
+
+@pytest.mark.parametrize("PB, PF", [(P_B, P_F), (P3_B, P3_F)], ids=["fig8", "3-state"])
+def test_optimal_t24_proven_with_warm_start(PB, PF):
+    # source: 002, Fig. 8 setting and a 3-state example; reference = independent SLSQP (finite differences)
+    prob = BudgetAllocationProblem(PB, PF, ALPHA, 24)
+    sol = prob.solve("optimal", time_limit=120.0)
+    assert sol.status == Status.OPTIMAL and sol.values["proof"] == "scip"
+    assert sol.values["warm_start_accepted"] is True
+    assert sol.values["scip_status"] in ("optimal", "gaplimit")
+    assert sol.bound <= sol.objective and sol.values["gap"] <= 1e-6
+    assert sol.values["dual_bound"] <= sol.objective and sol.values["lp_bound"] <= sol.objective
+    eps = np.array(sol.decision["budgets"])
+    assert leakage(PB, PF, eps).tpl_level <= ALPHA
+    local = _slsqp_matrices(PB, PF, 24)
+    assert sol.objective <= local * (1 + 1e-7)
+    assert sol.objective == pytest.approx(local, rel=1e-5)
+    v7 = prob.solve("upper-bound").objective
+    v8 = prob.solve("quantification").objective
+    assert sol.values["savings_vs_quantification"] == pytest.approx(1 - sol.objective / v8)
+    assert 0 < sol.values["savings_vs_quantification"] < sol.values["savings_vs_upper_bound"] == pytest.approx(
+        1 - sol.objective / v7)
+    # the optimum's middle budgets equal Algorithm 7's constant budget (a turnpike: far from both ends
+    # the optimal BPL/FPL sit at the suprema of Theorem 11)
+    assert eps[12] == pytest.approx(prob.solve("upper-bound").decision["budgets"][0], rel=1e-4)
+
+
+def _slsqp_matrices(PB, PF, T, alpha=ALPHA):
+    """Best SLSQP local minimum (finite-difference Jacobian) from Algorithm 8's budgets and 2 random starts."""
+    rng = np.random.default_rng(1)
+    x8 = np.array(BudgetAllocationProblem(PB, PF, alpha, T).solve("quantification").decision["budgets"])
+    best = math.inf
+    for x0 in [x8 * 0.999, *(rng.uniform(0.5, 1.0, T) * x8 for _ in range(2))]:
+        res = minimize(
+            lambda e: np.sum(2 / e**2), x0, jac=lambda e: -4 / e**3, method="SLSQP", bounds=[(1e-3, alpha)] * T,
+            constraints={"type": "ineq", "fun": lambda e: alpha - leakage(PB, PF, np.maximum(e, 0)).tpl},
+            options={"ftol": 1e-15, "maxiter": 1000},
+        )
+        x = res.x * (1 - 1e-7)
+        if leakage(PB, PF, x).tpl_level <= alpha:
+            best = min(best, float(np.sum(2 / x**2)))
+    return best
+
+
+def test_optimal_population_and_identity():
+    # source: 002, Theorem 7 (P_B = I: BPL_t = Σ_s ε_s, so TPL_T ≥ Σ_t ε_t and ε_t = α/T is optimal)
+    sol = BudgetAllocationProblem([[1, 0], [0, 1]], P_F, 1.0, 6).solve("optimal")
+    assert sol.status == Status.OPTIMAL
+    assert sol.objective == pytest.approx(6 * 2 / (1 / 6) ** 2, rel=1e-6)
+    PBs, PFs = [P_B, [[0.9, 0.1], [0.3, 0.7]]], [P_F, [[0.6, 0.4], [0.5, 0.5]]]
+    sol = BudgetAllocationProblem(PBs, PFs, 1.0, 6).solve("optimal")
+    assert sol.status == Status.OPTIMAL and leakage(PBs, PFs, sol.decision["budgets"]).tpl_level <= 1.0
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.floats(0.05, 0.95), st.floats(0.0, 0.95), st.floats(0.0, 2.0), st.floats(1e-6, 1.0))
+def test_cuts_bound_the_loss_function(q, d, lo, w):
+    # source: 002, eq. (24)-(25): log f = log(Q e^x + Q̄) − log(D e^x + D̄), both terms convex in x
+    d = min(d, q - 0.01) if q > 0.06 else 0.0
+    P = [[q, 1 - q], [d, 1 - d]]
+    lf = LossFunction(P)
+    hi = lo + w
+    xs = np.linspace(lo, hi, 41)
+    L = lf(xs)
+    for row in lf._cand[:, :4]:
+        for m, c in under_cuts(row, lo, hi):
+            assert np.all(m * xs + c <= L + 1e-12)
+    for m, c in over_cuts(lf, lo, hi):
+        assert np.all(m * xs + c >= L - 1e-12)
+
+
+def test_tighten_bounds_keeps_the_optimum_and_bounds_it():
+    # source: 002, Fig. 8 setting; the T = 2 brute force (_brute_force_t2) is the reference optimum
+    prob = _prob(2)
+    ref = _brute_force_t2()
+    v8 = prob.solve("quantification").objective
+    box, lower, rounds = tighten_bounds(prob, variable_bounds(prob, v8), v8, deadline=math.inf)
+    assert lower <= ref * (1 + 1e-12) and rounds >= 1
+    sol = prob.solve("optimal")
+    eps = np.array(sol.decision["budgets"])
+    lk = leakage(P_B, P_F, eps)
+    assert np.all(box[0] <= eps) and np.all(eps <= box[1])
+    assert np.all(box[2][0] <= lk.bpl) and np.all(lk.bpl <= box[3][0])
+    assert np.all(box[4][0] <= lk.fpl) and np.all(lk.fpl <= box[5][0])
+    # with the optimum as cutoff the relaxation's bound closes on it
+    box, lower, _ = tighten_bounds(prob, variable_bounds(prob, sol.objective), sol.objective, deadline=math.inf)
+    assert lower <= ref * (1 + 1e-12) and lower == pytest.approx(ref, rel=1e-6)
+
+
+def test_optimal_without_time_for_a_proof_is_feasible_with_gap():
+    # time_limit 0.01 s: no bound-tightening round and 1 s of SCIP on the loose box cannot close the gap
+    sol = _prob(24).solve("optimal", time_limit=0.01)
+    assert sol.status == Status.FEASIBLE and sol.values["proof"] is None
+    assert sol.values["gap"] > 1e-6 and sol.bound < sol.objective
+    assert "not proven optimal" in sol.message
+    assert leakage(P_B, P_F, sol.decision["budgets"]).tpl_level <= ALPHA
+    assert sol.objective < _prob(24).solve("quantification").objective  # the local optimum is returned
+
+
+def test_local_optimum_improves_algorithm_8():
+    prob = _prob(10)
+    x8 = prob.solve("quantification").decision["budgets"]
+    x = local_optimum(prob, x8)
+    assert x is not None and prob.evaluate(x).max_tpl <= ALPHA
+    assert prob.total_variance(x) < prob.total_variance(x8)
+
+
 def test_optimal_available_reports_reason():
     ok, reason = OptimalAllocator.available()
     assert ok, reason  # pyomo and pyscipopt are project dependencies
@@ -266,6 +385,19 @@ def test_property_algorithms_verify(PB, PF, alpha, T):
         assert sol.status == Status.FEASIBLE
         assert leakage(PB, PF, sol.decision["budgets"]).tpl_level <= alpha * (1 + TOL)
         assert min(sol.decision["budgets"]) > 0
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_stochastic(), _stochastic(), st.floats(0.3, 3.0), st.integers(2, 8))
+def test_property_optimal_proven_and_no_worse_than_algorithms(PB, PF, alpha, T):
+    prob = BudgetAllocationProblem(PB, PF, alpha, T)
+    sol = prob.solve("optimal")
+    assert sol.status == Status.OPTIMAL and sol.values["gap"] <= 1e-6
+    assert leakage(PB, PF, sol.decision["budgets"]).tpl_level <= alpha  # exactly, not within a tolerance
+    assert sol.bound <= sol.objective
+    for m in ("upper-bound", "quantification"):
+        other = prob.solve(m)
+        assert sol.objective <= other.objective * (1 + 1e-9)
 
 
 # ---------------------------------------------------------------------------------------------
