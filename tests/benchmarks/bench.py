@@ -26,6 +26,9 @@ Measured, each printed with its target and OK / OVER TARGET:
    within 1e-12 at several α up to 1000 (asserted).  Targets from the issue (100× / 10× the
    public MATLAB reference).
 
+5. The topic modules listed in ``TOPIC_BENCHMARKS`` (each ``tests/benchmarks/bench_<topic>.py`` documents its
+   own measurements): optimal TPL allocation, discounted DP, FRAN / problem P1, the sweep serial vs Dask.
+
 Over-target numbers do not fail the script; it exits non-zero only if the demo fails
 or a correctness check fails.
 """
@@ -266,7 +269,7 @@ def bench_tpl() -> None:
 
 
 # Benchmarks of the later topics, one module each (tests/benchmarks/bench_<topic>.py, each exposing bench()).
-TOPIC_BENCHMARKS: tuple[str, ...] = ()
+TOPIC_BENCHMARKS: tuple[str, ...] = ("bench_tpl_optimal", "bench_discounted", "bench_fran", "bench_sweep")
 
 
 def main() -> int:
