@@ -15,10 +15,34 @@ import math
 from policyopt.problems.geometric import GeometricScheduleProblem
 from policyopt.result import Solution, Status, Termination
 
-__all__ = ["geometric_solution", "geometric_infeasible", "KKT_TOL"]
+__all__ = ["geometric_solution", "geometric_infeasible", "cvxpy_available", "KKT_TOL"]
 
 #: Tolerance of the KKT checks (residuals are relative where a scale exists).
 KKT_TOL = 1e-6
+
+
+def cvxpy_available(wanted=("CLARABEL",)) -> tuple[bool, str]:
+    """Whether cvxpy imports and at least one of the conic solvers `wanted` is installed for it.
+
+    Parameters
+    ----------
+    wanted : sequence of str
+        cvxpy solver names (e.g. ``("CLARABEL", "SCS")``), any one of which suffices.
+
+    Returns
+    -------
+    (bool, str)
+        ``(True, "")``, or ``(False, reason)`` naming what to install; never raises.
+    """
+    try:
+        import cvxpy as cp
+
+        installed = set(cp.installed_solvers())
+    except Exception as exc:  # noqa: BLE001 - any failure means "not available"
+        return False, f"cvxpy cannot be imported ({exc}); `pip install cvxpy`"
+    if not installed.intersection(wanted):
+        return False, f"none of the conic solvers {list(wanted)} is installed for cvxpy (found {sorted(installed)})"
+    return True, ""
 
 
 def _branch(problem: GeometricScheduleProblem, A: float, S_bar: float, tol: float) -> str:

@@ -58,7 +58,7 @@ import numpy as np
 from policyopt.errors import BackendUnavailableError, InvalidInputError, fmt
 from policyopt.problems.geometric import GeometricScheduleProblem, KKTBranchProblem, NoAgingProblem, PeakRiskProblem
 from policyopt.result import Solution, Termination
-from policyopt.solvers._common import KKT_TOL, geometric_infeasible, geometric_solution
+from policyopt.solvers._common import KKT_TOL, cvxpy_available, geometric_infeasible, geometric_solution
 
 __all__ = ["CvxpySolver", "InnerProblem", "inner_problem", "kkt_report", "STATUS_MAP", "SOLVER_SEQUENCE"]
 
@@ -496,16 +496,7 @@ class CvxpySolver:
     @staticmethod
     def available() -> tuple[bool, str]:
         """(True, "") if cvxpy imports and Clarabel or SCS is installed, else (False, reason); never raises."""
-        try:
-            import cvxpy as cp
-
-            installed = set(cp.installed_solvers())
-        except Exception as exc:  # noqa: BLE001 - any failure means "not available"
-            return False, f"cvxpy cannot be imported: {exc}"
-        wanted = [s for s, _ in SOLVER_SEQUENCE]
-        if not installed.intersection(wanted):
-            return False, f"none of the conic solvers {wanted} is installed for cvxpy (found {sorted(installed)})"
-        return True, ""
+        return cvxpy_available([name for name, _ in SOLVER_SEQUENCE])
 
     def solve(self, problem: GeometricScheduleProblem, *, tol: float = 1e-9, n_bracket: int = 64) -> Solution:
         """Solve the continuous (39), (41) or (42) by an ε_C search around an exact convex inner solve.

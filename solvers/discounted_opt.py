@@ -27,6 +27,7 @@ from policyopt.discounted import discounted_sum, discounted_sum_transpose
 from policyopt.errors import BackendUnavailableError, InvalidInputError, fmt
 from policyopt.problems.discounted import DiscountedScheduleProblem
 from policyopt.result import Solution, Status, Termination
+from policyopt.solvers._common import cvxpy_available
 
 __all__ = ["DiscountedCvxpySolver", "DiscountedDualSolver", "kkt_report", "recovered_multipliers", "STATUS_MAP", "KKT_TOL", "PROOF_GAP"]
 
@@ -255,13 +256,7 @@ class DiscountedCvxpySolver(_Base):
     @staticmethod
     def available() -> tuple[bool, str]:
         """(True, "") if cvxpy with Clarabel is usable, else (False, reason); never raises."""
-        try:
-            import cvxpy as cp
-        except Exception as exc:  # noqa: BLE001
-            return False, f"cvxpy is not importable ({exc}); `pip install cvxpy`"
-        if "CLARABEL" not in cp.installed_solvers():
-            return False, "cvxpy has no Clarabel solver; `pip install clarabel`"
-        return True, ""
+        return cvxpy_available(("CLARABEL",))
 
     def solve(self, problem: DiscountedScheduleProblem, *, solver: str = "CLARABEL", time_limit: float | None = None,
               verbose: bool = False) -> Solution:

@@ -409,6 +409,14 @@ def test_class_constants_and_available():
     assert CvxpySolver.available() == (True, "")
 
 
+def test_cvxpy_available_names_the_missing_solver():
+    from policyopt.solvers._common import cvxpy_available
+
+    ok, why = cvxpy_available(("NO_SUCH_SOLVER",))
+    assert not ok and "['NO_SUCH_SOLVER']" in why and "CLARABEL" in why  # lists what is installed
+    assert cvxpy_available(("NO_SUCH_SOLVER", "CLARABEL")) == (True, "")
+
+
 def test_cvxpy_is_imported_lazily():
     code = "import sys, policyopt.solvers.convex; print('cvxpy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
