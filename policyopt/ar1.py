@@ -45,7 +45,7 @@ from scipy.special import erf, ndtr
 
 from .errors import InvalidInputError, fmt
 from .markov import GeometricEnvelope, as_slots
-from .penalty import ROUND_UP, Penalty, _check_max_penalty, _window_max
+from .penalty import ROUND_UP, Penalty, _check_max_penalty, _check_monte_carlo_args, _window_max
 
 __all__ = ["AR1Model", "AR1MSEPenalty", "simulate_ar1_mse", "ESTIMATORS"]
 
@@ -327,12 +327,7 @@ def simulate_ar1_mse(penalty: AR1MSEPenalty, t: int, epsilon_c: float, *, n_samp
     """
     if not isinstance(penalty, AR1MSEPenalty):
         raise InvalidInputError(f"`penalty` must be an AR1MSEPenalty, got {fmt(penalty)}")
-    if isinstance(n_samples, bool) or not isinstance(n_samples, (int, np.integer)) or n_samples < 2:
-        raise InvalidInputError(f"`n_samples` must be an integer ≥ 2, got {fmt(n_samples)}")
-    if not isinstance(rng, np.random.Generator):
-        raise InvalidInputError(f"`rng` must be a numpy.random.Generator, got {fmt(rng)}")
-    if not (isinstance(epsilon_c, (int, float, np.floating)) and math.isfinite(epsilon_c) and epsilon_c > 0):
-        raise InvalidInputError(f"`epsilon_c` must be a positive finite number (nats), got {fmt(epsilon_c)}")
+    _check_monte_carlo_args(n_samples, rng, epsilon_c)
     (t,) = as_slots([t], "t")
     m = penalty.model
     I = m.n_users

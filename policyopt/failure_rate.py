@@ -54,7 +54,7 @@ from scipy.stats import binom
 
 from .errors import InvalidInputError, fmt
 from .markov import as_slots
-from .penalty import Penalty
+from .penalty import Penalty, _check_monte_carlo_args
 
 __all__ = ["FailureRatePenalty", "simulate_failure_rate", "RULES"]
 
@@ -360,12 +360,7 @@ def simulate_failure_rate(penalty: FailureRatePenalty, t: int, epsilon_c: float,
     """
     if not isinstance(penalty, FailureRatePenalty):
         raise InvalidInputError(f"`penalty` must be a FailureRatePenalty, got {fmt(penalty)}")
-    if isinstance(n_samples, bool) or not isinstance(n_samples, (int, np.integer)) or n_samples < 2:
-        raise InvalidInputError(f"`n_samples` must be an integer ≥ 2, got {fmt(n_samples)}")
-    if not isinstance(rng, np.random.Generator):
-        raise InvalidInputError(f"`rng` must be a numpy.random.Generator, got {fmt(rng)}")
-    if not (isinstance(epsilon_c, (int, float, np.floating)) and math.isfinite(epsilon_c) and epsilon_c > 0):
-        raise InvalidInputError(f"`epsilon_c` must be a positive finite number (nats), got {fmt(epsilon_c)}")
+    _check_monte_carlo_args(n_samples, rng, epsilon_c)
     (t,) = as_slots([t], "t")
     I = penalty.n_users
     if penalty.x0 is None:

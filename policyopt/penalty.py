@@ -80,6 +80,16 @@ def _check_max_penalty(max_penalty) -> float:
     return float(max_penalty)
 
 
+def _check_monte_carlo_args(n_samples, rng, epsilon_c) -> None:
+    """Validate the arguments shared by the Monte Carlo (simulation-only) penalty estimators."""
+    if isinstance(n_samples, bool) or not isinstance(n_samples, (int, np.integer)) or n_samples < 2:
+        raise InvalidInputError(f"`n_samples` must be an integer ≥ 2, got {fmt(n_samples)}")
+    if not isinstance(rng, np.random.Generator):
+        raise InvalidInputError(f"`rng` must be a numpy.random.Generator, got {fmt(rng)}")
+    if not (isinstance(epsilon_c, (int, float, np.floating)) and math.isfinite(epsilon_c) and epsilon_c > 0):
+        raise InvalidInputError(f"`epsilon_c` must be a positive finite number (nats), got {fmt(epsilon_c)}")
+
+
 class Penalty(ABC):
     """A noise-aware age penalty f(t, ε_C), eq. (27).
 
