@@ -241,8 +241,13 @@ class DiscountedLoss:
     method: str
 
     @property
+    def certified(self) -> bool:
+        """True when :attr:`error_bound` is proved (every method but ``"fft"``, whose bound is an estimate)."""
+        return self.method != "fft"
+
+    @property
     def upper(self) -> np.ndarray:
-        """values + error_bound, shape (T,): upper bounds on the exact sums, nats."""
+        """values + error_bound, shape (T,): upper bounds on the exact sums, nats (proved iff :attr:`certified`)."""
         return self.values + self.error_bound
 
     @property

@@ -271,3 +271,10 @@ def test_daily_means_rejects_missing_days():
 def test_expected_relative_error_is_scale_over_value():
     # source: 003, Section IV-B; E|Lap(b)| = b
     assert expected_relative_error([2.0, 3.0], [4.0, -6.0]).tolist() == [0.5, 0.5]
+
+
+def test_only_the_fft_sum_is_uncertified():
+    r = np.full(30, 0.01)
+    assert discounted_loss(r, 1.0, "hyperbolic", beta=0.5, method="direct").certified
+    assert not hyperbolic_loss(r, 0.5, method="fft").certified
+    assert dp_loss(r).certified and exponential_loss(r, 0.5).certified
