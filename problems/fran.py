@@ -29,11 +29,21 @@ Structure used by the solvers (all exact reductions):
 
 The whole problem is not convex (integer A_t; Δ_k(A_t) has no convex extension): ``is_convex``
 is False.
+
+**Beyond the exact limit** (m^s > :data:`~policyopt.cmc.EXACT_SNAPSHOT_LIMIT` = 4096 snapshots, up to
+:data:`~policyopt.cmc.SPECTRAL_SNAPSHOT_LIMIT`), ``distance="spectral"`` (chosen automatically)
+replaces Δ_k(A_t) by the proven upper bound Δ̄(A_t) = spectral bound (55) of ``000`` on the joint
+chain at min_i A^(i) (:meth:`~policyopt.cmc.CouplingMarkovChain.aged_distance_bound`, computed
+matrix-free).  The sound objective increases in Δ_k, so the printed ε_S is still a proven upper
+bound on the leakage of the returned design (up to the randomized certificate's failure
+probability, :class:`~policyopt.cmc.SpectralCertificate`), but the design is optimal only for that
+bound, not for the exact Δ_k: solvers then report status ``feasible``.  Only ``bound="sound"`` and
+the linear queries (mean, sum, identity; D(A_t) from matrix-free lagged moments) are supported
+there; ``paper`` and ``exact`` need the exact Δ_k and raise a clear error.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 import warnings
 from dataclasses import dataclass
@@ -41,14 +51,20 @@ from functools import cached_property
 
 import numpy as np
 
-from policyopt.cmc import CouplingMarkovChain
+from policyopt.cmc import EXACT_SNAPSHOT_LIMIT, CouplingMarkovChain
 from policyopt.errors import InvalidInputError, fmt
 from policyopt.fran import PaperBoundWarning, Query, exact_leakage, paper_leakage, sound_leakage
 
-__all__ = ["FRANProblem", "FRANEvaluation", "BOUNDS"]
+__all__ = ["FRANProblem", "FRANEvaluation", "BOUNDS", "DISTANCES", "AOI_VECTOR_LIMIT"]
 
 #: Leakage bounds P1 can minimise.
 BOUNDS = ("sound", "paper", "exact")
+
+#: How Δ_k is obtained: exact on the dense joint chain, or the matrix-free spectral upper bound.
+DISTANCES = ("auto", "exact", "spectral")
+
+#: Largest number (A_max + 1)^s of AoI vectors P1 enumerates.
+AOI_VECTOR_LIMIT = 2 ** 20
 
 _METHODS = {
     "enumeration": "EnumerationSolver",
@@ -74,7 +90,8 @@ class FRANEvaluation:
     feasible : bool
         ``mse ≤ max_mse·(1 + 1e-9)``.
     distance : float
-        Δ_k(Λ, A_t) (Definition 9).
+        Δ_k(Λ, A_t) (Definition 9), or its spectral upper bound when the problem's
+        ``distance_kind`` is ``"spectral"``.
     distortion : float
         Aging part D(A_t) of the MSE.
     """
@@ -94,7 +111,8 @@ class FRANProblem:
     Parameters
     ----------
     cmc : CouplingMarkovChain
-        The model (joint chain with m^s ≤ 4096 snapshots).
+        The model (joint chain with m^s ≤ 4096 snapshots for exact distances, up to
+        :data:`~policyopt.cmc.SPECTRAL_SNAPSHOT_LIMIT` with the spectral bound).
     max_mse : float
         l̄ > 0, bound on l_MSE (squared query units).
     query : Query or str, keyword-only
@@ -105,14 +123,21 @@ class FRANProblem:
         Leakage minimised (default ``"sound"``); ``"paper"`` issues a :class:`PaperBoundWarning`.
     neighbours : {"one", "any"}, keyword-only
         Which pairs Δ_k maximises over (:meth:`CouplingMarkovChain.aged_distance`).
+    distance : {"auto", "exact", "spectral"}, keyword-only
+        ``"exact"``: Δ_k on the dense joint chain (m^s ≤ 4096).  ``"spectral"``: the matrix-free
+        upper bound Δ_joint-spectral(min A_t) (see the module notes; sound bound and linear queries
+        only; it bounds Δ_k for both kinds of `neighbours`).  ``"auto"`` (default): exact up to
+        4096 snapshots, spectral above.  The choice is kept in :attr:`distance_kind`.
 
     Raises
     ------
     InvalidInputError
-        If `max_mse` is not a positive finite number, `max_age` not an integer ≥ 0, `bound` or
-        `neighbours` unknown, or the query constant.
+        If `max_mse` is not a positive finite number, `max_age` not an integer ≥ 0, `bound`,
+        `neighbours` or `distance` unknown, the query constant, there are more than
+        :data:`AOI_VECTOR_LIMIT` AoI vectors, or the spectral distance is combined with a bound
+        other than ``"sound"`` or a non-linear query.
     InvalidModelError
-        If the joint chain exceeds the exact limit or is reducible.
+        If the joint chain exceeds the limit of the distance kind or is reducible.
 
     Notes
     -----
@@ -139,7 +164,7 @@ class FRANProblem:
     constraints = ("l_MSE(A_t, ε_C) ≤ l̄ (24)", "A^(i) ∈ {0..A_max}", "ε_C > 0")
 
     def __init__(self, cmc: CouplingMarkovChain, max_mse, *, query="mean", max_age: int = 10,
-                 bound: str = "sound", neighbours: str = "one"):
+                 bound: str = "sound", neighbours: str = "one", distance: str = "auto"):
         if not isinstance(cmc, CouplingMarkovChain):
             raise InvalidInputError(f"`cmc` must be a CouplingMarkovChain, got {fmt(cmc)}")
         if isinstance(max_mse, bool) or not isinstance(max_mse, (int, float, np.integer, np.floating)) or not (
@@ -152,16 +177,44 @@ class FRANProblem:
             raise InvalidInputError(f"`bound` must be one of {BOUNDS}, got {fmt(bound)}")
         if neighbours not in ("one", "any"):
             raise InvalidInputError(f"`neighbours` must be 'one' or 'any', got {fmt(neighbours)}")
+        if distance not in DISTANCES:
+            raise InvalidInputError(f"`distance` must be one of {DISTANCES}, got {fmt(distance)}")
         self.cmc = cmc
         self.max_mse = float(max_mse)
         self.query = query if isinstance(query, Query) else Query(query)
         self.max_age = int(max_age)
         self.bound = bound
         self.neighbours = neighbours
-        cmc.joint_stationary  # validates irreducibility and the size limit early
+        n_vec = (self.max_age + 1) ** cmc.n_sequences
+        if n_vec > AOI_VECTOR_LIMIT:
+            raise InvalidInputError(
+                f"`max_age`={self.max_age} gives (A_max + 1)^s = {self.max_age + 1}^{cmc.n_sequences} = {n_vec} AoI "
+                f"vectors, above the enumeration limit {AOI_VECTOR_LIMIT}; use a smaller `max_age`"
+            )
+        if distance == "auto":
+            distance = "exact" if cmc.n_snapshots <= EXACT_SNAPSHOT_LIMIT else "spectral"
+        #: "exact" or "spectral": how Δ_k of an AoI vector is obtained.
+        self.distance_kind = distance
+        if distance == "spectral":
+            where = (f"the joint chain has m^s = {cmc.n_snapshots} snapshots, above the exact limit "
+                     f"{EXACT_SNAPSHOT_LIMIT}" if cmc.n_snapshots > EXACT_SNAPSHOT_LIMIT else "distance='spectral'")
+            if bound != "sound":
+                raise InvalidInputError(
+                    f"`bound`={bound!r} needs the exact Δ_k but {where}: only bound='sound' is available there, "
+                    "with the spectral upper bound on Δ_k"
+                )
+            if self.query._func is not None or self.query.name not in ("mean", "sum", "identity"):
+                raise InvalidInputError(
+                    f"`query`={self.query.name!r} needs the exact aged joint law for its distortion but {where}: "
+                    "only the linear queries mean, sum and identity are supported there"
+                )
+            cmc.spectral_certificate()  # validates the size limit and irreducibility early
+        else:
+            cmc.joint_stationary  # validates irreducibility and the size limit early
         self.sensitivity = self.query.sensitivity(cmc)
         self.d_k = self.query.k_sensitivity(cmc)
-        self.output_dim = int(self.query(cmc.state_values[cmc.snapshots[:1]]).shape[1])
+        one = cmc.state_values[np.zeros((1, cmc.n_sequences), dtype=np.int64)]
+        self.output_dim = int(self.query(one).shape[1])
         if bound == "paper":
             warnings.warn("P1 with 004's bound (15): not an upper bound of the leakage; use bound='sound'",
                           PaperBoundWarning, stacklevel=2)
@@ -170,7 +223,7 @@ class FRANProblem:
 
     def __repr__(self) -> str:
         return (f"FRANProblem(s={self.cmc.n_sequences}, m={self.cmc.n_states}, max_mse={self.max_mse:g}, "
-                f"max_age={self.max_age}, bound={self.bound!r})")
+                f"max_age={self.max_age}, bound={self.bound!r}, distance={self.distance_kind!r})")
 
     # ------------------------------------------------------------- per-vector data
     @cached_property
@@ -182,10 +235,14 @@ class FRANProblem:
         :meth:`~policyopt.cmc.CouplingMarkovChain.single_sequence_distance` (one-entry neighbours;
         also valid for ``neighbours="any"``, which is larger).  D uses lagged moments of the joint
         chain for the linear queries (sum, mean, identity) and the aged joint law otherwise.
+        With ``distance_kind == "spectral"``, ``distance_lb`` holds the distance the objective uses,
+        the spectral upper bound Δ̄(min A) (so the branch and bound's lower bound is exact).
         """
         cmc, s = self.cmc, self.cmc.n_sequences
-        vecs = np.array(list(itertools.product(range(self.max_age + 1), repeat=s)), dtype=np.int64)
-        if s == 1:
+        vecs = np.indices((self.max_age + 1,) * s, dtype=np.int64).reshape(s, -1).T.copy()  # lexicographic
+        if self.distance_kind == "spectral":
+            pass
+        elif s == 1:
             lb = cmc.single_sequence_distance(self.max_age)[0, vecs[:, 0]]
         else:
             lb2 = cmc.pairwise_distance(self.max_age)
@@ -193,17 +250,13 @@ class FRANProblem:
             for i in range(s):
                 for j in range(i + 1, s):
                     lb = np.maximum(lb, lb2[i, j, vecs[:, i], vecs[:, j]])
-        G = {"sum": np.ones((s, s)), "mean": np.ones((s, s)) / s ** 2, "identity": np.eye(s)}.get(
-            self.query.name if self.query._func is None else "")
+        if self.distance_kind == "spectral":
+            # proven upper bound Δ̄(min A) (CouplingMarkovChain.aged_distance_bound): in this mode the
+            # objective's distance itself, so its "lower bound" is exact
+            lb = self._spectral_distances()[vecs.min(axis=1)]
+        G = self._linear_weights()
         if G is not None:
-            K = cmc.lagged_moments(cmc.state_values, self.max_age)
-            Ai, Aj = vecs[:, :, None], vecs[:, None, :]
-            ii, jj = np.arange(s)[None, :, None], np.arange(s)[None, None, :]
-            EZZ = np.where(Ai >= Aj, K[ii, jj, np.clip(Ai - Aj, 0, None)], K[jj, ii, np.clip(Aj - Ai, 0, None)])
-            EZX = K[ii, jj, Ai]  # E[g_i(x_{t−A_i}) g_j(x_t)]
-            EXZ = K[jj, ii, Aj]  # E[g_i(x_t) g_j(x_{t−A_j})]
-            EXX = K[:, :, 0][None]
-            dstn = np.maximum(0.0, ((EZZ - EZX - EXZ + EXX) * G[None]).sum(axis=(1, 2)))
+            dstn = self._linear_distortion(vecs)
         else:
             from policyopt.fran import distortion
 
@@ -212,8 +265,42 @@ class FRANProblem:
             a.setflags(write=False)
         return {"aoi": vecs, "distortion": dstn, "distance_lb": lb}
 
+    def _linear_weights(self):
+        """Weights G with D = Σ_ij G_ij E[(g_i(z) − g_i(x_t))(g_j(z) − g_j(x_t))] for linear queries, else None."""
+        s = self.cmc.n_sequences
+        if self.query._func is not None:
+            return None
+        return {"sum": np.ones((s, s)), "mean": np.ones((s, s)) / s ** 2, "identity": np.eye(s)}.get(self.query.name)
+
+    @cached_property
+    def _moments(self) -> np.ndarray:
+        return self.cmc.lagged_moments(self.cmc.state_values, self.max_age)
+
+    def _linear_distortion(self, vecs) -> np.ndarray:
+        """D(A_t) of the linear queries from lagged moments, for AoI vectors `vecs` (n, s), in chunks."""
+        G, K, s = self._linear_weights(), self._moments, self.cmc.n_sequences
+        out = np.empty(len(vecs))
+        ii, jj = np.arange(s)[None, :, None], np.arange(s)[None, None, :]
+        step = max(1, 2 ** 22 // (s * s))
+        for lo in range(0, len(vecs), step):
+            v = vecs[lo:lo + step]
+            Ai, Aj = v[:, :, None], v[:, None, :]
+            EZZ = np.where(Ai >= Aj, K[ii, jj, np.clip(Ai - Aj, 0, None)], K[jj, ii, np.clip(Aj - Ai, 0, None)])
+            EZX = K[ii, jj, Ai]  # E[g_i(x_{t−A_i}) g_j(x_t)]
+            EXZ = K[jj, ii, Aj]  # E[g_i(x_t) g_j(x_{t−A_j})]
+            EXX = K[:, :, 0][None]
+            out[lo:lo + step] = np.maximum(0.0, ((EZZ - EZX - EXZ + EXX) * G[None]).sum(axis=(1, 2)))
+        return out
+
+    def _spectral_distances(self) -> np.ndarray:
+        """Δ̄(a) for a = 0..A_max: the joint chain's matrix-free spectral bound (55), shape (A_max + 1,)."""
+        return np.asarray(self.cmc.spectral_certificate().bound(np.arange(self.max_age + 1)), dtype=float)
+
     def distance(self, index: int) -> float:
-        """Exact Δ_k of the AoI vector ``table["aoi"][index]`` (cached per index).
+        """Δ_k of the AoI vector ``table["aoi"][index]`` (cached per index).
+
+        Exact, or with ``distance_kind == "spectral"`` the proven upper bound Δ̄(min A) of
+        :meth:`~policyopt.cmc.CouplingMarkovChain.aged_distance_bound`.
 
         Raises
         ------
@@ -225,7 +312,11 @@ class FRANProblem:
             raise InvalidInputError(f"`index` must be an integer in 0..{n - 1}, got {fmt(index)}")
         cache = self.__dict__.setdefault("_distance_cache", {})
         if int(index) not in cache:
-            cache[int(index)] = self.cmc.aged_distance(self.table["aoi"][int(index)], self.neighbours)
+            vec = self.table["aoi"][int(index)]
+            if self.distance_kind == "spectral":
+                cache[int(index)] = float(self._spectral_distances()[int(vec.min())])
+            else:
+                cache[int(index)] = self.cmc.aged_distance(vec, self.neighbours)
         return cache[int(index)]
 
     def search(self, bound: str | None = None) -> dict:
@@ -255,6 +346,9 @@ class FRANProblem:
         bound = self.bound if bound is None else bound
         if bound not in ("sound", "paper"):
             raise InvalidInputError(f"`bound` must be 'sound' or 'paper' for the search, got {fmt(bound)}")
+        if bound != "sound" and self.distance_kind == "spectral":
+            raise InvalidInputError(f"`bound`={bound!r} needs the exact Δ_k; this problem uses the spectral upper "
+                                    "bound on Δ_k (only 'sound' is available)")
         t = self.table
         eps = self.min_epsilon(t["distortion"])
         feas = np.flatnonzero(np.isfinite(eps))
@@ -360,7 +454,8 @@ class FRANProblem:
         Raises
         ------
         InvalidInputError
-            If `aoi` or `epsilon_c` is malformed.
+            If `aoi` or `epsilon_c` is malformed; with the spectral distance, if `bound` is not
+            ``"sound"`` or an age exceeds ``max_age``.
         """
         aoi = self._check_aoi(aoi)
         if isinstance(epsilon_c, bool) or not isinstance(epsilon_c, (int, float, np.integer, np.floating)) or not (
@@ -368,6 +463,18 @@ class FRANProblem:
         ):
             raise InvalidInputError(f"`epsilon_c` must be finite and > 0 (nats), got {fmt(epsilon_c)}")
         bound = self.bound if bound is None else bound
+        if self.distance_kind == "spectral":
+            if bound != "sound":
+                raise InvalidInputError(f"`bound`={bound!r} needs the exact Δ_k; this problem uses the spectral "
+                                        "upper bound on Δ_k (only 'sound' is available)")
+            if max(aoi) > self.max_age:
+                raise InvalidInputError(f"`aoi` ages must be ≤ max_age={self.max_age} with the spectral distance, "
+                                        f"got {fmt(list(aoi))}")
+            D = float(self._linear_distortion(np.array([aoi], dtype=np.int64))[0])
+            dist = float(self._spectral_distances()[min(aoi)])
+            leak = float(self.leakage_from(dist, float(epsilon_c), bound))
+            m = float(self.mse(D, float(epsilon_c)))
+            return FRANEvaluation(aoi, float(epsilon_c), leak, m, m <= self.max_mse * (1 + 1e-9), dist, D)
         W = self.cmc.aged_joint(aoi)
         from policyopt.fran import distortion
 

@@ -110,3 +110,47 @@ def test_bad_model_files(tmp_path, capsys):
     garbage.write_text("{not json")
     assert main(["fran", "--model", str(garbage), "--max-mse", "0.8"]) == 2
     assert "not valid JSON" in capsys.readouterr().err
+
+
+def _thirteen(tmp_path):
+    import numpy as np
+
+    lam = 0.6 * np.eye(13) + 0.4 * np.roll(np.eye(13), 1, axis=1)
+    path = tmp_path / "cmc13.json"
+    path.write_text(json.dumps({"transitions": [[0.50025, 0.49975], [0.49975, 0.50025]], "n_sequences": 13,
+                                "coupling": lam.tolist()}))
+    return str(path)
+
+
+def test_beyond_exact_limit_sound_uses_spectral_bound(tmp_path, capsys):
+    from policyopt.cmc import CouplingMarkovChain
+
+    path = _thirteen(tmp_path)
+    out, err = run_json(capsys, "--model", path, "--max-mse", "0.1", "--max-age", "1")
+    assert err == "" and out["n_sequences"] == 13 and out["bound"] == "sound"
+    assert out["distance_kind"] == "spectral" and out["status"] == "feasible"
+    assert "spectral upper bound" in out["message"] and "not exact" in out["message"]
+    assert out["aoi"] == [1] * 13
+    spec = json.loads(open(path).read())
+    delta = CouplingMarkovChain(spec["transitions"], spec["coupling"], n_sequences=13).spectral_max_tv(1)
+    assert out["distance"] == delta  # source: 000 eq. (55), matrix-free certificate
+    assert out["epsilon_s"] == pytest.approx(math.log1p(delta * math.expm1(13 * out["epsilon_c"])), rel=1e-12)
+    assert out["baselines"]["csdp"]["paper"]["epsilon_s"] is None
+    assert main(["fran", "--model", path, "--max-mse", "0.1", "--max-age", "1"]) == 0
+    text = capsys.readouterr().out
+    assert "spectral upper bound" in text and "status      : feasible" in text
+
+
+@pytest.mark.parametrize("extra,pattern", [
+    (["--bound", "paper"], r"`bound`='paper' needs the exact Δ_k .* above the exact limit 4096"),
+    (["--bound", "exact"], r"`bound`='exact' needs the exact Δ_k .* above the exact limit 4096"),
+    (["--query", "max"], r"`query`='max' needs the exact aged joint law"),
+])
+def test_beyond_exact_limit_other_bounds_are_clear_errors(tmp_path, capsys, extra, pattern):
+    import re
+
+    code = main(["fran", "--model", _thirteen(tmp_path), "--max-mse", "0.1", "--max-age", "1", *extra])
+    assert code == 2
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and re.search(pattern, lines[0])

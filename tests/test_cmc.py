@@ -6,6 +6,8 @@ import itertools
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from _refs import brute_max_tv
 from policyopt.cmc import CouplingMarkovChain, fit_cmc, fit_cmc_from_readings, two_binary_cmc
@@ -156,7 +158,7 @@ def test_validation_errors():
 def test_exact_limit_is_a_clear_error():
     big = CouplingMarkovChain([[0.9, 0.1], [0.2, 0.8]], np.full((13, 13), 1 / 13), n_sequences=13)
     assert big.n_snapshots == 8192 and big.correlation_degree == 13
-    with pytest.raises(InvalidModelError, match=r"8192 snapshots, above the exact limit 4096"):
+    with pytest.raises(InvalidModelError, match=r"8192 snapshots, above the exact limit 4096.*spectral upper bound"):
         big.joint_chain
     ok = two_binary_cmc(0.3, 0.3, 0.5)
     assert ok.spectral_max_tv(4) >= ok.aged_distance(4, "any") - 1e-15  # source: 000, eq. (55)
@@ -219,3 +221,94 @@ def test_one_entry_distance_matches_brute_force():
                   if (X[a] != X[b]).sum() == 1)  # source: 004 Definition 5 (one entry differs)
         assert cmc.aged_distance(aoi) == pytest.approx(ref, abs=1e-13)
     assert cmc.aged_distance((0, 0, 0)) == 1.0
+
+
+# ------------------------------------------------------------------ matrix-free spectral bound
+def test_matrix_free_products_match_dense():
+    from policyopt.cmc import _JointOperator
+
+    rng = np.random.default_rng(40)
+    for s, m in ((1, 3), (3, 2), (4, 3)):
+        cmc = random_cmc(rng, s, m)
+        P = brute_joint(cmc) if s <= 3 else cmc.joint_chain.P  # source: 004 eq. (4), sources summed explicitly
+        op = _JointOperator(cmc)
+        V = rng.standard_normal((cmc.n_snapshots, 3))
+        np.testing.assert_allclose(op.matvec(V), P @ V, atol=1e-13)
+        np.testing.assert_allclose(op.rmatvec(V), P.T @ V, atol=1e-13)
+        np.testing.assert_allclose(op.matvec(V[:, 0]), P @ V[:, 0], atol=1e-13)
+
+
+@pytest.mark.parametrize("s,m,seed", [(2, 2, 1), (6, 2, 2), (4, 3, 3), (8, 2, 4), (5, 3, 5), (9, 2, 6), (6, 3, 7)])
+def test_matrix_free_spectral_bound_equals_dense(s, m, seed):
+    rng = np.random.default_rng(seed)
+    cmc = random_cmc(rng, s, m)
+    ts = np.arange(0, 15)
+    cert = cmc.spectral_certificate()
+    dense = cmc.joint_chain.spectral_bound(ts)  # source: 000 eq. (55), dense SVD (policyopt.markov)
+    mf = cmc.spectral_max_tv(ts, method="matrix-free")
+    np.testing.assert_allclose(mf, dense, rtol=0, atol=1e-9)
+    assert np.all(mf >= dense - 1e-12)  # the certificate only adds margins
+    assert abs(cert.rate - cmc.joint_chain.spectral_rate) < 1e-9
+    exact = cmc.joint_chain.max_tv(ts)  # source: 000 eq. (12), exact Δ(t) of the joint chain
+    assert np.all(mf >= exact - 1e-15)
+    # the certified stationary vector is the joint chain's (GTH elimination) within its proven error
+    err = np.abs(cert.stationary - cmc.joint_stationary).sum()
+    assert err <= cert.stationary_l1_error + 1e-14
+
+
+def test_spectral_bound_of_thirteen_independent_sequences_has_a_closed_form():
+    # λ = I: the joint chain is the tensor product of 13 chains, so D^{1/2}PD^{-1/2} = ⊗_j B_j, whose second
+    # singular value is max_j σ₂(B_j), and π_min = Π_j min π_j (source: 000 eq. 55; singular values of ⊗).
+    rng = np.random.default_rng(13)
+    s = 13
+    chains = [np.array([[1 - a, a], [b, 1 - b]]) for a, b in rng.uniform(0.2, 0.8, size=(s, 2))]
+    T = np.zeros((s, s, 2, 2))
+    for j in range(s):
+        for k in range(s):
+            T[j, k] = chains[j]
+    cmc = CouplingMarkovChain(T, np.eye(s))
+    assert cmc.n_snapshots == 8192
+    pis = [np.array([b, a]) / (a + b) for (a, b) in ((c[0, 1], c[1, 0]) for c in chains)]
+    rate = max(abs(1 - c[0, 1] - c[1, 0]) for c in chains)  # two-state chains are reversible: σ₂ = |1 − a − b|
+    pmin = float(np.prod([p.min() for p in pis]))
+    ts = np.arange(0, 30)
+    ref = np.minimum(1.0, np.sqrt((1 - pmin) / pmin) * rate ** ts)
+    got = cmc.spectral_max_tv(ts)
+    # rtol 1e-7: the certificate inflates the rate by its proven stationary-vector margin (τ ≈ 6e-10 here)
+    np.testing.assert_allclose(got, ref, rtol=1e-7, atol=1e-12)
+    assert np.all(got >= ref - 1e-15)
+    cert = cmc.spectral_certificate()
+    assert cert.failure_probability == pytest.approx(1e-12) and cert.n_snapshots == 8192
+    # marginals of the certified joint stationary vector = stationary vector of Q (004 eq. 5)
+    marg = np.stack([np.bincount(cmc._grid()[:, j], weights=cert.stationary, minlength=2) for j in range(s)])
+    assert np.abs(marg - cmc.stationary).max() <= cert.stationary_l1_error + 1e-12
+
+
+def test_spectral_limit_is_a_clear_error():
+    huge = CouplingMarkovChain([[0.9, 0.1], [0.2, 0.8]], np.full((17, 17), 1 / 17), n_sequences=17)
+    with pytest.raises(InvalidModelError, match=r"131072 snapshots, above the spectral limit 65536.*Δ_k ≤ 1"):
+        huge.spectral_max_tv(3)
+    with pytest.raises(InvalidModelError, match=r"not even the spectral bound.*Δ_k ≤ 1"):
+        huge.joint_chain
+    small = two_binary_cmc(0.3, 0.3, 0.5)
+    with pytest.raises(InvalidInputError, match=r"`method` must be"):
+        small.spectral_max_tv(1, method="svd")
+    with pytest.raises(InvalidInputError, match=r"`kind` must be"):
+        small.aged_distance_bound((1, 2), kind="exact")
+
+
+@settings(max_examples=25, deadline=None)
+@given(s=st.integers(1, 3), m=st.integers(2, 3), seed=st.integers(0, 10 ** 6),
+       ages=st.lists(st.integers(0, 4), min_size=3, max_size=3))
+def test_aged_distance_is_bounded_by_the_joint_chain_at_the_youngest_age(s, m, seed, ages):
+    rng = np.random.default_rng(seed)
+    cmc = random_cmc(rng, s, m, conc=0.7)
+    aoi = ages[:s]
+    joint = cmc.aged_distance_bound(aoi, kind="joint")
+    assert joint == pytest.approx(float(cmc.joint_chain.max_tv(min(aoi))), abs=0)
+    exact_any = cmc.aged_distance(aoi, "any")  # source: 004 Definition 9, exact on the joint chain
+    exact_one = cmc.aged_distance(aoi, "one")
+    assert exact_one <= exact_any + 1e-12 and exact_any <= joint + 1e-12
+    spectral = cmc.aged_distance_bound(aoi)
+    assert spectral >= joint - 1e-12
+    assert cmc.spectral_max_tv(min(aoi), method="matrix-free") >= joint - 1e-12

@@ -189,3 +189,93 @@ def test_adp_baseline_with_reducible_own_chain():
     base = fig5_baselines(FRANProblem(cmc, 0.5, max_age=3))
     assert base["adp"]["sound"]["epsilon_s"] is None and "irreducible" in base["adp"]["sound"]["note"]
     assert base["csdp"]["sound"]["epsilon_s"] is not None
+
+
+# ------------------------------------------------------------- beyond the exact limit (spectral Δ_k bound)
+def thirteen_independent_sequences():
+    """13 fast-mixing binary sequences, λ = I (8192 snapshots): closed forms for Δ̄ and D exist."""
+    s = 13
+    rng = np.random.default_rng(7)
+    a = rng.uniform(0.45, 0.55, size=s)
+    b = 1 - a + rng.uniform(-5e-4, 5e-4, size=s)
+    T = np.zeros((s, s, 2, 2))
+    for j in range(s):
+        T[j, :] = np.array([[1 - a[j], a[j]], [b[j], 1 - b[j]]])
+    return CouplingMarkovChain(T, np.eye(s)), a, b
+
+
+def test_p1_beyond_the_exact_limit_uses_the_spectral_bound():
+    from policyopt.fran import sound_leakage
+
+    cmc, a, b = thirteen_independent_sequences()
+    s = 13
+    assert cmc.n_snapshots == 8192
+    prob = FRANProblem(cmc, 0.1, max_age=1)
+    assert prob.distance_kind == "spectral"
+    sol = prob.solve()
+    assert sol.status == Status.FEASIBLE and sol.values["distance_kind"] == "spectral"
+    assert "spectral upper bound" in sol.message and "not exact" in sol.message
+    assert sol.decision["aoi"] == [1] * s
+    # closed forms (source: 000 eq. 55 for a tensor product of reversible two-state chains; 004 eq. 22):
+    pis = [np.array([bj, aj]) / (aj + bj) for aj, bj in zip(a, b)]
+    pmin = float(np.prod([p.min() for p in pis]))
+    delta_bar = math.sqrt((1 - pmin) / pmin) * float(np.max(np.abs(1 - a - b)))
+    assert sol.values["distance"] == pytest.approx(delta_bar, rel=1e-7) and sol.values["distance"] >= delta_bar
+    g = np.array([0.0, 1.0])
+    D = 0.0
+    for j in range(s):
+        P = cmc.transitions[j, j]
+        var = pis[j] @ g ** 2 - (pis[j] @ g) ** 2
+        D += 2 * (var - (pis[j] @ (g * (P @ g)) - (pis[j] @ g) ** 2)) / s ** 2  # E(mean(z) − mean(x_t))², A = 1
+    assert sol.values["distortion"] == pytest.approx(D, rel=1e-9)
+    eps = (1 / s) * math.sqrt(2 / (0.1 - D))
+    assert sol.decision["epsilon_c"] == pytest.approx(eps, rel=1e-9)
+    assert sol.objective == pytest.approx(float(sound_leakage(sol.values["distance"], eps, 1.0)), rel=1e-12)
+    assert sol.objective < (1 / s) * math.sqrt(2 / 0.1)  # aging pays: below standard DP (A = 0, Δ = 1)
+
+
+def test_p1_beyond_the_exact_limit_coupled_solvers_agree_and_errors():
+    s = 13
+    lam = 0.6 * np.eye(s) + 0.4 * np.roll(np.eye(s), 1, axis=1)
+    P = np.array([[0.50025, 0.49975], [0.49975, 0.50025]])
+    cmc = CouplingMarkovChain(P, lam, n_sequences=s)
+    prob = FRANProblem(cmc, 0.1, max_age=1)
+    assert prob.d_k == 13.0
+    sols = {m: prob.solve(m) for m in ("enumeration", "cvxpy", "scip")}
+    for sol in sols.values():
+        assert sol.status == Status.FEASIBLE and sol.decision["aoi"] == [1] * s
+        assert sol.objective == pytest.approx(sols["enumeration"].objective, rel=1e-7)
+    delta = cmc.spectral_max_tv(1)
+    assert 0 < delta < 1 and sols["enumeration"].values["distance"] == delta
+    base = fig5_baselines(prob)
+    assert base["csdp"]["paper"]["epsilon_s"] is None and "exact Δ_k" in base["csdp"]["paper"]["note"]
+    assert base["csdp"]["sound"]["epsilon_s"] == pytest.approx(sols["enumeration"].objective, rel=1e-12)
+    for bound in ("paper", "exact"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PaperBoundWarning)
+            with pytest.raises(InvalidInputError, match=rf"`bound`='{bound}' needs the exact Δ_k.*above the exact limit"):
+                FRANProblem(cmc, 0.1, max_age=1, bound=bound)
+    with pytest.raises(InvalidInputError, match=r"`query`='max' needs the exact aged joint law"):
+        FRANProblem(cmc, 0.1, max_age=1, query="max")
+    with pytest.raises(InvalidInputError, match=r"`max_age`=2 gives .* 1594323 AoI vectors, above the enumeration limit"):
+        FRANProblem(cmc, 0.1, max_age=2)
+    with pytest.raises(InvalidInputError, match=r"`distance` must be one of"):
+        FRANProblem(two_binary_cmc(0.3, 0.3, 0.5), 0.8, distance="dense")
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_spectral_mode_is_an_upper_bound_on_small_systems(seed):
+    rng = np.random.default_rng(seed)
+    T = 0.5 * np.eye(2) + 0.5 * rng.dirichlet(np.ones(2), size=(3, 3, 2))
+    lam = rng.dirichlet(np.ones(3), size=3)
+    cmc = CouplingMarkovChain(T, lam)
+    exact = FRANProblem(cmc, 0.3, max_age=6)
+    spec = FRANProblem(cmc, 0.3, max_age=6, distance="spectral")
+    np.testing.assert_allclose(spec.table["distortion"], exact.table["distortion"], rtol=0, atol=1e-15)
+    se, ss = exact.solve(), spec.solve()
+    assert se.status == Status.OPTIMAL and ss.status == Status.FEASIBLE
+    assert ss.objective >= se.objective - 1e-12  # Δ̄ ≥ Δ_k for every vector (CouplingMarkovChain.aged_distance_bound)
+    aoi, eps = np.array(ss.decision["aoi"]), ss.decision["epsilon_c"]
+    true = exact.evaluate(aoi, eps)  # the spectral design, evaluated with the exact Δ_k
+    assert true.leakage <= ss.objective + 1e-12
+    assert exact_leakage(cmc, Query("mean"), aoi, eps) <= ss.objective + 1e-12  # source: 004 Definition 6
