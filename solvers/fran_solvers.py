@@ -29,6 +29,7 @@ import numpy as np
 from policyopt.errors import BackendUnavailableError, InfeasibleProblemError, InvalidInputError, InvalidModelError, fmt
 from policyopt.problems.fran import FRANProblem
 from policyopt.result import Solution, Status, Termination
+from policyopt.solvers._common import cvxpy_available
 
 __all__ = ["EnumerationSolver", "CvxpyInnerSolver", "ScipSolver", "fig5_baselines", "KKT_TOL"]
 
@@ -137,13 +138,7 @@ class CvxpyInnerSolver:
     @staticmethod
     def available() -> tuple[bool, str]:
         """(True, "") if cvxpy with an exponential-cone solver is importable, else (False, reason)."""
-        try:
-            import cvxpy as cp
-        except Exception as exc:  # noqa: BLE001
-            return False, f"cvxpy is not importable ({exc}); `pip install cvxpy`"
-        if "CLARABEL" not in cp.installed_solvers():
-            return False, "cvxpy has no CLARABEL solver (needed for the exponential cone)"
-        return True, ""
+        return cvxpy_available(("CLARABEL",))  # the exponential cone needs Clarabel
 
     def solve(self, problem: FRANProblem) -> Solution:
         """Solve P1: cvxpy inner problem for every candidate AoI vector, best one returned.
