@@ -42,7 +42,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from policyopt.errors import InvalidInputError, fmt
+from policyopt.errors import InvalidInputError, check_positive, fmt
 
 __all__ = [
     "NOTIONS",
@@ -100,15 +100,6 @@ def _gamma(n, u):
 # ----------------------------------------------------------------------------------------
 # input validation
 # ----------------------------------------------------------------------------------------
-
-
-def _positive(value, name: str, unit: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise InvalidInputError(f"`{name}` must be a positive number ({unit}), got {fmt(value)}")
-    v = float(value)
-    if not (math.isfinite(v) and v > 0):
-        raise InvalidInputError(f"`{name}` must be finite and > 0 ({unit}), got {fmt(value)}")
-    return v
 
 
 def _alpha_iv(alpha, *, allow_one: bool = True) -> float:
@@ -280,7 +271,7 @@ class DiscountedLoss:
         InvalidInputError
             If `epsilon` is not finite and > 0.
         """
-        eps = _positive(epsilon, "epsilon", "nats")
+        eps = check_positive(epsilon, "epsilon", "nats")
         ok = self.upper <= eps * (1.0 + rtol)
         return int(ok.size if ok.all() else np.argmin(ok))
 
@@ -666,7 +657,7 @@ def corollary8_schedule(epsilon, horizon, sensitivity=1.0, *, printed: bool = Fa
     InvalidInputError
         If `epsilon` ≤ 0, `horizon` < 1 or `sensitivity` < 0.
     """
-    eps = _positive(epsilon, "epsilon", "nats")
+    eps = check_positive(epsilon, "epsilon", "nats")
     T = _horizon_iv(horizon)
     d = _sensitivity_iv(sensitivity)
     k = np.arange(1, T + 1, dtype=float)
@@ -711,7 +702,7 @@ def corollary12_schedule(epsilon, alpha, horizon, sensitivity=1.0, *, printed: b
     InvalidInputError
         If `alpha` ∉ (0, 1) or another argument is out of range.
     """
-    eps = _positive(epsilon, "epsilon", "nats")
+    eps = check_positive(epsilon, "epsilon", "nats")
     a = _alpha_iv(alpha, allow_one=False)
     T = _horizon_iv(horizon)
     d = _sensitivity_iv(sensitivity)
@@ -849,7 +840,7 @@ def corollary16_schedule(epsilon, beta, horizon, sensitivity=1.0) -> np.ndarray:
     InvalidInputError
         If an argument is out of range (β = 0 included: use Corollary 8).
     """
-    eps = _positive(epsilon, "epsilon", "nats")
+    eps = check_positive(epsilon, "epsilon", "nats")
     b = _beta_iv(beta, allow_zero=False)
     T = _horizon_iv(horizon)
     d = _sensitivity_iv(sensitivity)
@@ -870,7 +861,7 @@ def corollary16_paper_schedule(epsilon, beta, horizon, sensitivity=1.0) -> np.nd
     InvalidInputError
         If an argument is out of range.
     """
-    eps = _positive(epsilon, "epsilon", "nats")
+    eps = check_positive(epsilon, "epsilon", "nats")
     b = _beta_iv(beta, allow_zero=False)
     T = _horizon_iv(horizon)
     d = _sensitivity_iv(sensitivity)
@@ -1066,7 +1057,7 @@ def daily_means(df=None, clip: float = DEFAULT_DAILY_CLIP, slots_per_day: int = 
     InvalidInputError
         If `clip` ≤ 0, `df` lacks the columns, values are negative, or a home misses a day.
     """
-    clip = _positive(clip, "clip", "kWh per home and day")
+    clip = check_positive(clip, "clip", "kWh per home and day")
     if df is None:
         from policyopt.data import load_citylearn
 
@@ -1143,9 +1134,9 @@ def exponential_infinite_horizon(epsilon, alpha, horizons=(10, 100, 1000), sensi
     """
     from policyopt.problems.discounted import DiscountedScheduleProblem
 
-    eps = _positive(epsilon, "epsilon", "nats")
+    eps = check_positive(epsilon, "epsilon", "nats")
     a = _alpha_iv(alpha, allow_one=False)
-    d = _positive(sensitivity, "sensitivity", "query units")
+    d = check_positive(sensitivity, "sensitivity", "query units")
     Ts = [_horizon_iv(T) for T in horizons]
     if not Ts:
         raise InvalidInputError(f"`horizons` must hold at least one horizon, got {fmt(horizons)}")
@@ -1206,7 +1197,7 @@ def citylearn_study(epsilon=1.0, *, alpha=0.9, beta=0.1, clip: float = DEFAULT_D
     """
     from policyopt.problems.discounted import DiscountedScheduleProblem
 
-    eps = _positive(epsilon, "epsilon", "nats")
+    eps = check_positive(epsilon, "epsilon", "nats")
     bad = [k for k in kinds if k not in ("corollary", "paper", "optimal")]
     if bad:
         raise InvalidInputError(f"unknown `kinds` {fmt(bad)}; choose from 'corollary', 'paper', 'optimal'")
@@ -1256,7 +1247,7 @@ def citylearn_sweep(epsilon=1.0, *, alphas=(0.5, 0.8, 0.9, 0.95, 0.99), betas=(0
 
     from policyopt.problems.discounted import DiscountedScheduleProblem
 
-    eps = _positive(epsilon, "epsilon", "nats")
+    eps = check_positive(epsilon, "epsilon", "nats")
     data = daily_means(df, clip)
     T, d = data.values.size, data.sensitivity
     rows = []

@@ -41,3 +41,35 @@ def fmt(value) -> str:
     """Short repr of a user-supplied value for an error message."""
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
+
+
+def check_positive(value, name: str, unit: str) -> float:
+    """A finite real number > 0 as float, or :class:`InvalidInputError` naming `name`.
+
+    Parameters
+    ----------
+    value : int or float
+        What the user gave (``bool`` is refused).
+    name : str
+        Argument name shown in the message.
+    unit : str
+        Unit shown in the message (e.g. ``"nats"``).
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    InvalidInputError
+        If `value` is not a real number, or is not finite and > 0.
+    """
+    import math
+    from numbers import Real
+
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise InvalidInputError(f"`{name}` must be a positive number ({unit}), got {fmt(value)}")
+    v = float(value)
+    if not (math.isfinite(v) and v > 0):
+        raise InvalidInputError(f"`{name}` must be finite and > 0 ({unit}), got {fmt(value)}")
+    return v

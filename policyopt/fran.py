@@ -35,7 +35,7 @@ import numpy as np
 
 from .accounting import risk_after_aging
 from .cmc import CouplingMarkovChain
-from .errors import InvalidInputError, fmt
+from .errors import InvalidInputError, check_positive, fmt
 
 __all__ = [
     "Query",
@@ -62,12 +62,7 @@ class PaperBoundWarning(UserWarning):
 
 
 def _check_eps(epsilon_c, name="epsilon_c") -> float:
-    if isinstance(epsilon_c, bool) or not isinstance(epsilon_c, (int, float, np.integer, np.floating)):
-        raise InvalidInputError(f"`{name}` must be a positive number (nats), got {fmt(epsilon_c)}")
-    e = float(epsilon_c)
-    if not (math.isfinite(e) and e > 0):
-        raise InvalidInputError(f"`{name}` must be finite and > 0 (nats), got {fmt(epsilon_c)}")
-    return e
+    return check_positive(epsilon_c, name, "nats")
 
 
 class Query:

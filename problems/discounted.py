@@ -29,13 +29,12 @@ from policyopt.discounted import (
     DiscountedLoss,
     _horizon_iv,
     _notion_iv,
-    _positive,
     _vector,
     corollary_schedule,
     discounted_loss,
     total_variance,
 )
-from policyopt.errors import InvalidInputError, fmt
+from policyopt.errors import InvalidInputError, check_positive, fmt
 
 __all__ = ["DiscountedScheduleProblem", "ScheduleEvaluation"]
 
@@ -115,7 +114,7 @@ class DiscountedScheduleProblem:
         self.notion, p = _notion_iv(notion, alpha, beta)
         self.alpha = p if self.notion == "exponential" else None
         self.beta = p if self.notion == "hyperbolic" else None
-        self.epsilon = _positive(epsilon, "epsilon", "nats")
+        self.epsilon = check_positive(epsilon, "epsilon", "nats")
         self.horizon = T = _horizon_iv(horizon)
         self.sensitivity = _vector(sensitivity, "sensitivity", T, allow_zero=True, unit="query units")
         w = np.ones(T) if weights is None else _vector(weights, "weights", T, allow_zero=True, unit="weights")

@@ -20,12 +20,11 @@ after a local search and bound tightening (see :mod:`policyopt.solvers.tpl_alloc
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from policyopt.errors import InvalidInputError, fmt
+from policyopt.errors import InvalidInputError, check_positive, fmt
 from policyopt.tpl import LossFunction, TemporalLeakage, leakage, paired_users
 
 __all__ = ["BudgetAllocationProblem", "BudgetEvaluation", "TPL_RTOL"]
@@ -61,15 +60,6 @@ class BudgetEvaluation:
     feasible: bool
     total_variance: float
     leakage: TemporalLeakage
-
-
-def _check_positive(value, name: str, unit: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise InvalidInputError(f"`{name}` must be a positive number ({unit}), got {fmt(value)}")
-    v = float(value)
-    if not (math.isfinite(v) and v > 0):
-        raise InvalidInputError(f"`{name}` must be finite and > 0 ({unit}), got {fmt(value)}")
-    return v
 
 
 class BudgetAllocationProblem:
@@ -123,11 +113,11 @@ class BudgetAllocationProblem:
     methods = tuple(_METHODS)
 
     def __init__(self, P_B, P_F, tpl_level, horizon, *, sensitivity=1.0):
-        self.tpl_level = _check_positive(tpl_level, "tpl_level", "nats")
+        self.tpl_level = check_positive(tpl_level, "tpl_level", "nats")
         if isinstance(horizon, bool) or not isinstance(horizon, (int, np.integer)) or horizon < 1:
             raise InvalidInputError(f"`horizon` must be an integer T ≥ 1 (steps), got {fmt(horizon)}")
         self.horizon = int(horizon)
-        self.sensitivity = _check_positive(sensitivity, "sensitivity", "query units")
+        self.sensitivity = check_positive(sensitivity, "sensitivity", "query units")
         ub, uf = paired_users(P_B, P_F)  # raises InvalidModelError for a non-stochastic matrix
         #: Loss functions per user (None = L ≡ 0), built once.
         self.loss_B: tuple[LossFunction | None, ...] = tuple(ub)
