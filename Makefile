@@ -18,6 +18,7 @@ demo: $(STAMP)
 
 # pytest exits 5 when it collects no test: report it loudly, do not fail the build on it.
 test: $(STAMP)
+	$(BIN)/lint-imports --no-cache
 	@$(BIN)/python -m pytest; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "WARNING: pytest collected no tests (exit 5) - nothing was checked"; exit 0; fi; \
 	exit $$rc

@@ -2,14 +2,16 @@
 
 Privacy is measured in nats and time in slots.  Main entry points:
 
-* :class:`~policyopt.markov.MarkovChain`, :class:`~policyopt.markov.Population` — models and Δ(t);
-* :mod:`policyopt.accounting` — Theorem 1, composition Theorem 3, peak risk Proposition 3;
-* :class:`~policyopt.penalty.MSEPenalty` — utility penalty;
-* :func:`~policyopt.schedule.design_schedule` — the optimal schedule with benchmarks;
+* :class:`~policyopt.models.markov.MarkovChain`, :class:`~policyopt.models.markov.Population` — models and Δ(t);
+* :mod:`policyopt.privacy.age_dependent` — Theorem 1, composition Theorem 3, peak risk Proposition 3;
+* :class:`~policyopt.utility.penalty.MSEPenalty` — utility penalty;
+* :func:`~policyopt.studies.schedule.design_schedule` — the optimal schedule with benchmarks;
 * :mod:`policyopt.problems` / :mod:`policyopt.solvers` — formulations and back ends.
 """
 
-from .accounting import compose, peak_risk, peak_risk_iteration, risk_after_aging
+from .data import load_citylearn
+from .models.estimation import fit_population
+from .privacy.age_dependent import compose, peak_risk, peak_risk_iteration, risk_after_aging
 from .errors import (
     BackendUnavailableError,
     InfeasibleProblemError,
@@ -17,13 +19,18 @@ from .errors import (
     InvalidModelError,
     PolicyOptError,
 )
-from .markov import GeometricEnvelope, MarkovChain, Population, two_state_chain
-from .penalty import CallablePenalty, MSEPenalty, two_state_mse
+from .models.markov import GeometricEnvelope, MarkovChain, Population, two_state_chain
+from .utility.penalty import CallablePenalty, MSEPenalty, two_state_mse
 from .result import Solution, Status, Termination
+from .studies.schedule import ScheduleReport, design_schedule
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "load_citylearn",
+    "fit_population",
+    "design_schedule",
+    "ScheduleReport",
     "MarkovChain",
     "Population",
     "GeometricEnvelope",

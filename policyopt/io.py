@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import InvalidInputError, fmt
-from .markov import MarkovChain
+from .models.markov import MarkovChain
 
 __all__ = ["read_readings_csv", "read_matrix", "parse_matrix_arg", "read_budgets"]
 
@@ -36,7 +36,7 @@ def read_readings_csv(path, option: str = "--data"):
     Returns
     -------
     pandas.DataFrame
-        Validated readings (see :func:`policyopt.estimation.validate_readings`).
+        Validated readings (see :func:`policyopt.models.estimation.validate_readings`).
 
     Raises
     ------
@@ -46,7 +46,7 @@ def read_readings_csv(path, option: str = "--data"):
     """
     import pandas as pd
 
-    from .estimation import validate_readings
+    from .models.estimation import validate_readings
 
     p = _existing(path, option)
     with p.open(newline="", encoding="utf-8") as fh:
@@ -144,7 +144,7 @@ def parse_chain_spec(spec: str, option: str = "--chain") -> MarkovChain:
     InvalidInputError
         If the spec is not of that form (the message shows the spec received).
     """
-    from .markov import two_state_chain
+    from .models.markov import two_state_chain
 
     kind, _, params = spec.partition(":")
     if kind != "two-state":

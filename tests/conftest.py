@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from policyopt.markov import MarkovChain
+from policyopt.models.markov import MarkovChain
 
 
 @pytest.fixture

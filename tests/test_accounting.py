@@ -10,9 +10,9 @@ from _refs import dec_leak, dec_peak_risk
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from policyopt.accounting import compose, peak_risk, peak_risk_iteration, risk_after_aging
+from policyopt.privacy.age_dependent import compose, peak_risk, peak_risk_iteration, risk_after_aging
 from policyopt.errors import InvalidInputError
-from policyopt.markov import two_state_chain
+from policyopt.models.markov import two_state_chain
 
 
 @pytest.mark.parametrize(
@@ -167,7 +167,7 @@ def test_accounting_input_errors():
 
 
 def test_large_budgets_with_max_tv_below_float_range():
-    from policyopt.accounting import risk_after_aging_log
+    from policyopt.privacy.age_dependent import risk_after_aging_log
 
     chain = two_state_chain(0.4, 0.5)  # Δ(t) = 0.1^t
     log_d = chain.log_max_tv(330)

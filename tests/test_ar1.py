@@ -8,12 +8,13 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from policyopt.accounting import risk_after_aging
-from policyopt.ar1 import AR1Model, AR1MSEPenalty, simulate_ar1_mse
+from policyopt.privacy.age_dependent import risk_after_aging
+from policyopt.models.ar1 import AR1Model
+from policyopt.utility.ar1_penalty import AR1MSEPenalty, simulate_ar1_mse
 from policyopt.errors import InvalidInputError
 from policyopt.problems import ScheduleProblem
 from policyopt.result import Status
-from policyopt.schedule import design_schedule
+from policyopt.studies.schedule import design_schedule
 
 
 @pytest.mark.parametrize("rho, sigma, B", [(0.8, 1.0, 3.0), (-0.6, 0.5, 1.0), (0.95, 2.0, 0.5)])

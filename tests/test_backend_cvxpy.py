@@ -1,4 +1,4 @@
-"""The cvxpy back end (solvers/convex.py) for the geometric formulations (39), (41), (42).
+"""The cvxpy back end (policyopt/solvers/convex.py) for the geometric formulations (39), (41), (42).
 
 Source of the formulations: ``../shared/papers/000_2a085da7b331351a.txt``, Section V-C,
 eqs. (38)–(42), Proposition 4 (40), Appendix F.  Every expected value here comes from an
@@ -18,7 +18,7 @@ import pytest
 from scipy.optimize import minimize_scalar
 
 from policyopt.errors import InvalidInputError
-from policyopt.penalty import LinearPenalty, TwoStateMSE
+from policyopt.utility.penalty import LinearPenalty, TwoStateMSE
 from policyopt.problems.geometric import KKTBranchProblem, NoAgingProblem, PeakRiskProblem
 from policyopt.result import Status
 from policyopt.solvers._common import KKT_TOL
@@ -259,8 +259,8 @@ def test_kkt_branch_41_matches_brute_force_and_39(solver, penalty, c, rho, f_bar
 @pytest.fixture(scope="module")
 def citylearn():
     from policyopt.data import load_citylearn
-    from policyopt.estimation import fit_population
-    from policyopt.penalty import MSEPenalty, TableMSE
+    from policyopt.models.estimation import fit_population
+    from policyopt.utility.penalty import MSEPenalty, TableMSE
 
     pop = fit_population(load_citylearn(), 12).population
     return pop.envelope(168), TableMSE(MSEPenalty(pop), 400)

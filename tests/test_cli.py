@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 import pytest
 
-from policyopt.cli import main
+from policyopt.cli.main import main
 
 CONTRACT = ["status", "A", "S_bar", "epsilon_c", "peak_risk", "penalty", "max_penalty", "peak_aoi", "method", "wall_time_s", "model", "benchmarks"]
 
@@ -188,7 +188,7 @@ def test_method_option_errors(capsys, args, match):
 @settings(max_examples=300, deadline=None)
 @given(st.floats(min_value=1e-300, max_value=1e300, allow_nan=False, allow_infinity=False))
 def test_printed_privacy_bounds_are_rounded_up(x):
-    from policyopt.cli import _up
+    from policyopt.formatting import fmt_upper as _up
 
     shown = float(_up(x))
     assert shown >= x

@@ -9,7 +9,7 @@ import re
 import numpy as np
 import pytest
 
-from policyopt.cli import main
+from policyopt.cli.main import main
 
 FIELDS = ("schedule", "sensitivity", "worst_discounted_loss", "epsilon", "notion", "total_variance")
 

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from policyopt.cli import main
+from policyopt.cli.main import main
 
 FIG5 = ["--two-binary", "p=0.3,q=0.3,lambda=0.5", "--max-mse", "0.8"]  # source: 004, Section VII-D
 
@@ -123,7 +123,7 @@ def _thirteen(tmp_path):
 
 
 def test_beyond_exact_limit_sound_uses_spectral_bound(tmp_path, capsys):
-    from policyopt.cmc import CouplingMarkovChain
+    from policyopt.models.cmc import CouplingMarkovChain
 
     path = _thirteen(tmp_path)
     out, err = run_json(capsys, "--model", path, "--max-mse", "0.1", "--max-age", "1")

@@ -8,7 +8,7 @@ import re
 import numpy as np
 import pytest
 
-from policyopt.cli import main
+from policyopt.cli.main import main
 
 FIG8 = ["--pb", "0.8,0.2;0.2,0.8", "--pf", "0.8,0.2;0.1,0.9"]  # source: 002, Fig. 8 setting
 

@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from _refs import brute_max_tv
-from policyopt.cmc import CouplingMarkovChain, fit_cmc, fit_cmc_from_readings, two_binary_cmc
+from policyopt.models.cmc import CouplingMarkovChain, fit_cmc, fit_cmc_from_readings, two_binary_cmc
 from policyopt.errors import InvalidInputError, InvalidModelError
-from policyopt.markov import MarkovChain
+from policyopt.models.markov import MarkovChain
 
 
 def random_cmc(rng, s, m, conc=1.0):
@@ -225,7 +225,7 @@ def test_one_entry_distance_matches_brute_force():
 
 # ------------------------------------------------------------------ matrix-free spectral bound
 def test_matrix_free_products_match_dense():
-    from policyopt.cmc import _JointOperator
+    from policyopt.models.cmc_spectral import JointOperator as _JointOperator
 
     rng = np.random.default_rng(40)
     for s, m in ((1, 3), (3, 2), (4, 3)):
@@ -244,7 +244,7 @@ def test_matrix_free_spectral_bound_equals_dense(s, m, seed):
     cmc = random_cmc(rng, s, m)
     ts = np.arange(0, 15)
     cert = cmc.spectral_certificate()
-    dense = cmc.joint_chain.spectral_bound(ts)  # source: 000 eq. (55), dense SVD (policyopt.markov)
+    dense = cmc.joint_chain.spectral_bound(ts)  # source: 000 eq. (55), dense SVD (policyopt.models.markov)
     mf = cmc.spectral_max_tv(ts, method="matrix-free")
     np.testing.assert_allclose(mf, dense, rtol=0, atol=1e-9)
     assert np.all(mf >= dense - 1e-12)  # the certificate only adds margins
@@ -280,7 +280,7 @@ def test_spectral_bound_of_thirteen_independent_sequences_has_a_closed_form():
     cert = cmc.spectral_certificate()
     assert cert.failure_probability == pytest.approx(1e-12) and cert.n_snapshots == 8192
     # marginals of the certified joint stationary vector = stationary vector of Q (004 eq. 5)
-    marg = np.stack([np.bincount(cmc._grid()[:, j], weights=cert.stationary, minlength=2) for j in range(s)])
+    marg = np.stack([np.bincount(cmc.snapshot_grid()[:, j], weights=cert.stationary, minlength=2) for j in range(s)])
     assert np.abs(marg - cmc.stationary).max() <= cert.stationary_l1_error + 1e-12
 
 

@@ -10,8 +10,8 @@ import pytest
 
 from policyopt.data import CITYLEARN_PATH, load_citylearn
 from policyopt.errors import InvalidInputError, InvalidModelError
-from policyopt.estimation import Quantizer, fit_population, validate_readings
-from policyopt.markov import MarkovChain
+from policyopt.models.estimation import Quantizer, fit_population, validate_readings
+from policyopt.models.markov import MarkovChain
 
 
 def test_bundled_data_is_the_documented_file():

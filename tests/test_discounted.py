@@ -10,8 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policyopt.discounted import (
-    DEFAULT_DAILY_CLIP,
+from policyopt.privacy.discounted import (
     ROUND_UP,
     corollary8_schedule,
     corollary12_schedule,
@@ -21,20 +20,19 @@ from policyopt.discounted import (
     corollary16_paper_schedule,
     corollary16_schedule,
     corollary_schedule,
-    daily_means,
     discount_matrix,
     discounted_loss,
     discounted_sum,
     discounted_sum_transpose,
     dp_loss,
     expected_relative_error,
-    exponential_infinite_horizon,
     exponential_loss,
     hyperbolic_loss,
     privacy_losses,
     solve_discounted_transpose,
 )
 from policyopt.errors import InvalidInputError
+from policyopt.studies.citylearn import DEFAULT_DAILY_CLIP, daily_means, exponential_infinite_horizon
 
 
 def brute_sum(r, weight):

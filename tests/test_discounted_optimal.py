@@ -1,4 +1,4 @@
-"""The variance-optimal discounted-DP schedule (problems/discounted.py, solvers/discounted_opt.py)."""
+"""The variance-optimal discounted-DP schedule (policyopt/problems/discounted.py, policyopt/solvers/discounted_opt.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import minimize
 
-from policyopt.discounted import corollary_schedule, discount_matrix, discounted_loss
+from policyopt.privacy.discounted import corollary_schedule, discount_matrix, discounted_loss
 from policyopt.errors import InvalidInputError
 from policyopt.problems.discounted import DiscountedScheduleProblem
 from policyopt.result import Status

@@ -10,11 +10,11 @@ import pytest
 
 from policyopt import Population, two_state_chain
 from policyopt.errors import InvalidInputError
-from policyopt.failure_rate import FailureRatePenalty, simulate_failure_rate
-from policyopt.penalty import StepPenalty
+from policyopt.utility.failure_rate import FailureRatePenalty, simulate_failure_rate
+from policyopt.utility.penalty import StepPenalty
 from policyopt.problems import ScheduleProblem
 from policyopt.result import Status
-from policyopt.schedule import design_schedule
+from policyopt.studies.schedule import design_schedule
 
 
 def _brute_force(p, q, I, t, eps, rule, x0=None):

@@ -12,10 +12,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from _refs import dec_leak
-from policyopt.accounting import risk_after_aging
-from policyopt.cmc import CouplingMarkovChain, two_binary_cmc
+from policyopt.privacy.age_dependent import risk_after_aging
+from policyopt.models.cmc import CouplingMarkovChain, two_binary_cmc
 from policyopt.errors import InvalidInputError
-from policyopt.fran import (
+from policyopt.privacy.fran import (
     FRAN,
     PaperBoundWarning,
     Query,
@@ -27,7 +27,7 @@ from policyopt.fran import (
     tight_distance,
     tight_leakage,
 )
-from policyopt.markov import MarkovChain
+from policyopt.models.markov import MarkovChain
 
 
 def independent_binary(p, q):

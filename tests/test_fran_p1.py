@@ -9,9 +9,9 @@ import warnings
 import numpy as np
 import pytest
 
-from policyopt.cmc import CouplingMarkovChain, two_binary_cmc
+from policyopt.models.cmc import CouplingMarkovChain, two_binary_cmc
 from policyopt.errors import InvalidInputError
-from policyopt.fran import PaperBoundWarning, Query, exact_leakage
+from policyopt.privacy.fran import PaperBoundWarning, Query, exact_leakage
 from policyopt.problems.fran import FRANProblem
 from policyopt.result import Status
 from policyopt.solvers.fran_solvers import CvxpyInnerSolver, EnumerationSolver, ScipSolver, fig5_baselines
@@ -157,7 +157,7 @@ def test_table_distortion_and_lower_bound(qname):
     rng = np.random.default_rng(12)
     cmc = CouplingMarkovChain(rng.dirichlet(np.ones(2), size=(3, 3, 2)), rng.dirichlet(np.ones(3), size=3), [0.0, 2.0])
     prob = FRANProblem(cmc, 5.0, query=qname, max_age=3)
-    from policyopt.fran import distortion
+    from policyopt.privacy.fran import distortion
 
     t = prob.table
     for n, v in enumerate(t["aoi"]):
@@ -205,7 +205,7 @@ def thirteen_independent_sequences():
 
 
 def test_p1_beyond_the_exact_limit_uses_the_spectral_bound():
-    from policyopt.fran import sound_leakage
+    from policyopt.privacy.fran import sound_leakage
 
     cmc, a, b = thirteen_independent_sequences()
     s = 13

@@ -9,8 +9,8 @@ import pytest
 from _refs import geometric_reference
 
 from policyopt.errors import InvalidInputError
-from policyopt.markov import two_state_chain
-from policyopt.penalty import LinearPenalty, TwoStateMSE
+from policyopt.models.markov import two_state_chain
+from policyopt.utility.penalty import LinearPenalty, TwoStateMSE
 from policyopt.problems import KKTBranchProblem, NoAgingProblem, PeakRiskProblem
 from policyopt.result import Status
 from policyopt.solvers.heuristic import algorithm_1
@@ -125,8 +125,8 @@ def test_integer_problems_exact_enumeration_and_rounded_heuristic():
     assert heur.objective >= sol.objective * (1 - 1e-12)
     assert float(heur.decision["A"]).is_integer() and float(heur.decision["S_bar"]).is_integer()
     # the exact Δ of the two-state chain is the geometric envelope with c = 1: same optimum as the main job
-    from policyopt.markov import Population
-    from policyopt.penalty import MSEPenalty
+    from policyopt.models.markov import Population
+    from policyopt.utility.penalty import MSEPenalty
     from policyopt.problems import ScheduleProblem
 
     pop = Population([two_state_chain(0.1, 0.1)], [20])
@@ -167,8 +167,8 @@ def test_bad_parameters():
 
 def test_table_mse_inverses_and_exact_integer_on_bundled_data():
     from policyopt.data import load_citylearn
-    from policyopt.estimation import fit_population
-    from policyopt.penalty import MSEPenalty, TableMSE
+    from policyopt.models.estimation import fit_population
+    from policyopt.utility.penalty import MSEPenalty, TableMSE
 
     pop = fit_population(load_citylearn(), 12).population
     mse = MSEPenalty(pop)

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from policyopt.errors import InvalidInputError, InvalidModelError
-from policyopt.markov import MarkovChain, Population, two_state_chain
+from policyopt.models.markov import MarkovChain, Population, two_state_chain
 
 T = np.arange(0, 301)
 

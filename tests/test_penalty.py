@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from policyopt.errors import InvalidInputError, InvalidModelError
-from policyopt.markov import MarkovChain, Population, two_state_chain
-from policyopt.penalty import CallablePenalty, MSEPenalty, two_state_mse
+from policyopt.models.markov import MarkovChain, Population, two_state_chain
+from policyopt.utility.penalty import CallablePenalty, MSEPenalty, two_state_mse
 
 
 @pytest.mark.parametrize("p, q, users", [(0.1, 0.1, 20), (0.1, 0.3, 5), (0.7, 0.9, 3), (0.05, 0.5, 1)])

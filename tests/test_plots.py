@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from _refs import dec_leak, dec_peak_risk
-from policyopt.cli import main
+from policyopt.cli.main import main
 from policyopt.errors import BackendUnavailableError, InvalidInputError
-from policyopt.markov import two_state_chain
-from policyopt.plots import plot_schedule, plot_sweep, require_matplotlib
-from policyopt.sweep import read_sweep_csv
+from policyopt.models.markov import two_state_chain
+from policyopt.studies.plots import plot_schedule, plot_sweep, require_matplotlib
+from policyopt.studies.sweep import read_sweep_csv
 
 IID = ["--chain", "two-state:p=0.5,q=0.5", "--users", "20", "--max-age", "10", "--max-interval", "10"]
 

@@ -11,11 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from policyopt.errors import InvalidInputError
-from policyopt.markov import MarkovChain, Population, two_state_chain
-from policyopt.penalty import CallablePenalty, MSEPenalty, two_state_mse
+from policyopt.models.markov import MarkovChain, Population, two_state_chain
+from policyopt.utility.penalty import CallablePenalty, MSEPenalty, two_state_mse
 from policyopt.problems import ScheduleProblem
 from policyopt.result import Status, Termination
-from policyopt.schedule import design_schedule, noise_only_benchmark
+from policyopt.studies.schedule import design_schedule, noise_only_benchmark
 
 
 def two_state_problem(p, q, users, f_bar, A_max=6, S_max=6):

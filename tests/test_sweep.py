@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from policyopt.cli import main
+from policyopt.cli.main import main
 from policyopt.errors import InvalidInputError
-from policyopt.sweep import (
+from policyopt.studies.sweep import (
     COLUMNS,
     NONDETERMINISTIC,
     no_tradeoff_flags,
@@ -230,7 +230,7 @@ def test_dask_local_cluster_matches_serial(tmp_path, capsys):
 
 
 def test_dask_chunks_stay_within_one_model():
-    from policyopt.sweep import MAX_CHUNK, _chunks
+    from policyopt.studies.sweep import MAX_CHUNK, _chunks
 
     grid = [(m, f) for m in range(3) for f in range(50)]
     todo = [i for i in range(len(grid)) if i % 7 != 3]  # some points already done
@@ -252,7 +252,7 @@ def test_existing_scheduler_matches_serial(tmp_path, capsys, monkeypatch):
         assert summary["scheduler"] == cluster.scheduler_address and summary["computed"] == 8
         assert strip_time(read_sweep_csv(tmp_path / "remote.csv")) == strip_time(read_sweep_csv(tmp_path / "serial.csv"))
         # a worker-side failure that is not an input error (e.g. policyopt missing there) is one line, exit 2
-        import policyopt.sweep as sweep_mod
+        import policyopt.studies.sweep as sweep_mod
 
         def broken(model, max_penalty, settings):
             """Stand-in for a worker that cannot run policyopt."""
@@ -272,8 +272,8 @@ def test_tabulated_population_is_the_population():
 
     import numpy as np
 
-    from policyopt.markov import MarkovChain, Population
-    from policyopt.sweep import TabulatedPopulation, tabulate_population
+    from policyopt.models.markov import MarkovChain, Population
+    from policyopt.studies.sweep import TabulatedPopulation, tabulate_population
 
     chains = [MarkovChain([[0.9, 0.1, 0.0], [0.1, 0.8, 0.1], [0.0, 0.3, 0.7]], state_values=[0.0, 1.0, 3.0]),
               MarkovChain([[0.6, 0.4], [0.2, 0.8]], state_values=[0.0, 2.0])]
@@ -293,9 +293,9 @@ def test_tabulated_population_is_the_population():
 
 
 def test_progress_bar_only_when_asked(tmp_path, capsys):
-    from policyopt.sweep import SweepSettings, run_sweep
-    from policyopt.cli import build_parser
-    from policyopt.cli_sweep import _build_models
+    from policyopt.studies.sweep import SweepSettings, run_sweep
+    from policyopt.cli.main import build_parser
+    from policyopt.cli.sweep import _build_models
 
     args = build_parser().parse_args(["sweep", *IID, "--max-penalty", "0.1,0.2", "--out", "x.csv"])
     models = _build_models(args, {})
@@ -395,7 +395,7 @@ def test_other_sweep_in_out_file_is_refused(tmp_path, capsys):
 
 def test_failed_point_keeps_finished_points(tmp_path, capsys, monkeypatch):
     """A point that raises stops the sweep with the point named; finished points stay and are resumed."""
-    import policyopt.sweep as sweep_mod
+    import policyopt.studies.sweep as sweep_mod
 
     real = sweep_mod.solve_point
 
@@ -417,7 +417,7 @@ def test_failed_point_keeps_finished_points(tmp_path, capsys, monkeypatch):
 
 
 def test_unreachable_scheduler_is_one_line(tmp_path, capsys, monkeypatch):
-    import policyopt.sweep as sweep_mod
+    import policyopt.studies.sweep as sweep_mod
 
     monkeypatch.setattr(sweep_mod, "SCHEDULER_TIMEOUT", "1s")
     assert main(["sweep", *IID, "--max-penalty", "0.1", "--out", str(tmp_path / "u.csv"),

@@ -1,4 +1,4 @@
-"""Tests of policyopt.tpl: loss function (eq. 24), BPL/FPL/TPL (eqs. 10–16), supremum (Theorem 11).
+"""Tests of policyopt.privacy.temporal: loss function (eq. 24), BPL/FPL/TPL (eqs. 10–16), supremum (Theorem 11).
 
 Paper 002 = ``../shared/papers/002_f4b37d3d1aa1909e.txt`` (Cao et al., TKDE 2019).
 """
@@ -13,7 +13,7 @@ from hypothesis import given, settings, strategies as st
 from hypothesis.extra.numpy import arrays
 
 from policyopt.errors import InvalidInputError, InvalidModelError
-from policyopt.tpl import LossFunction, Supremum, leakage, supremum, window_leakage
+from policyopt.privacy.temporal import LossFunction, Supremum, leakage, supremum, window_leakage
 
 EX4 = [[0.1, 0.2, 0.7], [0.3, 0.3, 0.4], [0.5, 0.3, 0.2]]  # source: 002, Example 4 / Fig. 4
 EX2 = [[0.8, 0.2], [0.0, 1.0]]  # source: 002, Examples 2–3 (blue lines of Fig. 3)
@@ -128,7 +128,7 @@ def test_theorem7_identity_loss(P):
 
 def test_theorem7_without_special_case_flag():
     # The log-space sub-function alone gives exactly α for Q = 1, D = 0 (no overflow at 1000)
-    from policyopt.tpl import _log_f
+    from policyopt.privacy.temporal import _log_f
 
     a = np.array([0.0, 1.0, 800.0, 1000.0])
     # source: 002, Theorem 7 (L(α) = α)
@@ -423,7 +423,7 @@ def test_property_chain_pruning_matches_all_pairs(P, alphas):
     # pairs and all prefixes (Theorem 5: the optimum is a prefix) must give the same value
     L = LossFunction(P)
     a = np.concatenate([alphas, [0.1, 40.0]])
-    from policyopt.tpl import _log_f
+    from policyopt.privacy.temporal import _log_f
 
     full = np.zeros(a.size)
     for t in L.pairs:

@@ -27,7 +27,7 @@ from policyopt.solvers.tpl_alloc import (
     under_cuts,
     variable_bounds,
 )
-from policyopt.tpl import LossFunction, leakage, supremum
+from policyopt.privacy.temporal import LossFunction, leakage, supremum
 
 # source: 002, Section 6.3, Fig. 8 (P_B, P_F, goal 1-DP_T)
 P_B = [[0.8, 0.2], [0.2, 0.8]]

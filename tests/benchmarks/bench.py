@@ -20,7 +20,7 @@ Measured, each printed with its target and OK / OVER TARGET:
    the bundled data, relaxed and integer: median solve time of repeated warm runs.
    Targets: exact and heuristic < 50 ms, cvxpy < 2 s, SCIP < 10 s (with its gap).
 
-4. TPL (policyopt.tpl) on random row-stochastic matrices (seeded): LossFunction construction,
+4. TPL (policyopt.privacy.temporal) on random row-stochastic matrices (seeded): LossFunction construction,
    .exact, .per_pair, .piecewise and supremum at n = 200; construction time and peak memory
    (tracemalloc) at n = 1000; BPL over T = 10^5 steps; exact / piecewise / per_pair agreement
    within 1e-12 at several α up to 1000 (asserted).  Targets from the issue (100× / 10× the
@@ -75,7 +75,7 @@ def run_demo(main) -> float:
 
 def bench_demo() -> None:
     start = time.perf_counter()
-    cli = importlib.import_module("policyopt.cli")  # nothing heavy imported before this
+    cli = importlib.import_module("policyopt.cli.main")  # nothing heavy imported before this
     t_import = time.perf_counter() - start
     t_first = run_demo(cli.main)
     report("demo end-to-end (cold, in-process)", t_import + t_first, "s", DEMO_TARGET_S)
@@ -97,7 +97,7 @@ def sticky_chains(np, MarkovChain):
 def bench_delta() -> None:
     import numpy as np
 
-    from policyopt.markov import MarkovChain, Population
+    from policyopt.models.markov import MarkovChain, Population
 
     start = time.perf_counter()
     chains = sticky_chains(np, MarkovChain)
@@ -154,8 +154,8 @@ BACKEND_REPEATS = 5
 def backend_cases():
     """(label, problem) pairs: two-state cases and the bundled data, relaxed and integer (39)."""
     from policyopt.data import load_citylearn
-    from policyopt.estimation import fit_population
-    from policyopt.penalty import MSEPenalty, TableMSE, TwoStateMSE
+    from policyopt.models.estimation import fit_population
+    from policyopt.utility.penalty import MSEPenalty, TableMSE, TwoStateMSE
     from policyopt.problems import PeakRiskProblem
 
     cases = []
@@ -220,7 +220,7 @@ def _median_time(f, repeats: int) -> float:
 def bench_tpl() -> None:
     import numpy as np
 
-    from policyopt.tpl import LossFunction, leakage, supremum
+    from policyopt.privacy.temporal import LossFunction, leakage, supremum
 
     def random_matrix(n, seed):
         P = np.random.default_rng(seed).random((n, n))

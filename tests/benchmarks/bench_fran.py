@@ -47,7 +47,7 @@ def report(label: str, value: float, unit: str, target: float) -> None:
 
 def bench_p1() -> None:
     """Time P1 by each back end for s ∈ {2, 3, 4}, m ∈ {2, 4}, A_max = 10; assert the optima agree."""
-    from policyopt.cmc import CouplingMarkovChain
+    from policyopt.models.cmc import CouplingMarkovChain
     from policyopt.problems.fran import FRANProblem
 
     rng = np.random.default_rng(2026)
@@ -75,7 +75,7 @@ def bench_p1() -> None:
 
 def bench_release() -> None:
     """Time one FRAN release for s = 10^5 sequences (OpenDP noise) and the numpy simulation path."""
-    from policyopt.fran import FRAN, simulate_release
+    from policyopt.privacy.fran import FRAN, simulate_release
 
     s = 100_000
     rng = np.random.default_rng(7)
@@ -101,7 +101,7 @@ def bench_release() -> None:
 
 def bench_spectral() -> None:
     """Time the matrix-free spectral certificate at 2^13, 2^14 and 2^16 (the limit) joint snapshots."""
-    from policyopt.cmc import SPECTRAL_SNAPSHOT_LIMIT, CouplingMarkovChain
+    from policyopt.models.cmc import SPECTRAL_SNAPSHOT_LIMIT, CouplingMarkovChain
     from policyopt.problems.fran import FRANProblem
 
     rng = np.random.default_rng(3)

@@ -45,16 +45,16 @@ def _rss_mib() -> float:
 
 
 def _strip(rows):
-    from policyopt.sweep import NONDETERMINISTIC
+    from policyopt.studies.sweep import NONDETERMINISTIC
 
     return [{k: v for k, v in r.items() if k not in NONDETERMINISTIC} for r in rows]
 
 
 def bench() -> None:
     """Run the sweep benchmark and print one line per measurement."""
-    from policyopt.cli import build_parser
-    from policyopt.cli_sweep import _build_models
-    from policyopt.sweep import SweepSettings, parse_grid, run_sweep
+    from policyopt.cli.main import build_parser
+    from policyopt.cli.sweep import _build_models
+    from policyopt.studies.sweep import SweepSettings, parse_grid, run_sweep
 
     import os
 

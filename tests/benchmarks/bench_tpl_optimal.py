@@ -20,7 +20,7 @@ import numpy as np
 
 from policyopt.problems.tpl_budget import BudgetAllocationProblem
 from policyopt.result import Status
-from policyopt.tpl import leakage
+from policyopt.privacy.temporal import leakage
 
 TARGET_S = 60.0
 TIME_LIMIT_S = 120.0

@@ -1,0 +1,237 @@
+"""``policyopt sweep``: the optimal schedule over a grid of f̄ (and model parameters), resumable.
+
+Registered in :func:`policyopt.cli.main.build_parser` by :func:`add_command`.  The model options are
+the ``schedule`` command's (one shared definition, :func:`policyopt.cli.main._add_model_options`);
+the work is done by :func:`policyopt.studies.sweep.run_sweep` and the figure by
+:func:`policyopt.studies.plots.plot_sweep`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import sys
+import time
+
+from policyopt.cli.options import add_model_options, int_at_least, load_model, non_negative_float
+from policyopt.formatting import fmt_upper, fmt_value
+from policyopt.errors import InvalidInputError, fmt
+
+__all__ = ["add_command", "VARY_PARAMETERS"]
+
+#: Parameters ``--vary`` accepts: name → (integer?, lower bound, what it applies to).
+VARY_PARAMETERS = {
+    "p": (False, None, "--chain"),
+    "q": (False, None, "--chain"),
+    "users": (True, 1, "--chain/--matrix"),
+    "states": (True, 2, "data (--data or the bundled data)"),
+}
+
+
+def _grid_arg(name):
+    def parse(text):
+        """Parse a positive f̄ grid START:STOP:N or V1,V2,... or raise ArgumentTypeError naming the option."""
+        from policyopt.studies.sweep import parse_grid
+
+        try:
+            return parse_grid(text, name, lower=0.0)
+        except InvalidInputError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return parse
+
+
+def add_command(sub) -> None:
+    """Add the ``sweep`` subcommand to the ``policyopt`` subparsers object `sub`.
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        From ``parser.add_subparsers()`` in :func:`policyopt.cli.main.build_parser`.
+    """
+    cmd = sub.add_parser(
+        "sweep",
+        help="optimal schedule over a grid of utility bounds f̄ (and model parameters); resumable CSV + JSON lines",
+        description=(
+            "Solve the schedule problem (Zhang et al., problem (28)) at every f̄ of --max-penalty (and every value of "
+            "each --vary parameter), writing one row per point to --out FILE.csv and one JSON line to FILE.jsonl as "
+            "each point finishes.  Rerunning with the same --out resumes: finished points are not recomputed.  "
+            "Reports the f̄ ranges where raising f̄ does not lower the optimal risk (Corollary 3's 'no trade-off')."
+        ),
+    )
+    add_model_options(cmd)
+    cmd.add_argument("--max-penalty", type=_grid_arg("--max-penalty"), required=True, metavar="START:STOP:N",
+                     help="grid of bounds f̄ on the MSE of the released mean (squared value units): N evenly spaced "
+                     "values from START to STOP, or a list V1,V2,... (strictly increasing)")
+    cmd.add_argument("--vary", action="append", default=[], metavar="NAME=START:STOP:N",
+                     help="also sweep a model parameter (repeatable; the grid is the product, f̄ innermost): "
+                     "p=... or q=... (two-state --chain), users=... (--chain/--matrix), states=... (data); "
+                     "integers for users/states; a list NAME=V1,V2,... works too")
+    cmd.add_argument("--out", required=True, metavar="FILE.csv",
+                     help="CSV of one row per point; JSON lines go to FILE.jsonl; an existing pair is resumed")
+    cmd.add_argument("--plot", metavar="FILE", help="draw the trade-off curves into FILE (.png, .pdf or .svg; needs matplotlib)")
+    cmd.add_argument("--workers", type=int_at_least("--workers", 1), default=1, metavar="N",
+                     help="N > 1: run points on a local Dask cluster of N worker processes (default 1: serial)")
+    cmd.add_argument("--scheduler", metavar="ADDRESS",
+                     help="run points on an existing Dask cluster (e.g. tcp://host:8786; its workers need policyopt)")
+    cmd.add_argument("--tradeoff-rtol", type=non_negative_float("--tradeoff-rtol"), default=None, metavar="R",
+                     help="relative tolerance under which ε* counts as not lowered between neighbouring f̄ (default 1e-9)")
+    cmd.add_argument("--json", action="store_true", help="print the summary as one JSON object instead of text")
+    cmd.set_defaults(handler=_cmd_sweep)
+
+
+def _parse_vary(items, args) -> dict:
+    """{name: values} from the --vary options, checked against the model options."""
+    from policyopt.studies.sweep import parse_grid
+
+    out: dict = {}
+    for item in items:
+        name, eq, spec = item.partition("=")
+        name = name.strip()
+        if not eq or name not in VARY_PARAMETERS:
+            raise InvalidInputError(
+                f"--vary {fmt(item)}: expected NAME=START:STOP:N with NAME one of {', '.join(VARY_PARAMETERS)}"
+            )
+        if name in out:
+            raise InvalidInputError(f"--vary {name} given twice")
+        integer, lower, applies = VARY_PARAMETERS[name]
+        uses_data = args.chain is None and args.matrix is None
+        ok = {"p": args.chain is not None, "q": args.chain is not None, "users": not uses_data, "states": uses_data}[name]
+        if not ok:
+            raise InvalidInputError(f"--vary {name} applies to {applies} only")
+        if name in ("users", "states") and getattr(args, name) is not None:
+            raise InvalidInputError(f"give either --{name} or --vary {name}=..., not both")
+        out[name] = parse_grid(spec, f"--vary {name}", integer=integer, lower=lower)
+    return out
+
+
+def _build_models(args, vary: dict) -> list:
+    """One SweepModel per combination of the varied values (product, in the order given)."""
+    from policyopt.io import parse_chain_spec
+    from policyopt.utility.penalty import MSEPenalty
+    from policyopt.studies.sweep import SweepModel, tabulate_population
+
+    base_p = base_q = None
+    if args.chain is not None:
+        P = parse_chain_spec(args.chain).P
+        base_p, base_q = float(P[0, 1]), float(P[1, 0])
+    names = list(vary)
+    models = []
+    for combo in itertools.product(*(vary[n] for n in names)):
+        values = dict(zip(names, combo))
+        ns = argparse.Namespace(**vars(args))
+        p, q = values.get("p", base_p), values.get("q", base_q)
+        if args.chain is not None and ("p" in values or "q" in values):
+            ns.chain = f"two-state:p={p!r},q={q!r}"
+        if "users" in values:
+            ns.users = values["users"]
+        if "states" in values:
+            ns.states = values["states"]
+        population, info, unit = load_model(ns)
+        # Δ(0..max(A_MAX, S_MAX) + 1) once per model, shared by all its points (and workers)
+        population = tabulate_population(population, max(args.max_age, args.max_interval) + 1)
+        penalty = MSEPenalty(population, unit=unit)
+        inputs = {
+            "p": p,
+            "q": q,
+            "users": population.n_users,
+            "states": max(c.n_states for c in population.chains),
+            "smoothing": info.get("smoothing"),
+            "source": info["source"],
+        }
+        models.append(SweepModel(population=population, penalty=penalty, info=info, inputs=inputs))
+    return models
+
+
+def _cmd_sweep(args) -> int:
+    from policyopt.studies.sweep import DEFAULT_TRADEOFF_RTOL, SweepSettings, jsonl_path, run_sweep
+
+    start = time.perf_counter()
+    jsonl_path(args.out)  # a .csv name, checked before any work
+    if args.scheduler is not None and args.workers > 1:
+        raise InvalidInputError(f"give either --workers {args.workers} (a local cluster) or --scheduler {args.scheduler}, not both")
+    if args.plot is not None:
+        from policyopt.studies.plots import check_plot_path, require_matplotlib
+
+        check_plot_path(args.plot, "--plot")
+        require_matplotlib("--plot")
+    vary = _parse_vary(args.vary, args)
+    models = _build_models(args, vary)
+    settings = SweepSettings(
+        max_age=args.max_age, max_interval=args.max_interval, releases=args.releases, method=args.method, relax=args.relax
+    )
+    rtol = DEFAULT_TRADEOFF_RTOL if args.tradeoff_rtol is None else args.tradeoff_rtol
+    result = run_sweep(
+        models,
+        args.max_penalty,
+        settings,
+        args.out,
+        workers=args.workers,
+        scheduler=args.scheduler,
+        progress=sys.stderr.isatty(),
+        tradeoff_rtol=rtol,
+    )
+    if args.plot is not None:
+        from policyopt.studies.plots import plot_sweep
+
+        plot_sweep(result.rows, args.plot)
+    rows = result.rows
+    statuses: dict = {}
+    for r in rows:
+        statuses[r["status"]] = statuses.get(r["status"], 0) + 1
+    risks = [r["peak_risk"] for r in rows if r["peak_risk"] is not None]
+    summary = {
+        "out": str(result.csv_path),
+        "jsonl": str(result.jsonl_path),
+        "points": len(rows),
+        "computed": result.computed,
+        "resumed": result.resumed,
+        "models": len(models),
+        "varied": vary,
+        "max_penalty": list(args.max_penalty),
+        "status_counts": statuses,
+        "peak_risk_min": min(risks) if risks else None,
+        "peak_risk_max": max(risks) if risks else None,
+        "no_tradeoff": result.no_tradeoff,
+        "tradeoff_rtol": rtol,
+        "workers": args.workers,
+        "scheduler": args.scheduler,
+        "plot": args.plot,
+        "wall_time_s": time.perf_counter() - start,
+    }
+    if args.json:
+        print(json.dumps(summary, indent=2, ensure_ascii=False))
+    else:
+        print(_format_summary(summary))
+    return 0
+
+
+def _format_summary(s: dict) -> str:
+    where = "serial" if s["scheduler"] is None and s["workers"] == 1 else (
+        f"Dask scheduler {s['scheduler']}" if s["scheduler"] else f"local Dask cluster, {s['workers']} workers"
+    )
+    f = s["max_penalty"]
+    lines = [
+        "policyopt sweep: optimal peak risk over the utility bound f̄ (Zhang et al., problem (28))",
+        f"grid         : {len(f)} f̄ values from {fmt_value(f[0])} to {fmt_value(f[-1])}"
+        + "".join(f" × {len(v)} {k}" for k, v in s["varied"].items()) + f" = {s['points']} points ({where})",
+        f"points       : {s['computed']} computed, {s['resumed']} resumed from the existing files",
+        "status       : " + ", ".join(f"{k} {v}" for k, v in sorted(s["status_counts"].items())),
+        f"peak risk ε* : from {fmt_upper(s['peak_risk_min'])} to {fmt_upper(s['peak_risk_max'])} nats",
+    ]
+    if s["no_tradeoff"]:
+        for r in s["no_tradeoff"]:
+            model = ", ".join(f"{k}={fmt_value(v) if isinstance(v, float) else v}" for k, v in r["model"].items()
+                              if v is not None and k in s["varied"])
+            lines.append(
+                f"no trade-off : f̄ ∈ [{fmt_value(r['from'])}, {fmt_value(r['to'])}]{' (' + model + ')' if model else ''}: raising f̄ does "
+                f"not lower ε* = {fmt_upper(r['peak_risk'])} nats (Corollary 3)"
+            )
+    else:
+        lines.append("no trade-off : none on this grid (every step up in f̄ lowers ε*)")
+    lines.append(f"files        : {s['out']} (CSV), {s['jsonl']} (JSON lines)")
+    if s["plot"]:
+        lines.append(f"plot         : {s['plot']}")
+    lines.append(f"wall time    : {s['wall_time_s']:.3f} s")
+    return "\n".join(lines)

@@ -1,0 +1,278 @@
+"""Estimating users' Markov chains from readings.
+
+Readings (e.g. hourly kWh) are quantised into K states with quantile edges shared by
+all users, transitions between consecutive slots are counted per user, and each user's
+transition matrix is the maximum-likelihood estimate with additive (Laplace) smoothing,
+eq. (28) of ``../shared/papers/002_f4b37d3d1aa1909e.txt``:
+p̂_jk = (n_jk + s) / Σ_u (n_ju + s).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from policyopt.errors import InvalidInputError, InvalidModelError, fmt
+from policyopt.models.markov import MarkovChain, Population
+
+__all__ = ["Quantizer", "FittedModel", "fit_population", "validate_readings"]
+
+
+@dataclass(frozen=True)
+class Quantizer:
+    """Maps readings to K states with shared quantile edges.
+
+    Attributes
+    ----------
+    edges : numpy.ndarray, shape (K-1,)
+        Inner bin edges (reading units); state k holds readings in [edges[k-1], edges[k]).
+    state_values : numpy.ndarray, shape (K,)
+        Value of each state: the mean of the pooled training readings in its bin.
+    """
+
+    edges: np.ndarray
+    state_values: np.ndarray
+
+    @property
+    def n_states(self) -> int:
+        """Number of states K."""
+        return self.state_values.size
+
+    @classmethod
+    def fit(cls, values, n_states: int) -> "Quantizer":
+        """Quantile edges of the pooled `values` for `n_states` equally likely bins.
+
+        Raises
+        ------
+        InvalidInputError
+            If `n_states` < 2, or ties in the data make some bins empty (the message says
+            how many distinct bins the data support).
+        """
+        if isinstance(n_states, bool) or not isinstance(n_states, (int, np.integer)) or n_states < 2:
+            raise InvalidInputError(f"`n_states` must be an integer ≥ 2, got {fmt(n_states)}")
+        x = np.asarray(values, dtype=float).reshape(-1)
+        edges = np.quantile(x, np.linspace(0.0, 1.0, n_states + 1)[1:-1])
+        states = np.searchsorted(edges, x, side="right")
+        counts = np.bincount(states, minlength=n_states)
+        if np.any(counts == 0) or np.any(np.diff(edges) <= 0):
+            raise InvalidInputError(
+                f"`n_states`={n_states} quantile bins are not all distinct for these readings (ties): only "
+                f"{int(np.count_nonzero(counts))} bins hold readings; use fewer states"
+            )
+        sums = np.bincount(states, weights=x, minlength=n_states)
+        edges.setflags(write=False)
+        vals = sums / counts
+        vals.setflags(write=False)
+        return cls(edges=edges, state_values=vals)
+
+    def transform(self, values) -> np.ndarray:
+        """State index (0..K-1) of each reading; same shape as `values`."""
+        return np.searchsorted(self.edges, np.asarray(values, dtype=float), side="right")
+
+
+@dataclass(frozen=True)
+class FittedModel:
+    """Chains estimated from data.
+
+    Attributes
+    ----------
+    population : Population
+        One chain per kept user (count 1 each).
+    quantizer : Quantizer
+        Edges and state values, to map new readings.
+    users : tuple of str
+        Kept users, in the order of ``population.chains``.
+    excluded : dict
+        User → reason, for users left out (too few transitions).
+    transitions : dict
+        User → number of transitions counted.
+    smoothing : float
+        Pseudo-count s added to every cell.
+    counts : dict
+        Kept user → transition counts, shape (K, K), ``counts[x, y]`` = number of x → y steps.
+    """
+
+    population: Population
+    quantizer: Quantizer
+    users: tuple
+    excluded: dict = field(default_factory=dict)
+    transitions: dict = field(default_factory=dict)
+    smoothing: float = 0.0
+    counts: dict = field(default_factory=dict)
+
+    def temporal_matrices(self) -> tuple[list, list]:
+        """Backward and forward transition matrices of every kept user, for temporal privacy leakage.
+
+        P_F[j, k] = Pr(l^{t+1} = k | l^t = j) is the smoothed MLE (eq. 28 of 002); P_B[j, k] =
+        Pr(l^{t−1} = k | l^t = j) under the empirical joint distribution of consecutive
+        states, (n_kj + s) / Σ_k' (n_k'j + s), with the same pseudo-count s.
+
+        Returns
+        -------
+        (P_B, P_F) : two lists of numpy.ndarray, shape (K, K) each, in the order of ``users``
+        """
+        s = self.smoothing
+        P_B, P_F = [], []
+        for user, chain in zip(self.users, self.population.chains):
+            back = self.counts[user].T + s  # row j: counts of k → j
+            P_B.append(back / back.sum(axis=1, keepdims=True))
+            P_F.append(np.array(chain.P))
+        return P_B, P_F
+
+
+def _py(v):
+    """Plain Python scalar for messages (numpy scalars repr as np.float64(...))."""
+    return v.item() if hasattr(v, "item") else v
+
+
+def validate_readings(df, *, source: str = "`data`"):
+    """Check a long table of readings (columns user, time, value) and return a clean copy.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        Columns ``user`` (any hashable), ``time`` (integer slots) and ``value`` (finite numbers).
+    source : str
+        How to name the input in messages (e.g. the CSV path).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns user (str), time (int64), value (float64), sorted by user and time.
+
+    Raises
+    ------
+    InvalidInputError
+        Missing columns; a non-numeric, NaN or infinite value or a non-integer time (with the
+        CSV line number, counting the header as line 1); a repeated (user, time) pair.
+    """
+    import pandas as pd
+
+    missing = [c for c in ("user", "time", "value") if c not in df.columns]
+    if missing:
+        raise InvalidInputError(f"{source} must have columns user,time,value; missing {missing} (found {list(df.columns)})")
+    extra = [c for c in df.columns if c not in ("user", "time", "value")]
+    if extra:
+        raise InvalidInputError(f"{source} has unexpected columns {extra}; expected exactly user,time,value")
+    value = pd.to_numeric(df["value"], errors="coerce")
+    bad = ~np.isfinite(value.to_numpy(dtype=float))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InvalidInputError(
+            f"{source} line {i + 2}: `value` {_py(df['value'].iloc[i])!r} is not a finite number (NaN readings are not allowed)"
+        )
+    time = pd.to_numeric(df["time"], errors="coerce").to_numpy(dtype=float)
+    bad = ~np.isfinite(time) | (time != np.round(time))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InvalidInputError(f"{source} line {i + 2}: `time` {_py(df['time'].iloc[i])!r} is not an integer slot")
+    user = df["user"]
+    if user.isna().any():
+        i = int(np.flatnonzero(user.isna().to_numpy())[0])
+        raise InvalidInputError(f"{source} line {i + 2}: `user` is empty")
+    out = pd.DataFrame({"user": user.astype(str), "time": time.astype(np.int64), "value": value.astype(float)})
+    dup = out.duplicated(["user", "time"])
+    if dup.any():
+        i = int(np.flatnonzero(dup.to_numpy())[0])
+        raise InvalidInputError(
+            f"{source} line {i + 2}: user {out['user'].iloc[i]!r} has a second reading at time {int(out['time'].iloc[i])}"
+        )
+    return out.sort_values(["user", "time"], kind="stable").reset_index(drop=True)
+
+
+def fit_population(
+    df,
+    n_states: int = 12,
+    *,
+    smoothing: float = 0.01,
+    min_transitions: int | None = None,
+    quantizer: Quantizer | None = None,
+    source: str = "`data`",
+) -> FittedModel:
+    """Estimate one Markov chain per user from a long table of readings.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        Columns user, time (integer slots), value (see :func:`validate_readings`).
+    n_states : int
+        Number of quantile states K (≥ 2), edges shared by all users.
+    smoothing : float
+        Additive pseudo-count s ≥ 0 per cell (eq. 28 of 002).  The default 0.01 keeps the
+        estimate close to the MLE while making every chain irreducible and aperiodic; a
+        large s pulls rows towards uniform, which mixes faster and *lowers* Δ(t), so it
+        should stay small when the model is used to bound privacy risk.
+    min_transitions : int, optional
+        Users with fewer transitions (pairs of readings in consecutive slots) are left out
+        and reported in ``FittedModel.excluded``.  Default 10·K.
+    quantizer : Quantizer, optional
+        Reuse the edges and state values of an earlier fit (e.g. to map new data onto the
+        same states); `n_states` is then ignored.
+    source : str
+        Name of the input for messages.
+
+    Returns
+    -------
+    FittedModel
+
+    Raises
+    ------
+    InvalidInputError
+        Bad readings (see :func:`validate_readings`), bad `n_states` or `smoothing`.
+    InvalidModelError
+        If no user has enough transitions, or (with ``smoothing=0``) a chain is reducible.
+    """
+    if not isinstance(smoothing, (int, float)) or not (np.isfinite(smoothing) and smoothing >= 0):
+        raise InvalidInputError(f"`smoothing` must be a finite number ≥ 0, got {fmt(smoothing)}")
+    data = validate_readings(df, source=source)
+    if quantizer is not None and not isinstance(quantizer, Quantizer):
+        raise InvalidInputError(f"`quantizer` must be a Quantizer, got {fmt(quantizer)}")
+    quant = Quantizer.fit(data["value"].to_numpy(), n_states) if quantizer is None else quantizer
+    k = quant.n_states
+    threshold = 10 * k if min_transitions is None else int(min_transitions)
+    states = quant.transform(data["value"].to_numpy())
+    users = data["user"].to_numpy()
+    times = data["time"].to_numpy()
+    same_user = users[1:] == users[:-1]
+    consecutive = same_user & (times[1:] == times[:-1] + 1)
+    src, dst, who = states[:-1][consecutive], states[1:][consecutive], users[:-1][consecutive]
+
+    chains, kept, excluded, n_trans, kept_counts = [], [], {}, {}, {}
+    for user in dict.fromkeys(users):  # first-appearance order (sorted)
+        mask = who == user
+        n = int(mask.sum())
+        n_trans[user] = n
+        if n < threshold:
+            excluded[user] = f"{n} transitions < {threshold} needed"
+            continue
+        counts = np.zeros((k, k))
+        np.add.at(counts, (src[mask], dst[mask]), 1.0)
+        rows = counts + smoothing
+        totals = rows.sum(axis=1, keepdims=True)
+        if np.any(totals == 0):
+            r = int(np.flatnonzero(totals[:, 0] == 0)[0])
+            excluded[user] = f"state {r} never left (no transitions from it) and smoothing is 0"
+            continue
+        P = rows / totals  # eq. (28) of 002
+        chain = MarkovChain(P, quant.state_values)
+        if not chain.is_irreducible:
+            excluded[user] = "estimated chain is reducible (use smoothing > 0)"
+            continue
+        chains.append(chain)
+        kept.append(user)
+        kept_counts[user] = counts
+    if not chains:
+        raise InvalidModelError(
+            f"no user in {source} has at least {threshold} transitions between consecutive slots "
+            f"(found {max(n_trans.values()) if n_trans else 0} at most); supply longer series or fewer states"
+        )
+    return FittedModel(
+        population=Population(chains),
+        quantizer=quant,
+        users=tuple(kept),
+        excluded=excluded,
+        transitions=n_trans,
+        smoothing=float(smoothing),
+        counts=kept_counts,
+    )

@@ -1,0 +1,472 @@
+"""Age-dependent privacy accounting: Theorem 1, composition Theorem 3, peak risk Proposition 3.
+
+Source: Zhang, Wei, Berry, Huang, "Age-Dependent Differential Privacy",
+``../shared/papers/000_2a085da7b331351a.txt``.  Privacy is in nats, time in slots.
+
+Every risk is computed in log space, as ln(1 + Δ(e^ε − 1)) = logaddexp(0, ln Δ + ln(e^ε − 1)),
+so ε_C = 50 (or 5000) and Δ = 0 work.  Where Δ(t) may fall below the float range (≈1e-308)
+while ε_C ≳ 700, pass ln Δ (``risk_after_aging_log``, or a chain to :func:`compose`); the
+schedule problem and its solver work with ln Δ throughout.
+
+Paper errors handled here
+-------------------------
+* Proposition 3 claims that the map (32) is a contraction with a constant L < 1 on the
+  whole half-line.  It is not: F'(ε) → 1 as ε → ∞.  The iteration converges because F is
+  increasing with F'(ε) ≤ Δ(S̄)e^{ε_C} < 1 on [0, ε'] below the fixed point ε', which is
+  condition (31); :func:`peak_risk_iteration` uses that constant for its stopping rule.
+* The map (67) in the proof of Theorem 4 is misprinted (it mixes Δ(S̄ + A) with Δ(A)·(ε − 1));
+  it is not used.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from policyopt.errors import InvalidInputError, fmt
+from policyopt.models.markov import as_slots
+
+__all__ = [
+    "risk_after_aging",
+    "risk_after_aging_log",
+    "compose",
+    "Composition",
+    "peak_risk",
+    "PeakRisk",
+    "peak_risk_iteration",
+    "PeakRiskIteration",
+]
+
+def log_expm1(x):
+    """ln(e^x − 1) for x ≥ 0 (−inf at 0), stable for large x."""
+    x = np.asarray(x, dtype=float)
+    with np.errstate(divide="ignore", over="ignore"):
+        return np.where(x > 30.0, x + np.log1p(-np.exp(-x)), np.log(np.expm1(np.minimum(x, 30.0))))
+
+
+def _leak_log(log_max_tv, eps):
+    """ln(1 + Δ·(e^ε − 1)) = logaddexp(0, ln Δ + ln(e^ε − 1)), from ln Δ (−inf for Δ = 0).
+
+    Stable for any ε ≥ 0 and any ln Δ ≤ 0, including Δ below the float range.
+    """
+    with np.errstate(invalid="ignore"):
+        return np.logaddexp(0.0, np.asarray(log_max_tv, dtype=float) + log_expm1(eps))
+
+
+def _log(d):
+    with np.errstate(divide="ignore"):
+        return np.log(np.asarray(d, dtype=float))
+
+
+def _leak(max_tv, eps):
+    """ln(1 + Δ·(e^ε − 1)) elementwise from Δ in [0, 1]."""
+    return _leak_log(_log(max_tv), eps)
+
+
+def _check_max_tv(values, name="max_tv"):
+    arr = np.asarray(values, dtype=float)
+    if not np.all(np.isfinite(arr)) or np.any(arr < 0) or np.any(arr > 1):
+        raise InvalidInputError(f"`{name}` must lie in [0, 1] (a total variation distance), got {fmt(values)}")
+    return arr
+
+
+def _check_epsilon(values, name="epsilon_c"):
+    try:
+        arr = np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        raise InvalidInputError(f"`{name}` must be a non-negative number (nats), got {fmt(values)}") from None
+    if not np.all(np.isfinite(arr)) or np.any(arr < 0):
+        raise InvalidInputError(f"`{name}` must be a finite non-negative number (nats), got {fmt(values)}")
+    return arr
+
+
+def risk_after_aging(max_tv, epsilon_c):
+    """Age-dependent risk ε(t) of an ε_C-DP single-query mechanism, Theorem 1 (eq. 14).
+
+    ε(t) = ln(1 + Δ(t)·(e^{ε_C} − 1)).
+
+    Parameters
+    ----------
+    max_tv : float or array_like
+        Δ(t) in [0, 1] (e.g. ``chain.max_tv(t)``).
+    epsilon_c : float or array_like
+        Classical DP budget ε_C ≥ 0 (nats); broadcast against `max_tv`.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        ε(t) in nats, broadcast shape of the inputs.  Equals ε_C when Δ = 1 and 0 when Δ = 0.
+
+    Raises
+    ------
+    InvalidInputError
+        If `max_tv` is outside [0, 1] or `epsilon_c` is negative or not finite.
+
+    References
+    ----------
+    ``000_2a085da7b331351a.txt``, Theorem 1, eq. (14).
+
+    Examples
+    --------
+    >>> round(float(risk_after_aging(0.5, 50.0)), 6)  # ≈ 50 − ln 2
+    49.306853
+    """
+    out = _leak(_check_max_tv(max_tv), _check_epsilon(epsilon_c))
+    return float(out) if out.ndim == 0 else out
+
+
+def risk_after_aging_log(log_max_tv, epsilon_c):
+    """Theorem 1 (eq. 14) from ln Δ(t): use it when Δ(t) may underflow (ε_C ≳ 700).
+
+    Parameters
+    ----------
+    log_max_tv : float or array_like
+        ln Δ(t) ≤ 0 (−inf for Δ = 0), e.g. ``chain.log_max_tv(t)``.
+    epsilon_c : float or array_like
+        ε_C ≥ 0 (nats).
+
+    Returns
+    -------
+    float or numpy.ndarray
+        ε(t) in nats.
+
+    Raises
+    ------
+    InvalidInputError
+        If `log_max_tv` is positive or NaN, or `epsilon_c` is negative or not finite.
+    """
+    ld = np.asarray(log_max_tv, dtype=float)
+    if np.any(np.isnan(ld)) or np.any(ld > 0):
+        raise InvalidInputError(f"`log_max_tv` must be ≤ 0 (ln of a total variation distance), got {fmt(log_max_tv)}")
+    out = _leak_log(ld, _check_epsilon(epsilon_c))
+    return float(out) if out.ndim == 0 else out
+
+
+@dataclass(frozen=True)
+class Composition:
+    """Risk and AoI trajectories of a multi-query mechanism (Theorem 3).
+
+    Attributes
+    ----------
+    times : numpy.ndarray, shape (T+1,)
+        Slots 0..T.
+    risk : numpy.ndarray, shape (T+1,)
+        ε(t) of eq. (25) in nats; 0 before the first publication.
+    aoi : numpy.ndarray, shape (T+1,)
+        AoI(t) of eq. (24) in slots; NaN before the first publication.
+    epoch_peaks : numpy.ndarray, shape (N,)
+        In-epoch peaks ε(S_n) (the value at each publication).
+    prior_risk : numpy.ndarray, shape (N,)
+        ε(S_n − A_n): leakage about the n-th input X_{S_n−A_n} from queries 1..n−1.
+    """
+
+    times: np.ndarray
+    risk: np.ndarray
+    aoi: np.ndarray
+    epoch_peaks: np.ndarray
+    prior_risk: np.ndarray
+
+    @property
+    def peak_risk(self) -> float:
+        """max_n ε(S_n) over the publications, nats."""
+        return float(np.max(self.epoch_peaks))
+
+
+def log_max_tv_table(max_tv, n: int) -> np.ndarray:
+    """ln Δ(0..n-1) from a chain/population (exact logs), a callable or a table."""
+    owner = max_tv if hasattr(max_tv, "log_max_tv") else getattr(max_tv, "__self__", None)
+    if owner is not None and hasattr(owner, "log_max_tv"):
+        return np.asarray(owner.log_max_tv(np.arange(n)), dtype=float)
+    return _log(_max_tv_table(max_tv, n))
+
+
+def _max_tv_table(max_tv, n: int) -> np.ndarray:
+    """Δ(0..n-1) from a callable or a table."""
+    if callable(max_tv):
+        table = np.asarray(max_tv(np.arange(n)), dtype=float)
+    else:
+        table = np.asarray(max_tv, dtype=float).reshape(-1)
+        if table.size < n:
+            raise InvalidInputError(
+                f"`max_tv` table has {table.size} entries but ages up to {n - 1} slots are needed; "
+                "pass a longer table or a callable such as `chain.max_tv`"
+            )
+        table = table[:n]
+    return _check_max_tv(table)
+
+
+def compose(
+    publish_times,
+    ages,
+    epsilon_c,
+    max_tv: Callable | np.ndarray,
+    horizon: int | None = None,
+) -> Composition:
+    """Risk trajectory of arbitrary publishing times, agings and budgets (Theorem 3, eq. 25).
+
+    For t in the n-th epoch [S_n, S_{n+1}),
+    ε(t) = ln(1 + Δ(t − S_n + A_n)·(exp(ε_{C,n} + ε(S_n − A_n)) − 1)), where ε(S_n − A_n) is
+    the leakage about the n-th input X_{S_n − A_n} of queries 1..n−1, i.e. the previous
+    epoch's formula evaluated at S_n − A_n (0 for the first query).  This definition also
+    covers A_n > S̄, where S_n − A_n lies before S_{n−1}.
+
+    Parameters
+    ----------
+    publish_times : array_like of int, shape (N,)
+        Publishing times S_1 < S_2 < ... (slots).
+    ages : int or array_like of int, shape (N,)
+        Agings A_n ≥ 0 (slots); input time stamps S_n − A_n must be ≥ 0 and non-decreasing.
+    epsilon_c : float or array_like, shape (N,)
+        Per-query classical budgets ε_{C,n} ≥ 0 (nats).
+    max_tv : MarkovChain, Population, callable or array_like
+        Δ as a function of age or a table Δ(0), Δ(1), ... of length ≥ horizon + 1.  A chain or
+        population (or its bound ``max_tv`` method) is evaluated through ``log_max_tv``, so
+        Δ below the float range still counts.  Must be non-increasing for ε(S_n) to be the
+        in-epoch peak.
+    horizon : int, optional
+        Last slot T of the trajectory (default: the last publishing time).
+
+    Returns
+    -------
+    Composition
+
+    Raises
+    ------
+    InvalidInputError
+        If the times are not strictly increasing non-negative integers, if an input time
+        stamp S_n − A_n is negative or smaller than the previous one (Theorem 3's proof
+        needs them non-decreasing), if shapes disagree, if `horizon` precedes the last
+        publication, or if a table is too short.
+
+    References
+    ----------
+    ``000_2a085da7b331351a.txt``, Theorem 3 (eq. 25), AoI Definition 11 (eq. 24).
+    """
+    S = as_slots(np.atleast_1d(publish_times), "publish_times")
+    if S.ndim != 1 or S.size == 0:
+        raise InvalidInputError(f"`publish_times` must be a non-empty 1-D sequence, got {fmt(publish_times)}")
+    if np.any(np.diff(S) <= 0):
+        raise InvalidInputError(f"`publish_times` must be strictly increasing, got {fmt(S.tolist())}")
+    n = S.size
+    A = np.broadcast_to(as_slots(ages, "ages"), (n,)) if np.ndim(ages) == 0 else as_slots(ages, "ages")
+    if A.shape != (n,):
+        raise InvalidInputError(f"`ages` must have one entry per publication ({n}), got {fmt(ages)}")
+    eps = _check_epsilon(epsilon_c)
+    eps = np.broadcast_to(eps, (n,)) if eps.ndim == 0 else eps
+    if eps.shape != (n,):
+        raise InvalidInputError(f"`epsilon_c` must have one entry per publication ({n}), got {fmt(epsilon_c)}")
+    tau = S - A
+    if np.any(tau < 0):
+        k = int(np.flatnonzero(tau < 0)[0])
+        raise InvalidInputError(
+            f"input time stamp S_n − A_n = {int(tau[k])} of publication {k} is negative "
+            f"(`publish_times`[{k}]={int(S[k])}, `ages`[{k}]={int(A[k])}); the process starts at slot 0"
+        )
+    if np.any(np.diff(tau) < 0):
+        k = int(np.flatnonzero(np.diff(tau) < 0)[0]) + 1
+        raise InvalidInputError(
+            f"input time stamps S_n − A_n must be non-decreasing (Theorem 3), but publication {k} "
+            f"uses slot {int(tau[k])} after publication {k - 1} used slot {int(tau[k - 1])}"
+        )
+    T = int(S[-1]) if horizon is None else int(as_slots([horizon], "horizon")[0])
+    if T < S[-1]:
+        raise InvalidInputError(f"`horizon`={T} is before the last publication at slot {int(S[-1])}")
+    table = log_max_tv_table(max_tv, T + 1)
+
+    prior = np.zeros(n)
+    for k in range(1, n):
+        # ε(S_k − A_k): previous epoch's eq. (25) at t = S_k − A_k
+        prior[k] = _leak_log(table[tau[k] - tau[k - 1]], eps[k - 1] + prior[k - 1])
+    total = eps + prior  # ε_{C,n} + ε(S_n − A_n)
+
+    times = np.arange(T + 1)
+    epoch = np.searchsorted(S, times, side="right") - 1  # index n with S_n ≤ t < S_{n+1}
+    risk = np.zeros(T + 1)
+    aoi = np.full(T + 1, np.nan)
+    live = epoch >= 0
+    lag = times[live] - tau[epoch[live]]
+    risk[live] = _leak_log(table[lag], total[epoch[live]])  # eq. (25)
+    aoi[live] = lag  # eq. (24): A_n at S_n, +1 per slot
+    peaks = _leak_log(table[A], total)
+    return Composition(times=times, risk=risk, aoi=aoi, epoch_peaks=np.asarray(peaks), prior_risk=prior)
+
+
+@dataclass(frozen=True)
+class PeakRisk:
+    """Peak risk ε* of an equal-spacing policy (Proposition 3).
+
+    Attributes
+    ----------
+    status : str
+        ``"finite"`` when condition (31) Δ(S̄)e^{ε_C} < 1 holds, ``"divergent"`` otherwise.
+    value : float or None
+        ε* in nats (eq. 30); ``None`` when divergent.
+    message : str
+    """
+
+    status: str
+    value: float | None
+    message: str
+
+
+def log_condition_log(log_max_tv_s, epsilon_c):
+    """ln(Δ(S̄) e^{ε_C}) from ln Δ(S̄); condition (31) is that this is < 0."""
+    return np.asarray(log_max_tv_s, dtype=float) + np.asarray(epsilon_c, dtype=float)
+
+
+def _log_condition(max_tv_s, epsilon_c):
+    """ln(Δ(S̄) e^{ε_C}); condition (31) is that this is < 0."""
+    return log_condition_log(_log(max_tv_s), epsilon_c)
+
+
+def peak_risk_values_log(log_max_tv_a, log_max_tv_s, epsilon_c):
+    """Vectorised eq. (30) from ln Δ(A), ln Δ(S̄); NaN where condition (31) fails.  Inputs broadcast."""
+    eps = np.asarray(epsilon_c, dtype=float)
+    u = log_condition_log(log_max_tv_s, eps)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_num = np.asarray(log_max_tv_a, dtype=float) + log_expm1(eps)  # ln(Δ(A)(e^{ε_C} − 1))
+        log_den = np.log(-np.expm1(np.minimum(u, 0.0)))  # ln(1 − Δ(S̄)e^{ε_C})
+        value = np.logaddexp(0.0, log_num - log_den)  # eq. (30)
+    value = np.where(np.isnan(value) & np.isneginf(log_num), 0.0, value)
+    return np.where(u < 0, value, np.nan)
+
+
+def _peak_risk_values(max_tv_a, max_tv_s, epsilon_c):
+    """Vectorised eq. (30) from Δ(A), Δ(S̄); NaN where condition (31) fails."""
+    return peak_risk_values_log(_log(max_tv_a), _log(max_tv_s), epsilon_c)
+
+
+def peak_risk(max_tv_a: float, max_tv_s: float, epsilon_c: float) -> PeakRisk:
+    """Closed-form peak risk (30) of the equal-spacing policy (A, S̄, ε_C), with condition (31).
+
+    ε* = ln(1 + Δ(A)(e^{ε_C} − 1) / (1 − Δ(S̄)e^{ε_C})) whenever Δ(S̄)e^{ε_C} < 1.
+
+    Parameters
+    ----------
+    max_tv_a : float
+        Δ(A), A the aging (slots).
+    max_tv_s : float
+        Δ(S̄), S̄ the inter-publish time (slots).
+    epsilon_c : float
+        Per-release classical budget ε_C ≥ 0 (nats).
+
+    Returns
+    -------
+    PeakRisk
+        ``status="divergent"`` and ``value=None`` when (31) fails: the in-epoch peaks
+        ε(S_n) then grow without bound.
+
+    Raises
+    ------
+    InvalidInputError
+        If a Δ is outside [0, 1] or `epsilon_c` is negative or not finite.
+
+    References
+    ----------
+    ``000_2a085da7b331351a.txt``, Proposition 3, eqs. (30)–(31); Theorem 4.
+    """
+    dA = float(_check_max_tv(max_tv_a, "max_tv_a"))
+    dS = float(_check_max_tv(max_tv_s, "max_tv_s"))
+    eps = float(_check_epsilon(epsilon_c))
+    if eps == 0.0:
+        return PeakRisk("finite", 0.0, "ε_C = 0: the releases carry no information")
+    u = float(_log_condition(dS, eps))
+    if not u < 0:
+        return PeakRisk(
+            "divergent",
+            None,
+            f"condition (31) fails: Δ(S̄)·e^ε_C = {math.exp(min(u, 700)):.6g} ≥ 1, so the peak risk diverges; "
+            "publish less often (larger S̄) or use a smaller ε_C",
+        )
+    value = float(_peak_risk_values(dA, dS, eps))
+    return PeakRisk("finite", value, f"peak risk ε* = {value:.6g} nats (eq. 30)")
+
+
+@dataclass(frozen=True)
+class PeakRiskIteration:
+    """Result of the fixed-point iteration (32).
+
+    Attributes
+    ----------
+    status : str
+        ``"converged"``, ``"divergent"`` (condition (31) fails) or ``"max_iter"``.
+    value : float or None
+        Proven upper bound on the limit of the in-epoch peaks ε(S_n) (nats): ε(S) evaluated
+        at the last prior iterate plus its error bound; ``None`` when divergent.
+    epoch_peaks : numpy.ndarray
+        ε(S_n) for n = 1, 2, ... as iterated (empty when divergent); they increase to ε*.
+    error_bound : float
+        Proven bound on ε' − ε'_n for the prior risk at the last iterate (nats).
+    """
+
+    status: str
+    value: float | None
+    epoch_peaks: np.ndarray
+    error_bound: float
+
+
+def peak_risk_iteration(
+    max_tv_a: float, max_tv_s: float, epsilon_c: float, *, tol: float = 1e-13, max_iter: int = 1_000_000
+) -> PeakRiskIteration:
+    """Peak risk by the fixed-point iteration (32), starting from ε(S_1 − A) = 0.
+
+    ε(S_{n+1} − A) = ln(1 + Δ(S̄)(e^{ε_C} e^{ε(S_n − A)} − 1)),  ε(S_n) = ln(1 + Δ(A)(e^{ε_C + ε(S_n − A)} − 1)).
+
+    The paper claims (32) is a contraction with constant < 1 everywhere; that is false
+    (F'(ε) → 1 as ε → ∞).  Below the fixed point ε' the iterates increase and
+    F' ≤ r = Δ(S̄)e^{ε_C}, which is < 1 exactly under (31); the stopping rule
+    r/(1 − r)·|step| ≤ tol therefore bounds the remaining error.
+
+    Parameters
+    ----------
+    max_tv_a, max_tv_s : float
+        Δ(A) and Δ(S̄).
+    epsilon_c : float
+        ε_C ≥ 0 (nats).
+    tol : float
+        Target relative error on the fixed point.
+    max_iter : int
+        Iteration cap.
+
+    Returns
+    -------
+    PeakRiskIteration
+
+    Raises
+    ------
+    InvalidInputError
+        If a Δ is outside [0, 1], `epsilon_c` is negative, or `tol`/`max_iter` is not positive.
+
+    References
+    ----------
+    ``000_2a085da7b331351a.txt``, Proposition 3, eqs. (32)–(34).
+    """
+    dA = float(_check_max_tv(max_tv_a, "max_tv_a"))
+    dS = float(_check_max_tv(max_tv_s, "max_tv_s"))
+    eps = float(_check_epsilon(epsilon_c))
+    if not (tol > 0 and max_iter >= 1):
+        raise InvalidInputError(f"`tol` and `max_iter` must be positive, got tol={tol!r}, max_iter={max_iter!r}")
+    u = float(_log_condition(dS, eps))
+    if not u < 0:
+        return PeakRiskIteration("divergent", None, np.empty(0), math.inf)
+    r = math.exp(u)
+    prior = 0.0
+    peaks = []
+    bound = math.inf
+    status = "max_iter"
+    for _ in range(max_iter):
+        peaks.append(float(_leak(dA, eps + prior)))
+        nxt = float(_leak(dS, eps + prior))  # eq. (32)
+        step = nxt - prior
+        prior = nxt
+        bound = r / (1.0 - r) * abs(step) if r > 0 else 0.0
+        if bound <= tol * max(prior, 1e-300):
+            status = "converged"
+            break
+    peaks.append(float(_leak(dA, eps + prior)))
+    # The iterates approach the fixed point from below; report the proven upper end.
+    upper = float(_leak(dA, eps + prior + bound)) if math.isfinite(bound) else math.inf
+    return PeakRiskIteration(status, upper, np.asarray(peaks), bound)

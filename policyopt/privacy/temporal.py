@@ -1,0 +1,972 @@
+"""Temporal privacy leakage (BPL / FPL / TPL) of continuous releases under Markov correlations.
+
+Source: Cao, Yoshikawa, Xiao, Xiong, "Quantifying Differential Privacy in Continuous Data
+Release under Temporal Correlations", IEEE TKDE 31(7), 2019,
+``../shared/papers/002_f4b37d3d1aa1909e.txt`` (cited below as *002*).  Privacy is in nats,
+time in steps (t = 1..T).  ``tpl_level`` (α of α-DP_T, Definition 8) is a leakage level in
+nats, not a Rényi order.
+
+The privacy loss function of eq. (24) is
+
+    L(α) = max over ordered pairs (q, d) of distinct rows of P of
+           max over x with e^{−α} ≤ x_j / x_k ≤ e^{α} of log (q·x)/(d·x)        (18)–(21)
+         = max_{q,d} log [q⁺(e^α − 1) + 1] / [d⁺(e^α − 1) + 1]                  (24)
+
+where q⁺, d⁺ are sums over the optimal index set of Theorem 5.  Every value is computed in log
+space as log(Q + Q̄e^{−α}) − log(D + D̄e^{−α}) (Q̄ = 1 − Q, D̄ = 1 − D summed from the
+complement), which is exact for any α ≥ 0: α = 1000 works, and a pair with D = 0, Q = 1 gives
+exactly α (Theorem 7).
+
+Paper errors and pitfalls handled here
+--------------------------------------
+* Algorithm 1, line 10, tests q_j/d_j ≤ f(α) in floating point.  For Example 4's matrix at
+  α = 40 the ratio f(40) rounds to exactly q_1/d_1 = 5, the last index is removed and the
+  public MATLAB code returns 0 instead of ≈ log 5; it returns NaN for α ≥ 710 (e^α overflows).
+  Here the test is cross-multiplied and scaled by e^{−α}, the index of largest ratio is never
+  removed (f(S) is a mediant of the ratios in S and of (1 − Q)/(1 − D) < 1, so it is strictly
+  below the largest ratio in S), and the value returned is the largest over all index sets the
+  loop visits (each is a feasible point of (19)–(21), so this never overshoots).
+* Algorithm 2, line 11, prints the transition point as log[(q_i − d_i)/(Q d_i − D q_i)]; the
+  "+1" of Theorem 9 (and of the paper's own example value 1.47 = log(1 + 0.1/0.03)) is missing.
+  The code uses α_i = log(1 + (q_i − d_i)/(Q d_i − D q_i)) (Theorem 9 / Appendix I).
+* Algorithm 2's text says "Line 7 results in q = [0.3, 0.2, 0] and q = [0, 0.1, 0]"; the second
+  vector is d.
+* Algorithm 4 needs a finite right end a_m of the domain.  :class:`LossFunction` instead builds
+  the upper envelope on the whole half-line [0, ∞) by a sweep that uses the fact behind
+  Theorem 10 (two sub-functions cross at most once for α > 0, at u = e^α − 1 =
+  (Q' + D − Q − D')/(Q D' − Q' D), Algorithm 4 line 4).
+* Eq. (11) states TPL = max_i BPL_i + max_i FPL_i − ε.  By definition (3) TPL is
+  max_i (BPL_i + FPL_i − ε), which is ≤ the printed sum (equal when one user attains both
+  maxima).  :func:`leakage` reports the definition (3); the sum (11) is an upper bound.
+* Appendix K, eq. (39): the quadratic for F = e^{sup} is printed as
+  dF² + (qe^ε + d − 1)F + (qe^ε − e^ε) = 0.  Substituting α = log f(α) + ε gives
+  F(d(F − 1) + 1) = e^ε (q(F − 1) + 1), i.e. dF² − (qe^ε + d − 1)F − (1 − q)e^ε = 0: the
+  linear term has the wrong sign (and so has the constant, up to the overall sign).  The closed
+  form stated in Theorem 11 is the positive root of the correct equation.
+* Theorem 11, case 2, allows ε ≤ log(1/q) when d = 0; at ε = log(1/q) the fixed point is
+  infinite and the recursion diverges.  The finite case needs ε < log(1/q) strictly.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from bisect import bisect_right
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+
+from policyopt.errors import InvalidInputError, fmt
+from policyopt.models.markov import validate_transition_matrix
+
+__all__ = [
+    "paired_users",
+    "LossFunction",
+    "TemporalLeakage",
+    "leakage",
+    "window_leakage",
+    "Supremum",
+    "supremum",
+]
+
+_TIE_RTOL = 1e-12
+
+
+# ----------------------------------------------------------------------------------------
+# input validation
+# ----------------------------------------------------------------------------------------
+
+
+def _check_nonneg(values, name: str, *, scalar: bool = False) -> np.ndarray:
+    """Finite, non-negative float array (nats); raises InvalidInputError naming `name`."""
+    try:
+        arr = np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        raise InvalidInputError(f"`{name}` must be non-negative numbers (nats), got {fmt(values)}") from None
+    if scalar and arr.ndim != 0:
+        raise InvalidInputError(f"`{name}` must be a single non-negative number (nats), got {fmt(values)}")
+    if arr.size and (not np.all(np.isfinite(arr)) or np.any(arr < 0)):
+        raise InvalidInputError(f"`{name}` must be finite and non-negative (nats), got {fmt(values)}")
+    return arr
+
+
+def _check_budgets(budgets) -> np.ndarray:
+    arr = _check_nonneg(budgets, "budgets")
+    if arr.ndim != 1 or arr.size == 0:
+        raise InvalidInputError(
+            f"`budgets` must be a non-empty 1-D sequence ε_1..ε_T (nats), got {fmt(budgets)}"
+        )
+    return arr
+
+
+# ----------------------------------------------------------------------------------------
+# log-space sub-function of eq. (24)
+# ----------------------------------------------------------------------------------------
+
+
+def _log_f(Q, Qc, D, Dc, alpha):
+    """log f_{Q,D}(α) = log[(Q(e^α − 1) + 1)/(D(e^α − 1) + 1)], eq. (24), in log space.
+
+    Written as log(Q + Q̄e^{−α}) − log(D + D̄e^{−α}) with Q̄ = 1 − Q, D̄ = 1 − D given
+    separately, so it is exact for large α and for D = 0 (then it is α + log(Q + Q̄e^{−α}) − log D̄).
+    Broadcasts over all arguments.
+    """
+    with np.errstate(divide="ignore"):
+        lQ, lQc, lD, lDc = np.log(Q), np.log(Qc), np.log(D), np.log(Dc)
+    return np.logaddexp(lQ, lQc - alpha) - np.logaddexp(lD, lDc - alpha)  # eq. (24)
+
+
+def _log_slope(Q, Qc, D, Dc, alpha):
+    """log of d/dα log f_{Q,D}(α) = (Q − D)e^{−α} / ((Q + Q̄e^{−α})(D + D̄e^{−α})), for Q > D."""
+    with np.errstate(divide="ignore"):
+        lQ, lQc, lD, lDc = np.log(Q), np.log(Qc), np.log(D), np.log(Dc)
+        return np.log(Q - D) - alpha - np.logaddexp(lQ, lQc - alpha) - np.logaddexp(lD, lDc - alpha)
+
+
+def _complements(total_rest: float, sorted_vals: np.ndarray, prefix: np.ndarray) -> np.ndarray:
+    """1 − prefix sums, accurately: summed from the complement when the prefix is near 1."""
+    tail = np.concatenate([np.cumsum(sorted_vals[::-1])[::-1][1:], [0.0]]) + total_rest
+    return np.where(prefix < 0.5, 1.0 - prefix, tail)
+
+
+@dataclass(frozen=True)
+class _PairTable:
+    """Algorithm 2 output for one ordered pair (q, d): coefficients and transition points.
+
+    ``Q[k], D[k]`` (k = 0..K−1) are q^{k+1}, d^{k+1} of eq. (25): sums over the k + 1 indices
+    with the largest ratio q_j/d_j (only indices with q_j > d_j, Corollary 2); ``Qc``, ``Dc``
+    are 1 − Q, 1 − D.  ``q``, ``d`` are the entries with q_j > d_j, sorted by decreasing ratio.  ``points[k]`` is the α
+    at which prefix k + 1 stops being optimal (Theorem 9), non-increasing in k, ``points[0] = inf``.
+    """
+
+    row_q: int
+    row_d: int
+    q: np.ndarray
+    d: np.ndarray
+    Q: np.ndarray
+    Qc: np.ndarray
+    D: np.ndarray
+    Dc: np.ndarray
+    points: np.ndarray
+
+
+def _pair_table(P: np.ndarray, i: int, j: int) -> _PairTable | None:
+    """Algorithm 2 (lines 2–11) for rows q = P[i], d = P[j]; None if no q_k > d_k (Theorem 6)."""
+    q, d = P[i], P[j]
+    plus = q > d  # Corollary 2: only q_k > d_k can be in q⁺
+    if not np.any(plus):
+        return None
+    qp, dp = q[plus], d[plus]
+    with np.errstate(divide="ignore", over="ignore"):
+        ratio = np.where(dp > 0, qp / np.where(dp > 0, dp, 1.0), np.inf)
+    order = np.lexsort((-qp, -ratio))  # Algorithm 2 line 7: q_1/d_1 ≥ ... ≥ q_K/d_K
+    qs, ds = qp[order], dp[order]
+    Q, D = np.cumsum(qs), np.cumsum(ds)  # Algorithm 2 lines 8–9: qArr, dArr
+    Qc = _complements(float(q[~plus].sum()), qs, Q)
+    Dc = _complements(float(d[~plus].sum()), ds, D)
+    K = qs.size
+    points = np.full(K, np.inf)
+    for k in range(1, K):
+        # Theorem 9: f_{Q_k,D_k}(α) = q_k/d_k at α = log(1 + (q_k − d_k)/(Q_k d_k − D_k q_k));
+        # Algorithm 2 line 11 omits the "+1".  The denominator is summed term by term
+        # (each term q_i d_k − d_i q_k ≥ 0 since the ratios are sorted) to avoid cancellation.
+        den = float(np.sum(np.maximum(qs[: k + 1] * ds[k] - ds[: k + 1] * qs[k], 0.0)))
+        if den > 0:
+            with np.errstate(over="ignore"):
+                points[k] = np.log1p((qs[k] - ds[k]) / den)
+    points = np.minimum.accumulate(points)  # Theorem 9: sub-domains are nested; enforce in floats
+    return _PairTable(i, j, qs, ds, Q, Qc, D, Dc, points)
+
+
+def _upper_chain(x, y, pid):
+    """Points (x, y) = (D, Q − D) that maximise y − μx for some μ ∈ [0, ∞], with their pair ids.
+
+    For u = e^α − 1 > 0, f_{Q,D} = (1 + uQ)/(1 + uD) is the slope from (−1/u, −1/u) to (D, Q), so
+    the maximiser over any candidate set is a vertex of its convex hull, one that maximises
+    Q − λD = y − (λ − 1)x for the optimal ratio λ ≥ 1 (Theorem 5).  These vertices form the upper
+    hull of the Pareto front (small x, large y), returned with x and y increasing.
+    """
+    o = np.lexsort((-y, x))
+    x, y, pid = x[o], y[o], pid[o]
+    prev = np.empty_like(y)
+    prev[0] = -np.inf
+    np.maximum.accumulate(y[:-1], out=prev[1:])
+    keep = y > prev  # Pareto front: strictly above everything further left
+    hx, hy, hp = [], [], []
+    for a, b, p in zip(x[keep].tolist(), y[keep].tolist(), pid[keep].tolist()):
+        while len(hx) >= 2 and (hx[-1] - hx[-2]) * (b - hy[-2]) - (hy[-1] - hy[-2]) * (a - hx[-2]) >= 0:
+            hx.pop(), hy.pop(), hp.pop()
+        hx.append(a), hy.append(b), hp.append(p)
+    return np.array(hx, dtype=float), np.array(hy, dtype=float), np.array(hp, dtype=np.int64)
+
+
+_SCAN_CHUNK = 1 << 20  # matrix entries per block of ordered pairs (≈ 8 MiB per work array)
+
+
+def _scan_rows(P: np.ndarray, rows: np.ndarray):
+    """Candidate chain of the ordered pairs (i, j), i in `rows`, and their D = 0 candidates.
+
+    Every pair's likelihood ratios q_k/d_k are sorted once (Algorithm 2 line 7, all pairs of a
+    block at once); prefix sums give all its points (D_k, Q_k − D_k) of eq. (25), of which only
+    those above the running chain are kept.  Returns (x, y, pair id = i·n + j, zero rows), the zero
+    rows being (Q, Q̄) of the prefixes with D = 0 (for Theorem 11, cases 2–4).
+    """
+    n = P.shape[0]
+    ar = np.arange(n)
+    per = max(1, _SCAN_CHUNK // (n * n))
+    cx = cy = np.zeros(0)
+    cp = np.zeros(0, dtype=np.int64)
+    zeros = []
+    for s in range(0, rows.size, per):
+        ii = rows[s:s + per]
+        q = np.repeat(P[ii], n, axis=0)  # rows q = P[i]
+        d = np.tile(P, (ii.size, 1))  # rows d = P[j]
+        pid = (ii[:, None] * n + ar[None, :]).ravel()
+        plus = q > d  # Corollary 2
+        K = plus.sum(axis=1)
+        sel = (K > 0) & (pid // n != pid % n)
+        if not sel.any():
+            continue
+        if not sel.all():
+            q, d, plus, K, pid = q[sel], d[sel], plus[sel], K[sel], pid[sel]
+        m = q.shape[0]
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            key = np.divide(d, q)  # inverse ratio d_k/q_k, ascending = ratio descending
+        np.copyto(key, np.inf, where=~plus)
+        o = np.argsort(key, axis=1)
+        o += (np.arange(m) * n)[:, None]
+        qs = np.take(q, o)
+        ds = np.take(d, o)
+        Q = np.cumsum(qs, axis=1)
+        D = np.cumsum(ds, axis=1)
+        valid = ar[None, :] < K[:, None]
+        x = D[valid]
+        y = Q[valid] - x
+        p = np.broadcast_to(pid[:, None], (m, n))[valid]
+        zmask = x == 0.0
+        if zmask.any():  # prefixes with D = 0 (entries d_k = 0, ratio ∞): Theorem 11 cases 2–4
+            rows_z = np.flatnonzero((ds[:, 0] == 0.0))
+            qz = np.where(valid[rows_z] & (ds[rows_z] == 0.0), qs[rows_z], 0.0)
+            Qz = np.cumsum(np.sort(qz, axis=1)[:, ::-1], axis=1)  # Algorithm 2: ties by larger q first
+            tot = q[rows_z].sum(axis=1)[:, None]
+            rest = np.where(Qz < 0.5, 1.0 - Qz, np.maximum(tot - Qz, 0.0))
+            npos = (q[rows_z] > 0).sum(axis=1)[:, None]
+            rest = np.where(ar[None, :] + 1 >= npos, 0.0, rest)  # all of q in the prefix: Q̄ = 0 exactly
+            ok = np.cumsum(qz > 0, axis=1) == np.arange(1, n + 1)[None, :]
+            zeros.append(np.unique(np.stack([Qz[ok], rest[ok]], axis=1), axis=0))
+        if cx.size:
+            keep = (x < cx[0]) | (y > np.interp(x, cx, cy))
+            x, y, p = x[keep], y[keep], p[keep]
+        if x.size:
+            cx, cy, cp = _upper_chain(np.concatenate([cx, x]), np.concatenate([cy, y]), np.concatenate([cp, p]))
+    z = np.concatenate(zeros) if zeros else np.zeros((0, 2))
+    return cx, cy, cp, z
+
+
+def _scan_pairs(P: np.ndarray):
+    """Pairs (i, j) owning a vertex of the candidate chain of all ordered pairs, and D = 0 rows."""
+    n = P.shape[0]
+    workers = min(2, os.cpu_count() or 1) if n * n * n > 4 * _SCAN_CHUNK else 1
+    if workers > 1:  # numpy releases the GIL in sort, take and cumsum
+        parts = [np.arange(w, n, workers) for w in range(workers)]
+        with ThreadPoolExecutor(workers) as ex:
+            res = list(ex.map(lambda r: _scan_rows(P, r), parts))
+    else:
+        res = [_scan_rows(P, np.arange(n))]
+    x = np.concatenate([r[0] for r in res])
+    y = np.concatenate([r[1] for r in res])
+    p = np.concatenate([r[2] for r in res])
+    z = np.concatenate([r[3] for r in res])
+    if z.shape[0]:
+        z = np.unique(z, axis=0)
+    if x.size:
+        x, y, p = _upper_chain(x, y, p)
+    return np.unique(p), z
+
+
+class LossFunction:
+    """Temporal privacy loss function L(α) of a transition matrix (eq. 24).
+
+    Parameters
+    ----------
+    P : array_like, shape (n, n)
+        Backward (``P_B``, ``P[j, k] = Pr(l^{t−1} = k | l^t = j)``) or forward (``P_F``,
+        ``Pr(l^{t+1} = k | l^t = j)``) transition matrix; rows must sum to 1 within 1e-9.
+    name : str
+        Argument name used in error messages (e.g. ``"P_B"``).
+
+    Attributes
+    ----------
+    P : numpy.ndarray, shape (n, n)
+        The validated matrix.
+    pairs : list
+        Algorithm 2's tables (``qM``, ``dM``, ``aM`` rows) for the ordered row pairs that have
+        some q_k > d_k; empty when all rows are identical.  Built on first access (O(n^2) tables).
+    breakpoints, segment_Q, segment_D : numpy.ndarray, shape (m,)
+        The piecewise representation of L (Algorithm 4): on [breakpoints[s], breakpoints[s+1])
+        L(α) = log f_{Q,D}(α) with Q = segment_Q[s], D = segment_D[s]; ``breakpoints[0] = 0``.
+        Empty when L ≡ 0.
+    is_zero : bool
+        Theorem 6: all rows identical, L ≡ 0.
+    is_identity : bool
+        Theorem 7: some pair of rows has q_i = 1, d_i = 0, so L(α) = α.
+
+    Raises
+    ------
+    InvalidModelError
+        If `P` is not a square stochastic matrix (see :class:`policyopt.models.markov.MarkovChain`).
+
+    Notes
+    -----
+    Three evaluations are provided and agree to ~1e-12 (tests: 1e-9): :meth:`exact`
+    (Theorem 5 / Algorithm 1), :meth:`piecewise` (Theorems 8–10 / Algorithms 2, 4, 5, binary
+    search) and :meth:`lp` (the linear-fractional program (19)–(21) by Charnes–Cooper,
+    solved by HiGHS; slow, for checks).  :meth:`per_pair` is Algorithm 3.  Remark 1:
+    0 ≤ L(α) ≤ α; L is non-decreasing.
+
+    References
+    ----------
+    002: eqs. (18)–(25), Theorems 5–10, Corollaries 2–3, Algorithms 1–5, Example 4.
+
+    Examples
+    --------
+    >>> L = LossFunction([[0.1, 0.2, 0.7], [0.3, 0.3, 0.4], [0.5, 0.3, 0.2]])
+    >>> round(float(L.piecewise(40.0)), 12) == round(float(np.log(5.0)), 12)
+    True
+    """
+
+    def __init__(self, P, name: str = "P"):
+        self._name = name
+        self.P = validate_transition_matrix(P, name)
+        rel, self._zero_cand = _scan_pairs(self.P)
+        n = self.P.shape[0]
+        # Algorithm 2's tables, only for the pairs that own a vertex of the candidate chain (the
+        # others never attain the maximum of eq. 24 at any α; see _upper_chain); all pairs: `pairs`.
+        self._tables = [t for p in rel.tolist() if (t := _pair_table(self.P, p // n, p % n))]
+        self._pairs = None
+        self.is_zero = not self._tables  # Theorem 6: no pair has some q_k > d_k
+        # Theorem 7: q_i = 1 and d_i = 0 for some pair (a column holding both a 1 and a 0)
+        self.is_identity = bool(np.any((self.P == 1.0).any(axis=0) & (self.P == 0.0).any(axis=0)))
+        self._cand = self._candidate_rows(self._tables)  # (Q, Q̄, D, D̄, Q − D) of eq. (25): qM, dM
+        self._build_envelope()
+
+    @staticmethod
+    def _candidate_rows(tables) -> np.ndarray:
+        if not tables:
+            return np.zeros((0, 5))
+        cand = np.concatenate([np.stack([t.Q, t.Qc, t.D, t.Dc, np.cumsum(t.q - t.d)], axis=1) for t in tables])
+        return np.unique(cand, axis=0)
+
+    @property
+    def pairs(self) -> list:
+        """Algorithm 2's tables of every ordered pair with some q_k > d_k (built on first use)."""
+        if self._pairs is None:
+            n = self.P.shape[0]
+            self._pairs = [t for i in range(n) for j in range(n) if i != j if (t := _pair_table(self.P, i, j))]
+        return self._pairs
+
+    def __repr__(self) -> str:
+        return f"LossFunction(n_states={self.P.shape[0]}, n_segments={self.breakpoints.size})"
+
+    # -- Algorithm 4: upper envelope of the sub-functions on [0, ∞) ----------------------------
+    def _build_envelope(self) -> None:
+        C = self._cand
+        if C.shape[0] == 0:
+            self.breakpoints = np.zeros(0)
+            self.segment_Q = self.segment_D = np.zeros(0)
+            self._seg = np.zeros(0, dtype=int)
+            return
+        Q, Qc, D, Dc, gap = C.T
+        with np.errstate(divide="ignore"):
+            lQ, lD = np.log(Q), np.log(D)
+        # Top function at α = 0+: largest slope Q − D, ties (to rounding) by smaller Q + D
+        # (second-order term); a wrong pick among near-ties is repaired by the domination step.
+        near = np.flatnonzero(gap >= gap.max() * (1.0 - _TIE_RTOL))
+        c = int(near[np.argmin((Q + D)[near])])
+        starts, segs = [0.0], [c]
+        a_cur = 0.0
+        for _ in range(2 * C.shape[0] + 2):
+            # Sub-functions c and c' cross once for u = e^α − 1 > 0 at u = −B/A (Theorem 10,
+            # Algorithm 4 line 4), with A = Q'D − QD', B = (Q' − D') − (Q − D): f_{c'} − f_c has
+            # the sign of u(Au + B).  c' overtakes c there if A > 0 and B < 0; it lies above c
+            # for every u > 0 if A, B ≥ 0 (not both 0).  Domination is a strict partial order,
+            # so replacing c by a dominating c' terminates; it guards against rounding in the
+            # start-up tie-break.
+            # A is formed in log space: products of tiny entries must not underflow, and
+            # u = −B/A may exceed the float range while α = log(1 + u) does not.
+            with np.errstate(invalid="ignore", divide="ignore"):
+                l1, l2 = lQ + lD[c], lQ[c] + lD  # log(Q'D), log(QD')
+                A_pos, A_neg = l1 > l2, l1 < l2
+                logA = np.where(A_pos, l1 + np.log(-np.expm1(np.where(A_pos, l2 - l1, -1.0))), -np.inf)
+            B = gap - gap[c]
+            dom = (A_pos & (B >= 0)) | (~A_neg & (B > 0))
+            if np.any(dom):
+                idx = np.flatnonzero(dom)
+                c = int(idx[np.argmax(_log_f(Q[idx], Qc[idx], D[idx], Dc[idx], a_cur + 1.0))])
+                segs[-1] = c
+                continue
+            ok = A_pos & (B < 0)
+            if not np.any(ok):
+                break
+            with np.errstate(divide="ignore", invalid="ignore"):
+                a_star = np.where(ok, np.logaddexp(0.0, np.log(-B) - logA), np.inf)  # log(1 − B/A)
+            a_star[~(a_star > a_cur)] = np.inf
+            a_next = float(np.min(a_star))
+            if not np.isfinite(a_next):
+                break
+            tied = np.flatnonzero(a_star <= a_next * (1 + _TIE_RTOL))
+            # Among the functions crossing c there, the top one just after has the largest slope.
+            slopes = _log_slope(Q[tied], Qc[tied], D[tied], Dc[tied], a_next)
+            c = int(tied[np.argmax(slopes)])
+            a_cur = a_next
+            starts.append(a_next)
+            segs.append(c)
+        self.breakpoints = np.asarray(starts)
+        self._seg = np.asarray(segs, dtype=int)
+        self.segment_Q = Q[self._seg]
+        self.segment_D = D[self._seg]
+
+    # -- evaluations ----------------------------------------------------------------------------
+    def _alpha(self, alpha, name="tpl_level"):
+        return _check_nonneg(alpha, name)
+
+    def _finish(self, alpha, value):
+        out = np.clip(value, 0.0, alpha)  # Remark 1: 0 ≤ L(α) ≤ α
+        if self.is_identity:
+            out = np.array(alpha, dtype=float, copy=True)  # Theorem 7: L(α) = α
+        return float(out) if np.ndim(out) == 0 else out
+
+    def exact(self, alpha):
+        """L(α) by Theorem 5 / Algorithm 1, one linear-fractional program per row pair.
+
+        Parameters
+        ----------
+        alpha : float or array_like
+            Previous BPL α^B_{t−1} (or next FPL α^F_{t+1}), nats, finite and ≥ 0.
+
+        Returns
+        -------
+        float or numpy.ndarray, same shape as `alpha`
+            L(α) in nats.
+
+        Raises
+        ------
+        InvalidInputError
+            If `alpha` is negative, non-finite or not numeric.
+
+        Notes
+        -----
+        Algorithm 1 (002) with a robust test: inequality (22) is checked as
+        q_j (D + D̄e^{−α}) > d_j (Q + Q̄e^{−α}), the index of largest ratio is never removed
+        (Corollary 2 and the mediant argument in the module docstring), and the value is the
+        largest over the index sets visited (all feasible for (19)–(21)).  Only the row pairs
+        owning a vertex of the candidate chain (see ``_upper_chain``) are run: every other pair's
+        value is at most theirs at every α, so the maximum of eq. (24) is unchanged.
+        """
+        a = self._alpha(alpha)
+        flat = a.reshape(-1)
+        best = np.zeros(flat.size)
+        v = np.exp(-flat)[:, None]  # e^{−α}, underflows harmlessly to 0
+        for t in self._tables:
+            K = t.q.size
+            m = np.full(flat.size, K)  # Algorithm 1 lines 3–4: start from all q_j > d_j
+            val = _log_f(t.Q[m - 1], t.Qc[m - 1], t.D[m - 1], t.Dc[m - 1], flat)
+            for _ in range(K):
+                Q, Qc, D, Dc = (x[m - 1][:, None] for x in (t.Q, t.Qc, t.D, t.Dc))
+                # Inequality (22), cross-multiplied and scaled by e^{−α}
+                keep = t.q[None, :] * (D + Dc * v) > t.d[None, :] * (Q + Qc * v)
+                keep[:, 0] = True  # the largest ratio always satisfies (22)
+                keep &= np.arange(K)[None, :] < m[:, None]
+                new_m = np.maximum(keep.sum(axis=1), 1)  # Algorithm 1 line 11: drop the failing pairs
+                if np.array_equal(new_m, m):
+                    break
+                m = new_m
+                val = np.maximum(val, _log_f(t.Q[m - 1], t.Qc[m - 1], t.D[m - 1], t.Dc[m - 1], flat))
+            best = np.maximum(best, val)  # eq. (24): max over pairs (Algorithm 1 line 13)
+        return self._finish(a, best.reshape(a.shape))
+
+    def per_pair(self, alpha):
+        """L(α) by Algorithm 3: per-pair tables of Algorithm 2 and a binary search per pair.
+
+        Parameters
+        ----------
+        alpha : float or array_like
+            Nats, finite and ≥ 0.
+
+        Returns
+        -------
+        float or numpy.ndarray, same shape as `alpha`
+            L(α) in nats.
+
+        Raises
+        ------
+        InvalidInputError
+            If `alpha` is negative, non-finite or not numeric.
+
+        Notes
+        -----
+        Algorithm 3 line 5 prints log[(qArr[k](e^α − 1) + 1)/(qArr[k](e^{α_{k−1}} − 1) + 1)];
+        the denominator must be dArr[k](e^α − 1) + 1 (eq. 25), which is what is computed.
+        The neighbouring sub-functions are also evaluated (every one is a feasible value), so
+        rounding in the transition points cannot move the result.  As in :meth:`exact`, only
+        the pairs owning a vertex of the candidate chain are searched.
+        """
+        a = self._alpha(alpha)
+        flat = a.reshape(-1)
+        best = np.zeros(flat.size)
+        for t in self._tables:
+            K = t.q.size
+            asc = t.points[::-1]  # ascending transition points
+            m = K - np.searchsorted(asc, flat, side="right")  # Theorem 9: prefix length in use
+            for off in (-1, 0, 1):
+                k = np.clip(m + off, 1, K) - 1
+                best = np.maximum(best, _log_f(t.Q[k], t.Qc[k], t.D[k], t.Dc[k], flat))  # eq. (25)
+        return self._finish(a, best.reshape(a.shape))
+
+    def piecewise(self, alpha):
+        """L(α) by Algorithm 5: binary search in the precomputed piecewise function.
+
+        Parameters
+        ----------
+        alpha : float or array_like
+            Nats, finite and ≥ 0.
+
+        Returns
+        -------
+        float or numpy.ndarray, same shape as `alpha`
+            L(α) in nats; O(log m) per value after the one-off construction.
+
+        Raises
+        ------
+        InvalidInputError
+            If `alpha` is negative, non-finite or not numeric.
+        """
+        a = self._alpha(alpha)
+        if self.breakpoints.size == 0:  # Theorem 6 (Algorithm 5 line 1)
+            return self._finish(a, np.zeros(a.shape))
+        flat = a.reshape(-1)
+        s = np.searchsorted(self.breakpoints, flat, side="right") - 1  # Algorithm 5 line 2
+        best = np.zeros(flat.size)
+        C = self._cand
+        for off in (-1, 0, 1):  # neighbours too: robust at the breakpoints
+            c = self._seg[np.clip(s + off, 0, self._seg.size - 1)]
+            best = np.maximum(best, _log_f(C[c, 0], C[c, 1], C[c, 2], C[c, 3], flat))  # Algorithm 5 line 3
+        return self._finish(a, best.reshape(a.shape))
+
+    __call__ = piecewise
+
+    def lp(self, alpha):
+        """L(α) from the linear-fractional program (19)–(21), by Charnes–Cooper and HiGHS.
+
+        For each ordered pair (q, d) of distinct rows: maximise q·y subject to d·y = 1,
+        e^{−α} y_j − y_k ≤ 0 for all j ≠ k, y ≥ 0 (y = x / (d·x); the open bounds (21) are
+        immaterial because the ratio is scale invariant).  The optimum is re-evaluated as
+        log(q·x) − log(d·x) at the solution clipped into the feasible set and at the solution
+        snapped to the two levels {m, m e^α} (Lemma 1); the larger is kept.
+
+        Parameters
+        ----------
+        alpha : float or array_like
+            Nats, finite and ≥ 0.  Agrees with :meth:`exact` to ~1e-9 for α ≲ 20 and entries of
+            `P` that are 0 or ≳ 1e-6: HiGHS drops matrix coefficients below 1e-9 (e^{−α} and
+            tiny entries of d), which scipy does not let us change.
+
+        Returns
+        -------
+        float or numpy.ndarray, same shape as `alpha`
+
+        Raises
+        ------
+        InvalidInputError
+            If `alpha` is negative, non-finite or not numeric.
+        RuntimeError
+            If HiGHS does not report an optimal solution.
+        """
+        from scipy.optimize import linprog
+
+        a = self._alpha(alpha)
+        flat = a.reshape(-1)
+        P = self.P
+        n = P.shape[0]
+        jj, kk = np.nonzero(~np.eye(n, dtype=bool))
+        best = np.zeros(flat.size)
+        opts = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
+        for ia, al in enumerate(flat):
+            A_ub = np.zeros((jj.size, n))
+            A_ub[np.arange(jj.size), jj] = np.exp(-al)  # (20): x_j ≤ e^{α} x_k
+            A_ub[np.arange(jj.size), kk] -= 1.0
+            for i in range(n):
+                for j in range(n):
+                    if i == j:
+                        continue
+                    q, d = P[i], P[j]
+                    kw = dict(A_ub=A_ub, b_ub=np.zeros(jj.size), A_eq=d[None, :], b_eq=[1.0],
+                              bounds=[(0, None)] * n, method="highs")
+                    res = linprog(-q, options=opts, **kw)
+                    if res.status != 0:  # tight tolerances occasionally stall HiGHS: retry with defaults
+                        res = linprog(-q, **kw)
+                    if res.status != 0:
+                        raise RuntimeError(f"HiGHS failed on rows ({i}, {j}) at alpha={al!r}: {res.message}")
+                    x = np.maximum(res.x, 0.0)
+                    x = np.clip(x, x.max() * np.exp(-al), None)  # restore (20) exactly
+                    # The LP's vertex, snapped to the two levels {m, m e^α} of Lemma 1 / eq. (34)
+                    # so that its objective is evaluated without the solver's tolerances.
+                    top = np.log(x) > np.log(x.max()) - al / 2
+                    v = np.where(top, 1.0, np.exp(-al))
+                    best[ia] = max(best[ia], np.log(q @ x) - np.log(d @ x),  # objective (19)
+                                   np.log(q @ v) - np.log(d @ v))
+        return self._finish(a, best.reshape(a.shape))
+
+    def candidates(self):
+        """All coefficient pairs (q, d) of eq. (25) over all row pairs, shape (C, 2) (Algorithm 2's qM, dM)."""
+        return self._candidate_rows(self.pairs)[:, [0, 2]].copy()
+
+
+# ----------------------------------------------------------------------------------------
+# leakage over time
+# ----------------------------------------------------------------------------------------
+
+
+def _as_loss(P, name: str) -> LossFunction | None:
+    if P is None or isinstance(P, LossFunction):
+        return P
+    return LossFunction(P, name)
+
+
+def _as_users(P, name: str) -> list:
+    """One user (None, a matrix or a LossFunction) or a list of them."""
+    if P is None or isinstance(P, LossFunction):
+        return [P]
+    if isinstance(P, (list, tuple)) and P and (
+        P[0] is None or isinstance(P[0], LossFunction) or np.ndim(P[0]) == 2
+    ):
+        return [_as_loss(p, f"{name}[{u}]") for u, p in enumerate(P)]
+    return [_as_loss(P, name)]
+
+
+def paired_users(P_B, P_F) -> tuple[list, list]:
+    """Loss functions of each user for the backward and forward correlations, paired up.
+
+    Parameters
+    ----------
+    P_B, P_F : None, array_like (n, n), LossFunction, or list of these
+        A list is a population; a single ``None`` on one side is repeated for every user of
+        the other side (that correlation is unknown to the adversary, L ≡ 0).
+
+    Returns
+    -------
+    (backward, forward) : two lists of LossFunction or None, of equal length
+
+    Raises
+    ------
+    InvalidInputError
+        If an empty list is given, or the two lists have different lengths.
+    InvalidModelError
+        If a matrix is not square and row-stochastic.
+    """
+    for P, name in ((P_B, "P_B"), (P_F, "P_F")):
+        if isinstance(P, (list, tuple)) and len(P) == 0:
+            raise InvalidInputError(f"`{name}` must be a matrix, a LossFunction, None or a non-empty list of them, got {P!r}")
+    ub, uf = _as_users(P_B, "P_B"), _as_users(P_F, "P_F")
+    if len(ub) != len(uf):
+        if len(ub) == 1 and ub[0] is None:
+            ub = ub * len(uf)
+        elif len(uf) == 1 and uf[0] is None:
+            uf = uf * len(ub)
+        else:
+            raise InvalidInputError(f"`P_B` and `P_F` must list the same users, got {len(ub)} and {len(uf)} matrices")
+    return ub, uf
+
+
+@dataclass(frozen=True)
+class TemporalLeakage:
+    """BPL, FPL and TPL at each step of a finite release t = 1..T (eqs. 11, 13, 15).
+
+    Attributes
+    ----------
+    bpl, fpl, tpl : numpy.ndarray, shape (T,)
+        Maximum over users of BPL_t, FPL_t and TPL_t = BPL_t + FPL_t − ε_t (eq. 10), nats.
+        ``tpl`` is definition (3), max_i TPL_i; eq. (11) as printed (max BPL + max FPL − ε)
+        is an upper bound of it.
+    budgets : numpy.ndarray, shape (T,)
+        ε_t = PL_0(M^t), nats.
+    bpl_users, fpl_users : numpy.ndarray, shape (U, T)
+        Per-user values.
+    """
+
+    bpl: np.ndarray
+    fpl: np.ndarray
+    tpl: np.ndarray
+    budgets: np.ndarray
+    bpl_users: np.ndarray
+    fpl_users: np.ndarray
+
+    @property
+    def tpl_users(self) -> np.ndarray:
+        """Per-user TPL_t = BPL_t + FPL_t − ε_t (eq. 10), shape (U, T), nats."""
+        return self.bpl_users + self.fpl_users - self.budgets[None, :]
+
+    @property
+    def tpl_level(self) -> float:
+        """max_t TPL_t: the smallest α for which the release is α-DP_T (Definition 8), nats."""
+        return float(np.max(self.tpl))
+
+
+def _logaddexp(x: float, y: float) -> float:
+    """numpy.logaddexp for Python floats (same formula, so the same rounding)."""
+    if x == y:
+        return x + 0.6931471805599453  # log 2
+    t = x - y
+    if t > 0:
+        return x + math.log1p(math.exp(-t))
+    return y + math.log1p(math.exp(t))
+
+
+def scalar_piecewise(loss: LossFunction):
+    """A plain-float version of LossFunction.piecewise for one α ≥ 0 (the recursions' fast path)."""
+    if loss.is_identity:
+        return lambda a: a
+    if loss.breakpoints.size == 0:
+        return lambda a: 0.0
+    bp = loss.breakpoints.tolist()
+    with np.errstate(divide="ignore"):
+        logs = np.log(loss._cand[loss._seg][:, :4]).tolist()  # log Q, log Q̄, log D, log D̄ per segment
+    last = len(logs) - 1
+    lae = _logaddexp
+
+    def f(a: float) -> float:
+        """L(a) by Algorithm 5 with plain floats (same formula as LossFunction.piecewise)."""
+        s = bisect_right(bp, a) - 1  # Algorithm 5 line 2
+        best = 0.0
+        for k in (s - 1, s, s + 1):  # neighbours too, as in LossFunction.piecewise
+            lQ, lQc, lD, lDc = logs[0 if k < 0 else (last if k > last else k)]
+            v = lae(lQ, lQc - a) - lae(lD, lDc - a)  # eq. (24), Algorithm 5 line 3
+            if v > best:
+                best = v
+        return a if best > a else best  # Remark 1
+
+    return f
+
+
+def _run(loss: LossFunction | None, budgets: np.ndarray, method: str) -> np.ndarray:
+    """α_t = L(α_{t−1}) + ε_t, α_1 = ε_1 (eq. 13; eq. 15 on the reversed budgets)."""
+    if loss is None or method == "piecewise":
+        f = (lambda a: 0.0) if loss is None else scalar_piecewise(loss)
+        out = []
+        prev = 0.0
+        for t, eps in enumerate(budgets.tolist()):
+            prev = (f(prev) if t else 0.0) + eps
+            out.append(prev)
+        return np.array(out, dtype=float)
+    out = np.empty(budgets.size)
+    prev = 0.0
+    for t, eps in enumerate(budgets):
+        if loss is None or t == 0:
+            inc = 0.0
+        else:
+            inc = loss.exact(prev) if method == "exact" else loss.piecewise(prev)
+        prev = out[t] = inc + eps
+    return out
+
+
+def leakage(P_B, P_F, budgets, *, method: str = "piecewise") -> TemporalLeakage:
+    """BPL, FPL and TPL of a release with budgets ε_1..ε_T (eqs. 10–15).
+
+    Parameters
+    ----------
+    P_B, P_F : None, array_like (n, n), LossFunction, or list of these
+        Backward / forward transition matrix of each user (a list = a population; the
+        lengths must agree when both are lists).  None means that correlation is unknown
+        to the adversary (L ≡ 0).
+    budgets : array_like, shape (T,)
+        ε_t ≥ 0 of the ε_t-DP mechanism M^t, nats.
+    method : {"piecewise", "exact"}
+        Evaluation of L (Algorithm 5 or Algorithm 1).
+
+    Returns
+    -------
+    TemporalLeakage
+        BPL_1 = ε_1, BPL_t = L_B(BPL_{t−1}) + ε_t (13); FPL_T = ε_T, FPL_t = L_F(FPL_{t+1}) + ε_t
+        (15); TPL_t = BPL_t + FPL_t − ε_t (10), each maximised over users (7), (9), (3).
+
+    Raises
+    ------
+    InvalidInputError
+        If `budgets` is empty, not 1-D, negative or non-finite; if `method` is unknown; if
+        the two populations have different sizes.
+    InvalidModelError
+        If a matrix is not square stochastic.
+
+    References
+    ----------
+    002: eqs. (3), (7), (9)–(15), Examples 2–3.
+    """
+    if method not in ("piecewise", "exact"):
+        raise InvalidInputError(f"`method` must be 'piecewise' or 'exact', got {method!r}")
+    eps = _check_budgets(budgets)
+    ub, uf = paired_users(P_B, P_F)
+    bpl_u = np.array([_run(lb, eps, method) for lb in ub])  # eq. (13)
+    fpl_u = np.array([_run(lf, eps[::-1], method)[::-1] for lf in uf])  # eq. (15)
+    tpl_u = bpl_u + fpl_u - eps[None, :]  # eq. (10)
+    return TemporalLeakage(
+        bpl=bpl_u.max(axis=0), fpl=fpl_u.max(axis=0), tpl=tpl_u.max(axis=0),  # eqs. (7), (9), (3)
+        budgets=eps, bpl_users=bpl_u, fpl_users=fpl_u,
+    )
+
+
+def window_leakage(result: TemporalLeakage, w: int) -> np.ndarray:
+    """TPL of every window of w consecutive releases (Theorem 3, eq. 16).
+
+    Parameters
+    ----------
+    result : TemporalLeakage
+        Output of :func:`leakage`.
+    w : int
+        Window length 1 ≤ w ≤ T (steps).  w = 1 is event level (TPL_t), w = T user level.
+
+    Returns
+    -------
+    numpy.ndarray, shape (T − w + 1,)
+        Entry t (0-based) bounds the leakage of {M^{t+1}, ..., M^{t+w}}, maximised over
+        users: α^B_t + α^F_{t+j} + Σ_{k=t+1}^{t+j−1} ε_k with j = w − 1 ≥ 1 (eq. 16), and
+        TPL_t for j = 0.  Its maximum is the w-event level; for w = T it equals Σ ε_t
+        (Corollary 1).
+
+    Raises
+    ------
+    InvalidInputError
+        If `w` is not an integer in [1, T].
+
+    References
+    ----------
+    002: Definition 9, Theorem 3 (eq. 16), Corollary 1, Table 2.
+    """
+    T = result.budgets.size
+    if isinstance(w, bool) or not isinstance(w, (int, np.integer)) or not 1 <= w <= T:
+        raise InvalidInputError(f"`w` must be an integer window length in [1, T={T}] (steps), got {fmt(w)}")
+    if w == 1:
+        return result.tpl.copy()
+    j = w - 1
+    csum = np.concatenate([[0.0], np.cumsum(result.budgets)])
+    starts = np.arange(T - j)
+    inner = csum[starts + j] - csum[starts + 1]  # Σ_{k=t+1}^{t+j−1} ε_k
+    per_user = result.bpl_users[:, starts] + result.fpl_users[:, starts + j] + inner[None, :]  # eq. (16)
+    return per_user.max(axis=0)
+
+
+# ----------------------------------------------------------------------------------------
+# supremum over time (Theorem 11, Algorithm 6)
+# ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Supremum:
+    """Supremum over time of BPL (or FPL) under a constant budget ε (Theorem 11).
+
+    Attributes
+    ----------
+    status : str
+        ``"finite"`` or ``"divergent"`` (BPL_t → ∞).
+    value : float or None
+        The supremum in nats; None when divergent.
+    case : int
+        Case of Theorem 11 (1: d ≠ 0; 2: d = 0, q < 1, ε < log(1/q); 3: d = 0, q < 1,
+        ε ≥ log(1/q); 4: d = 0, q = 1), or 0 when L ≡ 0 (Theorem 6: the value is ε).
+    q, d : float or None
+        The coefficients q⁺, d⁺ (eq. 25) that attain it (Algorithm 6); None for case 0.
+    """
+
+    status: str
+    value: float | None
+    case: int
+    q: float | None
+    d: float | None
+
+
+def _fixed_point(Q, Qc, D, Dc, eps):
+    """log F for the fixed point α = log f_{Q,D}(α) + ε, elementwise; inf where it diverges.
+
+    α = log[(Q(F − 1) + 1)/(D(F − 1) + 1)] + ε with F = e^α gives F(D(F − 1) + 1) = e^ε(Q(F − 1) + 1):
+        D F² − (Q e^ε + D − 1) F − (1 − Q) e^ε = 0            (corrected Appendix K, eq. 39).
+    With F = e^ε G and x = e^{−ε}:  D G² − b G − (1 − Q) x = 0, b = Q − (1 − D) x, whose
+    positive root is G = (b + s)/(2D) = 2(1 − Q)x/(s − b), s = √(b² + 4D(1 − Q)x) (Theorem 11,
+    case 1; the second form avoids cancellation when b < 0).  For D = 0: G = (1 − Q)x/(x − Q)
+    = (1 − Q)/(1 − Q e^ε), finite iff Q e^ε < 1 (case 2; strict).
+    """
+    x = np.exp(-eps)
+    b = Q - Dc * x
+    s = np.sqrt(b * b + 4.0 * D * Qc * x)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # log G in logs: D may be tiny, so (b + s)/(2D) itself may overflow
+        logG1 = np.where(b >= 0, np.log(b + s) - np.log(2.0 * np.where(D > 0, D, 1.0)),
+                         np.log(2.0 * Qc) - eps - np.log(s - b))
+        # D = 0: log G = log(1 − Q) − log(1 − Q e^ε), with log(1 − Q e^ε) = log(−expm1(ε + log Q))
+        z = eps + np.log(Q)
+        logG0 = np.where(z < 0, np.log(Qc) - np.log(-np.expm1(np.minimum(z, -1e-300))), np.inf)
+    return eps + np.where(D > 0, logG1, logG0)
+
+
+def supremum(P, epsilon) -> Supremum:
+    """sup_t BPL_t (or FPL_t) when every M^t is ε-DP (Theorem 11, Algorithm 6).
+
+    Parameters
+    ----------
+    P : array_like (n, n) or LossFunction
+        ``P_B`` (for BPL) or ``P_F`` (for FPL).
+    epsilon : float
+        Constant per-step budget ε ≥ 0, nats.
+
+    Returns
+    -------
+    Supremum
+        ``status="divergent", value=None`` if some coefficient pair has d = 0 and
+        ε ≥ log(1/q) (cases 3–4); otherwise the largest fixed point over all coefficient
+        pairs of Algorithm 2 (Algorithm 6), which is the limit of the recursion (13).
+        ε = 0 gives 0 (L(0) = 0), also in case 4.
+
+    Raises
+    ------
+    InvalidInputError
+        If `epsilon` is not a single finite non-negative number.
+    InvalidModelError
+        If `P` is not a square stochastic matrix.
+
+    Notes
+    -----
+    Each sub-function h_c(α) = log f_c(α) + ε − α is positive at 0 and has one positive
+    root α_c, so L(α) + ε − α > 0 exactly for α < max_c α_c: the increasing sequence (13)
+    converges to max_c α_c.  See :func:`_fixed_point` for the closed forms and the
+    correction to eq. (39).  Theorem 11's case 2 is printed with ε ≤ log(1/q); equality
+    diverges.
+
+    References
+    ----------
+    002: Theorem 11, Appendix K (eq. 39), Algorithm 6, Example 5.
+    """
+    eps = float(_check_nonneg(epsilon, "epsilon", scalar=True))
+    loss = P if isinstance(P, LossFunction) else LossFunction(P, "P")
+    C = loss._cand
+    if C.shape[0] == 0:
+        return Supremum("finite", eps, 0, None, None)  # Theorem 6: BPL_t = ε
+    Q, Qc, D, Dc = C[:, 0], C[:, 1], C[:, 2], C[:, 3]
+    if eps == 0.0:
+        k = int(np.argmax(Q - D))
+        case = 1 if D[k] > 0 else (4 if Qc[k] == 0.0 else 2)
+        return Supremum("finite", 0.0, case, float(Q[k]), float(D[k]))
+    # Divergence (cases 3–4) is decided over every D = 0 candidate of every pair; the report is
+    # the smallest (Q, Q̄), as argmax over the sorted candidate list would pick.
+    Z = np.concatenate([C[D == 0.0][:, :2], loss._zero_cand])
+    with np.errstate(divide="ignore"):
+        Z = Z[eps + np.log(Z[:, 0]) >= 0]
+    if Z.shape[0]:
+        zq, zqc = Z[np.lexsort((Z[:, 1], Z[:, 0]))[0]]
+        return Supremum("divergent", None, 4 if zqc == 0.0 else 3, float(zq), 0.0)
+    # The finite supremum max_c α_c is attained where L(α) = log f_c(α): by a vertex of the
+    # candidate chain, all of which are in `_cand`.
+    vals = _fixed_point(Q, Qc, D, Dc, eps)
+    k = int(np.argmax(vals))  # Algorithm 6
+    q, d = float(Q[k]), float(D[k])
+    if np.isinf(vals[k]):
+        return Supremum("divergent", None, 4 if Qc[k] == 0.0 else 3, q, d)
+    return Supremum("finite", float(vals[k]), 1 if d > 0 else 2, q, d)

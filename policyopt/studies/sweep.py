@@ -1,0 +1,817 @@
+"""Sensitivity sweeps: the optimal schedule over a grid of utility bounds f̄ and model parameters.
+
+What ``policyopt sweep`` runs.  Every grid point is one call of
+:func:`policyopt.studies.schedule.design_schedule`; its result becomes one row of a CSV file and one
+line of a JSON-lines companion (``FILE.jsonl`` next to ``FILE.csv``), both appended and flushed
+point by point, so an interrupted sweep loses no finished point and a rerun with the same
+output file computes only the missing points.  Points run serially in-process or in parallel on
+a Dask cluster (a local one, or an existing one by address); the models (Markov chains, Δ(t),
+penalty) are built once and shipped to the workers once, and every row is a deterministic
+function of its inputs, so serial and parallel sweeps write identical rows (only
+``wall_time_s`` differs).
+
+Corollary 3 of Zhang et al. (``../shared/papers/000_2a085da7b331351a.txt``) gives a sufficient
+condition under which raising f̄ does not lower the minimal peak risk ("no trade-off").  The
+sweep detects the property itself on the grid: :func:`no_tradeoff_flags` marks each interval
+[f̄_i, f̄_{i+1}] on which the optimal ε* does not decrease, and :func:`no_tradeoff_ranges` merges
+them into ranges.  With the exact solver ε* is a global optimum, so it is non-increasing in f̄
+and "does not decrease" means "stays equal" (within a relative tolerance).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Sequence
+
+from policyopt.errors import InvalidInputError, PolicyOptError, fmt
+from policyopt.models.tabulated import TabulatedPopulation, tabulate_population
+
+__all__ = [
+    "SweepModel",
+    "SweepSettings",
+    "SweepResult",
+    "COLUMNS",
+    "parse_grid",
+    "solve_point",
+    "solve_points",
+    "run_sweep",
+    "no_tradeoff_flags",
+    "no_tradeoff_ranges",
+    "read_sweep_csv",
+    "jsonl_path",
+    "tabulate_population",
+    "TabulatedPopulation",
+]
+
+#: Columns that identify a point (its inputs); a row of an existing file is reused when these match.
+INPUT_COLUMNS = (
+    "max_penalty", "p", "q", "users", "states", "smoothing", "source",
+    "max_age", "max_interval", "releases", "method", "relax",
+)
+#: Result columns, in file order.
+RESULT_COLUMNS = (
+    "status", "A", "S_bar", "epsilon_c", "peak_risk", "penalty", "peak_aoi", "min_penalty", "bound",
+    "termination", "backend",
+    "no_aging_status", "no_aging_S_bar", "no_aging_epsilon_c", "no_aging_peak_risk", "no_aging_penalty",
+    "noise_only_epsilon_c", "noise_only_risk_after_releases",
+    "c", "rho", "penalty_unit", "message", "wall_time_s", "no_tradeoff",
+)
+#: Every CSV column, in file order (``point`` is the index on the sweep grid).
+COLUMNS = ("point",) + INPUT_COLUMNS + RESULT_COLUMNS
+_TEXT = {"source", "method", "status", "termination", "backend", "no_aging_status", "penalty_unit", "message"}
+_BOOL = {"relax", "no_tradeoff"}
+#: Columns that vary between otherwise identical runs (timing only).
+NONDETERMINISTIC = ("wall_time_s",)
+
+DEFAULT_TRADEOFF_RTOL = 1e-9
+#: How long to try reaching a ``--scheduler`` address before giving up (an OSError).
+SCHEDULER_TIMEOUT = "30s"
+#: Most points sent to a Dask worker in one task.
+MAX_CHUNK = 16
+_TRADEOFF_ATOL = 1e-12
+
+
+def parse_grid(text: str, name: str, *, integer: bool = False, lower: float | None = None) -> list:
+    """Parse a sweep grid ``START:STOP:N`` (N evenly spaced values, ends included) or ``V1,V2,...``.
+
+    Parameters
+    ----------
+    text : str
+        The grid as typed on the command line.
+    name : str
+        Option or parameter name for error messages (e.g. ``"--max-penalty"``).
+    integer : bool
+        Values must be integers (``START:STOP:N`` must then land on integers).
+    lower : float, optional
+        Every value must be > `lower` (for floats) or ≥ `lower` (for integers).
+
+    Returns
+    -------
+    list of float or int
+        Strictly increasing values.
+
+    Raises
+    ------
+    InvalidInputError
+        If the text is not of either form, N < 1, a value is not finite, the values are not
+        strictly increasing, violate `lower`, or are not integers when `integer` is set.
+    """
+    import numpy as np
+
+    text = str(text).strip()
+    if ":" in text:
+        parts = text.split(":")
+        if len(parts) != 3:
+            raise InvalidInputError(f"{name} must be START:STOP:N or V1,V2,..., got {fmt(text)}")
+        try:
+            start, stop = float(parts[0]), float(parts[1])
+            n = int(parts[2])
+        except ValueError:
+            raise InvalidInputError(
+                f"{name} must be START:STOP:N with numbers START, STOP and an integer N, got {fmt(text)}"
+            ) from None
+        if n < 1:
+            raise InvalidInputError(f"{name}: the number of points N must be ≥ 1, got {fmt(text)}")
+        if n == 1 and start != stop:
+            raise InvalidInputError(f"{name}: N = 1 needs START = STOP, got {fmt(text)}")
+        raw = [float(v) for v in np.linspace(start, stop, n)]
+    else:
+        try:
+            raw = [float(v) for v in text.split(",")]
+        except ValueError:
+            raise InvalidInputError(f"{name} must be START:STOP:N or V1,V2,... of numbers, got {fmt(text)}") from None
+    if not all(math.isfinite(v) for v in raw):
+        raise InvalidInputError(f"{name} values must be finite, got {fmt(text)}")
+    if any(b <= a for a, b in zip(raw, raw[1:])):
+        raise InvalidInputError(f"{name} values must be strictly increasing, got {fmt(text)}")
+    if integer:
+        if any(v != round(v) for v in raw):
+            raise InvalidInputError(f"{name} values must be integers, got {fmt(text)} (values {fmt(raw)})")
+        values = [int(round(v)) for v in raw]
+        if lower is not None and values[0] < lower:
+            raise InvalidInputError(f"{name} values must be ≥ {lower:g}, got {fmt(text)}")
+        return values
+    if lower is not None and raw[0] <= lower:
+        raise InvalidInputError(f"{name} values must be > {lower:g}, got {fmt(text)}")
+    return raw
+
+
+@dataclass(frozen=True)
+class SweepModel:
+    """One model of a sweep, built once and shared by all its points (and scattered to workers).
+
+    Attributes
+    ----------
+    population : policyopt.models.markov.Population
+        Users' chains.
+    penalty : policyopt.utility.penalty.Penalty
+        The utility penalty f(t, ε_C) (the MSE of the released mean for the CLI).
+    info : dict
+        Model facts carried into every report (``source``, data notes); see
+        :func:`policyopt.studies.schedule.design_schedule`'s `model_info`.
+    inputs : dict
+        The model's row inputs: ``p``, ``q`` (two-state chains given by ``--chain``, else
+        ``None``), ``users`` (I), ``states`` (K), ``smoothing`` (data only, else ``None``),
+        ``source``.
+    """
+
+    population: object
+    penalty: object
+    info: dict
+    inputs: dict
+
+
+@dataclass(frozen=True)
+class SweepSettings:
+    """Options shared by every point: search box, benchmark length and back end.
+
+    Attributes
+    ----------
+    max_age, max_interval : int
+        A_MAX and S_MAX of the search box (slots).
+    releases : int
+        Releases after which the noise-only benchmark's risk is reported.
+    method : str
+        ``exact``, ``heuristic``, ``cvxpy``, ``pyomo`` or ``all`` (see
+        :func:`policyopt.studies.schedule.design_schedule`).
+    relax : bool
+        Continuous relaxation of A and S̄ for the (39) back ends.
+    """
+
+    max_age: int
+    max_interval: int
+    releases: int
+    method: str = "exact"
+    relax: bool = False
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """What :func:`run_sweep` did.
+
+    Attributes
+    ----------
+    rows : list of dict
+        One row per grid point, in grid order, with the columns :data:`COLUMNS` (typed:
+        float/int/bool/str or ``None`` for an empty cell).
+    records : list of dict
+        The matching JSON-lines records: ``point``, ``inputs``, ``no_tradeoff`` and
+        ``report`` (the full :meth:`policyopt.studies.schedule.ScheduleReport.to_dict`).
+    computed : int
+        Points solved by this call.
+    resumed : int
+        Points taken from the existing output files.
+    no_tradeoff : list of dict
+        :func:`no_tradeoff_ranges` per model: ``model`` (its varied inputs), ``from``,
+        ``to`` (f̄, penalty units), ``peak_risk`` (ε* at the start of the range, nats).
+    csv_path, jsonl_path : pathlib.Path
+        The output files.
+    """
+
+    rows: list
+    records: list
+    computed: int
+    resumed: int
+    no_tradeoff: list
+    csv_path: Path
+    jsonl_path: Path
+
+
+def _cell(value) -> str:
+    """CSV text of a value: '' for None, true/false, repr for floats (exact round trip)."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value) if math.isfinite(value) else ""
+    if isinstance(value, int):
+        return str(value)
+    return " ".join(str(value).split())  # one physical line per row
+
+
+def _parse_cell(column: str, text: str):
+    """Typed value of a CSV cell (inverse of :func:`_cell`)."""
+    if text == "":
+        return None
+    if column in _TEXT:
+        return text
+    if column in _BOOL:
+        if text not in ("true", "false"):
+            raise ValueError(f"column {column!r}: expected true/false, got {text!r}")
+        return text == "true"
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)
+
+
+def jsonl_path(csv_path) -> Path:
+    """The JSON-lines companion of a sweep CSV: ``FILE.jsonl`` next to ``FILE.csv``.
+
+    Raises
+    ------
+    InvalidInputError
+        If `csv_path` does not end in ``.csv``.
+    """
+    path = Path(csv_path)
+    if path.suffix.lower() != ".csv":
+        raise InvalidInputError(f"--out must name a .csv file (the JSON lines go next to it), got {fmt(str(csv_path))}")
+    return path.with_suffix(".jsonl")
+
+
+def _key(inputs: dict) -> tuple:
+    return tuple(_cell(inputs.get(c)) for c in INPUT_COLUMNS)
+
+
+def _point_inputs(model: SweepModel, max_penalty: float, settings: SweepSettings) -> dict:
+    return {
+        "max_penalty": float(max_penalty),
+        **{k: model.inputs.get(k) for k in ("p", "q", "users", "states", "smoothing", "source")},
+        "max_age": settings.max_age,
+        "max_interval": settings.max_interval,
+        "releases": settings.releases,
+        "method": settings.method,
+        "relax": bool(settings.relax),
+    }
+
+
+def solve_point(model: SweepModel, max_penalty: float, settings: SweepSettings) -> dict:
+    """Solve one grid point: the optimal schedule of `model` under the bound f̄ = `max_penalty`.
+
+    Runs in the main process (serial sweeps) or on a Dask worker; a deterministic function of
+    its arguments except for the timing fields.
+
+    Parameters
+    ----------
+    model : SweepModel
+    max_penalty : float
+        f̄ (penalty units, e.g. kWh²).
+    settings : SweepSettings
+
+    Returns
+    -------
+    dict
+        ``row`` (the result columns of :data:`RESULT_COLUMNS`, except ``no_tradeoff``) and
+        ``report`` (:meth:`~policyopt.studies.schedule.ScheduleReport.to_dict`).
+
+    Raises
+    ------
+    PolicyOptError
+        Whatever :func:`policyopt.studies.schedule.design_schedule` raises (bad method/relax, bad f̄).
+
+    References
+    ----------
+    ``000_2a085da7b331351a.txt``: problem (28), Theorem 4, eq. (30); benchmarks of Section VI.
+    """
+    from policyopt.studies.schedule import design_schedule
+
+    report = design_schedule(
+        model.population,
+        max_penalty=float(max_penalty),
+        A_max=settings.max_age,
+        S_max=settings.max_interval,
+        penalty=model.penalty,
+        releases=settings.releases,
+        model_info=model.info,
+        method=settings.method,
+        relax=settings.relax,
+    ).to_dict()
+    na, no, m = report["benchmarks"]["no_aging"], report["benchmarks"]["noise_only"], report["model"]
+    row = {
+        "status": report["status"],
+        "A": report["A"],
+        "S_bar": report["S_bar"],
+        "epsilon_c": report["epsilon_c"],
+        "peak_risk": report["peak_risk"],
+        "penalty": report["penalty"],
+        "peak_aoi": report["peak_aoi"],
+        "min_penalty": report["min_penalty"],
+        "bound": report["bound"],
+        "termination": report["termination"],
+        "backend": report["backend"],
+        "no_aging_status": na["status"],
+        "no_aging_S_bar": na["S_bar"],
+        "no_aging_epsilon_c": na["epsilon_c"],
+        "no_aging_peak_risk": na["peak_risk"],
+        "no_aging_penalty": na["penalty"],
+        "noise_only_epsilon_c": no["epsilon_c"],
+        "noise_only_risk_after_releases": no["risk_after_releases"],
+        "c": m["c"],
+        "rho": m["rho"],
+        "penalty_unit": m.get("penalty_unit") or None,
+        "message": report["message"],
+        "wall_time_s": report["wall_time_s"],
+    }
+    return {"row": row, "report": report}
+
+
+def no_tradeoff_flags(max_penalties: Sequence[float], peak_risks: Sequence, *, rtol: float = DEFAULT_TRADEOFF_RTOL) -> list:
+    """Where raising f̄ to the next grid value does not lower the optimal peak risk (Corollary 3).
+
+    Parameters
+    ----------
+    max_penalties : sequence of float, shape (n,)
+        Strictly increasing f̄ values of one model.
+    peak_risks : sequence of float or None, shape (n,)
+        Optimal ε* at each f̄ (nats); ``None`` where no schedule was found (infeasible).
+    rtol : float
+        ε*_{i+1} ≥ ε*_i − (rtol·ε*_i + 1e-12) counts as "not lower".
+
+    Returns
+    -------
+    list of bool or None, shape (n,)
+        Entry i describes the interval [f̄_i, f̄_{i+1}]: ``True`` if ε* does not decrease there,
+        ``False`` if it does (including infeasible → feasible), ``None`` for the last point,
+        when both ends have no schedule, or when only the larger f̄ has none (a back end
+        without a guarantee failed).
+
+    Raises
+    ------
+    InvalidInputError
+        If the lengths differ, `rtol` is negative, or `max_penalties` is not strictly increasing.
+
+    References
+    ----------
+    ``000_2a085da7b331351a.txt``, Corollary 3 and Appendix H: under its condition an increase
+    of f̄ does not decrease the minimal objective of (39); this function checks the property
+    itself on the computed optima rather than the sufficient condition.
+    """
+    fs = [float(f) for f in max_penalties]
+    risks = list(peak_risks)
+    if len(fs) != len(risks):
+        raise InvalidInputError(f"`max_penalties` ({len(fs)}) and `peak_risks` ({len(risks)}) must have the same length")
+    if not (rtol >= 0):
+        raise InvalidInputError(f"`rtol` must be ≥ 0, got {fmt(rtol)}")
+    if any(b <= a for a, b in zip(fs, fs[1:])):
+        raise InvalidInputError(f"`max_penalties` must be strictly increasing, got {fmt(fs)}")
+    flags: list = []
+    for a, b in zip(risks, risks[1:]):
+        if b is None:
+            flags.append(None)
+        elif a is None:
+            flags.append(False)  # infeasible → feasible: raising f̄ lowered the risk
+        else:
+            flags.append(bool(b >= a - (rtol * abs(a) + _TRADEOFF_ATOL)))
+    return flags + [None] if fs else []
+
+
+def no_tradeoff_ranges(max_penalties: Sequence[float], flags: Sequence) -> list:
+    """Merge consecutive no-trade-off intervals into f̄ ranges.
+
+    Parameters
+    ----------
+    max_penalties : sequence of float, shape (n,)
+        Increasing f̄ grid of one model.
+    flags : sequence of bool or None, shape (n,)
+        From :func:`no_tradeoff_flags`.
+
+    Returns
+    -------
+    list of (float, float)
+        Ranges [f̄_lo, f̄_hi] on which raising f̄ does not lower ε*; empty if there is none.
+
+    Raises
+    ------
+    InvalidInputError
+        If the lengths differ.
+    """
+    if len(max_penalties) != len(flags):
+        raise InvalidInputError(f"`max_penalties` ({len(max_penalties)}) and `flags` ({len(flags)}) must have the same length")
+    ranges: list = []
+    start = None
+    for i, flag in enumerate(flags):
+        if flag is True:
+            if start is None:
+                start = i
+        elif start is not None:
+            ranges.append((float(max_penalties[start]), float(max_penalties[i])))
+            start = None
+    if start is not None:  # cannot happen (the last flag is None), kept for safety
+        ranges.append((float(max_penalties[start]), float(max_penalties[-1])))
+    return ranges
+
+
+def read_sweep_csv(path) -> list:
+    """Rows of a sweep CSV as typed dicts (columns :data:`COLUMNS`).
+
+    A last line without its newline (left by a sweep killed while writing) is ignored.
+
+    Raises
+    ------
+    InvalidInputError
+        If the file's header is not a sweep header or a row is malformed (the message gives the line).
+    OSError
+        If the file cannot be read.
+    """
+    text = _complete_lines(Path(path).read_bytes())
+    return [row for _, row in _parse_csv(text, Path(path))]
+
+
+def _complete_lines(data: bytes) -> str:
+    """Text up to and including the last newline (drops a partially written last line)."""
+    end = data.rfind(b"\n")
+    return data[: end + 1].decode("utf-8") if end >= 0 else ""
+
+
+def _parse_csv(text: str, path: Path) -> list:
+    lines = text.splitlines()
+    if not lines:
+        return []
+    header = next(csv.reader([lines[0]]))
+    if tuple(header) != COLUMNS:
+        raise InvalidInputError(
+            f"--out {fmt(str(path))} exists but is not a policyopt sweep file of this version "
+            f"(header {fmt(','.join(header))}); give another --out or delete the file"
+        )
+    out = []
+    for lineno, fields in enumerate(csv.reader(lines[1:]), start=2):
+        if len(fields) != len(COLUMNS):
+            raise InvalidInputError(f"{path}, line {lineno}: expected {len(COLUMNS)} fields, got {len(fields)}")
+        try:
+            row = {c: _parse_cell(c, v) for c, v in zip(COLUMNS, fields)}
+        except ValueError as exc:
+            raise InvalidInputError(f"{path}, line {lineno}: {exc}") from None
+        out.append((lineno, row))
+    return out
+
+
+def _parse_jsonl(text: str, path: Path) -> list:
+    out = []
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InvalidInputError(f"{path}, line {lineno}: not JSON ({exc.msg})") from None
+        if not isinstance(rec, dict) or not isinstance(rec.get("inputs"), dict) or "report" not in rec:
+            raise InvalidInputError(f"{path}, line {lineno}: not a policyopt sweep record (needs `inputs` and `report`)")
+        out.append(rec)
+    return out
+
+
+def _csv_line(row: dict) -> str:
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerow([_cell(row.get(c)) for c in COLUMNS])
+    return buf.getvalue()
+
+
+def _json_line(record: dict) -> str:
+    return json.dumps(record, ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n"
+
+
+def _header() -> str:
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerow(COLUMNS)
+    return buf.getvalue()
+
+
+class _Store:
+    """The CSV + JSONL pair: load (resume), atomic rewrite, append with a flush per point."""
+
+    def __init__(self, csv_path: Path):
+        self.csv_path = Path(csv_path)
+        self.jsonl_path = jsonl_path(csv_path)
+        if not self.csv_path.parent.is_dir():
+            raise InvalidInputError(f"--out {fmt(str(csv_path))}: directory {fmt(str(self.csv_path.parent))} does not exist")
+        self._csv = self._jsonl = None
+
+    def load(self) -> dict:
+        """key → (row, record) for points present in both files, in CSV order (first copy wins)."""
+        rows = []
+        if self.csv_path.exists():
+            rows = [r for _, r in _parse_csv(_complete_lines(self.csv_path.read_bytes()), self.csv_path)]
+        records = {}
+        if self.jsonl_path.exists():
+            for rec in _parse_jsonl(_complete_lines(self.jsonl_path.read_bytes()), self.jsonl_path):
+                records.setdefault(_key(rec["inputs"]), rec)
+        done: dict = {}
+        for row in rows:
+            key = _key(row)
+            if key in records and key not in done:
+                done[key] = (row, records[key])
+        return done
+
+    def rewrite(self, entries: Sequence) -> None:
+        """Replace both files atomically by `entries` ((row, record) pairs, in order)."""
+        for path, text in (
+            (self.jsonl_path, "".join(_json_line(rec) for _, rec in entries)),
+            (self.csv_path, _header() + "".join(_csv_line(row) for row, _ in entries)),
+        ):
+            tmp = path.with_name(path.name + ".tmp")
+            tmp.write_text(text, encoding="utf-8")
+            os.replace(tmp, path)
+
+    def __enter__(self):
+        self._jsonl = open(self.jsonl_path, "a", encoding="utf-8")
+        self._csv = open(self.csv_path, "a", encoding="utf-8")
+        return self
+
+    def append(self, row: dict, record: dict) -> None:
+        """Append one point: the JSON record first, then the CSV row; each flushed at once."""
+        self._jsonl.write(_json_line(record))
+        self._jsonl.flush()
+        self._csv.write(_csv_line(row))
+        self._csv.flush()
+
+    def __exit__(self, *exc):
+        for f in (self._jsonl, self._csv):
+            if f is not None:
+                f.close()
+        return False
+
+
+def _serial(todo, grid, models, settings) -> Iterator:
+    for i in todo:
+        mi, f = grid[i]
+        try:
+            payload = solve_point(models[mi], f, settings)
+        except PolicyOptError as exc:
+            exc.point_index = i
+            raise
+        yield i, payload
+
+
+def _dask(todo, grid, models, settings, workers, scheduler) -> Iterator:
+    """Run points on Dask: a LocalCluster of `workers` processes, or the cluster at `scheduler`."""
+    import logging
+
+    from distributed import Client, LocalCluster, as_completed
+
+    with contextlib.ExitStack() as stack:
+        if scheduler is not None:
+            client = stack.enter_context(Client(scheduler, timeout=SCHEDULER_TIMEOUT))
+        else:
+            cluster = stack.enter_context(
+                LocalCluster(
+                    n_workers=workers,
+                    threads_per_worker=1,
+                    processes=True,
+                    dashboard_address=None,
+                    silence_logs=logging.CRITICAL,  # a failing point is reported once, by us
+                )
+            )
+            client = stack.enter_context(Client(cluster))
+        # each distinct model travels to every worker once, not once per point
+        shared = {mi: client.scatter(models[mi], broadcast=True, hash=False) for mi in sorted({grid[i][0] for i in todo})}
+        n_workers = max(1, len(client.scheduler_info().get("workers", {})))
+        futures = {}
+        for order, chunk in enumerate(_chunks(todo, grid, n_workers)):
+            mi = grid[chunk[0]][0]
+            fut = client.submit(
+                solve_points, shared[mi], [grid[i][1] for i in chunk], settings, pure=False, priority=-order
+            )
+            futures[fut] = chunk
+        try:
+            for fut in as_completed(futures):
+                chunk = futures[fut]
+                try:
+                    payloads = fut.result()
+                except PolicyOptError as exc:
+                    exc.point_index = chunk[getattr(exc, "chunk_offset", 0)]
+                    raise
+                except Exception as exc:  # a worker-side failure that is not an input error: one line, not a traceback
+                    from importlib.metadata import version
+
+                    __version__ = version("policyopt")
+                    err = PolicyOptError(
+                        f"a Dask worker failed: {type(exc).__name__}: {exc} (the workers need policyopt {__version__} "
+                        "and its dependencies installed)"
+                    )
+                    err.point_index = chunk[0]
+                    raise err from exc
+                yield from zip(chunk, payloads)
+        finally:
+            client.cancel(list(futures))
+
+
+def _chunks(todo, grid, n_workers: int) -> list:
+    """Consecutive points of one model per Dask task: about 8 tasks per worker, at most MAX_CHUNK points each.
+
+    A task costs the scheduler a few milliseconds or more on a busy machine, as much as solving a
+    point of a small model; a few points per task hide that.  A chunk's rows are written when the
+    whole chunk is back, so a killed Dask sweep recomputes the chunks that were in flight.
+    """
+    size = max(1, min(MAX_CHUNK, len(todo) // (8 * n_workers)))
+    out: list = []
+    for i in todo:
+        if out and len(out[-1]) < size and grid[out[-1][-1]][0] == grid[i][0]:
+            out[-1].append(i)
+        else:
+            out.append([i])
+    return out
+
+
+def solve_points(model: SweepModel, max_penalties: Sequence[float], settings: SweepSettings) -> list:
+    """:func:`solve_point` for several f̄ of one model (one Dask task).
+
+    Parameters
+    ----------
+    model : SweepModel
+    max_penalties : sequence of float
+        f̄ values (penalty units).
+    settings : SweepSettings
+
+    Returns
+    -------
+    list of dict
+        One :func:`solve_point` result per f̄, in order.
+
+    Raises
+    ------
+    PolicyOptError
+        The first point's error, with attribute ``chunk_offset`` = its position in `max_penalties`.
+    """
+    out = []
+    for j, f in enumerate(max_penalties):
+        try:
+            out.append(solve_point(model, f, settings))
+        except PolicyOptError as exc:
+            exc.chunk_offset = j
+            raise
+    return out
+
+
+def run_sweep(
+    models: Sequence[SweepModel],
+    max_penalties: Sequence[float],
+    settings: SweepSettings,
+    out,
+    *,
+    workers: int = 1,
+    scheduler: str | None = None,
+    progress: bool = False,
+    tradeoff_rtol: float = DEFAULT_TRADEOFF_RTOL,
+) -> SweepResult:
+    """Solve every (model, f̄) point, appending rows to `out` (CSV) and its ``.jsonl`` companion.
+
+    The grid is the models (outer, in order) × `max_penalties` (inner).  Rows already in the
+    output files (matched on their input columns) are kept and not recomputed; a partially
+    written last line is discarded.  Every finished point is appended and flushed at once;
+    at the end both files are rewritten in grid order with the ``no_tradeoff`` column filled.
+
+    Parameters
+    ----------
+    models : sequence of SweepModel
+        Distinct models (built once by the caller).
+    max_penalties : sequence of float, shape (n,)
+        Strictly increasing f̄ values (penalty units), all > 0.
+    settings : SweepSettings
+    out : str or path-like
+        ``FILE.csv``; the JSON lines go to ``FILE.jsonl``.
+    workers : int
+        1: serial in this process; > 1: a Dask LocalCluster with that many worker processes
+        (one thread each).
+    scheduler : str, optional
+        Address of an existing Dask scheduler (``tcp://host:8786``); its workers must have
+        policyopt installed.  Excludes ``workers > 1``.
+    progress : bool
+        Show a tqdm progress bar on stderr.
+    tradeoff_rtol : float
+        Relative tolerance of :func:`no_tradeoff_flags`.
+
+    Returns
+    -------
+    SweepResult
+
+    Raises
+    ------
+    InvalidInputError
+        Bad grid, `workers`, both `workers` > 1 and `scheduler`, an `out` that is not a
+        ``.csv`` in an existing directory, an existing file that is not a sweep file or holds
+        points that are not on this grid (other options or another grid: the message shows one),
+        or an error of a point (the message names the point; finished points stay in the files).
+    OSError
+        If the files cannot be written or the scheduler cannot be reached.
+    """
+    models = list(models)
+    if not models:
+        raise InvalidInputError("a sweep needs at least one model")
+    fs = [float(f) for f in max_penalties]
+    if not fs or any(not (math.isfinite(f) and f > 0) for f in fs) or any(b <= a for a, b in zip(fs, fs[1:])):
+        raise InvalidInputError(f"`max_penalties` must be strictly increasing positive numbers, got {fmt(fs)}")
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise InvalidInputError(f"--workers must be an integer ≥ 1, got {fmt(workers)}")
+    if scheduler is not None and workers > 1:
+        raise InvalidInputError(f"give either --workers {workers} (a local cluster) or --scheduler {scheduler}, not both")
+    if not (tradeoff_rtol >= 0):
+        raise InvalidInputError(f"`tradeoff_rtol` must be ≥ 0, got {fmt(tradeoff_rtol)}")
+    store = _Store(Path(out))
+    grid = [(mi, f) for mi in range(len(models)) for f in fs]
+    inputs = [_point_inputs(models[mi], f, settings) for mi, f in grid]
+    keys = [_key(x) for x in inputs]
+    if len(set(keys)) != len(keys):
+        raise InvalidInputError("the sweep grid has repeated points (two models with identical inputs)")
+    index = {k: i for i, k in enumerate(keys)}
+    done = store.load()
+    foreign = [k for k in done if k not in index]
+    if foreign:
+        row = done[foreign[0]][0]
+        shown = ", ".join(f"{c}={_cell(row.get(c))}" for c in INPUT_COLUMNS if _cell(row.get(c)))
+        raise InvalidInputError(
+            f"--out {fmt(str(store.csv_path))} holds {len(foreign)} point(s) that are not on this sweep's grid "
+            f"(first: {shown}); rerun with the same options to resume, or give another --out"
+        )
+    resumed = len(done)
+    store.rewrite(list(done.values()))  # drop partial lines and points missing from either file
+    todo = [i for i, k in enumerate(keys) if k not in done]
+
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(keys), initial=resumed, unit="point", desc="sweep", dynamic_ncols=True)
+    try:
+        runner = _serial(todo, grid, models, settings) if workers == 1 and scheduler is None else _dask(
+            todo, grid, models, settings, workers, scheduler
+        )
+        with store, contextlib.closing(runner) as results:
+            try:
+                for i, payload in results:
+                    row = {"point": i, **inputs[i], **payload["row"], "no_tradeoff": None}
+                    record = {"point": i, "inputs": inputs[i], "no_tradeoff": None, "report": payload["report"]}
+                    store.append(row, record)
+                    done[keys[i]] = (row, record)
+                    if bar is not None:
+                        bar.update(1)
+            except PolicyOptError as exc:
+                i = getattr(exc, "point_index", None)
+                where = "" if i is None else "point " + ", ".join(
+                    f"{c}={_cell(inputs[i][c])}" for c in ("max_penalty", "p", "q", "users", "states") if inputs[i][c] is not None
+                ) + ": "
+                raise type(exc)(f"{where}{exc} ({len(done)} finished point(s) kept in {store.csv_path})") from None
+    finally:
+        if bar is not None:
+            bar.close()
+
+    final_rows, final_records, ranges = [], [], []
+    for mi in range(len(models)):
+        ids = [i for i, (m, _) in enumerate(grid) if m == mi]
+        flags = no_tradeoff_flags(fs, [done[keys[i]][0]["peak_risk"] for i in ids], rtol=tradeoff_rtol)
+        for i, flag in zip(ids, flags):
+            row, record = done[keys[i]]
+            final_rows.append({**row, "point": i, "no_tradeoff": flag})
+            final_records.append({**record, "point": i, "no_tradeoff": flag})
+        varied = {k: models[mi].inputs.get(k) for k in ("p", "q", "users", "states")}
+        for lo, hi in no_tradeoff_ranges(fs, flags):
+            risk = done[keys[ids[fs.index(lo)]]][0]["peak_risk"]
+            ranges.append({"model": varied, "from": lo, "to": hi, "peak_risk": risk})
+    store.rewrite(list(zip(final_rows, final_records)))
+    return SweepResult(
+        rows=final_rows,
+        records=final_records,
+        computed=len(todo),
+        resumed=resumed,
+        no_tradeoff=ranges,
+        csv_path=store.csv_path,
+        jsonl_path=store.jsonl_path,
+    )
+

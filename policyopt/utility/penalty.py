@@ -1,0 +1,778 @@
+"""Utility penalties f(t, ε_C): the accuracy lost by publishing data that is t slots old
+with a per-release budget ε_C.
+
+Source: ``../shared/papers/000_2a085da7b331351a.txt``, eqs. (27), (48)–(49).
+
+Every penalty here is non-increasing in ε_C (more budget, less noise).  It need not be
+monotone in t (a chain with a negative eigenvalue oscillates), so the penalty of a
+schedule is the maximum over the ages A..A+S̄−1 that an epoch goes through
+(:meth:`Penalty.epoch_table`), which equals the value at the discrete peak AoI
+A + S̄ − 1 when f is increasing in t.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from policyopt.errors import InvalidInputError, InvalidModelError, fmt
+from policyopt.models.markov import Population, as_slots
+
+__all__ = [
+    "Penalty",
+    "MSEPenalty",
+    "CallablePenalty",
+    "two_state_mse",
+    "ROUND_UP",
+    "ContinuousPenalty",
+    "TwoStateMSE",
+    "LinearPenalty",
+    "TableMSE",
+    "MonotonicityReport",
+    "StepPenalty",
+    "EPSILON_GRID",
+]
+
+#: Relative amount by which inverse budgets are rounded up (towards feasibility).
+ROUND_UP = 1e-12
+
+#: Budgets (nats) scanned by :meth:`Penalty.min_epsilon_c_table` for penalties that are not
+#: proven non-increasing in ε_C: 400 log-spaced points from 1e-3 to 200.
+EPSILON_GRID = np.geomspace(1e-3, 200.0, 400)
+
+
+@dataclass(frozen=True)
+class MonotonicityReport:
+    """Result of :meth:`Penalty.check_monotonicity` on a grid of ages and budgets.
+
+    Attributes
+    ----------
+    increasing_in_t : bool
+        f(t+1, ε) ≥ f(t, ε) − tol at every grid point (ages consecutive in the grid).
+    decreasing_in_epsilon : bool
+        f(t, ε') ≤ f(t, ε) + tol for every pair of consecutive grid budgets ε < ε'.
+    worst_t : tuple or None
+        (t, epsilon_c, drop) of the largest decrease of f from age t to the next grid age, or
+        ``None`` when f is non-decreasing in t on the grid.
+    worst_epsilon : tuple or None
+        (t, epsilon_c, rise) of the largest increase of f from budget ε_C to the next grid
+        budget, or ``None`` when f is non-increasing in ε_C on the grid.
+    tol : float
+        Absolute tolerance used (penalty units).
+    """
+
+    increasing_in_t: bool
+    decreasing_in_epsilon: bool
+    worst_t: tuple | None
+    worst_epsilon: tuple | None
+    tol: float
+
+
+def check_max_penalty(max_penalty) -> float:
+    if not isinstance(max_penalty, (int, float, np.floating, np.integer)) or not (
+        math.isfinite(float(max_penalty)) and float(max_penalty) > 0
+    ):
+        raise InvalidInputError(f"`max_penalty` (f̄) must be a positive finite number, got {fmt(max_penalty)}")
+    return float(max_penalty)
+
+
+def check_monte_carlo_args(n_samples, rng, epsilon_c) -> None:
+    """Validate the arguments shared by the Monte Carlo (simulation-only) penalty estimators."""
+    if isinstance(n_samples, bool) or not isinstance(n_samples, (int, np.integer)) or n_samples < 2:
+        raise InvalidInputError(f"`n_samples` must be an integer ≥ 2, got {fmt(n_samples)}")
+    if not isinstance(rng, np.random.Generator):
+        raise InvalidInputError(f"`rng` must be a numpy.random.Generator, got {fmt(rng)}")
+    if not (isinstance(epsilon_c, (int, float, np.floating)) and math.isfinite(epsilon_c) and epsilon_c > 0):
+        raise InvalidInputError(f"`epsilon_c` must be a positive finite number (nats), got {fmt(epsilon_c)}")
+
+
+class Penalty(ABC):
+    """A noise-aware age penalty f(t, ε_C), eq. (27).
+
+    Subclasses implement :meth:`value` and :meth:`noiseless` (the limit ε_C → ∞); the
+    inverse in ε_C is found by bracketing and Brent's method unless a subclass has a
+    closed form.
+    """
+
+    #: short name printed in reports
+    name = "penalty"
+    #: unit of the penalty value
+    unit = ""
+    #: True when f(t, ·) is *proven* non-increasing in ε_C, so that the smallest feasible
+    #: budget of a schedule is found by root finding and the exact solver's answer is optimal.
+    #: A penalty that sets it False is inverted by a grid scan (:data:`EPSILON_GRID`) and the
+    #: exact solver reports ``feasible``, not ``optimal``.  User penalties
+    #: (:class:`CallablePenalty`) are declared non-increasing by their author.
+    monotone_in_epsilon = True
+    #: True when f is smooth and convex enough for the cvxpy back end (through a
+    #: :class:`ContinuousPenalty`); the failure rate is neither.
+    smooth = True
+
+    def check_monotonicity(self, ages, epsilons, *, tol: float = 1e-12) -> MonotonicityReport:
+        """Check numerically whether f is non-decreasing in t and non-increasing in ε_C on a grid.
+
+        Nothing is assumed: f is evaluated at every (age, budget) pair of the grid and
+        consecutive values are compared.  The check says nothing about points between grid
+        values.
+
+        Parameters
+        ----------
+        ages : array_like of int, shape (n_t,)
+            Increasing ages (slots).
+        epsilons : array_like of float, shape (n_eps,)
+            Increasing budgets (nats, > 0; ``inf`` allowed for the noiseless limit).
+        tol : float
+            Absolute tolerance (penalty units) below which changes are ignored.
+
+        Returns
+        -------
+        MonotonicityReport
+
+        Raises
+        ------
+        InvalidInputError
+            If `ages` or `epsilons` is empty, not one-dimensional or not increasing, or a
+            budget is not positive.
+        """
+        t = as_slots(ages, "ages")
+        e = np.asarray(epsilons, dtype=float)
+        if t.ndim != 1 or t.size == 0 or np.any(np.diff(t) <= 0):
+            raise InvalidInputError(f"`ages` must be a non-empty increasing 1-D array of slots, got {fmt(ages)}")
+        if e.ndim != 1 or e.size == 0 or np.any(np.diff(e) <= 0) or not np.all(e > 0):
+            raise InvalidInputError(f"`epsilons` must be a non-empty increasing 1-D array of positive budgets, got {fmt(epsilons)}")
+        vals = np.empty((t.size, e.size))
+        for j, eps in enumerate(e):
+            vals[:, j] = self.noiseless(t) if np.isinf(eps) else self.value(t, eps)
+        worst_t = worst_e = None
+        if t.size > 1:
+            drop = vals[:-1, :] - vals[1:, :]
+            i, j = np.unravel_index(int(np.argmax(drop)), drop.shape)
+            if drop[i, j] > tol:
+                worst_t = (int(t[i]), float(e[j]), float(drop[i, j]))
+        if e.size > 1:
+            rise = vals[:, 1:] - vals[:, :-1]
+            i, j = np.unravel_index(int(np.argmax(rise)), rise.shape)
+            if rise[i, j] > tol:
+                worst_e = (int(t[i]), float(e[j]), float(rise[i, j]))
+        return MonotonicityReport(worst_t is None, worst_e is None, worst_t, worst_e, float(tol))
+
+    @abstractmethod
+    def value(self, t, epsilon_c):
+        """f(t, ε_C) for ages `t` (slots) and budgets `epsilon_c` (nats), broadcast."""
+
+    @abstractmethod
+    def noiseless(self, t):
+        """lim_{ε_C → ∞} f(t, ε_C) for ages `t` (slots)."""
+
+    def epoch_table(self, A_max: int, S_max: int, epsilon_c) -> np.ndarray:
+        """Penalty of every schedule (A, S̄): max of f over the ages A..A+S̄−1.
+
+        Returns shape (A_max + 1, S_max) with entry [A, S̄ − 1].
+        """
+        ages = np.arange(A_max + S_max)
+        vals = np.asarray(self.value(ages, epsilon_c), dtype=float)
+        return window_max(vals, A_max, S_max)
+
+    def min_epsilon_c_table(self, A_max: int, S_max: int, max_penalty: float, *, xtol: float = 1e-12) -> np.ndarray:
+        """Smallest ε_C with epoch penalty ≤ f̄ for every (A, S̄); ``inf`` where none exists.
+
+        Generic version: per schedule, bracket the root of max_a f(a, ε) − f̄ by doubling,
+        then refine with Brent's method; the upper end of the final bracket is returned,
+        so the returned ε_C always satisfies the bound.
+
+        When :attr:`monotone_in_epsilon` is False, the bracket is not trusted: the epoch penalty
+        is evaluated on :data:`EPSILON_GRID` and, per schedule, the first feasible grid budget is
+        refined by bisection against the grid point below it (see :meth:`_grid_min_epsilon_c_table`).
+
+        Returns shape (A_max + 1, S_max) with entry [A, S̄ − 1] (nats).
+        """
+        from scipy.optimize import brentq
+
+        f_bar = check_max_penalty(max_penalty)
+        if not self.monotone_in_epsilon:
+            return self._grid_min_epsilon_c_table(A_max, S_max, f_bar)
+        ages = np.arange(A_max + S_max)
+        floor = window_max(np.asarray(self.noiseless(ages), dtype=float), A_max, S_max)
+        out = np.full(floor.shape, np.inf)
+        for a in range(A_max + 1):
+            for s in range(1, S_max + 1):
+                if not floor[a, s - 1] < f_bar:
+                    continue
+                window = np.arange(a, a + s)
+
+                def excess(eps, window=window):
+                    """max over the epoch of f(a, ε) − f̄; the root is the smallest feasible ε."""
+                    return float(np.max(self.value(window, eps))) - f_bar
+
+                hi = 1.0
+                while excess(hi) > 0:
+                    hi *= 2.0
+                    if hi > 1e6:
+                        break
+                if excess(hi) > 0:
+                    continue
+                lo = hi / 2.0
+                while excess(lo) <= 0 and lo > 1e-300:
+                    hi, lo = lo, lo / 2.0
+                if excess(lo) <= 0:
+                    out[a, s - 1] = lo
+                    continue
+                root = brentq(excess, lo, hi, xtol=xtol * hi, rtol=4 * np.finfo(float).eps)
+                root = min(hi, root * (1.0 + ROUND_UP))
+                if excess(root) > 0:  # land on the feasible side of the bracket
+                    root = hi
+                out[a, s - 1] = root
+        return out
+
+    def _grid_min_epsilon_c_table(self, A_max: int, S_max: int, f_bar: float, grid=None, *, xtol: float = 1e-10) -> np.ndarray:
+        """Smallest feasible budget on a grid, for penalties not proven monotone in ε_C.
+
+        For every schedule (A, S̄) the epoch penalty is evaluated at each budget of `grid`
+        (default :data:`EPSILON_GRID`); the first feasible grid budget is then refined by
+        bisection on the interval down to the previous (infeasible) grid budget, keeping the
+        feasible end.  Every returned ε_C meets f̄; a smaller feasible ε_C lying strictly
+        between two infeasible grid budgets would be missed, which is why the exact solver
+        reports such solutions as ``feasible``.  The noiseless limit counts as infeasible
+        (``inf``) unless a finite grid budget meets f̄.
+
+        Returns shape (A_max + 1, S_max) with entry [A, S̄ − 1] (nats).
+        """
+        grid = EPSILON_GRID if grid is None else np.asarray(grid, dtype=float)
+        ages = np.arange(A_max + S_max)
+        vals = np.asarray(self.value(ages[:, None], grid[None, :]), dtype=float)  # (ages, n_grid)
+        tables = np.stack([window_max(vals[:, j], A_max, S_max) for j in range(grid.size)], axis=-1)
+        ok = tables <= f_bar
+        out = np.full((A_max + 1, S_max), np.inf)
+        first = np.argmax(ok, axis=-1)
+        a_idx, j_idx = np.nonzero(ok.any(axis=-1))
+        k = first[a_idx, j_idx]
+        hi = grid[k].astype(float)
+        lo = np.where(k > 0, grid[np.maximum(k - 1, 0)], hi)
+        # vectorised bisection over all schedules at once, keeping the feasible end
+        mask = (ages[:, None] >= a_idx[None, :]) & (ages[:, None] <= (a_idx + j_idx)[None, :])  # epoch ages
+        active = hi - lo > xtol * hi
+        while active.any():
+            mid = 0.5 * (lo[active] + hi[active])
+            v = np.asarray(self.value(ages[:, None], mid[None, :]), dtype=float)
+            feas = np.where(mask[:, active], v, -np.inf).max(axis=0) <= f_bar
+            idx = np.nonzero(active)[0]
+            hi[idx[feas]] = mid[feas]
+            lo[idx[~feas]] = mid[~feas]
+            active = hi - lo > xtol * hi
+        out[a_idx, j_idx] = hi
+        return out
+
+def window_max(vals: np.ndarray, A_max: int, S_max: int) -> np.ndarray:
+    """table[A, S̄−1] = max(vals[A : A + S̄]) for A ≤ A_max, S̄ ≤ S_max."""
+    windows = sliding_window_view(vals, S_max)[: A_max + 1]  # (A_max+1, S_max): vals[A + j]
+    return np.maximum.accumulate(windows, axis=1)
+
+
+class MSEPenalty(Penalty):
+    """Mean-square error of the released mean of I users' current values.
+
+    f(t, ε_C) = E[(M(X_{−t}) − (1/I)Σ_i x_{i,0})²]
+              = (1/I²) Σ_i E[(x_{i,−t} − x_{i,0})²]  +  2·(s/ε_C)²,
+
+    where M adds Laplace(s/ε_C) noise to the mean of the t-slot-old values and
+    s = (max state value − min state value)/I is the sensitivity of that mean, so that
+    every release is ε_C-DP (Proposition 1).  The staleness term is exact: for each
+    user, E[(x_{−t} − x_0)²] = Σ_{x,y} π(x) P_t(x, y) (v_x − v_y)² (stationary chain, users
+    independent, so cross terms vanish).
+
+    Parameters
+    ----------
+    population : Population
+        Users' chains with numeric state values (units of the values, e.g. kWh; the
+        penalty is in those units squared).
+
+    Raises
+    ------
+    InvalidModelError
+        If all state values are equal (the mean then carries no information and its
+        sensitivity is 0).
+
+    Notes
+    -----
+    Eq. (48) as printed adds Laplace(1/(ε_C I)) noise to the mean of ±1 values; that mean's
+    sensitivity is 2/I, so the printed mechanism is only 2ε_C-DP and its noise variance
+    2/(ε_C² I²) (the "noise only" curve of Fig. 4) is a quarter of the correct 8/(ε_C² I²).
+    This class uses the correct sensitivity.
+
+    References
+    ----------
+    ``000_2a085da7b331351a.txt``, eqs. (48)–(49); Proposition 1.
+    """
+
+    name = "mse"
+
+    def __init__(self, population: Population, unit: str = ""):
+        if not isinstance(population, Population):
+            raise InvalidModelError(f"`population` must be a Population, got {fmt(population)}")
+        lo, hi = population.value_range
+        if not hi > lo:
+            raise InvalidModelError(
+                f"all state values equal {lo!r}: the mean has sensitivity 0 and the MSE penalty is degenerate"
+            )
+        self.population = population
+        self.unit = unit
+        self.sensitivity = (hi - lo) / population.n_users
+        self._table = np.zeros(0)
+
+    def staleness(self, t):
+        """Exact staleness term (1/I²) Σ_i E[(x_{i,−t} − x_{i,0})²] for ages `t` (slots), no noise."""
+        ts = as_slots(t, "t")
+        n = int(ts.max()) + 1 if ts.size else 1
+        if self._table.size < n:
+            self._table = self._staleness_table(max(n, 2 * self._table.size))
+        out = self._table[ts]
+        return float(out) if out.ndim == 0 else out
+
+    def _staleness_table(self, n: int) -> np.ndarray:
+        pop = self.population
+        total = np.zeros(n)
+        for chain, count in zip(pop.chains, pop.counts):
+            P = chain.P
+            v = chain.state_values
+            W = (v[:, None] - v[None, :]) ** 2
+            pi = chain.stationary
+            Pt = np.eye(chain.n_states)
+            for t in range(n):
+                total[t] += count * float(pi @ (Pt * W).sum(axis=1))
+                Pt = Pt @ P
+        return total / pop.n_users**2
+
+    @property
+    def staleness_limit(self) -> float:
+        """lim_{t→∞} of the staleness term: (1/I²) Σ_i 2 Var_{π_i}(x_i).
+
+        For a periodic chain the staleness oscillates and has no limit; this is then its
+        Cesàro average, not a bound.
+        """
+        pop = self.population
+        acc = 0.0
+        for chain, count in zip(pop.chains, pop.counts):
+            pi, v = chain.stationary, chain.state_values
+            mean = float(pi @ v)
+            acc += count * 2.0 * float(pi @ (v - mean) ** 2)
+        return acc / pop.n_users**2
+
+    def noise_variance(self, epsilon_c):
+        """Variance 2(s/ε_C)² of the Laplace noise of one ε_C-DP release of the mean."""
+        eps = np.asarray(epsilon_c, dtype=float)
+        with np.errstate(divide="ignore"):
+            return 2.0 * (self.sensitivity / eps) ** 2
+
+    def value(self, t, epsilon_c):
+        """f(t, ε_C) = staleness(t) + 2(s/ε_C)², broadcast over `t` (slots) and `epsilon_c` (nats)."""
+        return np.asarray(self.staleness(t)) + self.noise_variance(epsilon_c)
+
+    def noiseless(self, t):
+        """The staleness term alone (ε_C → ∞)."""
+        return self.staleness(t)
+
+    def min_epsilon_c(self, staleness_bound, max_penalty):
+        """Closed-form inverse: smallest ε_C with staleness + 2(s/ε_C)² ≤ f̄, i.e. s·sqrt(2/(f̄ − W)).
+
+        The result is rounded up by a relative 1e-12 (``ROUND_UP``), so that the bound still
+        holds when the penalty is re-evaluated with a different order of floating-point
+        operations.  Returns ``inf`` where f̄ ≤ W: no budget can meet the bound.
+        """
+        f_bar = check_max_penalty(max_penalty)
+        slack = f_bar - np.asarray(staleness_bound, dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            eps = np.where(slack > 0, self.sensitivity * np.sqrt(2.0 / slack) * (1.0 + ROUND_UP), np.inf)
+        return eps
+
+    def epoch_table(self, A_max: int, S_max: int, epsilon_c) -> np.ndarray:
+        """Penalty of every schedule (A, S̄), shape (A_max + 1, S_max)."""
+        stale = window_max(np.asarray(self.staleness(np.arange(A_max + S_max))), A_max, S_max)
+        return stale + self.noise_variance(epsilon_c)
+
+    def min_epsilon_c_table(self, A_max: int, S_max: int, max_penalty: float, **_) -> np.ndarray:
+        """Smallest ε_C meeting f̄ for every (A, S̄), closed form; shape (A_max + 1, S_max)."""
+        stale = window_max(np.asarray(self.staleness(np.arange(A_max + S_max))), A_max, S_max)
+        return self.min_epsilon_c(stale, max_penalty)
+
+
+class CallablePenalty(Penalty):
+    """A user-supplied penalty f(t, ε_C), inverted in ε_C by bracketing and Brent's method.
+
+    Parameters
+    ----------
+    func : callable
+        ``func(t, epsilon_c)`` → array, vectorised over integer ages `t` (slots); must be
+        non-increasing in ε_C.
+    noiseless : callable
+        ``noiseless(t)`` → lim_{ε_C→∞} func(t, ε_C).
+    name : str
+        Name used in reports.
+    """
+
+    def __init__(self, func, noiseless, name: str = "custom", unit: str = ""):
+        if not callable(func) or not callable(noiseless):
+            raise InvalidInputError(f"`func` and `noiseless` must be callables, got {fmt(func)}, {fmt(noiseless)}")
+        self._func = func
+        self._noiseless = noiseless
+        self.name = name
+        self.unit = unit
+
+    def value(self, t, epsilon_c):
+        """f(t, ε_C) from the user's function."""
+        return np.asarray(self._func(np.asarray(t), epsilon_c), dtype=float)
+
+    def noiseless(self, t):
+        """lim_{ε_C→∞} f(t, ε_C) from the user's function."""
+        return np.asarray(self._noiseless(np.asarray(t)), dtype=float)
+
+
+def two_state_mse(t, epsilon_c, p: float, q: float, n_users: int):
+    """Closed form of the MSE penalty (49) for the two-state chain (43) with values ±1.
+
+    f(t, ε_C) = 8pq(1 − (1 − p − q)^t) / (I (p + q)²) + 8 / (ε_C² I²).
+
+    The first term is (1/I)·4·Pr(x_{−t} ≠ x_0) with Pr(x_{−t} ≠ x_0) = 2pq(1 − (1−p−q)^t)/(p+q)²
+    from (44); the second is the variance of Laplace noise calibrated to the mean's
+    sensitivity 2/I (the paper's (48) uses 1/I, see :class:`MSEPenalty`).
+
+    Parameters
+    ----------
+    t : int or array_like of int
+        Ages (slots).
+    epsilon_c : float or array_like
+        Budgets (nats).
+    p, q : float
+        Transition probabilities of (43), p + q > 0.
+    n_users : int
+        I.
+
+    Returns
+    -------
+    float or numpy.ndarray
+    """
+    t = as_slots(t)
+    lam = 1.0 - p - q
+    stale = 8.0 * p * q * (1.0 - np.power(lam, t)) / (n_users * (p + q) ** 2)
+    return stale + 8.0 / (np.asarray(epsilon_c, dtype=float) ** 2 * n_users**2)
+
+
+class ContinuousPenalty(ABC):
+    """A penalty f(T, ε_C) defined for real peak ages T ≥ 0, for the continuous formulations (39)–(42).
+
+    f must be non-decreasing in T and non-increasing in ε_C, so that the constraint
+    f(T, ε_C) ≤ f̄ is equivalent to T ≤ :meth:`max_age` (ε_C) and to ε_C ≥ :meth:`min_epsilon` (T).
+
+    References
+    ----------
+    ``000_2a085da7b331351a.txt``, eq. (27), (39c).
+    """
+
+    name = "continuous"
+    unit = ""
+    #: True if f is jointly convex in (T, ε_C) on T ≥ 0, ε_C > 0
+    jointly_convex = False
+
+    @abstractmethod
+    def value(self, T, epsilon_c):
+        """f(T, ε_C), broadcast over real ages `T` (slots) and budgets `epsilon_c` (nats)."""
+
+    @abstractmethod
+    def max_age(self, epsilon_c, max_penalty):
+        """Largest T ≥ 0 with f(T, ε_C) ≤ f̄: ``inf`` if every T qualifies, ``-inf`` if none does."""
+
+    @abstractmethod
+    def min_epsilon(self, T, max_penalty):
+        """Smallest ε_C > 0 with f(T, ε_C) ≤ f̄; ``inf`` if none."""
+
+    @abstractmethod
+    def noise_floor_age(self, max_penalty):
+        """sup over ε_C of :meth:`max_age`: the largest peak age any budget allows (``inf`` if unbounded)."""
+
+    def pyomo_expression(self, T, epsilon_c):
+        """f(T, ε_C) as a Pyomo expression of Pyomo variables, for global solvers.
+
+        Raises
+        ------
+        NotImplementedError
+            If the penalty has no closed algebraic form.
+        """
+        raise NotImplementedError(f"penalty {self.name!r} has no algebraic form for Pyomo")
+
+
+class TwoStateMSE(ContinuousPenalty):
+    """MSE (49) of the two-state example at real ages: K₀(1 − λ^T) + 8/(ε_C² I²), λ = 1 − p − q.
+
+    K₀ = 8pq/(I(p+q)²) is the staleness limit; the noise term uses the mean's sensitivity 2/I
+    (see :class:`MSEPenalty` on the paper's factor).  Concave and increasing in T.
+
+    Parameters
+    ----------
+    p, q : float
+        Transition probabilities of (43); 0 < 1 − p − q < 1 is required so that λ^T is
+        defined and decreasing for real T.
+    n_users : int
+        I ≥ 1.
+
+    Raises
+    ------
+    InvalidInputError
+        If 1 − p − q is not in (0, 1) or `n_users` < 1.
+    """
+
+    name = "two-state-mse"
+
+    def __init__(self, p: float, q: float, n_users: int):
+        lam = 1.0 - float(p) - float(q)
+        if not (0.0 < lam < 1.0 and 0 <= p <= 1 and 0 <= q <= 1):
+            raise InvalidInputError(
+                f"the continuous two-state MSE needs 0 < 1 − p − q < 1 (real ages), got p={p!r}, q={q!r}"
+            )
+        if isinstance(n_users, bool) or not isinstance(n_users, (int, np.integer)) or n_users < 1:
+            raise InvalidInputError(f"`n_users` must be an integer ≥ 1, got {fmt(n_users)}")
+        self.p, self.q, self.n_users, self.lam = float(p), float(q), int(n_users), lam
+        self.limit = 8.0 * p * q / (n_users * (p + q) ** 2)
+        self.noise_const = 8.0 / n_users**2  # 2 (2/I)²
+
+    def value(self, T, epsilon_c):
+        """K₀(1 − λ^T) + 8/(ε_C² I²)."""
+        T = np.asarray(T, dtype=float)
+        eps = np.asarray(epsilon_c, dtype=float)
+        with np.errstate(divide="ignore"):
+            return -self.limit * np.expm1(T * math.log(self.lam)) + self.noise_const / eps**2
+
+    def max_age(self, epsilon_c, max_penalty):
+        """T ≤ ln(1 − (f̄ − noise)/K₀) / ln λ."""
+        f_bar = check_max_penalty(max_penalty)
+        eps = np.asarray(epsilon_c, dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = (f_bar - self.noise_const / eps**2) / self.limit
+            out = np.where(r >= 1.0, np.inf, np.log1p(-np.minimum(r, 1.0)) / math.log(self.lam))
+        return np.where(r < 0, -np.inf, out)
+
+    def min_epsilon(self, T, max_penalty):
+        """ε_C = sqrt(8 / (I² (f̄ − K₀(1 − λ^T))))."""
+        f_bar = check_max_penalty(max_penalty)
+        slack = f_bar - (self.value(T, np.inf))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(slack > 0, np.sqrt(self.noise_const / slack) * (1.0 + ROUND_UP), np.inf)
+
+    def noise_floor_age(self, max_penalty):
+        """Largest T with K₀(1 − λ^T) < f̄ (noise → 0)."""
+        f_bar = check_max_penalty(max_penalty)
+        return math.inf if f_bar >= self.limit else math.log1p(-f_bar / self.limit) / math.log(self.lam)
+
+    def pyomo_expression(self, T, epsilon_c):
+        """K₀(1 − exp(T ln λ)) + 8/(I² ε_C²) in Pyomo."""
+        import pyomo.environ as pyo
+
+        return self.limit * (1 - pyo.exp(T * math.log(self.lam))) + self.noise_const / epsilon_c**2
+
+
+class LinearPenalty(ContinuousPenalty):
+    """f(T, ε_C) = a·T + b/ε_C (a, b > 0): jointly convex, used as a test case of (39)–(42).
+
+    Raises
+    ------
+    InvalidInputError
+        If `a` or `b` is not a positive finite number.
+    """
+
+    name = "linear"
+    jointly_convex = True
+
+    def __init__(self, a: float, b: float):
+        for nm, v in (("a", a), ("b", b)):
+            if not isinstance(v, (int, float, np.floating)) or not (math.isfinite(v) and v > 0):
+                raise InvalidInputError(f"`{nm}` must be a positive finite number, got {fmt(v)}")
+        self.a, self.b = float(a), float(b)
+
+    def value(self, T, epsilon_c):
+        """a·T + b/ε_C."""
+        with np.errstate(divide="ignore"):
+            return self.a * np.asarray(T, dtype=float) + self.b / np.asarray(epsilon_c, dtype=float)
+
+    def max_age(self, epsilon_c, max_penalty):
+        """(f̄ − b/ε_C)/a, −inf when negative."""
+        f_bar = check_max_penalty(max_penalty)
+        with np.errstate(divide="ignore"):
+            t = (f_bar - self.b / np.asarray(epsilon_c, dtype=float)) / self.a
+        return np.where(t < 0, -np.inf, t)
+
+    def min_epsilon(self, T, max_penalty):
+        """b/(f̄ − a·T)."""
+        f_bar = check_max_penalty(max_penalty)
+        slack = f_bar - self.a * np.asarray(T, dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(slack > 0, self.b / slack * (1.0 + ROUND_UP), np.inf)
+
+    def noise_floor_age(self, max_penalty):
+        """f̄ / a."""
+        return check_max_penalty(max_penalty) / self.a
+
+    def pyomo_expression(self, T, epsilon_c):
+        """a·T + b/ε_C in Pyomo."""
+        return self.a * T + self.b / epsilon_c
+
+
+class TableMSE(ContinuousPenalty):
+    """A chain population's MSE at real ages, by linear interpolation of its running maximum.
+
+    value(T, ε_C) = interp(T; t, max_{s ≤ t} staleness(s)) + 2(s/ε_C)².  At integer T this is
+    ≥ the epoch penalty of any schedule with peak AoI T (equal when the staleness increases),
+    so schedules meeting it also meet the exact constraint.
+
+    Parameters
+    ----------
+    mse : MSEPenalty
+    horizon : int
+        Largest age tabulated (slots); beyond it the penalty is treated as its value there
+        raised to the staleness limit.
+    """
+
+    name = "mse-table"
+
+    def __init__(self, mse: MSEPenalty, horizon: int):
+        if not isinstance(mse, MSEPenalty):
+            raise InvalidInputError(f"`mse` must be an MSEPenalty, got {fmt(mse)}")
+        (h,) = as_slots([horizon], "horizon")
+        self.mse = mse
+        self.unit = mse.unit
+        self.ages = np.arange(int(h) + 1, dtype=float)
+        self.table = np.maximum.accumulate(np.asarray(mse.staleness(np.arange(int(h) + 1)), dtype=float))
+        self.table[-1] = max(self.table[-1], mse.staleness_limit)
+
+    def _stale(self, T):
+        return np.interp(np.asarray(T, dtype=float), self.ages, self.table)
+
+    def value(self, T, epsilon_c):
+        """Interpolated running-max staleness plus Laplace noise variance."""
+        return self._stale(T) + self.mse.noise_variance(epsilon_c)
+
+    def max_age(self, epsilon_c, max_penalty):
+        """Largest T with interpolated staleness ≤ f̄ − noise (inverse of a non-decreasing interpolant)."""
+        f_bar = check_max_penalty(max_penalty)
+        room = f_bar - np.asarray(self.mse.noise_variance(epsilon_c), dtype=float)
+        j = np.searchsorted(self.table, room, side="right") - 1  # last age with staleness ≤ room
+        last = self.table.size - 1
+        jj = np.clip(j, 0, last - 1)
+        lo, hi = self.table[jj], self.table[jj + 1]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            frac = np.where(hi > lo, (room - lo) / (hi - lo), 0.0)
+        out = self.ages[jj] + np.clip(frac, 0.0, 1.0)
+        out = np.where(j >= last, np.inf, out)
+        return np.where(j < 0, -np.inf, out)
+
+    def min_epsilon(self, T, max_penalty):
+        """Closed form of :meth:`MSEPenalty.min_epsilon_c` with the interpolated staleness."""
+        return self.mse.min_epsilon_c(self._stale(T), max_penalty)
+
+    def noise_floor_age(self, max_penalty):
+        """Largest T whose staleness is below f̄."""
+        f_bar = check_max_penalty(max_penalty)
+        return math.inf if f_bar > self.table[-1] else float(np.interp(f_bar, self.table, self.ages))
+
+
+class StepPenalty(ContinuousPenalty):
+    """A discrete :class:`Penalty` made usable by the (39) back ends: the running maximum over ages.
+
+    value(T, ε_C) = max_{a = 0..⌈T⌉} f(a, ε_C) for 0 ≤ T ≤ `horizon` (``inf`` beyond, ``f(0, ε_C)``
+    below 0).  It is non-decreasing in T by construction, whether or not f is, and at an
+    integer peak age it is ≥ the epoch penalty max_{a=A..A+S̄−1} f(a, ε_C) of any schedule with
+    that peak age, so a schedule that meets it also meets the exact constraint (28b).  It is a
+    step function of T: nonconvex and non-smooth (``smooth`` is False), so the cvxpy back end
+    refuses it; the corrected heuristics (Algorithms 1–2) and the exact integer solver of (39)
+    use only evaluations and the monotone inverses :meth:`max_age` and :meth:`min_epsilon`.
+
+    Parameters
+    ----------
+    penalty : Penalty
+        The discrete penalty; must have ``monotone_in_epsilon`` True (the inverses in ε_C rely on it).
+    horizon : int
+        Largest age tabulated (slots); use at least A_max + S_max.
+
+    Raises
+    ------
+    InvalidInputError
+        If `penalty` is not a Penalty, is not proven non-increasing in ε_C, or `horizon` < 0.
+
+    References
+    ----------
+    ``000_2a085da7b331351a.txt``, (39c), Algorithms 1–2.
+    """
+
+    jointly_convex = False
+    smooth = False
+
+    def __init__(self, penalty: Penalty, horizon: int):
+        if not isinstance(penalty, Penalty):
+            raise InvalidInputError(f"`penalty` must be a Penalty, got {fmt(penalty)}")
+        if not penalty.monotone_in_epsilon:
+            raise InvalidInputError(
+                f"penalty {penalty.name!r} is not proven non-increasing in ε_C (`monotone_in_epsilon` is False), "
+                "so the (39) back ends cannot invert it; use the exact solver on problem (28) (method='exact')"
+            )
+        (h,) = as_slots([horizon], "horizon")
+        self.penalty = penalty
+        self.horizon = int(h)
+        self.name = f"{penalty.name}-step"
+        self.unit = penalty.unit
+        self._ages = np.arange(self.horizon + 1)
+        self._cache: dict[float, np.ndarray] = {}
+        self._inverse: dict[float, np.ndarray] = {}
+
+    def _running_max(self, eps: np.ndarray) -> np.ndarray:
+        """Running max over ages 0..horizon for each budget; shape (len(eps), horizon + 1)."""
+        eps = np.asarray(eps, dtype=float).reshape(-1)
+        missing = np.unique(eps[[float(e) not in self._cache for e in eps]])
+        if missing.size:
+            if len(self._cache) > 50_000:
+                self._cache.clear()
+            fin = missing[np.isfinite(missing)]
+            if fin.size:
+                vals = np.asarray(self.penalty.value(self._ages[:, None], fin[None, :]), dtype=float)
+                for j, e in enumerate(fin):
+                    self._cache[float(e)] = np.maximum.accumulate(vals[:, j])
+            if np.isinf(missing).any():
+                self._cache[math.inf] = np.maximum.accumulate(np.asarray(self.penalty.noiseless(self._ages), dtype=float))
+        return np.stack([self._cache[float(e)] for e in eps]) if eps.size else np.zeros((0, self.horizon + 1))
+
+    def value(self, T, epsilon_c):
+        """max_{a ≤ ⌈T⌉} f(a, ε_C), broadcast over real ages `T` (slots) and budgets (nats)."""
+        T, eps = np.broadcast_arrays(np.asarray(T, dtype=float), np.asarray(epsilon_c, dtype=float))
+        rm = self._running_max(eps.reshape(-1))
+        k = np.ceil(np.clip(T.reshape(-1), 0.0, None) - 1e-12)
+        inside = k <= self.horizon
+        idx = np.where(inside, k, 0).astype(int)
+        out = np.where(inside, rm[np.arange(idx.size), idx] if idx.size else idx, np.inf)
+        return float(out[0]) if T.ndim == 0 else out.reshape(T.shape)
+
+    def max_age(self, epsilon_c, max_penalty):
+        """Largest integer T ≤ horizon with value(T, ε_C) ≤ f̄; ``-inf`` if none."""
+        f_bar = check_max_penalty(max_penalty)
+        eps = np.asarray(epsilon_c, dtype=float)
+        rm = self._running_max(eps.reshape(-1))
+        n_ok = (rm <= f_bar).sum(axis=1)  # running max is non-decreasing: feasible ages are a prefix
+        out = np.where(n_ok > 0, n_ok - 1.0, -np.inf).reshape(eps.shape)
+        return float(out) if eps.ndim == 0 else out
+
+    def min_epsilon(self, T, max_penalty):
+        """Smallest ε_C with value(T, ε_C) ≤ f̄ (root finding on the discrete penalty); ``inf`` if none."""
+        f_bar = check_max_penalty(max_penalty)
+        if f_bar not in self._inverse:
+            self._inverse[f_bar] = np.asarray(self.penalty.min_epsilon_c_table(0, self.horizon + 1, f_bar), dtype=float)[0]
+        row = self._inverse[f_bar]
+        T = np.asarray(T, dtype=float)
+        k = np.ceil(np.clip(T, 0.0, None) - 1e-12)
+        out = np.where(k <= self.horizon, row[np.minimum(k, self.horizon).astype(int)], np.inf)
+        return float(out) if T.ndim == 0 else out
+
+    def noise_floor_age(self, max_penalty):
+        """Largest T ≤ horizon whose noiseless running max is below f̄ (``-inf`` if none)."""
+        f_bar = check_max_penalty(max_penalty)
+        rm = self._running_max(np.array([math.inf]))[0]
+        n_ok = int((rm < f_bar).sum())
+        return n_ok - 1.0 if n_ok else -math.inf
