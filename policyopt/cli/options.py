@@ -38,6 +38,7 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def positive_float(name):
+    """An argparse ``type`` accepting a positive finite float; errors name the option `name`."""
     def parse(text):
         """Parse a positive finite float or raise ArgumentTypeError naming the option."""
         try:
@@ -52,6 +53,7 @@ def positive_float(name):
 
 
 def int_at_least(name, lower):
+    """An argparse ``type`` accepting an integer ≥ `lower`; errors name the option `name`."""
     def parse(text):
         """Parse an integer ≥ `lower` or raise ArgumentTypeError naming the option."""
         try:
@@ -66,6 +68,7 @@ def int_at_least(name, lower):
 
 
 def non_negative_float(name):
+    """An argparse ``type`` accepting a finite float ≥ 0; errors name the option `name`."""
     def parse(text):
         """Parse a finite float ≥ 0 or raise ArgumentTypeError naming the option."""
         try:

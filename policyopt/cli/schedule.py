@@ -43,6 +43,7 @@ def add_command(sub) -> None:
 
 
 def run_schedule(args) -> int:
+    """Handler of ``policyopt schedule``: load the model, design the schedule, print text or JSON; exit code."""
     from policyopt.utility.penalty import MSEPenalty
     from policyopt.studies.schedule import design_schedule
 
@@ -92,6 +93,7 @@ def run_schedule(args) -> int:
 
 
 def format_report(r: dict) -> str:
+    """The text report of ``policyopt schedule`` from the JSON dictionary `r` (privacy bounds rounded up)."""
     m = r["model"]
     unit = f" {m['penalty_unit']}" if m.get("penalty_unit") else ""
     lines = [

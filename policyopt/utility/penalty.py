@@ -73,6 +73,7 @@ class MonotonicityReport:
 
 
 def check_max_penalty(max_penalty) -> float:
+    """Return the utility bound f̄ as a float; raise InvalidInputError unless it is a positive finite number."""
     if not isinstance(max_penalty, (int, float, np.floating, np.integer)) or not (
         math.isfinite(float(max_penalty)) and float(max_penalty) > 0
     ):
