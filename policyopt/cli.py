@@ -110,6 +110,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_fran(sub)
     from policyopt.cli_sweep import add_command as _add_sweep
     _add_sweep(sub)
+    from policyopt.cli_publish import add_command as _add_publish
+    _add_publish(sub)
     return parser
 
 
