@@ -437,12 +437,13 @@ class LedgerRisk:
     skipped: int
 
 
-def _classify_open_error(path: Path, exc: Exception, option: str) -> PolicyOptError:
+def _classify_open_error(path: Path, exc: Exception, option: str, writer: bool = True) -> PolicyOptError:
     text = str(exc)
     if isinstance(exc, sqlite3.OperationalError) and "locked" in text:
+        what = ("a second publisher is refused — wait for the first to finish" if writer
+                else "the ledger can be read when it finishes")
         return LedgerLockedError(
-            f"{option} {str(path)!r} is locked by another process (SQLite: {text}): a publisher is running on it; "
-            "a second publisher is refused — wait for the first to finish"
+            f"{option} {str(path)!r} is locked by another process (SQLite: {text}): a publisher is running on it; {what}"
         )
     if "not a database" in text:
         return InvalidInputError(f"{option} {str(path)!r} is not a policyopt ledger (not an SQLite database: {text}); it was not modified")
@@ -491,7 +492,7 @@ class Ledger:
         try:
             self._conn = sqlite3.connect(str(self.path), isolation_level=None, timeout=0 if writer else timeout)
         except sqlite3.Error as exc:
-            raise _classify_open_error(self.path, exc, option) from None
+            raise _classify_open_error(self.path, exc, option, writer) from None
         try:
             self._check_and_lock()
         except BaseException:
@@ -506,7 +507,7 @@ class Ledger:
             version = c.execute("PRAGMA user_version").fetchone()[0]
             tables = {r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         except sqlite3.Error as exc:
-            raise _classify_open_error(self.path, exc, self.option) from None
+            raise _classify_open_error(self.path, exc, self.option, self.writer) from None
         self.is_new = app == 0 and not tables
         if not self.is_new:
             if app != APPLICATION_ID:
@@ -541,7 +542,7 @@ class Ledger:
                     )
                 self._check_rows()
         except sqlite3.Error as exc:
-            raise _classify_open_error(self.path, exc, self.option) from None
+            raise _classify_open_error(self.path, exc, self.option, self.writer) from None
 
     def _check_rows(self):
         c = self._conn
