@@ -143,6 +143,17 @@ def _row_dict(r) -> dict:
                                        "sensitivity", "noise_scale", "value", "prior_risk", "risk_at_release", "reason")}
 
 
+def _designed_sensitivity(path):
+    """``model.sensitivity`` of a schedule JSON (the Δf its penalty assumed), or ``None``."""
+    if path is None:
+        return None
+    try:
+        value = json.loads(open(path, encoding="utf-8").read()).get("model", {}).get("sensitivity")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return float(value) if isinstance(value, (int, float)) else None
+
+
 def _interrupted(what: str) -> int:
     print(f"policyopt: interrupted; {what}", file=sys.stderr)
     return 130
@@ -179,6 +190,8 @@ def run_publish(args) -> int:
         return _interrupted("the ledger is consistent (every committed release is kept); rerun the same command to resume")
     new = rep.new_rows
     released = [r for r in new if r.status == "released"]
+    designed_sens = _designed_sensitivity(args.schedule)
+    used_sens = max((r.sensitivity for r in released), default=None)
     out = {
         "ledger": rep.ledger,
         "schedule_id": rep.schedule_id,
@@ -198,6 +211,7 @@ def run_publish(args) -> int:
         "max_risk": args.max_risk,
         "out": rep.out,
         "out_rebuilt": rep.out_rebuilt,
+        "designed_sensitivity": designed_sens,
         "wall_time_s": time.perf_counter() - start,
     }
     if args.json:
@@ -225,6 +239,9 @@ def run_publish(args) -> int:
     ]
     if rep.out:
         lines.append(f"out         : {rep.out}" + (" (rebuilt from the ledger)" if rep.out_rebuilt else ""))
+    if designed_sens is not None and used_sens is not None and used_sens > designed_sens * (1 + 1e-3):
+        lines.append(f"note        : Δf up to {_g(used_sens)} in this run, above the Δf = {_g(designed_sens)} the schedule's "
+                     "penalty assumed (wider --value-range or fewer users): the privacy is as accounted, the error larger")
     lines.append(f"wall time   : {out['wall_time_s']:.3f} s")
     print("\n".join(lines))
     return 0
