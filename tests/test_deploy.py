@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from pathlib import Path
 from decimal import Decimal as D, getcontext
 
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 from policyopt.deploy import Ledger, LedgerRow, ModelSpec, Publisher, RiskLimitError, ScheduleSpec
@@ -89,6 +92,40 @@ def test_ledger_risk_matches_independent_theorem3_irregular(tmp_path):
     want11, _ = theorem3_independent(S[:3], tau[:3], eps[:3], 11)
     assert part.released == 3
     np.testing.assert_allclose(part.risk, [float(x) for x in want11], rtol=1e-12)
+
+
+@st.composite
+def release_sequences(draw):
+    """Irregular releases: strictly increasing S_n, non-decreasing inputs τ_n ≤ S_n, budgets in [0, 3] nats."""
+    n = draw(st.integers(1, 6))
+    S, tau, eps = [], [], []
+    s, t = 0, 0
+    for _ in range(n):
+        s += draw(st.integers(1, 5))
+        t = draw(st.integers(t, s))
+        S.append(s)
+        tau.append(t)
+        eps.append(draw(st.floats(0.0, 3.0)))
+    return S, tau, eps, S[-1] + draw(st.integers(0, 6))
+
+
+@settings(max_examples=30, deadline=None)
+@given(release_sequences())
+def test_ledger_risk_equals_independent_theorem3_property(seq):
+    import tempfile
+
+    S, tau, eps, horizon = seq
+    sch = ScheduleSpec(1, 1, 1.0, (0.0, 1.0), origin=0)
+    with tempfile.TemporaryDirectory() as d:
+        led = Ledger(Path(d) / "l.sqlite", writer=True)
+        led.initialise(sch, ModelSpec(CHAIN))
+        for n, (s, t, e) in enumerate(zip(S, tau, eps), start=1):
+            led.append(_row(sch, n, s, t, e))
+        got = led.risk(led.model.load(), at=horizon)
+        led.close()
+    want, aoi = theorem3_independent(S, tau, eps, horizon)
+    np.testing.assert_allclose(got.risk, [float(x) for x in want], rtol=1e-12, atol=0)
+    assert [None if np.isnan(a) else int(a) for a in got.aoi] == aoi
 
 
 def _constant_stream(users, slots, value=1.0):
@@ -199,7 +236,7 @@ def test_resume_never_redraws_and_out_is_rebuilt(tmp_path):
     assert rows[: len(first.new_rows)] == first.new_rows  # committed values never change
     assert [r.n for r in rows] == list(range(1, len(rows) + 1)) and len(rows) == len(first.new_rows) + len(more.new_rows)
     assert out.read_text() == render_out(rows)
-    out.write_text(OUT_HEADER + "\n1,2,1,released,3,0,,,,9.0\n")  # not the ledger's
+    out.write_text(OUT_HEADER + "\n1,2,1,released,3,,,,9.0\n")  # not the ledger's
     with pytest.raises(InvalidInputError, match=r"`out` .* disagrees with the ledger at line 2"):
         pub.publish(df)
 

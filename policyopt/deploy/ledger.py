@@ -11,6 +11,10 @@ model.  It holds
   gaps: ``released`` (value, users I, sensitivity Δf, noise scale, ε spent) or ``skipped``
   (no reading at the input time, with the reason; nothing spent).
 
+The ledger is an operator's and auditor's record, not a public release: besides what
+``--out`` publishes it holds each release's count of clipped readings, which is computed
+from the raw data without noise.  It never holds the noiseless mean.
+
 The database runs in WAL mode; the file carries ``PRAGMA application_id`` = 0x506F4C67
 ("PoLg") and ``PRAGMA user_version`` = :data:`SCHEMA_VERSION`, so a foreign SQLite file, a
 non-SQLite file, a corrupted file and a ledger of a newer policyopt are all told apart and

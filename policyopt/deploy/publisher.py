@@ -57,7 +57,7 @@ from .ledger import Ledger, LedgerRow, ModelSpec, ScheduleSpec, now_utc, package
 __all__ = ["Publisher", "PublishReport", "RiskLimitError", "ScheduleSpec", "read_stream_csv", "OUT_HEADER", "render_out"]
 
 #: Header of the output CSV.
-OUT_HEADER = "n,slot,input_time,status,users,clipped,sensitivity,noise_scale,epsilon_spent,value"
+OUT_HEADER = "n,slot,input_time,status,users,sensitivity,noise_scale,epsilon_spent,value"
 
 
 class RiskLimitError(PolicyOptError):
@@ -71,6 +71,10 @@ def _f(x) -> str:
 def render_out(rows) -> str:
     """The output CSV text for ledger rows (floats as shortest round-trip repr).
 
+    Only what is public goes out: times, the number of users I (public by assumption, and
+    implied by the stated noise scale), Δf, the scale, the ε spent and the released value.  The
+    count of clipped readings stays in the ledger: it is a function of the raw data, not DP.
+
     Parameters
     ----------
     rows : sequence of LedgerRow
@@ -82,7 +86,7 @@ def render_out(rows) -> str:
     """
     lines = [OUT_HEADER]
     for r in rows:
-        lines.append(",".join([str(r.n), str(r.slot), str(r.input_time), r.status, str(r.users), str(r.clipped),
+        lines.append(",".join([str(r.n), str(r.slot), str(r.input_time), r.status, str(r.users),
                                _f(r.sensitivity), _f(r.noise_scale), _f(r.epsilon_spent), _f(r.value)]))
     return "\n".join(lines) + "\n"
 
