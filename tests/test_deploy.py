@@ -236,6 +236,10 @@ def test_resume_never_redraws_and_out_is_rebuilt(tmp_path):
     assert rows[: len(first.new_rows)] == first.new_rows  # committed values never change
     assert [r.n for r in rows] == list(range(1, len(rows) + 1)) and len(rows) == len(first.new_rows) + len(more.new_rows)
     assert out.read_text() == render_out(rows)
+    assert [r.slot for r in pub.publish(df, through=39).new_rows] == [39]  # the last slot declared complete
+    assert pub.publish(df).new_rows == []  # default `through` (38) is behind the ledger: nothing due, no error
+    with pytest.raises(InvalidInputError, match=r"the stream ends at slot 20 .* already released slot 39: time went backwards"):
+        pub.publish(df[df.time <= 20])
     out.write_text(OUT_HEADER + "\n1,2,1,released,3,,,,9.0\n")  # not the ledger's
     with pytest.raises(InvalidInputError, match=r"`out` .* disagrees with the ledger at line 2"):
         pub.publish(df)

@@ -405,10 +405,10 @@ class Publisher:
             model = led.model
         rows = led.rows()
         last = rows[-1] if rows else None
-        if last is not None and last.slot > through:
+        if last is not None and last.slot > t_max:
             raise InvalidInputError(
-                f"the stream is complete only through slot {through} (data {t_min}..{t_max}) but the ledger already "
-                f"released slot {last.slot}: time went backwards (was the data file replaced or truncated?)"
+                f"the stream ends at slot {t_max} (data {t_min}..{t_max}) but the ledger already released slot "
+                f"{last.slot}: time went backwards (was the data file replaced or truncated?)"
             )
         if self.out is not None:
             expected, lagging = self._check_out(rows)
