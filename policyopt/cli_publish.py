@@ -247,8 +247,9 @@ def run_publish(args) -> int:
     return 0
 
 
-def _num(x):
-    return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
+def _slots(x):
+    """An AoI value for JSON: ``None`` for NaN (before the first release), else an int (slots)."""
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else int(x)
 
 
 def run_ledger(args) -> int:
@@ -291,7 +292,7 @@ def run_ledger(args) -> int:
         "released": risk.released,
         "skipped": risk.skipped,
         "risk_at": float(risk.risk[-1]),
-        "aoi_at": _num(float(risk.aoi[-1])),
+        "aoi_at": _slots(float(risk.aoi[-1])),
         "peak_risk": risk.peak_risk,
         "designed_peak_risk": risk.designed_peak_risk,
         "designed_status": risk.designed_status,
@@ -300,7 +301,7 @@ def run_ledger(args) -> int:
         "trajectory": {
             "times": risk.times.tolist(),
             "risk": risk.risk.tolist(),
-            "aoi": [_num(v) for v in risk.aoi.tolist()],
+            "aoi": [_slots(v) for v in risk.aoi.tolist()],
         },
         "wall_time_s": time.perf_counter() - start,
     }
@@ -317,7 +318,7 @@ def run_ledger(args) -> int:
         f"{_g(sch.value_range[0])}:{_g(sch.value_range[1])}, first input slot {sch.origin} (id {led.schedule_id})",
         f"model       : {model.describe()}" + ("" if out["model_is_recorded"] else " (not the ledger's recorded model)"),
         f"releases    : {risk.released} made, {risk.skipped} skipped, up to slot {risk.at}",
-        f"now         : ε({risk.at}) = {_up(out['risk_at'])} nats, AoI = {'—' if aoi is None else int(aoi)} slots",
+        f"now         : ε({risk.at}) = {_up(out['risk_at'])} nats, AoI = {'—' if aoi is None else aoi} slots",
         f"peak so far : max ε(S_n) = {_up(risk.peak_risk)} nats",
         f"designed    : {designed}",
     ]
