@@ -32,6 +32,16 @@ def delta(t):
     return abs(1 - 2 * D(str(P_FLIP))) ** int(t)
 
 
+def expm1(x):
+    """e^x − 1 in decimal, accurate for tiny x too (a 50-digit exp would round e^x to 1)."""
+    return x + x * x / 2 + x * x * x / 6 if abs(x) < D("1e-12") else x.exp() - 1
+
+
+def log1p(x):
+    """ln(1 + x) in decimal, accurate for tiny x too."""
+    return x - x * x / 2 + x * x * x / 3 if abs(x) < D("1e-12") else (1 + x).ln()
+
+
 def theorem3_independent(S, tau, eps, horizon):
     """ε(t) and AoI(t), t = 0..horizon, by eq. (25) written out in 50-digit decimal, recursively over the inputs.
 
@@ -44,7 +54,7 @@ def theorem3_independent(S, tau, eps, horizon):
         if n == 0:
             return D(0)
         prior = L(n - 1, tau[n - 1])
-        return (1 + delta(t - tau[n - 1]) * ((D(eps[n - 1]) + prior).exp() - 1)).ln()
+        return log1p(delta(t - tau[n - 1]) * expm1(D(eps[n - 1]) + prior))
 
     risk, aoi = [], []
     for t in range(horizon + 1):
