@@ -277,6 +277,12 @@ def explain(report: dict) -> list:
     rng_txt = ""
     if low is not None and high is not None:
         rng_txt = f"between {low:.4g} and {high:.4g}{unit}"
+    if low is not None and high is not None and math.isfinite(low) and low >= high:
+        out.append(
+            f"no trade-off for this deployment: the smallest MSE reachable under condition (31), {low:.4g}{unit}, is not "
+            f"below the staleness limit {high:.4g}{unit}, so no f̄ has a finite optimum; deploy to more users (the noise "
+            "falls like 1/I², the staleness like 1/I) or declare a tighter public value range"
+        )
     if status == "infeasible":
         msg = (
             f"infeasible: your bound f̄ = {f_bar:.4g}{unit} is tighter than any schedule can reach; the smallest "
@@ -298,6 +304,12 @@ def explain(report: dict) -> list:
                 f"unbounded in this box: the optimum needs an aging beyond A_max = {report['A']} slots; raise --max-age "
                 f"(a finite optimum exists for f̄ {rng_txt})"
             )
+    elif status in ("optimal", "feasible") and high is not None and f_bar > high:
+        out.append(
+            f"{status} only within the box: f̄ = {f_bar:.4g}{unit} is above the staleness limit {high:.4g}{unit}, so a "
+            "much larger A and S̄ would lower ε* further (no finite optimum exists without the box); lower f̄ below "
+            f"{high:.4g}{unit} for a real trade-off"
+        )
     elif status in ("optimal", "feasible") and rng_txt:
         out.append(f"{status}: f̄ = {f_bar:.4g}{unit} lies inside the trade-off range ({rng_txt})")
     na = report["benchmarks"]["no_aging"]
