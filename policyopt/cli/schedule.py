@@ -82,6 +82,8 @@ def _posterior_options(args, dep) -> dict:
         raise InvalidInputError(f"--robust designs with the exact Δ(t) band: use --method exact, not {args.method!r}")
     if given["robust"] is not None and args.relax:
         raise InvalidInputError("--robust designs integer schedules with the exact solver; omit --relax")
+    if given["credible"] is not None and args.relax:
+        raise InvalidInputError("--credible checks integer schedules (whole slots); omit --relax")
     if dep.fitted.smoothing <= 0 and (given["credible"] is not None or given["robust"] is not None):
         raise InvalidInputError("--credible/--robust need --smoothing > 0 (the Dirichlet prior of the posterior)")
     from policyopt.models.estimation import DEFAULT_MIN_ROW_TRANSITIONS
@@ -151,7 +153,8 @@ def run_schedule(args) -> int:
         m["row_transitions"] = {u: r.tolist() for u, r in rows.items()}
         m["min_row_transitions"] = post["min_row_transitions"]
         m["sparse_states"] = dep.fitted.sparse_states(post["min_row_transitions"])
-        if out["A"] is not None and args.method == "exact":
+        out["credible"] = None  # replaced below when there is an integer schedule to check
+        if out["A"] is not None and not args.relax:
             witnesses, sparse_warn = sparse_row_warnings(
                 dep.fitted, {"A": int(out["A"]), "S_bar": int(out["S_bar"])}, post["min_row_transitions"]
             )
@@ -246,10 +249,12 @@ def format_report(r: dict) -> str:
         ]
         if m.get("sensitivity") is not None and r["method"] == "exact":
             scale = m["sensitivity"] / r["epsilon_c"]
+            which = "the current readings" if r["A"] == 0 else f"the readings taken {r['A']} slots earlier"
             lines.append(
-                f"design      : every {r['S_bar']} slots, release the mean of the readings taken {r['A']} slots earlier plus "
-                f"Laplace noise of scale Δf/ε_C = {fmt_upper(scale)}{vunit}; the age-dependent risk of any user never "
-                f"exceeds ε* = {fmt_upper(r['peak_risk'])} nats"
+                f"design      : every {r['S_bar']} slots, release the mean of {which} of the {users} users plus "
+                f"Laplace noise of scale Δf/ε_C = {fmt_upper(scale)}{vunit}; no user's age-dependent risk ever "
+                f"exceeds ε* = {fmt_upper(r['peak_risk'])} nats "
+                + ("for any chains whose Δ(t) lies below the posterior band" if m.get("delta_source") else "under the estimated chains")
             )
     else:
         lines.append(f"min penalty : {fmt_value(r.get('min_penalty'))}{unit} (smallest achievable)")
@@ -295,6 +300,8 @@ def format_report(r: dict) -> str:
     for sentence in r.get("explanation") or []:
         lines.append(f"meaning     : {sentence}")
     cred = r.get("credible")
+    if "credible" in r and cred is None:
+        lines.append("credible    : no schedule to check")
     if cred:
         lines.append(
             f"credible    : posterior median ε* = {fmt_upper(cred['median'])} nats, {100 * cred['level']:g}% upper "

@@ -151,7 +151,8 @@ def sparse_row_warnings(fitted: FittedModel, ages: dict, min_row_transitions: in
     -------
     (witnesses, warnings) : list of dict, list of str
         One witness per age (``name``, ``t``, ``user``, ``states``, ``max_tv``, ``row_transitions``),
-        and one sentence per age whose witness user has a sparse row at one of the two start states.
+        and one sentence per age t > 0 whose witness user has a sparse row at one of the two start states
+        (Δ(0) = 1 whatever the data, so t = 0 never warns).
     """
     rows = fitted.row_transitions()
     witnesses, warnings = [], []
@@ -162,7 +163,7 @@ def sparse_row_warnings(fitted: FittedModel, ages: dict, min_row_transitions: in
         witnesses.append({"name": name, "t": int(t), "user": user, "states": w["states"], "max_tv": w["max_tv"],
                           "row_transitions": obs})
         sparse = [(x, n) for x, n in zip(w["states"], obs) if n < min_row_transitions]
-        if sparse:
+        if sparse and int(t) > 0:  # Δ(0) = 1 for every chain with ≥ 2 states: no data sets it
             which = ", ".join(f"state {x} ({n} observed transitions)" for x, n in sparse)
             warnings.append(
                 f"Δ({int(t)}) at {name.replace('S_bar', 'S̄')} = {int(t)} is set by user {user}, {which}, fewer than "
@@ -315,7 +316,12 @@ def explain(report: dict) -> list:
     na = report["benchmarks"]["no_aging"]
     if report.get("A") is not None and status in ("optimal", "feasible", "unbounded"):
         A = report["A"]
-        if A > 0 and na.get("peak_risk") is not None:
+        if A > 0 and status == "unbounded":
+            out.append(
+                f"aging pays without limit here: data {A} slots old (the largest age in the box) still meets f̄, and the "
+                "older the data the lower ε*; this reflects a loose f̄, not a useful trade-off"
+            )
+        elif A > 0 and na.get("peak_risk") is not None:
             out.append(
                 f"aging pays: publishing data {A} slots old cuts ε* from {na['peak_risk']:.4g} (no aging) to "
                 f"{report['peak_risk']:.4g} nats, because the data decorrelate (Δ falls) faster than the staleness of "

@@ -104,7 +104,11 @@ class ScheduleReport:
     noise_only : dict
         See :func:`noise_only_benchmark`.
     model : dict
-        Users, states, envelope (c, ρ), λ*, data notes.
+        ``users`` (deployment size I), ``pilot_users`` (chains the Δ(t) maximum runs over), states,
+        envelope (c, ρ), λ*, ``tradeoff_range`` ([low, high]: a finite optimum exists for low < f̄ < high, see
+        :func:`~policyopt.studies.deployment.tradeoff_range`), and for the MSE penalty ``sensitivity``
+        (Δf = (HI − LO)/I), ``staleness_limit``, ``value_range`` ([LO, HI]), ``value_range_declared``,
+        ``deployment`` (the assumption in words) and ``staleness_profile``; then the caller's data notes.
     wall_time_s : float
         Seconds from model to report (excluding interpreter start and data loading).
     comparison : list of dict or None
@@ -265,7 +269,9 @@ def design_schedule(
     A_max, S_max : int
         Search box (slots).
     penalty : Penalty, optional
-        Default: :class:`MSEPenalty` of the mean over the population's I users.
+        Default: :class:`MSEPenalty` of the mean over the population's own users.  For a deployment of
+        I users modelled by pilot chains pass ``MSEPenalty(population, users=I, value_range=(LO, HI))``:
+        Δ(t) stays the maximum over the pilot chains, the penalty is that of the I-user mean.
     releases : int
         Releases after which the noise-only benchmark's risk is reported.
     model_info : dict, optional
