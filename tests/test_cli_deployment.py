@@ -133,3 +133,20 @@ def test_bad_values_one_line_exit_2(args, match):
     proc = run(*args, expect=2)
     assert proc.stdout == "" and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
     assert re.search(match, proc.stderr), proc.stderr
+
+
+def test_real_data_file_gives_the_demo_design(tmp_path):
+    """`--data FILE --users I --value-range LO:HI` on the real bundled readings written to a CSV: optimal inside the
+    reported trade-off range, and the same design as the bundled defaults."""
+    from policyopt.data import load_citylearn
+
+    path = tmp_path / "citylearn.csv"
+    load_citylearn().to_csv(path, index=False)
+    out = run_json("--data", str(path), "--users", "100000", "--value-range", "0:48", "--states", "3",
+                   "--max-penalty", "1.5e-5", "--draws", "20")
+    demo = run_json("--draws", "20")
+    low, high = out["model"]["tradeoff_range"]
+    assert out["status"] == "optimal" and low < 1.5e-5 < high
+    assert 0 <= out["A"] < 168 and out["S_bar"] < 168
+    assert (out["A"], out["S_bar"], out["epsilon_c"], out["peak_risk"]) == (demo["A"], demo["S_bar"], demo["epsilon_c"], demo["peak_risk"])
+    assert out["credible"] == demo["credible"]
