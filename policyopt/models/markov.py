@@ -219,6 +219,8 @@ class MarkovChain:
     @cached_property
     def is_irreducible(self) -> bool:
         """True if every state can reach every other state."""
+        if np.all(self._P > 0):  # every state reaches every other in one step (fast path: no graph search)
+            return True
         from scipy.sparse.csgraph import connected_components
 
         n, _ = connected_components(self._P > 0, directed=True, connection="strong")

@@ -17,7 +17,7 @@ from policyopt.models.markov import Population
 from policyopt.utility.penalty import MSEPenalty, Penalty, check_max_penalty
 from policyopt.result import Solution
 
-__all__ = ["ScheduleReport", "design_schedule", "noise_only_benchmark", "geometric_problem", "compare_methods", "METHODS"]
+__all__ = ["ScheduleReport", "design_schedule", "staleness_profile", "noise_only_benchmark", "geometric_problem", "compare_methods", "METHODS"]
 
 
 def noise_only_benchmark(penalty: Penalty, max_penalty: float, releases: int) -> dict:
@@ -60,6 +60,24 @@ def noise_only_benchmark(penalty: Penalty, max_penalty: float, releases: int) ->
     }
 
 
+def staleness_profile(penalty: MSEPenalty, population, horizon: int, fraction: float = 0.9) -> dict | None:
+    """When the staleness of the mean reaches `fraction` of its limit, and Δ(t) there.
+
+    Returns ``{"t", "fraction", "max_tv"}`` for the smallest age t ≤ `horizon` (slots) whose staleness
+    is ≥ `fraction` × the staleness limit, with the actual fraction reached and Δ(t) (eq. 12), or
+    ``None`` if no age up to `horizon` gets there.  Used to say in one sentence why aging pays or not.
+    """
+    limit = penalty.staleness_limit
+    if not limit > 0:
+        return None
+    st = np.asarray(penalty.staleness(np.arange(int(horizon) + 1)), dtype=float)
+    hit = np.flatnonzero(st >= fraction * limit)
+    if hit.size == 0:
+        return None
+    t = int(hit[0])
+    return {"t": t, "fraction": float(st[t] / limit), "max_tv": float(population.max_tv(t))}
+
+
 def _schedule_fields(sol: Solution) -> dict:
     d = sol.decision or {}
     return {
@@ -86,7 +104,11 @@ class ScheduleReport:
     noise_only : dict
         See :func:`noise_only_benchmark`.
     model : dict
-        Users, states, envelope (c, ρ), λ*, data notes.
+        ``users`` (deployment size I), ``pilot_users`` (chains the Δ(t) maximum runs over), states,
+        envelope (c, ρ), λ*, ``tradeoff_range`` ([low, high]: a finite optimum exists for low < f̄ < high, see
+        :func:`~policyopt.studies.deployment.tradeoff_range`), and for the MSE penalty ``sensitivity``
+        (Δf = (HI − LO)/I), ``staleness_limit``, ``value_range`` ([LO, HI]), ``value_range_declared``,
+        ``deployment`` (the assumption in words) and ``staleness_profile``; then the caller's data notes.
     wall_time_s : float
         Seconds from model to report (excluding interpreter start and data loading).
     comparison : list of dict or None
@@ -156,7 +178,8 @@ def geometric_problem(population: Population, penalty: MSEPenalty, max_penalty: 
     elif len(population.chains) == 1 and population.chains[0].n_states == 2:
         chain = population.chains[0]
         p, q = float(chain.P[0, 1]), float(chain.P[1, 0])
-        if list(chain.state_values) == [-1.0, 1.0] and 0.0 < 1.0 - p - q < 1.0:
+        plain = penalty.users == population.n_users and penalty.value_range == (-1.0, 1.0)  # (49)'s deployment
+        if plain and list(chain.state_values) == [-1.0, 1.0] and 0.0 < 1.0 - p - q < 1.0:
             cont = TwoStateMSE(p, q, population.n_users)
     if cont is None:
         cont = TableMSE(penalty, A_max + S_max + 1)
@@ -246,7 +269,9 @@ def design_schedule(
     A_max, S_max : int
         Search box (slots).
     penalty : Penalty, optional
-        Default: :class:`MSEPenalty` of the mean over the population's I users.
+        Default: :class:`MSEPenalty` of the mean over the population's own users.  For a deployment of
+        I users modelled by pilot chains pass ``MSEPenalty(population, users=I, value_range=(LO, HI))``:
+        Δ(t) stays the maximum over the pilot chains, the penalty is that of the I-user mean.
     releases : int
         Releases after which the noise-only benchmark's risk is reported.
     model_info : dict, optional
@@ -306,8 +331,13 @@ def design_schedule(
             comparison, _ = compare_methods(exact, geo, relax=relax)
         else:
             solution = geo.solve(method=method)
+    from policyopt.studies.deployment import tradeoff_range
+
+    low, high = tradeoff_range(problem)
+    pilot_users = population.n_users
     model = {
-        "users": population.n_users,
+        "users": penalty.users if isinstance(penalty, MSEPenalty) else pilot_users,
+        "pilot_users": pilot_users,
         "states": max(c.n_states for c in population.chains) if isinstance(population, Population) else None,
         "c": env.c,
         "rho": env.rho,
@@ -316,9 +346,17 @@ def design_schedule(
         "penalty": penalty.name,
         "penalty_unit": getattr(penalty, "unit", ""),
     }
+    model["tradeoff_range"] = [low, high]
     if isinstance(penalty, MSEPenalty):
         model["sensitivity"] = penalty.sensitivity
         model["staleness_limit"] = penalty.staleness_limit
+        model["value_range"] = list(penalty.value_range)
+        model["value_range_declared"] = penalty.value_range_declared
+        model["deployment"] = (
+            f"{penalty.users} independent users, each following one of the {pilot_users} pilot chains in equal shares; "
+            "Δ(t) is the maximum over the pilot chains (eq. 12)"
+        )
+        model["staleness_profile"] = staleness_profile(penalty, population, horizon)
     elif hasattr(penalty, "sensitivity"):
         model["sensitivity"] = penalty.sensitivity
     model.update(model_info or {})
