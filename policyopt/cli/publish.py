@@ -155,6 +155,26 @@ def _designed_sensitivity(path):
     return float(value) if isinstance(value, (int, float)) else None
 
 
+def _schedule_model(path):
+    """The accounting model a schedule JSON was designed with, when it is the bundled pilot; else ``None``.
+
+    ``policyopt schedule`` fits the bundled data with ``model.states`` states and ``model.smoothing``; the ledger
+    must account with the same chains, or its designed peak (30) would not be the schedule's.
+    """
+    from policyopt.deploy import ModelSpec
+
+    if path is None:
+        return None
+    try:
+        model = json.loads(open(path, encoding="utf-8").read()).get("model", {})
+    except (OSError, ValueError, AttributeError):
+        return None
+    states, smoothing = model.get("states"), model.get("smoothing")
+    if not str(model.get("source", "")).startswith("bundled") or not isinstance(states, int):
+        return None
+    return ModelSpec("bundled", states, 0.01 if not isinstance(smoothing, (int, float)) else float(smoothing))
+
+
 def _interrupted(what: str) -> int:
     print(f"policyopt: interrupted; {what}", file=sys.stderr)
     return 130
@@ -174,6 +194,8 @@ def run_publish(args) -> int:
     start = time.perf_counter()
     schedule = _schedule(args)
     model = None if args.model is None and args.states is None and args.smoothing is None else _model_spec(args)
+    if model is None:
+        model = _schedule_model(args.schedule)
     if args.data is None:
         from policyopt.data import load_citylearn
 
