@@ -464,6 +464,8 @@ class DiscountedReducedSolver(DiscountedDualSolver):
     #: Scale of the optimisation variables z = KAPPA (s_P/ε − 1): L-BFGS-B's first step has unit
     #: length in z, so s_P moves by ε/KAPPA in norm (larger first steps overshoot r > 0).
     KAPPA = 100.0
+    #: Restarts of L-BFGS-B per prefix length when a run stops within 50 iterations while still improving.
+    RESTARTS = 20
 
     def solve(self, problem: DiscountedScheduleProblem, *, max_iterations: int = 50_000,
               fallback: bool = True) -> Solution:
@@ -554,10 +556,17 @@ class DiscountedReducedSolver(DiscountedDualSolver):
                 F, dF = F_and_dF(r_base + inv(s))
                 return F / Fs, inv_t(dF)[:t1] * (eps / (Fs * self.KAPPA))
 
-            res = minimize(fun, self.KAPPA * (x - 1.0), jac=True, method="L-BFGS-B", bounds=[(None, 0.0)] * t1,
-                           options={"maxiter": max_iterations, "maxfun": 2 * max_iterations, "ftol": 1e-16,
-                                    "gtol": 1e-14, "maxcor": 30})
-            n_iter += int(res.nit)
+            z = self.KAPPA * (x - 1.0)
+            f_prev = math.inf
+            for _ in range(self.RESTARTS):  # a restart resets the memory after a stalled line search
+                res = minimize(fun, z, jac=True, method="L-BFGS-B", bounds=[(None, 0.0)] * t1,
+                               options={"maxiter": max_iterations, "maxfun": 2 * max_iterations, "ftol": 1e-16,
+                                        "gtol": 1e-14, "maxcor": 30})
+                n_iter += int(res.nit)
+                z = res.x
+                if res.nit > 50 or not float(res.fun) < f_prev * (1 - 1e-12):
+                    break
+                f_prev = float(res.fun)
             status = str(res.message)
             s = np.full(T, eps)
             s[:t1] = eps * (1.0 + np.minimum(res.x, 0.0) / self.KAPPA)
