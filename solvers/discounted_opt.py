@@ -549,12 +549,17 @@ class DiscountedReducedSolver(DiscountedDualSolver):
             r_base = inv(base)
             Fs = F_and_dF(r_all)[0]
 
-            def fun(z, t1=t1, r_base=r_base, Fs=Fs):
+            # s is zero beyond t1 and only the first t1 entries of A⁻ᵀ∇F are needed, so circular
+            # convolutions of length T + t1 (not 2T) are exact for every entry used
+            m = sfft.next_fast_len(T + t1)
+            Hm = sfft.rfft(h, m)
+
+            def fun(z, t1=t1, r_base=r_base, Fs=Fs, m=m, Hm=Hm):
                 """F/F(s = ε) and its gradient in z = KAPPA (s_P/ε − 1) ≤ 0 (small first steps)."""
-                s = np.zeros(T)
-                s[:t1] = eps * (1.0 + z / self.KAPPA)
-                F, dF = F_and_dF(r_base + inv(s))
-                return F / Fs, inv_t(dF)[:t1] * (eps / (Fs * self.KAPPA))
+                sP = eps * (1.0 + z / self.KAPPA)
+                F, dF = F_and_dF(r_base + sfft.irfft(sfft.rfft(sP, m) * Hm, m)[:T])
+                g = sfft.irfft(sfft.rfft(dF[::-1], m) * Hm, m)[T - t1:T][::-1]  # (A⁻ᵀ dF)_k, k < t1
+                return F / Fs, g * (eps / (Fs * self.KAPPA))
 
             z = self.KAPPA * (x - 1.0)
             f_prev = math.inf
