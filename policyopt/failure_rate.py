@@ -338,7 +338,9 @@ class FailureRatePenalty(Penalty):
             given = q1[:, ks] * (1.0 - p_in) + q0[:, ks] * p_in
             out[fin] = given[:, 0] if self.x0 is not None else given @ w
             return out
-        c = np.ascontiguousarray((w * (q1 - q0)).T)  # (K, n): counts along the first axis, pairs contiguous
+        # (K, n): counts along the first axis, pairs contiguous; gathered from the per-age table
+        Cu = np.ascontiguousarray((w * (np.stack([q[0] for q in qs]) - np.stack([q[1] for q in qs]))).T)
+        c = Cu[:, inv[fin]]
         r = np.exp(-e)
         J = K + 1
         At = np.zeros((J, n))
@@ -349,9 +351,10 @@ class FailureRatePenalty(Penalty):
         for j in range(K - 1, -1, -1):
             np.multiply(Bt[j + 1], r, out=Bt[j])
             Bt[j] += c[j]
-        whole = (At >= 0) & (Bt >= 0)  # g ≥ 0 on the whole interval (ties decide 1)
-        dec = (At > 0) & (Bt < 0)  # g decreasing: region [m_{j−1}, root]
-        inc = (At < 0) & (Bt > 0)  # g increasing: region [root, m_j]
+        na, nb = At < 0, Bt < 0
+        whole = ~(na | nb)  # g ≥ 0 on the whole interval (ties decide 1)
+        dec = (At > 0) & nb  # g decreasing: region [m_{j−1}, root]
+        inc = na & (Bt > 0)  # g increasing: region [root, m_j]
         # (only 1 ≤ j ≤ I can be dec or inc: Ã_0 = B̃_{I+1} = 0)
         if self.x0 is not None:
             lo = np.concatenate(([-np.inf], m))[:, None]
@@ -369,10 +372,9 @@ class FailureRatePenalty(Penalty):
             out[fin] = q1[:, self.x0] * (1.0 - p_in) + q0[:, self.x0] * p_in
             return out
         # ∫_R g: a whole interior interval contributes ½(1 − r)(Ã_j + B̃_j), the outer ones ½B̃_0 and ½Ã_{I+1}
-        full = 0.5 * -np.expm1(-e)[None, :] * (At + Bt)
-        full[0] = 0.5 * Bt[0]
-        full[-1] = 0.5 * At[-1]
-        integral = np.where(whole, full, 0.0).sum(axis=0)
+        full = At + Bt
+        full *= whole
+        integral = (0.5 * -np.expm1(-e)) * full[1:-1].sum(axis=0) + 0.5 * (Bt[0] * whole[0] + At[-1] * whole[-1])
         # a partial interval: u = (root − m_{j−1})/b ∈ [0, ε_C], the root from ln|Ã_j| − ln|B̃_j|
         jj, ii = np.nonzero(dec | inc)
         if jj.size:
