@@ -1,7 +1,9 @@
 """Problem P1 of Luo et al. on a coupling Markov chain whose sequences form independent groups.
 
-Source: Luo, Wang, Liu, Li, Shi, "Age of Information Based Privacy Protection for Correlated
-Sequences" (the FRAN paper of policyopt), eqs. (23)–(24), the leakage of Theorem 1 and the MSE (22).
+Source: Y. Luo, M. Zhang, J. Xu, J. Chen, J. Huang, "Correlated-Sequence Differential Privacy"
+(2025 preprint), problem P1 eqs. (23)–(24), the leakage of Theorem 1 (sound form ln(1 + Δ_k(e^{d(k)ε_C} − 1));
+the paper's eq. (15) is not an upper bound) and the MSE (22).  The decomposition into groups is beyond
+the paper.
 
 P1 over s sequences has (A_max + 1)^s AoI vectors, so :class:`~policyopt.problems.fran.FRANProblem`
 enumerates them (up to 2^20) and needs the joint chain on m^s snapshots.  When the coupling graph
@@ -94,7 +96,8 @@ class GroupedFRANProblem:
 
     References
     ----------
-    004: eqs. (9)–(10), (13)–(15), (22)–(24); Definition 5 (one-entry neighbours), Definition 9 (Δ_k).
+    Y. Luo, M. Zhang, J. Xu, J. Chen, J. Huang, "Correlated-Sequence Differential Privacy", 2025 preprint:
+    eqs. (9)–(10), (13)–(15), (22)–(24); Definition 5 (one-entry neighbours), Definition 9 (Δ_k).
     """
 
     def __init__(self, cmc: CouplingMarkovChain, max_mse, *, query: str = "mean", max_age: int = 10,

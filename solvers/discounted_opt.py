@@ -457,7 +457,8 @@ class DiscountedReducedSolver(DiscountedDualSolver):
     schedule is checked by the accounting of :mod:`policyopt.discounted`, the bound is the Lagrange
     dual value of λ ≥ 0 (weak duality), and ``optimal`` needs a relative gap ≤ ``PROOF_GAP`` and a
     passing KKT report.  Problems with some Δf_t = 0 are handed to :class:`DiscountedDualSolver`.
-    Beyond 003.
+    The constraints are F. Farokhi, "Temporally Discounted Differential Privacy for Evolving Datasets
+    on an Infinite Horizon", ICCPS 2020, Theorems 6, 11, 15 (eqs. 6, 10, 13); the method is beyond it.
     """
 
     name = "discounted-reduced"

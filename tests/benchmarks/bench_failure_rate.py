@@ -1,4 +1,7 @@
-"""Benchmark of the failure-rate schedule search (Zhang et al., eqs. (50)–(51)) on a 20 × 20 box.
+"""Benchmark of the failure-rate schedule search on a 20 × 20 box.
+
+Source of the penalty: M. Zhang, E. Wei, R. Berry, J. Huang, "Age-Dependent Differential Privacy",
+IEEE Trans. Inf. Theory, 2024, eqs. (50)–(51).
 
 Run: ``.venv/bin/python tests/benchmarks/bench_failure_rate.py`` (also run by ``make bench``).
 

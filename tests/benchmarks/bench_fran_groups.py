@@ -1,4 +1,4 @@
-"""Benchmark of problem P1 of 004 by the group search (policyopt.problems.fran_groups) vs full enumeration.
+"""Benchmark of problem P1 (Luo et al., "Correlated-Sequence Differential Privacy", eqs. (23)–(24)) by the group search (policyopt.problems.fran_groups) vs full enumeration.
 
 Run: ``.venv/bin/python tests/benchmarks/bench_fran_groups.py`` (also run by ``make bench``).
 
