@@ -31,6 +31,7 @@ BACKENDS = {
     "discounted": {
         "cvxpy": "policyopt.solvers.discounted_opt:DiscountedCvxpySolver",
         "dual": "policyopt.solvers.discounted_opt:DiscountedDualSolver",
+        "reduced": "policyopt.solvers.discounted_opt:DiscountedReducedSolver",
     },
     "fran": {
         "enumeration": "policyopt.solvers.fran_solvers:EnumerationSolver",

@@ -249,6 +249,12 @@ def test_optimal_t4_not_beaten_by_slsqp():
 
 
 # source: a 3-state example built for these tests (rows differ, no Theorem 6/7 degeneracy)
+class AllColumnsAllocator(OptimalAllocator):
+    """The optimal allocator with bound tightening by LP on every column, which leaves SCIP to prove."""
+
+    TIGHTEN = "all"
+
+
 P3_B = [[0.6, 0.3, 0.1], [0.2, 0.6, 0.2], [0.1, 0.3, 0.6]]
 P3_F = [[0.7, 0.2, 0.1], [0.1, 0.8, 0.1], [0.2, 0.2, 0.6]]
 
@@ -257,7 +263,7 @@ P3_F = [[0.7, 0.2, 0.1], [0.1, 0.8, 0.1], [0.2, 0.2, 0.6]]
 def test_optimal_t24_proven_with_warm_start(PB, PF):
     # source: 002, Fig. 8 setting and a 3-state example; reference = independent SLSQP (finite differences)
     prob = BudgetAllocationProblem(PB, PF, ALPHA, 24)
-    sol = prob.solve("optimal", time_limit=120.0)
+    sol = AllColumnsAllocator().solve(prob, time_limit=120.0)  # the SCIP path (every column tightened by LP)
     assert sol.status == Status.OPTIMAL and sol.values["proof"] == "scip"
     assert sol.values["warm_start_accepted"] is True
     assert sol.values["scip_status"] in ("optimal", "gaplimit")

@@ -1,7 +1,7 @@
 """``policyopt sweep``: the optimal schedule over a grid of f̄ (and model parameters), resumable.
 
 Registered in :func:`policyopt.cli.main.build_parser` by :func:`add_command`.  The model options are
-the ``schedule`` command's (one shared definition, :func:`policyopt.cli.main._add_model_options`);
+the ``schedule`` command's (one shared definition, :func:`policyopt.cli.options.add_model_options`);
 the work is done by :func:`policyopt.studies.sweep.run_sweep` and the figure by
 :func:`policyopt.studies.plots.plot_sweep`.
 """

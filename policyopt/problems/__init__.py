@@ -17,6 +17,7 @@ from .geometric import (
 from .discounted import DiscountedScheduleProblem
 from .discounted import ScheduleEvaluation as DiscountedScheduleEvaluation
 from .fran import FRANEvaluation, FRANProblem
+from .fran_groups import GroupedFRANProblem
 from .tpl_budget import BudgetAllocationProblem, BudgetEvaluation
 
 __all__ = [
@@ -34,4 +35,5 @@ __all__ = [
     "DiscountedScheduleEvaluation",
     "FRANProblem",
     "FRANEvaluation",
+    "GroupedFRANProblem",
 ]

@@ -189,7 +189,8 @@ class FRANProblem:
         if n_vec > AOI_VECTOR_LIMIT:
             raise InvalidInputError(
                 f"`max_age`={self.max_age} gives (A_max + 1)^s = {self.max_age + 1}^{cmc.n_sequences} = {n_vec} AoI "
-                f"vectors, above the enumeration limit {AOI_VECTOR_LIMIT}; use a smaller `max_age`"
+                f"vectors, above the enumeration limit {AOI_VECTOR_LIMIT}; use a smaller `max_age`, or, when the "
+                "sequences form independent coupled groups, the group search (GroupedFRANProblem, `--method groups`)"
             )
         if distance == "auto":
             distance = "exact" if cmc.n_snapshots <= EXACT_SNAPSHOT_LIMIT else "spectral"
@@ -277,20 +278,25 @@ class FRANProblem:
         return self.cmc.lagged_moments(self.cmc.state_values, self.max_age)
 
     def _linear_distortion(self, vecs) -> np.ndarray:
-        """D(A_t) of the linear queries from lagged moments, for AoI vectors `vecs` (n, s), in chunks."""
+        """D(A_t) of the linear queries from lagged moments, for AoI vectors `vecs` (n, s).
+
+        D = Σ_ij G_ij F_ij[A_i, A_j] with F_ij[a, b] = E[z_i z_j] − E[z_i x_j] − E[x_i z_j] + E[x_i x_j]
+        tabulated once per pair (i, j) over the ages 0..max(A) (lagged moments K), then gathered.
+        """
         G, K, s = self._linear_weights(), self._moments, self.cmc.n_sequences
-        out = np.empty(len(vecs))
-        ii, jj = np.arange(s)[None, :, None], np.arange(s)[None, None, :]
-        step = max(1, 2 ** 22 // (s * s))
-        for lo in range(0, len(vecs), step):
-            v = vecs[lo:lo + step]
-            Ai, Aj = v[:, :, None], v[:, None, :]
-            EZZ = np.where(Ai >= Aj, K[ii, jj, np.clip(Ai - Aj, 0, None)], K[jj, ii, np.clip(Aj - Ai, 0, None)])
-            EZX = K[ii, jj, Ai]  # E[g_i(x_{t−A_i}) g_j(x_t)]
-            EXZ = K[jj, ii, Aj]  # E[g_i(x_t) g_j(x_{t−A_j})]
-            EXX = K[:, :, 0][None]
-            out[lo:lo + step] = np.maximum(0.0, ((EZZ - EZX - EXZ + EXX) * G[None]).sum(axis=(1, 2)))
-        return out
+        vecs = np.asarray(vecs, dtype=np.int64)
+        n_age = int(vecs.max()) + 1 if vecs.size else 1
+        a = np.arange(n_age)[:, None]
+        b = np.arange(n_age)[None, :]
+        out = np.zeros(len(vecs))
+        for i in range(s):
+            for j in range(s):
+                if G[i, j] == 0:
+                    continue
+                EZZ = np.where(a >= b, K[i, j, np.clip(a - b, 0, None)], K[j, i, np.clip(b - a, 0, None)])
+                F = (EZZ - K[i, j, a] - K[j, i, b] + K[i, j, 0]) * G[i, j]
+                out += F[vecs[:, i], vecs[:, j]]
+        return np.maximum(0.0, out)
 
     def _spectral_distances(self) -> np.ndarray:
         """Δ̄(a) for a = 0..A_max: the joint chain's matrix-free spectral bound (55), shape (A_max + 1,)."""

@@ -29,7 +29,7 @@ from policyopt.problems.discounted import DiscountedScheduleProblem
 from policyopt.result import Solution, Status, Termination
 from policyopt.solvers._common import cvxpy_available
 
-__all__ = ["DiscountedCvxpySolver", "DiscountedDualSolver", "kkt_report", "recovered_multipliers", "STATUS_MAP", "KKT_TOL", "PROOF_GAP"]
+__all__ = ["DiscountedCvxpySolver", "DiscountedDualSolver", "DiscountedReducedSolver", "kkt_report", "recovered_multipliers", "STATUS_MAP", "KKT_TOL", "PROOF_GAP"]
 
 #: Tolerance of the relative, pointwise KKT residuals.  The optimality proof is the duality gap
 #: (≤ ``PROOF_GAP``); near the optimum the objective is quadratic in the error of r, so a gap g
@@ -141,7 +141,7 @@ def _versions() -> str:
         return f"cvxpy {cp.__version__}"
 
 
-def _certify(backend, problem, r, lam, start, *, status, term, form, notes, label) -> Solution:
+def _certify(backend, problem, r, lam, start, *, status, term, form, notes, label, extra=None) -> Solution:
     """Verify a candidate r (losses) with multipliers λ and build the Solution (shared by the back ends).
 
     r is scaled down until the rigorous accounting of :mod:`policyopt.privacy.discounted` certifies every
@@ -185,6 +185,7 @@ def _certify(backend, problem, r, lam, start, *, status, term, form, notes, labe
         "relative_gap_bound": gap,
     }
     values.update(_comparison(problem, obj))
+    values.update(extra or {})
     msg = (f"{label} ({form} constraints, T = {T}): status {status}; verified worst discounted loss "
            f"{ev.worst_loss:.12g} ≤ ε = {problem.epsilon:g} nats; dual bound gap {gap:.2e}; KKT "
            f"{'passed' if kkt['passed'] else 'NOT passed'}"
@@ -439,3 +440,157 @@ class DiscountedDualSolver(_Base):
         term = Termination.ITERATION_LIMIT if res.nit >= max_iterations else Termination.COMPLETED
         return _certify(self, problem, r, lam, start, status=status, term=term, form="fft", notes=[],
                         label=f"L-BFGS-B on the dual ({res.nit} iterations)")
+
+
+class DiscountedReducedSolver(DiscountedDualSolver):
+    """Reduced primal back end: a suffix of active budget constraints, L-BFGS-B on the prefix only.
+
+    In the variables s = A r (the discounted losses) the problem is min F(A⁻¹s) subject to the
+    box s ≤ ε, A⁻¹ being lower-triangular Toeplitz with the kernel of
+    :func:`policyopt.privacy.discounted.inverse_discount_kernel` (O(T log T) products by FFT).  For the
+    hyperbolic and exponential notions the optimal schedule spends the whole budget from some
+    slot t₀ on (s_t = ε for t ≥ t₀, observed on every case tried; the certificate below does not
+    assume it), so only the prefix s_1..s_{t₁} is optimised, with the box, by L-BFGS-B; the suffix
+    is fixed at ε.  The multipliers λ = A⁻ᵀ∇F(r) of the suffix must then be ≥ 0 (KKT); if not,
+    t₁ is doubled and the prefix problem re-solved from the previous point (t₁ = T is the full
+    box-constrained problem).  The answer is certified exactly like the other back ends: the
+    schedule is checked by the accounting of :mod:`policyopt.privacy.discounted`, the bound is the Lagrange
+    dual value of λ ≥ 0 (weak duality), and ``optimal`` needs a relative gap ≤ ``PROOF_GAP`` and a
+    passing KKT report.  Problems with some Δf_t = 0 are handed to :class:`DiscountedDualSolver`.
+    The constraints are F. Farokhi, "Temporally Discounted Differential Privacy for Evolving Datasets
+    on an Infinite Horizon", ICCPS 2020, Theorems 6, 11, 15 (eqs. 6, 10, 13); the method is beyond it.
+    """
+
+    name = "discounted-reduced"
+    #: Scale of the optimisation variables z = KAPPA (s_P/ε − 1): L-BFGS-B's first step has unit
+    #: length in z, so s_P moves by ε/KAPPA in norm (larger first steps overshoot r > 0).
+    KAPPA = 100.0
+    #: Restarts of L-BFGS-B per prefix length when a run stops within 50 iterations while still improving.
+    RESTARTS = 20
+
+    def solve(self, problem: DiscountedScheduleProblem, *, max_iterations: int = 50_000,
+              fallback: bool = True) -> Solution:
+        """Solve by the reduced prefix problem and certify the schedule.
+
+        Parameters
+        ----------
+        problem : DiscountedScheduleProblem
+        max_iterations : int
+            L-BFGS-B iteration limit per prefix length.
+        fallback : bool
+            When the reduced answer is not proven optimal (the prefix L-BFGS-B can stall on badly
+            scaled cases), also run :class:`DiscountedDualSolver` and return its answer if it is
+            proven optimal or better (default True).
+
+        Returns
+        -------
+        Solution
+            As :meth:`DiscountedCvxpySolver.solve` (``form`` is ``"reduced"``; ``values`` also holds
+            ``prefix_length`` t₁ and ``first_active`` t₀, the first slot whose budget is spent).
+
+        Raises
+        ------
+        InvalidInputError
+            If `problem` is not a DiscountedScheduleProblem or `max_iterations` < 1.
+        RuntimeError
+            If the returned schedule fails its own verification (a bug).
+        """
+        if not isinstance(problem, DiscountedScheduleProblem):
+            raise InvalidInputError(f"the discounted reduced solver handles DiscountedScheduleProblem, got {fmt(problem)}")
+        if isinstance(max_iterations, bool) or not isinstance(max_iterations, int) or max_iterations < 1:
+            raise InvalidInputError(f"`max_iterations` must be an integer ≥ 1, got {fmt(max_iterations)}")
+        if not np.all(problem.sensitivity > 0):
+            return DiscountedDualSolver().solve(problem, max_iterations=max_iterations)
+        from scipy import fft as sfft
+        from scipy.optimize import minimize
+
+        from policyopt.privacy.discounted import discount_kernel, inverse_discount_kernel
+
+        start = time.perf_counter()
+        T = problem.horizon
+        c, eps = problem.cost, problem.epsilon
+        d = discount_kernel(problem.notion, T, **problem.parameter)
+        h = inverse_discount_kernel(problem.notion, T, **problem.parameter)
+        n = sfft.next_fast_len(2 * T)
+        Hf = sfft.rfft(h, n)
+
+        def inv(x):
+            """A⁻¹x by FFT."""
+            return sfft.irfft(sfft.rfft(x, n) * Hf, n)[:T]
+
+        def inv_t(y):
+            """A⁻ᵀy by FFT."""
+            return inv(y[::-1])[::-1]
+
+        r_all = eps * inv(np.ones(T))  # every budget spent: s = ε
+        floor = 1e-3 * eps / float(np.sum(d))  # below it F is continued quadratically (line-search excursions)
+
+        def F_and_dF(r):
+            """F = Σ c/r² (C² quadratic continuation below `floor`) and dF/dr."""
+            low = r < floor
+            rr = np.where(low, floor, r)
+            F = c / rr**2
+            dF = -2.0 * c / rr**3
+            if low.any():
+                dr = r - floor
+                F = F + low * (dF * dr + 3.0 * c / floor**4 * dr * dr)
+                dF = dF + low * (6.0 * c / floor**4 * dr)
+            return float(np.sum(F)), dF
+
+        lam = inv_t(2.0 * c / r_all**3)
+        neg = np.flatnonzero(lam < 0)
+        t1 = 0 if neg.size == 0 else min(T, max(64, 2 * (int(neg[-1]) + 1)))
+        x = np.ones(t1)
+        n_iter, rounds, status = 0, 0, "all budgets spent: KKT holds at s = ε"
+        r = r_all
+        while t1 > 0:
+            rounds += 1
+            base = np.zeros(T)
+            base[t1:] = eps
+            r_base = inv(base)
+            Fs = F_and_dF(r_all)[0]
+
+            # s is zero beyond t1 and only the first t1 entries of A⁻ᵀ∇F are needed, so circular
+            # convolutions of length T + t1 (not 2T) are exact for every entry used
+            m = sfft.next_fast_len(T + t1)
+            Hm = sfft.rfft(h, m)
+
+            def fun(z, t1=t1, r_base=r_base, Fs=Fs, m=m, Hm=Hm):
+                """F/F(s = ε) and its gradient in z = KAPPA (s_P/ε − 1) ≤ 0 (small first steps)."""
+                sP = eps * (1.0 + z / self.KAPPA)
+                F, dF = F_and_dF(r_base + sfft.irfft(sfft.rfft(sP, m) * Hm, m)[:T])
+                g = sfft.irfft(sfft.rfft(dF[::-1], m) * Hm, m)[T - t1:T][::-1]  # (A⁻ᵀ dF)_k, k < t1
+                return F / Fs, g * (eps / (Fs * self.KAPPA))
+
+            z = self.KAPPA * (x - 1.0)
+            f_prev = math.inf
+            for _ in range(self.RESTARTS):  # a restart resets the memory after a stalled line search
+                res = minimize(fun, z, jac=True, method="L-BFGS-B", bounds=[(None, 0.0)] * t1,
+                               options={"maxiter": max_iterations, "maxfun": 2 * max_iterations, "ftol": 1e-16,
+                                        "gtol": 1e-14, "maxcor": 30})
+                n_iter += int(res.nit)
+                z = res.x
+                if res.nit > 50 or not float(res.fun) < f_prev * (1 - 1e-12):
+                    break
+                f_prev = float(res.fun)
+            status = str(res.message)
+            s = np.full(T, eps)
+            s[:t1] = eps * (1.0 + np.minimum(res.x, 0.0) / self.KAPPA)
+            r = inv(s)
+            lam = inv_t(2.0 * c / np.maximum(r, floor) ** 3)
+            if t1 == T or float(np.min(lam[t1:])) >= -1e-12 * float(np.max(np.abs(lam))):
+                break
+            x = np.concatenate([s[:t1] / eps, np.ones(min(T, 2 * t1) - t1)])
+            t1 = min(T, 2 * t1)
+        if t1 == 0:
+            s = np.full(T, eps)
+        first_active = int(np.argmax(s >= eps * (1 - 1e-12)))
+        sol = _certify(self, problem, np.maximum(r, 0.0), np.maximum(lam, 0.0), start, status=status,
+                       term=Termination.COMPLETED, form="reduced", notes=[],
+                       label=f"L-BFGS-B on the prefix s_1..s_{t1} ({n_iter} iterations, {rounds} round(s))",
+                       extra={"prefix_length": int(t1), "first_active": first_active})
+        if sol.status is Status.OPTIMAL or not fallback:
+            return sol
+        # not proven (the prefix L-BFGS-B stalled): the dual back end, keeping the better certified answer
+        dual = DiscountedDualSolver().solve(problem, max_iterations=max_iterations)
+        return dual if (dual.status is Status.OPTIMAL or dual.objective < sol.objective) else sol

@@ -21,6 +21,11 @@ Laplace, so Pr[M ∈ region | K_0 = k] is a sum of Laplace CDF differences.  The
 
 and the stationary average is Σ_k Bin(k; I, π(+1)) f(t, ε_C | k).
 
+Speed.  The means are evenly spaced, m_k/b = (k − I/2) ε_C, so the sums that locate the region and
+the integral of the posterior difference over it follow from two Horner recurrences in r = e^{−ε_C}
+(:meth:`FailureRatePenalty.value`): O(I) per (t, ε_C) instead of the O(I²) of the per-count interval
+algebra, which stays available as :meth:`FailureRatePenalty.conditional_value`.
+
 Decision rules (``rule``):
 
 * ``"posterior"`` — eq. (50) literally: decide 1 iff Pr[z_t = 1 | M] ≥ Pr[z_t = 0 | M], the
@@ -170,8 +175,11 @@ class FailureRatePenalty(Penalty):
             half = math.ceil(I / 2)  # z_t = 1 iff 2K_t − I ≥ 0 iff K_t ≥ ⌈I/2⌉
             q1 = np.empty(I + 1)
             q0 = np.empty(I + 1)
+            ks = np.arange(I + 1)
+            pa = binom.pmf(ks[None, :], ks[:, None], a)  # row k: Bin(k, a) (zero beyond k)
+            pc = binom.pmf(ks[None, :], ks[:, None], c)
             for k in range(I + 1):
-                pmf = np.convolve(binom.pmf(np.arange(k + 1), k, a), binom.pmf(np.arange(I - k + 1), I - k, c))
+                pmf = np.convolve(pa[k, : k + 1], pc[I - k, : I - k + 1])
                 q1[k] = pmf[half:].sum()
                 q0[k] = pmf[:half].sum()
             self._q_cache[t] = (q1, q0)
@@ -261,14 +269,135 @@ class FailureRatePenalty(Penalty):
             out[~fin] = np.where(one, q0, q1)
         return out
 
-    def _at(self, t: int, eps: np.ndarray) -> np.ndarray:
-        given = self._given_k(t, eps)
+    def conditional_value(self, t, epsilon_c) -> np.ndarray:
+        """f(t, ε_C | K_0 = k) of (51) for every count k = 0..I, by the interval algebra over all counts.
+
+        The decision region is found with signed log-sum-exps over the I + 1 means on each of the
+        I + 2 intervals, and Pr[M ∈ R | K_0 = k] as a sum of Laplace CDF differences for every k:
+        O(I²) work per (t, ε_C).  :meth:`value` computes the same average in O(I) per point by
+        recurrences (see :meth:`_risk`); this path is the independent reference for it.
+
+        Parameters
+        ----------
+        t : int
+            Age (slots, ≥ 0).
+        epsilon_c : array_like of float
+            Budgets (nats, > 0; ``inf`` for the noiseless limit), shape (n,) or scalar.
+
+        Returns
+        -------
+        numpy.ndarray, shape (n, I + 1)
+            Probability of a wrong decision given K_0 = k users at +1.
+
+        Raises
+        ------
+        InvalidInputError
+            If `t` is negative or not integral, or a budget is not positive.
+        """
+        (tv,) = as_slots([t], "t")
+        e = np.atleast_1d(np.asarray(epsilon_c, dtype=float)).reshape(-1)
+        if np.any(np.isnan(e)) or np.any(e <= 0):
+            raise InvalidInputError(f"`epsilon_c` must be positive (nats), got {fmt(epsilon_c)}")
+        return self._given_k(int(tv), e)
+
+    def _risk(self, t: np.ndarray, eps: np.ndarray) -> np.ndarray:
+        """f_MLE at the pairs (t[i], eps[i]) (1-D arrays, eps > 0 or inf) in O(I) per pair.
+
+        With b = (2/I)/ε_C the means are m_k/b = (k − I/2) ε_C, so on the interval j = (m_{j−1}, m_j)
+        the two sums of :meth:`_region` are A_j = e^{m_{j−1}/b} Ã_j and B_j = e^{−m_j/b} B̃_j with
+        Ã_j = Σ_{k<j} c_k r^{j−1−k}, B̃_j = Σ_{k≥j} c_k r^{k−j}, r = e^{−ε_C} ≤ 1: two Horner
+        recurrences whose terms never overflow.  The root of A + B e^{2M/b} is
+        (m_{j−1} + m_j)/2 + (b/2) ln(|Ã_j| / |B̃_j|).  Averaged over the stationary X_0, (51) is
+        Pr[z = 1] − ∫_R g(M) dM with g(M) = Σ_k c_k Lap_b(M − m_k), and on interval j
+        ∫_L^H g = −½ Ã_j [e^{−(H − m_{j−1})/b} − e^{−(L − m_{j−1})/b}] + ½ B̃_j [e^{(H − m_j)/b} − e^{(L − m_j)/b}],
+        again with non-positive exponents.  Given X_0 only the count x0's Laplace CDFs are needed.
+        """
+        I = self.n_users
+        K = I + 1
+        w = np.exp(self._log_prior)
+        m = self._means
+        ut, inv = np.unique(t, return_inverse=True)
+        qs = [self.decision_probabilities(int(v)) for v in ut]
+        Q1 = np.stack([q[0] for q in qs])[inv]  # (n, K)
+        Q0 = np.stack([q[1] for q in qs])[inv]
+        out = np.empty(t.shape)
+        fin = np.isfinite(eps)
+        if (~fin).any():  # ε_C → ∞: M = m_k exactly
+            one = (Q1[~fin] >= Q0[~fin]) if self.rule == "posterior" else (m >= 0)[None, :]
+            given = np.where(one, Q0[~fin], Q1[~fin])
+            out[~fin] = given[:, self.x0] if self.x0 is not None else given @ w
+        if not fin.any():
+            return out
+        e = eps[fin]
+        q1, q0 = Q1[fin], Q0[fin]
+        b = self.sensitivity / e
+        n = e.size
+        if self.rule == "sign":  # region [0, ∞): Pr[M ≥ 0 | k] = 1 − F(−m_k / b) per count
+            ks = slice(None) if self.x0 is None else slice(self.x0, self.x0 + 1)
+            p_in = np.clip(1.0 - _laplace_cdf(-m[None, ks] / b[:, None]), 0.0, 1.0)
+            given = q1[:, ks] * (1.0 - p_in) + q0[:, ks] * p_in
+            out[fin] = given[:, 0] if self.x0 is not None else given @ w
+            return out
+        # (K, n): counts along the first axis, pairs contiguous; gathered from the per-age table
+        Cu = np.ascontiguousarray((w * (np.stack([q[0] for q in qs]) - np.stack([q[1] for q in qs]))).T)
+        c = Cu[:, inv[fin]]
+        r = np.exp(-e)
+        J = K + 1
+        At = np.zeros((J, n))
+        Bt = np.zeros((J, n))
+        for j in range(1, J):
+            np.multiply(At[j - 1], r, out=At[j])
+            At[j] += c[j - 1]
+        for j in range(K - 1, -1, -1):
+            np.multiply(Bt[j + 1], r, out=Bt[j])
+            Bt[j] += c[j]
+        na, nb = At < 0, Bt < 0
+        whole = ~(na | nb)  # g ≥ 0 on the whole interval (ties decide 1)
+        dec = (At > 0) & nb  # g decreasing: region [m_{j−1}, root]
+        inc = na & (Bt > 0)  # g increasing: region [root, m_j]
+        # (only 1 ≤ j ≤ I can be dec or inc: Ã_0 = B̃_{I+1} = 0)
         if self.x0 is not None:
-            return given[:, self.x0]
-        return given @ np.exp(self._log_prior)
+            lo = np.concatenate(([-np.inf], m))[:, None]
+            hi = np.concatenate((m, [np.inf]))[:, None]
+            mid = 0.5 * (np.concatenate(([m[0]], m)) + np.concatenate((m, [m[-1]])))[:, None]
+            bb = b[None, :]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                root = np.clip(mid + 0.5 * bb * (np.log(np.abs(At)) - np.log(np.abs(Bt))), lo, hi)
+            L = np.where(inc, root, lo)
+            H = np.where(whole | inc, hi, np.where(dec, root, lo))
+            mk = m[self.x0]
+            with np.errstate(invalid="ignore"):
+                d = _laplace_cdf((H - mk) / bb) - _laplace_cdf((L - mk) / bb)
+            p_in = np.clip(np.where(H > L, d, 0.0).sum(axis=0), 0.0, 1.0)
+            out[fin] = q1[:, self.x0] * (1.0 - p_in) + q0[:, self.x0] * p_in
+            return out
+        # ∫_R g: a whole interior interval contributes ½(1 − r)(Ã_j + B̃_j), the outer ones ½B̃_0 and ½Ã_{I+1}
+        full = At + Bt
+        full *= whole
+        integral = (0.5 * -np.expm1(-e)) * full[1:-1].sum(axis=0) + 0.5 * (Bt[0] * whole[0] + At[-1] * whole[-1])
+        # a partial interval: u = (root − m_{j−1})/b ∈ [0, ε_C], the root from ln|Ã_j| − ln|B̃_j|
+        jj, ii = np.nonzero(dec | inc)
+        if jj.size:
+            a_, b_, ee = At[jj, ii], Bt[jj, ii], e[ii]
+            with np.errstate(divide="ignore"):
+                u = np.clip(0.5 * (ee + np.log(np.abs(a_)) - np.log(np.abs(b_))), 0.0, ee)
+            with np.errstate(over="ignore", invalid="ignore"):  # only the branch taken is used
+                rise = np.where(u < 1.0, np.exp(-ee) * np.expm1(u), np.exp(u - ee) - np.exp(-ee))  # e^{u−ε} − e^{−ε}
+            part = np.where(
+                dec[jj, ii],
+                -0.5 * a_ * np.expm1(-u) + 0.5 * b_ * rise,  # ∫ over [m_{j−1}, root]
+                -0.5 * np.expm1(u - ee) * (a_ * np.exp(-u) + b_),  # ∫ over [root, m_j]
+            )
+            np.add.at(integral, ii, part)
+        out[fin] = (q1 @ w) - integral
+        return out
 
     def value(self, t, epsilon_c):
         """f_MLE(t, ε_C), broadcast over ages `t` (slots) and budgets `epsilon_c` (nats, > 0; ``inf`` allowed).
+
+        Computed in O(I) per (t, ε_C) pair, all pairs at once, by the recurrences of :meth:`_risk`; it
+        equals the average of :meth:`conditional_value` (the interval algebra over all counts) to
+        rounding (≤ 1e-13 absolute in the tests).
 
         Returns
         -------
@@ -287,10 +416,7 @@ class FailureRatePenalty(Penalty):
         ts, e = np.broadcast_arrays(ts, e)
         out = np.empty(ts.shape)
         flat_t, flat_e, flat_o = ts.reshape(-1), e.reshape(-1), out.reshape(-1)
-        for tv in np.unique(flat_t):
-            sel = flat_t == tv
-            ue, inv = np.unique(flat_e[sel], return_inverse=True)
-            flat_o[sel] = self._at(int(tv), ue)[inv]
+        flat_o[:] = self._risk(flat_t.astype(np.int64), flat_e)
         return float(out) if out.ndim == 0 else out
 
     def noiseless(self, t):

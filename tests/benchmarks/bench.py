@@ -270,7 +270,8 @@ def bench_tpl() -> None:
 
 
 # Benchmarks of the later topics, one module each (tests/benchmarks/bench_<topic>.py, each exposing bench()).
-TOPIC_BENCHMARKS: tuple[str, ...] = ("bench_tpl_optimal", "bench_discounted", "bench_fran", "bench_sweep", "bench_publish")
+TOPIC_BENCHMARKS: tuple[str, ...] = ("bench_tpl_optimal", "bench_discounted", "bench_fran", "bench_sweep", "bench_publish",
+                                      "bench_failure_rate", "bench_fran_groups")
 
 
 def main() -> int:
