@@ -204,8 +204,8 @@ def _upper_chain(x, y, pid):
 _SCAN_CHUNK = 1 << 20  # matrix entries per block of ordered pairs (≈ 8 MiB per work array)
 
 
-def _scan_rows(P: np.ndarray, rows: np.ndarray):
-    """Candidate chain of the ordered pairs (i, j), i in `rows`, and their D = 0 candidates.
+def _scan_list(P: np.ndarray, pi: np.ndarray, pj: np.ndarray):
+    """Candidate chain of the ordered pairs (pi[m], pj[m]) and their D = 0 candidates.
 
     Every pair's likelihood ratios q_k/d_k are sorted once (Algorithm 2 line 7, all pairs of a
     block at once); prefix sums give all its points (D_k, Q_k − D_k) of eq. (25), of which only
@@ -214,18 +214,18 @@ def _scan_rows(P: np.ndarray, rows: np.ndarray):
     """
     n = P.shape[0]
     ar = np.arange(n)
-    per = max(1, _SCAN_CHUNK // (n * n))
+    per = max(1, _SCAN_CHUNK // n)
     cx = cy = np.zeros(0)
     cp = np.zeros(0, dtype=np.int64)
     zeros = []
-    for s in range(0, rows.size, per):
-        ii = rows[s:s + per]
-        q = np.repeat(P[ii], n, axis=0)  # rows q = P[i]
-        d = np.tile(P, (ii.size, 1))  # rows d = P[j]
-        pid = (ii[:, None] * n + ar[None, :]).ravel()
+    for s in range(0, len(pi), per):
+        ii, jj = pi[s:s + per], pj[s:s + per]
+        q = P[ii]  # rows q = P[i]
+        d = P[jj]  # rows d = P[j]
+        pid = ii.astype(np.int64) * n + jj
         plus = q > d  # Corollary 2
         K = plus.sum(axis=1)
-        sel = (K > 0) & (pid // n != pid % n)
+        sel = (K > 0) & (ii != jj)
         if not sel.any():
             continue
         if not sel.all():
@@ -267,13 +267,13 @@ def _scan_rows(P: np.ndarray, rows: np.ndarray):
 def _scan_pairs(P: np.ndarray):
     """Pairs (i, j) owning a vertex of the candidate chain of all ordered pairs, and D = 0 rows."""
     n = P.shape[0]
+    ii, jj = np.nonzero(~np.eye(n, dtype=bool))
     workers = min(2, os.cpu_count() or 1) if n * n * n > 4 * _SCAN_CHUNK else 1
     if workers > 1:  # numpy releases the GIL in sort, take and cumsum
-        parts = [np.arange(w, n, workers) for w in range(workers)]
         with ThreadPoolExecutor(workers) as ex:
-            res = list(ex.map(lambda r: _scan_rows(P, r), parts))
+            res = list(ex.map(lambda w: _scan_list(P, ii[w::workers], jj[w::workers]), range(workers)))
     else:
-        res = [_scan_rows(P, np.arange(n))]
+        res = [_scan_list(P, ii, jj)]
     x = np.concatenate([r[0] for r in res])
     y = np.concatenate([r[1] for r in res])
     p = np.concatenate([r[2] for r in res])
@@ -283,6 +283,304 @@ def _scan_pairs(P: np.ndarray):
     if x.size:
         x, y, p = _upper_chain(x, y, p)
     return np.unique(p), z
+
+
+# ----------------------------------------------------------------------------------------
+# pair statistics and bounds used to prune row pairs (beyond the paper)
+# ----------------------------------------------------------------------------------------
+#
+# Every row pair (q, d) with some q_k > d_k has T = Σ_k (q_k − d_k)⁺ (total variation) and
+# R = max_k q_k / d_k.  Each of its points (D, Q − D) of eq. (25) satisfies Q − D ≤ T and
+# Q ≤ R·D, so all of them lie in {y ≤ min(T, (R − 1)x)}, whose extreme point is the corner
+# (T/(R − 1), T).  For one α (u = e^α − 1 > 0) the pair's value max (1 + uQ)/(1 + uD) is
+# therefore at most B = (R − 1 + uRT)/(R − 1 + uT) ≤ 1 + uT (maximise over that region).
+# T and R cost one O(n³) pass without sorting; only the pairs that these bounds cannot rule
+# out are sorted (Algorithm 2 line 7).  (The same corner does not prune the whole-α scan of
+# _scan_pairs: on random matrices R is large, the corner lies far above every chain.)
+
+_STAT_BLOCK = 1 << 15  # matrix entries per work block of the pair statistics (stays in cache)
+_BROADCAST_N = 96  # up to this n, all pairs are formed at once (fewer Python iterations)
+_PRUNE_RTOL = 1e-9  # a pair is dropped only if its bound is below the best value by this factor
+_PRUNE_SEEDS = 8  # pairs evaluated per round before pruning by the bounds
+_HUGE = 700.0  # log R above this is treated as infinite (some d_k = 0 < q_k)
+
+
+def _log_sentinel(P: np.ndarray) -> np.ndarray:
+    """log P with −1e300 for zero entries (differences then stay finite: ±1e300 means ±∞)."""
+    with np.errstate(divide="ignore"):
+        return np.where(P > 0, np.log(np.where(P > 0, P, 1.0)), -1e300)
+
+
+def _pair_tv(P: np.ndarray) -> np.ndarray:
+    """T[i, j] = Σ_k (P_ik − P_jk)⁺ = 1 − Σ_k min(P_ik, P_jk) for all pairs, shape (n, n), inflated.
+
+    Rounding (row sums are 1 only to ~n ulp) is covered by an added slack, so T is an upper
+    bound of the exact total variation; the diagonal is 0.
+    """
+    n = P.shape[0]
+    ones = np.ones(n)
+    slack = 8.0 * (n + 2) * np.finfo(float).eps
+    if n <= _BROADCAST_N:
+        T = 1.0 - (np.minimum(P[:, None, :], P[None, :, :]).reshape(n * n, n) @ ones).reshape(n, n)
+    else:
+        T = np.empty((n, n))
+        per = max(1, _STAT_BLOCK // n)
+        buf = np.empty((per, n))
+        for i in range(n - 1):
+            for s in range(i + 1, n, per):
+                e = min(n, s + per)
+                b = buf[: e - s]
+                np.minimum(P[i], P[s:e], out=b)
+                T[i, s:e] = 1.0 - b @ ones
+        iu = np.triu_indices(n, 1)
+        T[iu[1], iu[0]] = T[iu]
+    T += slack
+    np.fill_diagonal(T, 0.0)
+    return T
+
+
+def _pair_log_ratio(lP: np.ndarray, pi=None, pj=None) -> np.ndarray:
+    """log R = log max_k P_ik / P_jk (≥ _HUGE: infinite), inflated by 1e-12; all pairs or the listed ones.
+
+    `lP` is :func:`_log_sentinel` of P.  Returns shape (n, n) (diagonal 0) or (len(pi),).
+    """
+    n = lP.shape[0]
+    if pi is not None:
+        out = np.empty(len(pi))
+        per = max(1, _STAT_BLOCK // n)
+        for s in range(0, len(pi), per):
+            out[s:s + per] = (lP[pi[s:s + per]] - lP[pj[s:s + per]]).max(axis=1)
+        return out + 1e-12
+    if n <= _BROADCAST_N:
+        R = (lP[:, None, :] - lP[None, :, :]).max(axis=2)
+    else:
+        R = np.empty((n, n))
+        per = max(1, _STAT_BLOCK // n)
+        buf = np.empty((per, n))
+        for i in range(n - 1):
+            for s in range(i + 1, n, per):
+                e = min(n, s + per)
+                b = buf[: e - s]
+                np.subtract(lP[i], lP[s:e], out=b)
+                R[i, s:e] = b.max(axis=1)
+                R[s:e, i] = -b.min(axis=1)
+    R += 1e-12
+    np.fill_diagonal(R, 0.0)
+    return R
+
+
+def _log_u(alpha: float) -> float:
+    """log(e^α − 1) for α > 0, without overflow."""
+    return math.log(math.expm1(alpha)) if alpha < 700 else alpha + math.log1p(-math.exp(-alpha))
+
+
+def _log_bound(T, logR, lu: float, alpha: float) -> np.ndarray:
+    """log B with B = (R − 1 + uRT)/(R − 1 + uT) (≤ 1 + uT), capped at α (Remark 1); log u = `lu`."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        lT = np.log(T)
+        lr = np.where(logR > 30, logR + np.log1p(-np.exp(-logR)), np.log(np.expm1(logR)))  # log(R − 1)
+        b = np.logaddexp(lr, lu + logR + lT) - np.logaddexp(lr, lu + lT)
+        b = np.where(logR >= _HUGE, np.logaddexp(0.0, lu + lT), b)  # R = ∞: B = 1 + uT
+    return np.minimum(np.where(np.isnan(b), alpha, b), alpha)
+
+
+def _pair_prefixes(P: np.ndarray, pi: np.ndarray, pj: np.ndarray):
+    """Algorithm 2, lines 7–9, for a batch of ordered pairs: sorted prefixes Q, Q̄, D, D̄ (shape (m, n)).
+
+    Entries are sorted by decreasing ratio q_k/d_k, the entries with q_k ≤ d_k last; `valid`
+    marks the K prefixes made of entries with q_k > d_k only (Corollary 2).  Q̄ = 1 − Q is
+    summed from the complement when Q ≥ 1/2 (no cancellation), as in :func:`_complements`.
+    """
+    q, d = P[pi], P[pj]
+    plus = q > d  # Corollary 2
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        key = np.divide(d, q)  # inverse ratio, ascending = ratio descending (Algorithm 2 line 7)
+    np.copyto(key, np.inf, where=~plus)
+    o = np.argsort(key, axis=1)
+    qs = np.take_along_axis(q, o, axis=1)
+    ds = np.take_along_axis(d, o, axis=1)
+    Q = np.cumsum(qs, axis=1)
+    D = np.cumsum(ds, axis=1)
+    n = q.shape[1]
+    tq = np.zeros_like(Q)
+    td = np.zeros_like(D)
+    tq[:, :-1] = np.cumsum(qs[:, :0:-1], axis=1)[:, ::-1]  # Σ_{l > k} q_l
+    td[:, :-1] = np.cumsum(ds[:, :0:-1], axis=1)[:, ::-1]
+    Qc = np.where(Q < 0.5, 1.0 - Q, tq)
+    Dc = np.where(D < 0.5, 1.0 - D, td)
+    valid = np.arange(n)[None, :] < plus.sum(axis=1)[:, None]
+    return Q, Qc, D, Dc, valid
+
+
+def _pair_values(P: np.ndarray, pi: np.ndarray, pj: np.ndarray, alpha: float) -> np.ndarray:
+    """max over the prefixes of Theorem 5 of log f_{Q,D}(α) (eq. 24) for each listed pair, shape (m,).
+
+    Theorem 5: the optimal index set of eq. (19)–(21) for a pair is a prefix of the entries
+    sorted by decreasing q_k/d_k, so the pair's value is the largest of its K prefix values
+    (Algorithm 1 visits some of them and stops at the optimal one).  Pairs with no q_k > d_k
+    get 0 (Theorem 6).
+    """
+    out = np.zeros(len(pi))
+    n = P.shape[1]
+    per = max(1, (_STAT_BLOCK * 4) // n)
+    for s in range(0, len(pi), per):
+        Q, Qc, D, Dc, valid = _pair_prefixes(P, pi[s:s + per], pj[s:s + per])
+        v = _log_f(Q, Qc, D, Dc, alpha)  # eq. (24) for every prefix
+        v[~valid] = 0.0
+        out[s:s + per] = v.max(axis=1)
+    return out
+
+
+class _PairBounds:
+    """T, log R and the off-diagonal pairs sorted by decreasing T, computed once per matrix."""
+
+    def __init__(self, P: np.ndarray):
+        n = P.shape[0]
+        self.P = P
+        T = _pair_tv(P)
+        flat = np.flatnonzero(T.reshape(-1) > 0)  # diagonal is 0: distinct pairs only
+        tv = T.reshape(-1)[flat]
+        o = np.argsort(-tv, kind="stable")
+        self.n = n
+        self.T = T
+        self.flat = flat[o]  # pair ids i·n + j by decreasing T
+        self.tv = tv[o]
+        self._lP = None
+        self._logR_full = None
+        self._logR = np.full(self.flat.size, np.nan)  # per sorted pair, filled on demand
+
+    def log_ratio(self, idx: np.ndarray) -> np.ndarray:
+        """log R of the sorted pairs `idx` (computed on demand, cached)."""
+        need = idx[np.isnan(self._logR[idx])]
+        if need.size:
+            if self._logR_full is None and need.size > self.flat.size // 4:
+                if self._lP is None:
+                    self._lP = _log_sentinel(self.P)
+                self._logR_full = _pair_log_ratio(self._lP)
+                self._logR[:] = self._logR_full.reshape(-1)[self.flat]
+            else:
+                if self._lP is None:
+                    self._lP = _log_sentinel(self.P)
+                f = self.flat[need]
+                self._logR[need] = _pair_log_ratio(self._lP, f // self.n, f % self.n)
+        return self._logR[idx]
+
+    def _psi(self, idx: np.ndarray, A: np.ndarray, B: np.ndarray) -> np.ndarray:
+        """Σ_k (A_ik − B_jk)⁺ for the sorted pairs (i, j) in `idx` (Dinkelbach's test, see loss)."""
+        n, f = self.n, self.flat[idx]
+        out = np.empty(idx.size)
+        per = max(1, _STAT_BLOCK // n)
+        ones = np.ones(n)
+        for a in range(0, idx.size, per):
+            b = np.subtract(A[f[a:a + per] // n], B[f[a:a + per] % n])
+            np.maximum(b, 0.0, out=b)
+            out[a:a + per] = b @ ones
+        return out
+
+    def loss(self, alpha: float) -> float:
+        """max over pairs of log max_S f (eq. 24) at one α > 0, by bound-and-prune (unclipped).
+
+        Seeds: the pairs of largest T.  Bound: e^{L_pair} ≤ 1 + uT rules out a suffix of the
+        pairs sorted by T.  Test (Dinkelbach): a pair beats the value λ = e^{best} found so far
+        iff 1 − λ + u Σ_k (q_k − λ d_k)⁺ > 0 (the root of this decreasing function of λ is its
+        value, Theorem 5), written as ψ = Σ_k (q_k/λ − d_k)⁺ > (1 − 1/λ)/u so that nothing
+        overflows for α up to 1000; the pairs passing it are cut down by evaluating the ones
+        with the largest ψ exactly and testing again.  A pair is dropped only when it fails the
+        test by a margin that covers rounding, so the maximum is that of all pairs.
+        """
+        n, flat, tv = self.n, self.flat, self.tv
+        if flat.size == 0:
+            return 0.0
+        lu = _log_u(alpha)
+        P = self.P
+
+        def evaluate(idx):
+            f = flat[idx]
+            return float(_pair_values(P, f // n, f % n, alpha).max()) if idx.size else 0.0
+
+        k = min(_PRUNE_SEEDS, flat.size)
+        best = evaluate(np.arange(k))  # the pairs of largest T (best for small α)
+        # 1 + uT is increasing in T: the pairs it cannot rule out are a prefix of the sorted list
+        thr = best * (1.0 - _PRUNE_RTOL)
+        t_min = math.exp(min(_log_u(thr) - lu, 700.0)) if thr > 0 else 0.0  # (e^thr − 1)/u
+        m = int(np.searchsorted(-tv, -t_min, side="left"))  # pairs with T > t_min
+        cand = np.arange(k, max(m, k))
+        eps = np.finfo(float).eps
+        while cand.size > 4 * _PRUNE_SEEDS:
+            # q inflated by 8 ulp (λd deflated) and the sum by (n + 2) ulp: ψ is never
+            # underestimated by rounding
+            if best < 600.0:  # ψ = Σ (q/λ − d)⁺ > (1 − 1/λ)/u
+                psi = self._psi(cand, P * (math.exp(-best) * (1.0 + 8.0 * eps)), P)
+                c = -math.expm1(-best) * math.exp(-lu)
+            else:  # 1/λ underflows: λψ = Σ (q − λd)⁺ > (λ − 1)/u, with λd = exp(log d + best)
+                if self._lP is None:
+                    self._lP = _log_sentinel(P)
+                with np.errstate(over="ignore"):
+                    lam_d = np.exp(self._lP + best) * (1.0 - 2048.0 * eps)
+                psi = self._psi(cand, P, lam_d)
+                c = math.exp(_log_u(best) - lu)
+            psi *= 1.0 + (n + 2) * eps
+            keep = psi > c * (1.0 - _PRUNE_RTOL)
+            cand, psi = cand[keep], psi[keep]
+            if cand.size <= 4 * _PRUNE_SEEDS:
+                break
+            top = np.argpartition(-psi, _PRUNE_SEEDS)[:_PRUNE_SEEDS]
+            best = max(best, evaluate(cand[top]))
+            cand = np.delete(cand, top)
+        return max(best, evaluate(cand))
+
+
+# Algorithm 4: upper envelope of the sub-functions on [0, ∞)
+def _envelope(C: np.ndarray):
+    """Algorithm 4 on [0, ∞): (breakpoints, candidate row of each segment) of the upper envelope of `C`."""
+    if C.shape[0] == 0:
+        return np.zeros(0), np.zeros(0, dtype=int)
+    Q, Qc, D, Dc, gap = C.T
+    with np.errstate(divide="ignore"):
+        lQ, lD = np.log(Q), np.log(D)
+    # Top function at α = 0+: largest slope Q − D, ties (to rounding) by smaller Q + D
+    # (second-order term); a wrong pick among near-ties is repaired by the domination step.
+    near = np.flatnonzero(gap >= gap.max() * (1.0 - _TIE_RTOL))
+    c = int(near[np.argmin((Q + D)[near])])
+    starts, segs = [0.0], [c]
+    a_cur = 0.0
+    for _ in range(2 * C.shape[0] + 2):
+        # Sub-functions c and c' cross once for u = e^α − 1 > 0 at u = −B/A (Theorem 10,
+        # Algorithm 4 line 4), with A = Q'D − QD', B = (Q' − D') − (Q − D): f_{c'} − f_c has
+        # the sign of u(Au + B).  c' overtakes c there if A > 0 and B < 0; it lies above c
+        # for every u > 0 if A, B ≥ 0 (not both 0).  Domination is a strict partial order,
+        # so replacing c by a dominating c' terminates; it guards against rounding in the
+        # start-up tie-break.
+        # A is formed in log space: products of tiny entries must not underflow, and
+        # u = −B/A may exceed the float range while α = log(1 + u) does not.
+        with np.errstate(invalid="ignore", divide="ignore"):
+            l1, l2 = lQ + lD[c], lQ[c] + lD  # log(Q'D), log(QD')
+            A_pos, A_neg = l1 > l2, l1 < l2
+            logA = np.where(A_pos, l1 + np.log(-np.expm1(np.where(A_pos, l2 - l1, -1.0))), -np.inf)
+        B = gap - gap[c]
+        dom = (A_pos & (B >= 0)) | (~A_neg & (B > 0))
+        if np.any(dom):
+            idx = np.flatnonzero(dom)
+            c = int(idx[np.argmax(_log_f(Q[idx], Qc[idx], D[idx], Dc[idx], a_cur + 1.0))])
+            segs[-1] = c
+            continue
+        ok = A_pos & (B < 0)
+        if not np.any(ok):
+            break
+        with np.errstate(divide="ignore", invalid="ignore"):
+            a_star = np.where(ok, np.logaddexp(0.0, np.log(-B) - logA), np.inf)  # log(1 − B/A)
+        a_star[~(a_star > a_cur)] = np.inf
+        a_next = float(np.min(a_star))
+        if not np.isfinite(a_next):
+            break
+        tied = np.flatnonzero(a_star <= a_next * (1 + _TIE_RTOL))
+        # Among the functions crossing c there, the top one just after has the largest slope.
+        slopes = _log_slope(Q[tied], Qc[tied], D[tied], Dc[tied], a_next)
+        c = int(tied[np.argmax(slopes)])
+        a_cur = a_next
+        starts.append(a_next)
+        segs.append(c)
+    return np.asarray(starts), np.asarray(segs, dtype=int)
 
 
 class LossFunction:
@@ -339,17 +637,67 @@ class LossFunction:
     def __init__(self, P, name: str = "P"):
         self._name = name
         self.P = _validate_transition_matrix(P, name)
-        rel, self._zero_cand = _scan_pairs(self.P)
-        n = self.P.shape[0]
-        # Algorithm 2's tables, only for the pairs that own a vertex of the candidate chain (the
-        # others never attain the maximum of eq. 24 at any α; see _upper_chain); all pairs: `pairs`.
-        self._tables = [t for p in rel.tolist() if (t := _pair_table(self.P, p // n, p % n))]
-        self._pairs = None
-        self.is_zero = not self._tables  # Theorem 6: no pair has some q_k > d_k
+        self.is_zero = bool(np.all(self.P == self.P[0]))  # Theorem 6: no pair has some q_k > d_k
         # Theorem 7: q_i = 1 and d_i = 0 for some pair (a column holding both a 1 and a 0)
         self.is_identity = bool(np.any((self.P == 1.0).any(axis=0) & (self.P == 0.0).any(axis=0)))
-        self._cand = self._candidate_rows(self._tables)  # (Q, Q̄, D, D̄, Q − D) of eq. (25): qM, dM
-        self._build_envelope()
+        self._pairs = None
+        # Built on first use: the pair bounds (one O(n³) pass, see _PairBounds) for a single
+        # L(α), and Algorithm 2's tables plus the envelope (Algorithm 4) for everything else.
+        self._bounds_cache = None
+        self._env = None
+
+    @property
+    def _bounds(self) -> _PairBounds:
+        if self._bounds_cache is None:
+            self._bounds_cache = _PairBounds(self.P)
+        return self._bounds_cache
+
+    def _built(self) -> dict:
+        """Algorithm 2's tables of the chain-vertex pairs, the candidate rows and the envelope."""
+        if self._env is None:
+            env = {}
+            rel, env["zero_cand"] = _scan_pairs(self.P)
+            n = self.P.shape[0]
+            # Algorithm 2's tables, only for the pairs that own a vertex of the candidate chain (the
+            # others never attain the maximum of eq. 24 at any α; see _upper_chain); all pairs: `pairs`.
+            env["tables"] = [t for p in rel.tolist() if (t := _pair_table(self.P, p // n, p % n))]
+            env["cand"] = self._candidate_rows(env["tables"])  # (Q, Q̄, D, D̄, Q − D) of eq. (25): qM, dM
+            env.update(zip(("breakpoints", "seg"), _envelope(env["cand"])))
+            self._env = env
+        return self._env
+
+    @property
+    def _tables(self) -> list:
+        return self._built()["tables"]
+
+    @property
+    def _cand(self) -> np.ndarray:
+        return self._built()["cand"]
+
+    @property
+    def _zero_cand(self) -> np.ndarray:
+        return self._built()["zero_cand"]
+
+    @property
+    def _seg(self) -> np.ndarray:
+        return self._built()["seg"]
+
+    @property
+    def breakpoints(self) -> np.ndarray:
+        """Start of each segment of the piecewise L (Algorithm 4), shape (m,), nats; built on first use."""
+        return self._built()["breakpoints"]
+
+    @property
+    def segment_Q(self) -> np.ndarray:
+        """q⁺ of the sub-function of each segment (eq. 25), shape (m,)."""
+        env = self._built()
+        return env["cand"][env["seg"], 0] if env["seg"].size else np.zeros(0)
+
+    @property
+    def segment_D(self) -> np.ndarray:
+        """d⁺ of the sub-function of each segment (eq. 25), shape (m,)."""
+        env = self._built()
+        return env["cand"][env["seg"], 2] if env["seg"].size else np.zeros(0)
 
     @staticmethod
     def _candidate_rows(tables) -> np.ndarray:
@@ -368,64 +716,6 @@ class LossFunction:
 
     def __repr__(self) -> str:
         return f"LossFunction(n_states={self.P.shape[0]}, n_segments={self.breakpoints.size})"
-
-    # -- Algorithm 4: upper envelope of the sub-functions on [0, ∞) ----------------------------
-    def _build_envelope(self) -> None:
-        C = self._cand
-        if C.shape[0] == 0:
-            self.breakpoints = np.zeros(0)
-            self.segment_Q = self.segment_D = np.zeros(0)
-            self._seg = np.zeros(0, dtype=int)
-            return
-        Q, Qc, D, Dc, gap = C.T
-        with np.errstate(divide="ignore"):
-            lQ, lD = np.log(Q), np.log(D)
-        # Top function at α = 0+: largest slope Q − D, ties (to rounding) by smaller Q + D
-        # (second-order term); a wrong pick among near-ties is repaired by the domination step.
-        near = np.flatnonzero(gap >= gap.max() * (1.0 - _TIE_RTOL))
-        c = int(near[np.argmin((Q + D)[near])])
-        starts, segs = [0.0], [c]
-        a_cur = 0.0
-        for _ in range(2 * C.shape[0] + 2):
-            # Sub-functions c and c' cross once for u = e^α − 1 > 0 at u = −B/A (Theorem 10,
-            # Algorithm 4 line 4), with A = Q'D − QD', B = (Q' − D') − (Q − D): f_{c'} − f_c has
-            # the sign of u(Au + B).  c' overtakes c there if A > 0 and B < 0; it lies above c
-            # for every u > 0 if A, B ≥ 0 (not both 0).  Domination is a strict partial order,
-            # so replacing c by a dominating c' terminates; it guards against rounding in the
-            # start-up tie-break.
-            # A is formed in log space: products of tiny entries must not underflow, and
-            # u = −B/A may exceed the float range while α = log(1 + u) does not.
-            with np.errstate(invalid="ignore", divide="ignore"):
-                l1, l2 = lQ + lD[c], lQ[c] + lD  # log(Q'D), log(QD')
-                A_pos, A_neg = l1 > l2, l1 < l2
-                logA = np.where(A_pos, l1 + np.log(-np.expm1(np.where(A_pos, l2 - l1, -1.0))), -np.inf)
-            B = gap - gap[c]
-            dom = (A_pos & (B >= 0)) | (~A_neg & (B > 0))
-            if np.any(dom):
-                idx = np.flatnonzero(dom)
-                c = int(idx[np.argmax(_log_f(Q[idx], Qc[idx], D[idx], Dc[idx], a_cur + 1.0))])
-                segs[-1] = c
-                continue
-            ok = A_pos & (B < 0)
-            if not np.any(ok):
-                break
-            with np.errstate(divide="ignore", invalid="ignore"):
-                a_star = np.where(ok, np.logaddexp(0.0, np.log(-B) - logA), np.inf)  # log(1 − B/A)
-            a_star[~(a_star > a_cur)] = np.inf
-            a_next = float(np.min(a_star))
-            if not np.isfinite(a_next):
-                break
-            tied = np.flatnonzero(a_star <= a_next * (1 + _TIE_RTOL))
-            # Among the functions crossing c there, the top one just after has the largest slope.
-            slopes = _log_slope(Q[tied], Qc[tied], D[tied], Dc[tied], a_next)
-            c = int(tied[np.argmax(slopes)])
-            a_cur = a_next
-            starts.append(a_next)
-            segs.append(c)
-        self.breakpoints = np.asarray(starts)
-        self._seg = np.asarray(segs, dtype=int)
-        self.segment_Q = Q[self._seg]
-        self.segment_D = D[self._seg]
 
     # -- evaluations ----------------------------------------------------------------------------
     def _alpha(self, alpha, name="tpl_level"):
@@ -463,10 +753,24 @@ class LossFunction:
         largest over the index sets visited (all feasible for (19)–(21)).  Only the row pairs
         owning a vertex of the candidate chain (see ``_upper_chain``) are run: every other pair's
         value is at most theirs at every α, so the maximum of eq. (24) is unchanged.
+
+        Before those tables exist (a fresh object: :meth:`piecewise`, :meth:`per_pair` and the
+        envelope attributes build them), each α is evaluated directly, without building them:
+        every ordered pair gets the bounds 1 + uT and (R − 1 + uRT)/(R − 1 + uT) on its value
+        e^{L} (u = e^α − 1, T = Σ(q_k − d_k)⁺, R = max q_k/d_k; both follow from Q − D ≤ T and
+        Q ≤ RD for every index set), and Theorem 5's maximum over the sorted prefixes is taken
+        only for the pairs whose bound reaches the best value found so far.  Same result (the
+        pruned pairs cannot attain the maximum), O(n³) without sorting instead of O(n³ log n).
         """
         a = self._alpha(alpha)
         flat = a.reshape(-1)
         best = np.zeros(flat.size)
+        if self.is_identity or self.is_zero:  # Theorems 6–7: nothing to search
+            return self._finish(a, best.reshape(a.shape))
+        if self._env is None:  # no tables built: Theorem 5 directly on the pairs the bounds keep
+            vals = {x: (self._bounds.loss(x) if x > 0 else 0.0) for x in set(flat.tolist())}
+            best = np.array([vals[x] for x in flat.tolist()])
+            return self._finish(a, best.reshape(a.shape))
         v = np.exp(-flat)[:, None]  # e^{−α}, underflows harmlessly to 0
         for t in self._tables:
             K = t.q.size
