@@ -54,6 +54,7 @@ import os
 from bisect import bisect_right
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -286,29 +287,34 @@ def _scan_pairs(P: np.ndarray):
 
 
 # ----------------------------------------------------------------------------------------
-# pair statistics and bounds used to prune row pairs (beyond the paper)
+# L(α) for one α without the envelope: bound and prune the row pairs (beyond the paper)
 # ----------------------------------------------------------------------------------------
 #
-# Every row pair (q, d) with some q_k > d_k has T = Σ_k (q_k − d_k)⁺ (total variation) and
-# R = max_k q_k / d_k.  Each of its points (D, Q − D) of eq. (25) satisfies Q − D ≤ T and
-# Q ≤ R·D, so all of them lie in {y ≤ min(T, (R − 1)x)}, whose extreme point is the corner
-# (T/(R − 1), T).  For one α (u = e^α − 1 > 0) the pair's value max (1 + uQ)/(1 + uD) is
-# therefore at most B = (R − 1 + uRT)/(R − 1 + uT) ≤ 1 + uT (maximise over that region).
-# T and R cost one O(n³) pass without sorting; only the pairs that these bounds cannot rule
-# out are sorted (Algorithm 2 line 7).  (The same corner does not prune the whole-α scan of
-# _scan_pairs: on random matrices R is large, the corner lies far above every chain.)
+# For one α (u = e^α − 1 > 0) the value of a row pair (q, d) is λ* = max_S (1 + uQ_S)/(1 + uD_S)
+# (Theorem 5: S is a prefix of the entries sorted by decreasing q_k/d_k).  Two facts prune:
+# * Bound: Q_S − D_S ≤ T = Σ_k (q_k − d_k)⁺ for every S, and λ* − 1 = u(Q_S − λ* D_S) at the
+#   optimum, so λ* ≤ 1 + uT.  T of all pairs is one O(n³) pass of min and sum, no sorting.
+# * Test (Dinkelbach): g(λ) = 1 − λ + u Σ_k (q_k − λ d_k)⁺ is decreasing with root λ*, so a
+#   pair beats a value λ iff g(λ) > 0: one O(n) pass per pair, no sorting.
+# Only the pairs passing both are sorted (Algorithm 2 line 7), a handful on typical matrices:
+# O(n³) cheap operations instead of O(n³ log n) sorting, and the same maximum.
 
-_STAT_BLOCK = 1 << 15  # matrix entries per work block of the pair statistics (stays in cache)
+_STAT_BLOCK = 1 << 15  # matrix entries per work block (stays in cache)
 _BROADCAST_N = 96  # up to this n, all pairs are formed at once (fewer Python iterations)
-_PRUNE_RTOL = 1e-9  # a pair is dropped only if its bound is below the best value by this factor
-_PRUNE_SEEDS = 8  # pairs evaluated per round before pruning by the bounds
-_HUGE = 700.0  # log R above this is treated as infinite (some d_k = 0 < q_k)
+_PRUNE_RTOL = 1e-9  # a pair is dropped only if it misses the best value by this factor
+_PRUNE_SEEDS = 8  # pairs evaluated per round before pruning
 
 
 def _log_sentinel(P: np.ndarray) -> np.ndarray:
     """log P with −1e300 for zero entries (differences then stay finite: ±1e300 means ±∞)."""
     with np.errstate(divide="ignore"):
         return np.where(P > 0, np.log(np.where(P > 0, P, 1.0)), -1e300)
+
+
+@lru_cache(maxsize=8)
+def _upper_pairs(n: int):
+    """Row and column indices of the pairs i < j of an n × n matrix (cached per n)."""
+    return np.triu_indices(n, 1)
 
 
 def _pair_tv(P: np.ndarray) -> np.ndarray:
@@ -321,7 +327,11 @@ def _pair_tv(P: np.ndarray) -> np.ndarray:
     ones = np.ones(n)
     slack = 8.0 * (n + 2) * np.finfo(float).eps
     if n <= _BROADCAST_N:
-        T = 1.0 - (np.minimum(P[:, None, :], P[None, :, :]).reshape(n * n, n) @ ones).reshape(n, n)
+        iu0, iu1 = _upper_pairs(n)
+        A = np.take(P, iu0, axis=0)
+        np.minimum(A, np.take(P, iu1, axis=0), out=A)
+        T = np.empty((n, n))
+        T[iu0, iu1] = T[iu1, iu0] = 1.0 - A @ ones  # T is symmetric
     else:
         T = np.empty((n, n))
         per = max(1, _STAT_BLOCK // n)
@@ -339,49 +349,9 @@ def _pair_tv(P: np.ndarray) -> np.ndarray:
     return T
 
 
-def _pair_log_ratio(lP: np.ndarray, pi=None, pj=None) -> np.ndarray:
-    """log R = log max_k P_ik / P_jk (≥ _HUGE: infinite), inflated by 1e-12; all pairs or the listed ones.
-
-    `lP` is :func:`_log_sentinel` of P.  Returns shape (n, n) (diagonal 0) or (len(pi),).
-    """
-    n = lP.shape[0]
-    if pi is not None:
-        out = np.empty(len(pi))
-        per = max(1, _STAT_BLOCK // n)
-        for s in range(0, len(pi), per):
-            out[s:s + per] = (lP[pi[s:s + per]] - lP[pj[s:s + per]]).max(axis=1)
-        return out + 1e-12
-    if n <= _BROADCAST_N:
-        R = (lP[:, None, :] - lP[None, :, :]).max(axis=2)
-    else:
-        R = np.empty((n, n))
-        per = max(1, _STAT_BLOCK // n)
-        buf = np.empty((per, n))
-        for i in range(n - 1):
-            for s in range(i + 1, n, per):
-                e = min(n, s + per)
-                b = buf[: e - s]
-                np.subtract(lP[i], lP[s:e], out=b)
-                R[i, s:e] = b.max(axis=1)
-                R[s:e, i] = -b.min(axis=1)
-    R += 1e-12
-    np.fill_diagonal(R, 0.0)
-    return R
-
-
 def _log_u(alpha: float) -> float:
     """log(e^α − 1) for α > 0, without overflow."""
     return math.log(math.expm1(alpha)) if alpha < 700 else alpha + math.log1p(-math.exp(-alpha))
-
-
-def _log_bound(T, logR, lu: float, alpha: float) -> np.ndarray:
-    """log B with B = (R − 1 + uRT)/(R − 1 + uT) (≤ 1 + uT), capped at α (Remark 1); log u = `lu`."""
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        lT = np.log(T)
-        lr = np.where(logR > 30, logR + np.log1p(-np.exp(-logR)), np.log(np.expm1(logR)))  # log(R − 1)
-        b = np.logaddexp(lr, lu + logR + lT) - np.logaddexp(lr, lu + lT)
-        b = np.where(logR >= _HUGE, np.logaddexp(0.0, lu + lT), b)  # R = ∞: B = 1 + uT
-    return np.minimum(np.where(np.isnan(b), alpha, b), alpha)
 
 
 def _pair_prefixes(P: np.ndarray, pi: np.ndarray, pj: np.ndarray):
@@ -432,41 +402,19 @@ def _pair_values(P: np.ndarray, pi: np.ndarray, pj: np.ndarray, alpha: float) ->
 
 
 class _PairBounds:
-    """T, log R and the off-diagonal pairs sorted by decreasing T, computed once per matrix."""
+    """T of every ordered pair of distinct rows, computed once per matrix, and L(α) from it."""
 
     def __init__(self, P: np.ndarray):
         n = P.shape[0]
         self.P = P
-        T = _pair_tv(P)
-        flat = np.flatnonzero(T.reshape(-1) > 0)  # diagonal is 0: distinct pairs only
-        tv = T.reshape(-1)[flat]
-        o = np.argsort(-tv, kind="stable")
         self.n = n
-        self.T = T
-        self.flat = flat[o]  # pair ids i·n + j by decreasing T
-        self.tv = tv[o]
+        T = _pair_tv(P).reshape(-1)
+        self.flat = np.flatnonzero(T > 0)  # pair ids i·n + j (the diagonal is 0: distinct pairs only)
+        self.tv = T[self.flat]
         self._lP = None
-        self._logR_full = None
-        self._logR = np.full(self.flat.size, np.nan)  # per sorted pair, filled on demand
-
-    def log_ratio(self, idx: np.ndarray) -> np.ndarray:
-        """log R of the sorted pairs `idx` (computed on demand, cached)."""
-        need = idx[np.isnan(self._logR[idx])]
-        if need.size:
-            if self._logR_full is None and need.size > self.flat.size // 4:
-                if self._lP is None:
-                    self._lP = _log_sentinel(self.P)
-                self._logR_full = _pair_log_ratio(self._lP)
-                self._logR[:] = self._logR_full.reshape(-1)[self.flat]
-            else:
-                if self._lP is None:
-                    self._lP = _log_sentinel(self.P)
-                f = self.flat[need]
-                self._logR[need] = _pair_log_ratio(self._lP, f // self.n, f % self.n)
-        return self._logR[idx]
 
     def _psi(self, idx: np.ndarray, A: np.ndarray, B: np.ndarray) -> np.ndarray:
-        """Σ_k (A_ik − B_jk)⁺ for the sorted pairs (i, j) in `idx` (Dinkelbach's test, see loss)."""
+        """Σ_k (A_ik − B_jk)⁺ for the pairs (i, j) numbered `idx` in ``flat`` (Dinkelbach's test, see loss)."""
         n, f = self.n, self.flat[idx]
         out = np.empty(idx.size)
         per = max(1, _STAT_BLOCK // n)
@@ -480,8 +428,8 @@ class _PairBounds:
     def loss(self, alpha: float) -> float:
         """max over pairs of log max_S f (eq. 24) at one α > 0, by bound-and-prune (unclipped).
 
-        Seeds: the pairs of largest T.  Bound: e^{L_pair} ≤ 1 + uT rules out a suffix of the
-        pairs sorted by T.  Test (Dinkelbach): a pair beats the value λ = e^{best} found so far
+        Start: a lower bound from the pairs of largest T (their sets {q_k > d_k}, no sorting).
+        Bound: e^{L_pair} ≤ 1 + uT rules out the pairs of small T.  Test (Dinkelbach): a pair beats the value λ = e^{best} found so far
         iff 1 − λ + u Σ_k (q_k − λ d_k)⁺ > 0 (the root of this decreasing function of λ is its
         value, Theorem 5), written as ψ = Σ_k (q_k/λ − d_k)⁺ > (1 − 1/λ)/u so that nothing
         overflows for α up to 1000; the pairs passing it are cut down by evaluating the ones
@@ -499,12 +447,18 @@ class _PairBounds:
             return float(_pair_values(P, f // n, f % n, alpha).max()) if idx.size else 0.0
 
         k = min(_PRUNE_SEEDS, flat.size)
-        best = evaluate(np.arange(k))  # the pairs of largest T (best for small α)
-        # 1 + uT is increasing in T: the pairs it cannot rule out are a prefix of the sorted list
+        seeds = np.argpartition(-tv, k - 1)[:k] if k < flat.size else np.arange(flat.size)
+        # A lower bound without sorting: for the pairs of largest T (the best for small α), the
+        # whole set {k : q_k > d_k} is feasible in (19)–(21); Q̄, D̄ summed from the complement.
+        f = flat[seeds]
+        q, d = P[f // n], P[f % n]
+        plus = q > d
+        best = max(0.0, float(np.max(_log_f((q * plus).sum(axis=1), (q * ~plus).sum(axis=1),
+                                            (d * plus).sum(axis=1), (d * ~plus).sum(axis=1), alpha))))
+        # e^{value} ≤ 1 + uT: only pairs with T > (e^best − 1)/u can do better
         thr = best * (1.0 - _PRUNE_RTOL)
         t_min = math.exp(min(_log_u(thr) - lu, 700.0)) if thr > 0 else 0.0  # (e^thr − 1)/u
-        m = int(np.searchsorted(-tv, -t_min, side="left"))  # pairs with T > t_min
-        cand = np.arange(k, max(m, k))
+        cand = np.flatnonzero(tv > t_min)
         eps = np.finfo(float).eps
         while cand.size > 4 * _PRUNE_SEEDS:
             # q inflated by 8 ulp (λd deflated) and the sum by (n + 2) ulp: ψ is never

@@ -350,16 +350,20 @@ def bench_tpl() -> None:
           f"{alphas.tolist()}, n = 200 and two n = 30 matrices)")
 
     P1000 = random_matrix(1000, SEED)
+    tracemalloc.start()  # one traced run: time and peak memory (the construction takes tens of seconds)
     start = time.perf_counter()
     L1000 = LossFunction(P1000)
     L1000.piecewise(0.0)
-    report("TPL LossFunction construction (tables + envelope), n = 1000", time.perf_counter() - start, "s",
-           TPL_TARGETS["construct_1000"])
-    tracemalloc.start()
-    LossFunction(P1000).piecewise(0.0)
+    elapsed = time.perf_counter() - start
     peak_mib = tracemalloc.get_traced_memory()[1] / 2**20
     tracemalloc.stop()
+    report("TPL LossFunction construction (tables + envelope), n = 1000, traced", elapsed, "s",
+           TPL_TARGETS["construct_1000"])
     report("TPL construction peak memory (tracemalloc), n = 1000", peak_mib, "MiB", TPL_TARGETS["mem_1000_mib"])
+    start = time.perf_counter()
+    v = LossFunction(P1000).exact(0.1)
+    print(f"TPL L(0.1) on a fresh matrix, n = 1000: {time.perf_counter() - start:.3f} s (no envelope built)")
+    assert abs(v - L1000.piecewise(0.1)) <= 1e-12, "fresh L(α) and the envelope disagree at n = 1000"
     t = _median_time(lambda: L1000.piecewise(0.1), 20)
     report("TPL .piecewise(0.1), n = 1000", t * 1000, "ms", TPL_TARGETS["piecewise"] * 1000)
 
