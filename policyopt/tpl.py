@@ -45,6 +45,15 @@ Paper errors and pitfalls handled here
   form stated in Theorem 11 is the positive root of the correct equation.
 * Theorem 11, case 2, allows ε ≤ log(1/q) when d = 0; at ε = log(1/q) the fixed point is
   infinite and the recursion diverges.  The finite case needs ε < log(1/q) strictly.
+
+Beyond the paper: one L(α) on a fresh matrix
+--------------------------------------------
+Algorithm 1 sorts the likelihood ratios of every ordered row pair (O(n³ log n)), and so does
+the construction of the piecewise function (Algorithms 2 and 4).  :class:`LossFunction` builds
+nothing until it is needed: :meth:`LossFunction.exact` on a fresh object bounds every pair's
+value by 1 + uT (T its total variation, one pass of min and sum over the pairs i < j), rules
+pairs out with Dinkelbach's test 1 − λ + u Σ(q_k − λd_k)⁺ ≤ 0 (one pass per pair, no sort),
+and applies Theorem 5 (sorted prefixes) only to the pairs left, with the same result.
 """
 
 from __future__ import annotations
@@ -429,12 +438,13 @@ class _PairBounds:
         """max over pairs of log max_S f (eq. 24) at one α > 0, by bound-and-prune (unclipped).
 
         Start: a lower bound from the pairs of largest T (their sets {q_k > d_k}, no sorting).
-        Bound: e^{L_pair} ≤ 1 + uT rules out the pairs of small T.  Test (Dinkelbach): a pair beats the value λ = e^{best} found so far
-        iff 1 − λ + u Σ_k (q_k − λ d_k)⁺ > 0 (the root of this decreasing function of λ is its
-        value, Theorem 5), written as ψ = Σ_k (q_k/λ − d_k)⁺ > (1 − 1/λ)/u so that nothing
-        overflows for α up to 1000; the pairs passing it are cut down by evaluating the ones
-        with the largest ψ exactly and testing again.  A pair is dropped only when it fails the
-        test by a margin that covers rounding, so the maximum is that of all pairs.
+        Bound: e^{L_pair} ≤ 1 + uT rules out the pairs of small T.  Test (Dinkelbach): a pair
+        beats the value λ = e^{best} found so far iff 1 − λ + u Σ_k (q_k − λ d_k)⁺ > 0 (the
+        root of this decreasing function of λ is its value, Theorem 5), written as
+        ψ = Σ_k (q_k/λ − d_k)⁺ > (1 − 1/λ)/u so that nothing overflows for α up to 1000; the
+        pairs passing it are cut down by evaluating the ones with the largest ψ exactly and
+        testing again.  A pair is dropped only when it fails the test by a margin that covers
+        rounding, so the maximum is that of all pairs.
         """
         n, flat, tv = self.n, self.flat, self.tv
         if flat.size == 0:
@@ -558,7 +568,9 @@ class LossFunction:
     breakpoints, segment_Q, segment_D : numpy.ndarray, shape (m,)
         The piecewise representation of L (Algorithm 4): on [breakpoints[s], breakpoints[s+1])
         L(α) = log f_{Q,D}(α) with Q = segment_Q[s], D = segment_D[s]; ``breakpoints[0] = 0``.
-        Empty when L ≡ 0.
+        Empty when L ≡ 0.  Built on first access, together with the tables of the pairs that
+        can attain the maximum (as are :meth:`piecewise` and :meth:`per_pair`); a fresh object
+        answers :meth:`exact` without building them.
     is_zero : bool
         Theorem 6: all rows identical, L ≡ 0.
     is_identity : bool
