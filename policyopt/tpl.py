@@ -441,9 +441,9 @@ class _PairBounds:
         Bound: e^{L_pair} ≤ 1 + uT rules out the pairs of small T.  Test (Dinkelbach): a pair
         beats the value λ = e^{best} found so far iff 1 − λ + u Σ_k (q_k − λ d_k)⁺ > 0 (the
         root of this decreasing function of λ is its value, Theorem 5), written as
-        ψ = Σ_k (q_k/λ − d_k)⁺ > (1 − 1/λ)/u so that nothing overflows for α up to 1000; the
-        pairs passing it are cut down by evaluating the ones with the largest ψ exactly and
-        testing again.  A pair is dropped only when it fails the test by a margin that covers
+        log Σ_k (q_k − λ d_k)⁺ > log((λ − 1)/u), so that α up to 1000 and subnormal entries
+        work; the pairs passing it are cut down by evaluating the ones with the largest sum
+        exactly and testing again.  A pair is dropped only when it fails the test by a margin that covers
         rounding, so the maximum is that of all pairs.
         """
         n, flat, tv = self.n, self.flat, self.tv
@@ -470,21 +470,21 @@ class _PairBounds:
         t_min = math.exp(min(_log_u(thr) - lu, 700.0)) if thr > 0 else 0.0  # (e^thr − 1)/u
         cand = np.flatnonzero(tv > t_min)
         eps = np.finfo(float).eps
+        tiny = 2.0 ** -1074  # absolute rounding of a subnormal term
         while cand.size > 4 * _PRUNE_SEEDS:
-            # q inflated by 8 ulp (λd deflated) and the sum by (n + 2) ulp: ψ is never
-            # underestimated by rounding
-            if best < 600.0:  # ψ = Σ (q/λ − d)⁺ > (1 − 1/λ)/u
-                psi = self._psi(cand, P * (math.exp(-best) * (1.0 + 8.0 * eps)), P)
-                c = -math.expm1(-best) * math.exp(-lu)
-            else:  # 1/λ underflows: λψ = Σ (q − λd)⁺ > (λ − 1)/u, with λd = exp(log d + best)
+            # φ = Σ_k (q_k − λ d_k)⁺ with q inflated by 8 ulp and λd deflated, then the sum
+            # inflated by (n + 2) ulp plus n subnormal spacings: never below the exact φ.  The
+            # comparison φ > (λ − 1)/u is made in logs (both sides may be far below 1e-308).
+            if best < 600.0:
+                lam_d = P * (math.exp(best) * (1.0 - 8.0 * eps))
+            else:  # λ itself may overflow: λd = exp(log d + best)
                 if self._lP is None:
                     self._lP = _log_sentinel(P)
                 with np.errstate(over="ignore"):
                     lam_d = np.exp(self._lP + best) * (1.0 - 2048.0 * eps)
-                psi = self._psi(cand, P, lam_d)
-                c = math.exp(_log_u(best) - lu)
-            psi *= 1.0 + (n + 2) * eps
-            keep = psi > c * (1.0 - _PRUNE_RTOL)
+            psi = self._psi(cand, P * (1.0 + 8.0 * eps), lam_d) * (1.0 + (n + 2) * eps) + n * tiny
+            log_c = _log_u(best) - lu if best > 0 else -math.inf  # log((λ − 1)/u)
+            keep = np.log(psi) > log_c - _PRUNE_RTOL
             cand, psi = cand[keep], psi[keep]
             if cand.size <= 4 * _PRUNE_SEEDS:
                 break

@@ -116,7 +116,7 @@ def theorem5_loss(P, alpha: float) -> float:
     """L(α) of Cao et al. (IEEE TKDE 2019) eq. (24), paper-literal: Theorem 5 by full sorting per row pair.
 
     For every ordered pair of distinct rows (q, d): sort all n ratios q_k/d_k in decreasing
-    order (a full sort, d_k = 0 first), form the prefix sums Q, D over the entries with
+    order (a full sort of d_k/q_k, ascending, so that subnormal entries cannot overflow), form the prefix sums Q, D over the entries with
     q_k > d_k (Corollary 2) and take the largest log[(Q(e^α − 1) + 1)/(D(e^α − 1) + 1)] over
     the prefixes (the optimal index set of Theorem 5 is one of them); the maximum over pairs,
     clipped to [0, α] (Remark 1), is L(α).  Evaluated as log(Q + (1 − Q)e^{−α}) −
@@ -128,13 +128,13 @@ def theorem5_loss(P, alpha: float) -> float:
     best = 0.0
     for i in range(n):
         q = np.broadcast_to(P[i], P.shape)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = np.where(P > 0, q / np.where(P > 0, P, 1.0), np.inf)
-        ratio[q <= P] = -np.inf  # Corollary 2: only q_k > d_k can be in the optimal set
-        o = np.argsort(-ratio, axis=1)  # full sort, decreasing ratio
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            inverse = P / q  # d_k/q_k < 1 where q_k > d_k: no overflow even for subnormal entries
+        inverse[q <= P] = np.inf  # Corollary 2: only q_k > d_k can be in the optimal set
+        o = np.argsort(inverse, axis=1)  # full sort, decreasing ratio q_k/d_k
         Q = np.cumsum(np.take_along_axis(q, o, axis=1), axis=1)
         D = np.cumsum(np.take_along_axis(P, o, axis=1), axis=1)
-        valid = np.take_along_axis(ratio, o, axis=1) > -np.inf
+        valid = np.take_along_axis(inverse, o, axis=1) < np.inf
         valid[i] = False  # d = q: not a pair of distinct rows
         with np.errstate(divide="ignore", invalid="ignore"):  # log 0 = −inf for D = 0 or 1 − Q = 0
             val = (np.logaddexp(np.log(Q), np.log(np.maximum(1.0 - Q, 0.0)) - alpha)

@@ -130,3 +130,19 @@ def test_population_max_tv_equals_definition(seed):
     ok = ref > 1e-6
     assert ok.sum() > 10
     np.testing.assert_allclose(got[ok], ref[ok], rtol=1e-9)
+
+
+def test_fresh_exact_subnormal_entries_and_tiny_alpha():
+    # Found by Hypothesis (tests/test_tpl.py::test_property_exact_piecewise_any_alpha): entries of
+    # 1e-322 make q_k/λ underflow and α = 5e-324 makes 1/u overflow; the test must keep the pair
+    # (row 2 vs row 1: Q = 2e-322, D = 0) whose value α + log(2e-322) is the maximum.
+    P = np.zeros((7, 7))
+    P[:, 0] = 1.0
+    P[0, 1] = P[2, 1] = P[2, 2] = 1e-322
+    a = np.array([5e-324, 1e-3, 40.0, 1000.0])
+    fresh = LossFunction(P).exact(a)
+    built = LossFunction(P)
+    np.testing.assert_allclose(built.piecewise(a), fresh, rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(fresh, [theorem5_loss(P, x) for x in a], rtol=1e-12, atol=1e-13)
+    # source: eq. (24) with Q = 2e-322 (two subnormal entries), D = 0: L(1000) = 1000 + log(2e-322)
+    assert fresh[-1] == pytest.approx(1000.0 + np.log(2e-322), rel=1e-12)
