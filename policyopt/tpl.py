@@ -309,7 +309,8 @@ def _scan_pairs(P: np.ndarray):
 # O(n³) cheap operations instead of O(n³ log n) sorting, and the same maximum.
 
 _STAT_BLOCK = 1 << 15  # matrix entries per work block (stays in cache)
-_BROADCAST_N = 96  # up to this n, all pairs are formed at once (fewer Python iterations)
+_BROADCAST_N = 96  # up to this n, T is formed over the list of pairs i < j (fewer Python iterations)
+_TV_BLOCK = 1 << 14  # matrix entries per work array there (large temporaries cost page faults)
 _PRUNE_RTOL = 1e-9  # a pair is dropped only if it misses the best value by this factor
 _PRUNE_SEEDS = 8  # pairs evaluated per round before pruning
 
@@ -335,12 +336,22 @@ def _pair_tv(P: np.ndarray) -> np.ndarray:
     n = P.shape[0]
     ones = np.ones(n)
     slack = 8.0 * (n + 2) * np.finfo(float).eps
-    if n <= _BROADCAST_N:
+    if n <= _BROADCAST_N:  # the pairs i < j in blocks of rows (small work arrays, reused)
         iu0, iu1 = _upper_pairs(n)
-        A = np.take(P, iu0, axis=0)
-        np.minimum(A, np.take(P, iu1, axis=0), out=A)
+        m = iu0.size
+        per = max(1, _TV_BLOCK // n)
+        A = np.empty((min(per, m), n))
+        B = np.empty_like(A)
+        tv = np.empty(m)
+        for s in range(0, m, per):
+            e = min(m, s + per)
+            a, b = A[: e - s], B[: e - s]
+            np.take(P, iu0[s:e], axis=0, out=a)
+            np.take(P, iu1[s:e], axis=0, out=b)
+            np.minimum(a, b, out=a)
+            tv[s:e] = a @ ones
         T = np.empty((n, n))
-        T[iu0, iu1] = T[iu1, iu0] = 1.0 - A @ ones  # T is symmetric
+        T[iu0, iu1] = T[iu1, iu0] = 1.0 - tv  # T is symmetric
     else:
         T = np.empty((n, n))
         per = max(1, _STAT_BLOCK // n)
