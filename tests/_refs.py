@@ -110,3 +110,35 @@ def geometric_reference(problem, n_grid: int = 20001):
     e = float(res.x) if res.fun < vals[k] else float(grid[k])
     val, (a, s) = inner(e)
     return val, a, s, e
+
+
+def theorem5_loss(P, alpha: float) -> float:
+    """L(α) of Cao et al. (IEEE TKDE 2019) eq. (24), paper-literal: Theorem 5 by full sorting per row pair.
+
+    For every ordered pair of distinct rows (q, d): sort all n ratios q_k/d_k in decreasing
+    order (a full sort of d_k/q_k, ascending, so that subnormal entries cannot overflow), form the prefix sums Q, D over the entries with
+    q_k > d_k (Corollary 2) and take the largest log[(Q(e^α − 1) + 1)/(D(e^α − 1) + 1)] over
+    the prefixes (the optimal index set of Theorem 5 is one of them); the maximum over pairs,
+    clipped to [0, α] (Remark 1), is L(α).  Evaluated as log(Q + (1 − Q)e^{−α}) −
+    log(D + (1 − D)e^{−α}) with logaddexp so that α = 1000 works.  Plain numpy, one sort per row q against all
+    rows d at once; no pruning.  The baseline of the L(α) benchmark and of the cross-check tests.
+    """
+    P = np.asarray(P, dtype=float)
+    n = P.shape[0]
+    best = 0.0
+    for i in range(n):
+        q = np.broadcast_to(P[i], P.shape)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            inverse = P / q  # d_k/q_k < 1 where q_k > d_k: no overflow even for subnormal entries
+        inverse[q <= P] = np.inf  # Corollary 2: only q_k > d_k can be in the optimal set
+        o = np.argsort(inverse, axis=1)  # full sort, decreasing ratio q_k/d_k
+        Q = np.cumsum(np.take_along_axis(q, o, axis=1), axis=1)
+        D = np.cumsum(np.take_along_axis(P, o, axis=1), axis=1)
+        valid = np.take_along_axis(inverse, o, axis=1) < np.inf
+        valid[i] = False  # d = q: not a pair of distinct rows
+        with np.errstate(divide="ignore", invalid="ignore"):  # log 0 = −inf for D = 0 or 1 − Q = 0
+            val = (np.logaddexp(np.log(Q), np.log(np.maximum(1.0 - Q, 0.0)) - alpha)
+                   - np.logaddexp(np.log(D), np.log(np.maximum(1.0 - D, 0.0)) - alpha))  # eq. (24)
+        if valid.any():
+            best = max(best, float(val[valid].max()))
+    return min(best, float(alpha))

@@ -30,6 +30,7 @@ __all__ = [
 ]
 
 ROW_SUM_TOL = 1e-9
+_LN2 = math.log(2.0)
 
 
 def as_slots(t, name: str = "t") -> np.ndarray:
@@ -117,6 +118,33 @@ def _gth_stationary(P: np.ndarray) -> np.ndarray:
     for k in range(1, n):
         x[k] = x[:k] @ A[:k, k]
     return x / x.sum()
+
+
+def _gth_stationary_stack(P: np.ndarray) -> np.ndarray:
+    """:func:`_gth_stationary` for a stack of irreducible chains, shape (U, K, K) -> (U, K).
+
+    The same elimination, step for step, vectorised over the users.
+    """
+    A = np.array(P, dtype=float)
+    U, n, _ = A.shape
+    for k in range(n - 1, 0, -1):
+        scale = A[:, k, :k].sum(axis=1)  # censor state k
+        A[:, :k, k] /= scale[:, None]
+        A[:, :k, :k] += A[:, :k, k][:, :, None] * A[:, k, :k][:, None, :]
+    x = np.zeros((U, n))
+    x[:, 0] = 1.0
+    for k in range(1, n):
+        x[:, k] = np.einsum("uj,uj->u", x[:, :k], A[:, :k, k])
+    return x / x.sum(axis=1, keepdims=True)
+
+
+def _irreducible_stack(P: np.ndarray) -> np.ndarray:
+    """Irreducibility of each chain of a stack (U, K, K): the reachability closure is all-positive."""
+    U, n, _ = P.shape
+    R = ((P > 0) | np.eye(n, dtype=bool)).astype(np.float64)
+    for _ in range(max(1, int(np.ceil(np.log2(max(n, 2)))))):  # paths of length ≤ 2^k
+        R = np.minimum(np.matmul(R, R), 1.0)
+    return (R > 0).reshape(U, -1).all(axis=1)
 
 
 def _period(adjacency: np.ndarray) -> int:
@@ -481,6 +509,84 @@ class Population:
         self.chains = tuple(chains)
         self.counts = tuple(int(c) for c in counts_arr)
 
+    @classmethod
+    def from_matrices(cls, P, counts: Sequence[int] | None = None) -> "Population":
+        """A population from a stack of transition matrices, validated and prepared in bulk.
+
+        Equivalent to ``Population([MarkovChain(p) for p in P], counts)`` followed by reading each
+        chain's ``stationary`` and ``reversed_matrix``, but vectorised over the users: 10⁴
+        chains of 12 states take well under a second instead of several.
+
+        Parameters
+        ----------
+        P : array_like, shape (U, K, K)
+            One transition matrix per chain; each as for :class:`MarkovChain` (finite,
+            non-negative, rows summing to 1 within 1e-9, irreducible).
+        counts : sequence of int, optional
+            Number of users following each chain (default one each).
+
+        Returns
+        -------
+        Population
+            Its chains have their stationary distribution (GTH, eq. 1's π) and reversed
+            matrix (eq. 1) already computed by the same elimination (equal to the one-by-one
+            values up to rounding, ~1e-16).
+
+        Raises
+        ------
+        InvalidModelError
+            If `P` is not a non-empty (U, K, K) stack, or a matrix has a non-finite or negative
+            entry, a row whose sum is not 1, or is reducible (the message names the chain).
+        InvalidInputError
+            If `counts` does not have one positive integer per chain.
+        """
+        try:
+            arr = np.array(P, dtype=float)
+        except (TypeError, ValueError):
+            raise InvalidModelError(f"`P` must be a stack of square numeric matrices, got {fmt(P)}") from None
+        if arr.ndim != 3 or arr.shape[0] == 0 or arr.shape[1] != arr.shape[2] or arr.shape[1] == 0:
+            raise InvalidModelError(f"`P` must be a non-empty stack of square matrices (U, K, K), got shape {arr.shape}")
+        U, K, _ = arr.shape
+        bad = ~np.isfinite(arr) | (arr < 0)
+        if bad.any():
+            u, i, j = np.argwhere(bad)[0]
+            raise InvalidModelError(
+                f"`P[{u}]` has a {'non-finite' if not np.isfinite(arr[u, i, j]) else 'negative'} entry "
+                f"{float(arr[u, i, j])!r} at row {i}, column {j}"
+            )
+        sums = arr.sum(axis=2)
+        off = np.abs(sums - 1.0) > ROW_SUM_TOL
+        if off.any():
+            u, i = np.argwhere(off)[0]
+            raise InvalidModelError(
+                f"`P[{u}]` is not stochastic: row {i} sums to {float(sums[u, i])!r}, not 1 "
+                f"(tolerance {ROW_SUM_TOL:g}); normalise each row"
+            )
+        arr = arr / sums[:, :, None]  # as _validate_transition_matrix, chain by chain
+        irreducible = _irreducible_stack(arr)
+        if not irreducible.all():
+            u = int(np.flatnonzero(~irreducible)[0])
+            MarkovChain(arr[u])._require_irreducible(f"`P[{u}]`: the stationary distribution")
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            pi = _gth_stationary_stack(arr)
+        if not (np.all(np.isfinite(pi)) and np.all(pi > 0)):
+            u = int(np.flatnonzero(~(np.isfinite(pi) & (pi > 0)).all(axis=1))[0])
+            MarkovChain(arr[u]).stationary  # noqa: B018 - raises the single-chain error
+        phat = np.transpose(arr, (0, 2, 1)) * pi[:, None, :] / pi[:, :, None]  # eq. (1)
+        phat /= phat.sum(axis=2, keepdims=True)
+        arr.setflags(write=False)
+        pi.setflags(write=False)
+        phat.setflags(write=False)
+        values = np.arange(K, dtype=float)
+        values.setflags(write=False)
+        chains = []
+        for u in range(U):
+            c = MarkovChain.__new__(MarkovChain)
+            c._P, c._values = arr[u], values  # validated above, in bulk
+            c.__dict__.update(is_irreducible=True, stationary=pi[u], reversed_matrix=phat[u])
+            chains.append(c)
+        return cls(chains, counts)
+
     def __repr__(self) -> str:
         return f"Population(n_chains={len(self.chains)}, n_users={self.n_users})"
 
@@ -652,18 +758,22 @@ def _pairwise_max_tv(diff: np.ndarray, chunk: int = 512) -> np.ndarray:
     return out
 
 
-def _normalise(stack: np.ndarray, log_scale: np.ndarray) -> None:
+def _normalise(stack: np.ndarray, log_scale: np.ndarray) -> np.ndarray:
     """Divide each user's block of `stack` by its largest magnitude, adding ln(scale) to `log_scale`.
+
+    Returns the magnitudes (shape (U,)).  The division is by a power of two, so it is exact.
 
     Users whose block is exactly zero get log_scale = −inf (their Δ is exactly 0 from then on).
     In place; stack shape (U, ...), log_scale shape (U,).
     """
-    scale = np.abs(stack).reshape(stack.shape[0], -1).max(axis=1)
+    flat = stack.reshape(stack.shape[0], -1)
+    scale = np.maximum(flat.max(axis=1), -flat.min(axis=1))  # largest magnitude, no |·| copy
     zero = scale == 0
-    safe = np.where(zero, 1.0, scale)
-    stack /= safe.reshape((-1,) + (1,) * (stack.ndim - 1))
-    with np.errstate(divide="ignore"):
-        log_scale += np.where(zero, -np.inf, np.log(safe))
+    # Divide by a power of two: exact, so the scaled stack is the unscaled one bit for bit.
+    mant, expo = np.frexp(np.where(zero, 1.0, scale))
+    stack *= np.ldexp(1.0, -expo).reshape((-1,) + (1,) * (stack.ndim - 1))
+    log_scale += np.where(zero, -np.inf, expo * _LN2)
+    return scale
 
 
 def _scaled_power(mat: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -687,11 +797,22 @@ def _scaled_power(mat: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     return result, res_log
 
 
-def _log_max_tv_stack(phat: np.ndarray, pi: np.ndarray, ts: np.ndarray) -> np.ndarray:
+_RESCALE_EVERY = 4  # unit steps between rescalings of the propagated row differences
+_RESCALE_FLOOR = -900  # binary exponent below which a block is rescaled every step instead
+
+
+def _log_max_tv_stack(phat: np.ndarray, pi: np.ndarray, ts: np.ndarray, every: int = _RESCALE_EVERY) -> np.ndarray:
     """Exact ln of the max over users of Δ_u(t) for sorted unique ages `ts`.
 
     phat: (U, K, K) reversed transition matrices; pi: (U, K) stationary distributions.
     The row differences D_x(t) = (e_x − e_0) P̂^t are kept as (scaled stack, ln scale).
+
+    The stack is rescaled (by powers of two: exact) every `every` unit steps rather than after
+    every product, which saves a reduction per step without changing a single bit: one step
+    multiplies a row's ℓ1 norm by at most ‖Q'‖ ≤ 2 + 1e-15, so a block whose largest magnitude is
+    ≥ 2^-900 at a rescaling was ≥ 2^-900 / (K·2^every) — far from the subnormal range — at every
+    step in between, and no overflow is possible.  If some block ends below 2^-900 (or became
+    exactly 0) the whole computation is redone rescaling after every step.
     """
     U, K, _ = phat.shape
     out = np.full(ts.shape, -np.inf)
@@ -705,6 +826,10 @@ def _log_max_tv_stack(phat: np.ndarray, pi: np.ndarray, ts: np.ndarray) -> np.nd
     # entries of the size of the answer, so powers of Q keep relative accuracy where
     # powers of P̂ (entries ≈ π) would not.
     dev = phat - pi[:, None, :]
+    # One step also removes the rows' drift along π (their sums, which are 0 exactly but not in
+    # floating point): D ← D Q (I − 1π) = D Q', with Q' = Q − (Q1)π formed once, instead of
+    # subtracting (D Q 1)π after every product.
+    step1 = dev - (dev @ np.ones(K))[:, :, None] * pi[:, None, :]
     with np.errstate(divide="ignore"):
         log_one = np.log(_pairwise_max_tv(np.matmul(diff, dev))) if U > 1 else None  # ln Δ_u(1)
     log_bound = np.zeros(U)  # upper bound on ln Δ_u at the current time (exact where evaluated)
@@ -716,17 +841,25 @@ def _log_max_tv_stack(phat: np.ndarray, pi: np.ndarray, ts: np.ndarray) -> np.nd
         with np.errstate(divide="ignore"):
             return np.log(_pairwise_max_tv(diff[idx])) + log_scale[idx]
 
+    pending = 0  # unit steps since the last rescaling
     for k, t in enumerate(ts):
         gap = int(t) - t_cur
         if gap > 0:
             if gap == 1:
-                diff = np.matmul(diff, dev)
+                diff = np.matmul(diff, step1)  # rows stay zero-sum (see step1)
+                pending += 1
             else:
                 step, step_log = _scaled_power(dev, gap)
                 diff = np.matmul(diff, step)
                 log_scale = log_scale + step_log
-            diff -= diff.sum(axis=-1, keepdims=True) * pi[:, None, :]  # keep rows zero-sum
-            _normalise(diff, log_scale)
+                diff -= diff.sum(axis=-1, keepdims=True) * pi[:, None, :]  # keep rows zero-sum
+                pending = every
+            if pending >= every:
+                alive = np.isfinite(log_scale)
+                scale = _normalise(diff, log_scale)
+                if every > 1 and np.any(alive & ((scale == 0) | (scale < 2.0**_RESCALE_FLOOR))):
+                    return _log_max_tv_stack(phat, pi, ts, every=1)  # see the docstring
+                pending = 0
             if log_one is not None:
                 log_bound = log_bound + gap * log_one  # Δ(t+s) ≤ Δ(t)Δ(s)
             t_cur = int(t)

@@ -45,6 +45,15 @@ Paper errors and pitfalls handled here
   form stated in Theorem 11 is the positive root of the correct equation.
 * Theorem 11, case 2, allows ε ≤ log(1/q) when d = 0; at ε = log(1/q) the fixed point is
   infinite and the recursion diverges.  The finite case needs ε < log(1/q) strictly.
+
+Beyond the paper: one L(α) on a fresh matrix
+--------------------------------------------
+Algorithm 1 sorts the likelihood ratios of every ordered row pair (O(n³ log n)), and so does
+the construction of the piecewise function (Algorithms 2 and 4).  :class:`LossFunction` builds
+nothing until it is needed: :meth:`LossFunction.exact` on a fresh object bounds every pair's
+value by 1 + uT (T its total variation, one pass of min and sum over the pairs i < j), rules
+pairs out with Dinkelbach's test 1 − λ + u Σ(q_k − λd_k)⁺ ≤ 0 (one pass per pair, no sort),
+and applies Theorem 5 (sorted prefixes) only to the pairs left, with the same result.
 """
 
 from __future__ import annotations
@@ -54,6 +63,7 @@ import os
 from bisect import bisect_right
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -204,8 +214,8 @@ def _upper_chain(x, y, pid):
 _SCAN_CHUNK = 1 << 20  # matrix entries per block of ordered pairs (≈ 8 MiB per work array)
 
 
-def _scan_rows(P: np.ndarray, rows: np.ndarray):
-    """Candidate chain of the ordered pairs (i, j), i in `rows`, and their D = 0 candidates.
+def _scan_list(P: np.ndarray, pi: np.ndarray, pj: np.ndarray):
+    """Candidate chain of the ordered pairs (pi[m], pj[m]) and their D = 0 candidates.
 
     Every pair's likelihood ratios q_k/d_k are sorted once (Algorithm 2 line 7, all pairs of a
     block at once); prefix sums give all its points (D_k, Q_k − D_k) of eq. (25), of which only
@@ -214,18 +224,18 @@ def _scan_rows(P: np.ndarray, rows: np.ndarray):
     """
     n = P.shape[0]
     ar = np.arange(n)
-    per = max(1, _SCAN_CHUNK // (n * n))
+    per = max(1, _SCAN_CHUNK // n)
     cx = cy = np.zeros(0)
     cp = np.zeros(0, dtype=np.int64)
     zeros = []
-    for s in range(0, rows.size, per):
-        ii = rows[s:s + per]
-        q = np.repeat(P[ii], n, axis=0)  # rows q = P[i]
-        d = np.tile(P, (ii.size, 1))  # rows d = P[j]
-        pid = (ii[:, None] * n + ar[None, :]).ravel()
+    for s in range(0, len(pi), per):
+        ii, jj = pi[s:s + per], pj[s:s + per]
+        q = P[ii]  # rows q = P[i]
+        d = P[jj]  # rows d = P[j]
+        pid = ii.astype(np.int64) * n + jj
         plus = q > d  # Corollary 2
         K = plus.sum(axis=1)
-        sel = (K > 0) & (pid // n != pid % n)
+        sel = (K > 0) & (ii != jj)
         if not sel.any():
             continue
         if not sel.all():
@@ -267,13 +277,13 @@ def _scan_rows(P: np.ndarray, rows: np.ndarray):
 def _scan_pairs(P: np.ndarray):
     """Pairs (i, j) owning a vertex of the candidate chain of all ordered pairs, and D = 0 rows."""
     n = P.shape[0]
+    ii, jj = np.nonzero(~np.eye(n, dtype=bool))
     workers = min(2, os.cpu_count() or 1) if n * n * n > 4 * _SCAN_CHUNK else 1
     if workers > 1:  # numpy releases the GIL in sort, take and cumsum
-        parts = [np.arange(w, n, workers) for w in range(workers)]
         with ThreadPoolExecutor(workers) as ex:
-            res = list(ex.map(lambda r: _scan_rows(P, r), parts))
+            res = list(ex.map(lambda w: _scan_list(P, ii[w::workers], jj[w::workers]), range(workers)))
     else:
-        res = [_scan_rows(P, np.arange(n))]
+        res = [_scan_list(P, ii, jj)]
     x = np.concatenate([r[0] for r in res])
     y = np.concatenate([r[1] for r in res])
     p = np.concatenate([r[2] for r in res])
@@ -283,6 +293,269 @@ def _scan_pairs(P: np.ndarray):
     if x.size:
         x, y, p = _upper_chain(x, y, p)
     return np.unique(p), z
+
+
+# ----------------------------------------------------------------------------------------
+# L(α) for one α without the envelope: bound and prune the row pairs (beyond the paper)
+# ----------------------------------------------------------------------------------------
+#
+# For one α (u = e^α − 1 > 0) the value of a row pair (q, d) is λ* = max_S (1 + uQ_S)/(1 + uD_S)
+# (Theorem 5: S is a prefix of the entries sorted by decreasing q_k/d_k).  Two facts prune:
+# * Bound: Q_S − D_S ≤ T = Σ_k (q_k − d_k)⁺ for every S, and λ* − 1 = u(Q_S − λ* D_S) at the
+#   optimum, so λ* ≤ 1 + uT.  T of all pairs is one O(n³) pass of min and sum, no sorting.
+# * Test (Dinkelbach): g(λ) = 1 − λ + u Σ_k (q_k − λ d_k)⁺ is decreasing with root λ*, so a
+#   pair beats a value λ iff g(λ) > 0: one O(n) pass per pair, no sorting.
+# Only the pairs passing both are sorted (Algorithm 2 line 7), a handful on typical matrices:
+# O(n³) cheap operations instead of O(n³ log n) sorting, and the same maximum.
+
+_STAT_BLOCK = 1 << 15  # matrix entries per work block (stays in cache)
+_BROADCAST_N = 96  # up to this n, T is formed over the list of pairs i < j (fewer Python iterations)
+_TV_BLOCK = 1 << 14  # matrix entries per work array there (large temporaries cost page faults)
+_PRUNE_RTOL = 1e-9  # a pair is dropped only if it misses the best value by this factor
+_PRUNE_SEEDS = 8  # pairs evaluated per round before pruning
+
+
+def _log_sentinel(P: np.ndarray) -> np.ndarray:
+    """log P with −1e300 for zero entries (differences then stay finite: ±1e300 means ±∞)."""
+    with np.errstate(divide="ignore"):
+        return np.where(P > 0, np.log(np.where(P > 0, P, 1.0)), -1e300)
+
+
+@lru_cache(maxsize=8)
+def _upper_pairs(n: int):
+    """Row and column indices of the pairs i < j of an n × n matrix (cached per n)."""
+    return np.triu_indices(n, 1)
+
+
+def _pair_tv(P: np.ndarray) -> np.ndarray:
+    """T[i, j] = Σ_k (P_ik − P_jk)⁺ = 1 − Σ_k min(P_ik, P_jk) for all pairs, shape (n, n), inflated.
+
+    Rounding (row sums are 1 only to ~n ulp) is covered by an added slack, so T is an upper
+    bound of the exact total variation; the diagonal is 0.
+    """
+    n = P.shape[0]
+    ones = np.ones(n)
+    slack = 8.0 * (n + 2) * np.finfo(float).eps
+    if n <= _BROADCAST_N:  # the pairs i < j in blocks of rows (small work arrays, reused)
+        iu0, iu1 = _upper_pairs(n)
+        m = iu0.size
+        per = max(1, _TV_BLOCK // n)
+        A = np.empty((min(per, m), n))
+        B = np.empty_like(A)
+        tv = np.empty(m)
+        for s in range(0, m, per):
+            e = min(m, s + per)
+            a, b = A[: e - s], B[: e - s]
+            np.take(P, iu0[s:e], axis=0, out=a)
+            np.take(P, iu1[s:e], axis=0, out=b)
+            np.minimum(a, b, out=a)
+            tv[s:e] = a @ ones
+        T = np.empty((n, n))
+        T[iu0, iu1] = T[iu1, iu0] = 1.0 - tv  # T is symmetric
+    else:
+        T = np.empty((n, n))
+        per = max(1, _STAT_BLOCK // n)
+        buf = np.empty((per, n))
+        for i in range(n - 1):
+            for s in range(i + 1, n, per):
+                e = min(n, s + per)
+                b = buf[: e - s]
+                np.minimum(P[i], P[s:e], out=b)
+                T[i, s:e] = 1.0 - b @ ones
+        iu = np.triu_indices(n, 1)
+        T[iu[1], iu[0]] = T[iu]
+    T += slack
+    np.fill_diagonal(T, 0.0)
+    return T
+
+
+def _log_u(alpha: float) -> float:
+    """log(e^α − 1) for α > 0, without overflow."""
+    return math.log(math.expm1(alpha)) if alpha < 700 else alpha + math.log1p(-math.exp(-alpha))
+
+
+def _pair_prefixes(P: np.ndarray, pi: np.ndarray, pj: np.ndarray):
+    """Algorithm 2, lines 7–9, for a batch of ordered pairs: sorted prefixes Q, Q̄, D, D̄ (shape (m, n)).
+
+    Entries are sorted by decreasing ratio q_k/d_k, the entries with q_k ≤ d_k last; `valid`
+    marks the K prefixes made of entries with q_k > d_k only (Corollary 2).  Q̄ = 1 − Q is
+    summed from the complement when Q ≥ 1/2 (no cancellation), as in :func:`_complements`.
+    """
+    q, d = P[pi], P[pj]
+    plus = q > d  # Corollary 2
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        key = np.divide(d, q)  # inverse ratio, ascending = ratio descending (Algorithm 2 line 7)
+    np.copyto(key, np.inf, where=~plus)
+    o = np.argsort(key, axis=1)
+    qs = np.take_along_axis(q, o, axis=1)
+    ds = np.take_along_axis(d, o, axis=1)
+    Q = np.cumsum(qs, axis=1)
+    D = np.cumsum(ds, axis=1)
+    n = q.shape[1]
+    tq = np.zeros_like(Q)
+    td = np.zeros_like(D)
+    tq[:, :-1] = np.cumsum(qs[:, :0:-1], axis=1)[:, ::-1]  # Σ_{l > k} q_l
+    td[:, :-1] = np.cumsum(ds[:, :0:-1], axis=1)[:, ::-1]
+    Qc = np.where(Q < 0.5, 1.0 - Q, tq)
+    Dc = np.where(D < 0.5, 1.0 - D, td)
+    valid = np.arange(n)[None, :] < plus.sum(axis=1)[:, None]
+    return Q, Qc, D, Dc, valid
+
+
+def _pair_values(P: np.ndarray, pi: np.ndarray, pj: np.ndarray, alpha: float) -> np.ndarray:
+    """max over the prefixes of Theorem 5 of log f_{Q,D}(α) (eq. 24) for each listed pair, shape (m,).
+
+    Theorem 5: the optimal index set of eq. (19)–(21) for a pair is a prefix of the entries
+    sorted by decreasing q_k/d_k, so the pair's value is the largest of its K prefix values
+    (Algorithm 1 visits some of them and stops at the optimal one).  Pairs with no q_k > d_k
+    get 0 (Theorem 6).
+    """
+    out = np.zeros(len(pi))
+    n = P.shape[1]
+    per = max(1, (_STAT_BLOCK * 4) // n)
+    for s in range(0, len(pi), per):
+        Q, Qc, D, Dc, valid = _pair_prefixes(P, pi[s:s + per], pj[s:s + per])
+        v = _log_f(Q, Qc, D, Dc, alpha)  # eq. (24) for every prefix
+        v[~valid] = 0.0
+        out[s:s + per] = v.max(axis=1)
+    return out
+
+
+class _PairBounds:
+    """T of every ordered pair of distinct rows, computed once per matrix, and L(α) from it."""
+
+    def __init__(self, P: np.ndarray):
+        n = P.shape[0]
+        self.P = P
+        self.n = n
+        T = _pair_tv(P).reshape(-1)
+        self.flat = np.flatnonzero(T > 0)  # pair ids i·n + j (the diagonal is 0: distinct pairs only)
+        self.tv = T[self.flat]
+        self._lP = None
+
+    def _psi(self, idx: np.ndarray, A: np.ndarray, B: np.ndarray) -> np.ndarray:
+        """Σ_k (A_ik − B_jk)⁺ for the pairs (i, j) numbered `idx` in ``flat`` (Dinkelbach's test, see loss)."""
+        n, f = self.n, self.flat[idx]
+        out = np.empty(idx.size)
+        per = max(1, _STAT_BLOCK // n)
+        ones = np.ones(n)
+        for a in range(0, idx.size, per):
+            b = np.subtract(A[f[a:a + per] // n], B[f[a:a + per] % n])
+            np.maximum(b, 0.0, out=b)
+            out[a:a + per] = b @ ones
+        return out
+
+    def loss(self, alpha: float) -> float:
+        """max over pairs of log max_S f (eq. 24) at one α > 0, by bound-and-prune (unclipped).
+
+        Start: a lower bound from the pairs of largest T (their sets {q_k > d_k}, no sorting).
+        Bound: e^{L_pair} ≤ 1 + uT rules out the pairs of small T.  Test (Dinkelbach): a pair
+        beats the value λ = e^{best} found so far iff 1 − λ + u Σ_k (q_k − λ d_k)⁺ > 0 (the
+        root of this decreasing function of λ is its value, Theorem 5), written as
+        log Σ_k (q_k − λ d_k)⁺ > log((λ − 1)/u), so that α up to 1000 and subnormal entries
+        work; the pairs passing it are cut down by evaluating the ones with the largest sum
+        exactly and testing again.  A pair is dropped only when it fails the test by a margin that covers
+        rounding, so the maximum is that of all pairs.
+        """
+        n, flat, tv = self.n, self.flat, self.tv
+        if flat.size == 0:
+            return 0.0
+        lu = _log_u(alpha)
+        P = self.P
+
+        def evaluate(idx):
+            f = flat[idx]
+            return float(_pair_values(P, f // n, f % n, alpha).max()) if idx.size else 0.0
+
+        k = min(_PRUNE_SEEDS, flat.size)
+        seeds = np.argpartition(-tv, k - 1)[:k] if k < flat.size else np.arange(flat.size)
+        # A lower bound without sorting: for the pairs of largest T (the best for small α), the
+        # whole set {k : q_k > d_k} is feasible in (19)–(21); Q̄, D̄ summed from the complement.
+        f = flat[seeds]
+        q, d = P[f // n], P[f % n]
+        plus = q > d
+        best = max(0.0, float(np.max(_log_f((q * plus).sum(axis=1), (q * ~plus).sum(axis=1),
+                                            (d * plus).sum(axis=1), (d * ~plus).sum(axis=1), alpha))))
+        # e^{value} ≤ 1 + uT: only pairs with T > (e^best − 1)/u can do better
+        thr = best * (1.0 - _PRUNE_RTOL)
+        t_min = math.exp(min(_log_u(thr) - lu, 700.0)) if thr > 0 else 0.0  # (e^thr − 1)/u
+        cand = np.flatnonzero(tv > t_min)
+        eps = np.finfo(float).eps
+        tiny = 2.0 ** -1074  # absolute rounding of a subnormal term
+        while cand.size > 4 * _PRUNE_SEEDS:
+            # φ = Σ_k (q_k − λ d_k)⁺ with q inflated by 8 ulp and λd deflated, then the sum
+            # inflated by (n + 2) ulp plus n subnormal spacings: never below the exact φ.  The
+            # comparison φ > (λ − 1)/u is made in logs (both sides may be far below 1e-308).
+            if best < 600.0:
+                lam_d = P * (math.exp(best) * (1.0 - 8.0 * eps))
+            else:  # λ itself may overflow: λd = exp(log d + best)
+                if self._lP is None:
+                    self._lP = _log_sentinel(P)
+                with np.errstate(over="ignore"):
+                    lam_d = np.exp(self._lP + best) * (1.0 - 2048.0 * eps)
+            psi = self._psi(cand, P * (1.0 + 8.0 * eps), lam_d) * (1.0 + (n + 2) * eps) + n * tiny
+            log_c = _log_u(best) - lu if best > 0 else -math.inf  # log((λ − 1)/u)
+            keep = np.log(psi) > log_c - _PRUNE_RTOL
+            cand, psi = cand[keep], psi[keep]
+            if cand.size <= 4 * _PRUNE_SEEDS:
+                break
+            top = np.argpartition(-psi, _PRUNE_SEEDS)[:_PRUNE_SEEDS]
+            best = max(best, evaluate(cand[top]))
+            cand = np.delete(cand, top)
+        return max(best, evaluate(cand))
+
+
+# Algorithm 4: upper envelope of the sub-functions on [0, ∞)
+def _envelope(C: np.ndarray):
+    """Algorithm 4 on [0, ∞): (breakpoints, candidate row of each segment) of the upper envelope of `C`."""
+    if C.shape[0] == 0:
+        return np.zeros(0), np.zeros(0, dtype=int)
+    Q, Qc, D, Dc, gap = C.T
+    with np.errstate(divide="ignore"):
+        lQ, lD = np.log(Q), np.log(D)
+    # Top function at α = 0+: largest slope Q − D, ties (to rounding) by smaller Q + D
+    # (second-order term); a wrong pick among near-ties is repaired by the domination step.
+    near = np.flatnonzero(gap >= gap.max() * (1.0 - _TIE_RTOL))
+    c = int(near[np.argmin((Q + D)[near])])
+    starts, segs = [0.0], [c]
+    a_cur = 0.0
+    for _ in range(2 * C.shape[0] + 2):
+        # Sub-functions c and c' cross once for u = e^α − 1 > 0 at u = −B/A (Theorem 10,
+        # Algorithm 4 line 4), with A = Q'D − QD', B = (Q' − D') − (Q − D): f_{c'} − f_c has
+        # the sign of u(Au + B).  c' overtakes c there if A > 0 and B < 0; it lies above c
+        # for every u > 0 if A, B ≥ 0 (not both 0).  Domination is a strict partial order,
+        # so replacing c by a dominating c' terminates; it guards against rounding in the
+        # start-up tie-break.
+        # A is formed in log space: products of tiny entries must not underflow, and
+        # u = −B/A may exceed the float range while α = log(1 + u) does not.
+        with np.errstate(invalid="ignore", divide="ignore"):
+            l1, l2 = lQ + lD[c], lQ[c] + lD  # log(Q'D), log(QD')
+            A_pos, A_neg = l1 > l2, l1 < l2
+            logA = np.where(A_pos, l1 + np.log(-np.expm1(np.where(A_pos, l2 - l1, -1.0))), -np.inf)
+        B = gap - gap[c]
+        dom = (A_pos & (B >= 0)) | (~A_neg & (B > 0))
+        if np.any(dom):
+            idx = np.flatnonzero(dom)
+            c = int(idx[np.argmax(_log_f(Q[idx], Qc[idx], D[idx], Dc[idx], a_cur + 1.0))])
+            segs[-1] = c
+            continue
+        ok = A_pos & (B < 0)
+        if not np.any(ok):
+            break
+        with np.errstate(divide="ignore", invalid="ignore"):
+            a_star = np.where(ok, np.logaddexp(0.0, np.log(-B) - logA), np.inf)  # log(1 − B/A)
+        a_star[~(a_star > a_cur)] = np.inf
+        a_next = float(np.min(a_star))
+        if not np.isfinite(a_next):
+            break
+        tied = np.flatnonzero(a_star <= a_next * (1 + _TIE_RTOL))
+        # Among the functions crossing c there, the top one just after has the largest slope.
+        slopes = _log_slope(Q[tied], Qc[tied], D[tied], Dc[tied], a_next)
+        c = int(tied[np.argmax(slopes)])
+        a_cur = a_next
+        starts.append(a_next)
+        segs.append(c)
+    return np.asarray(starts), np.asarray(segs, dtype=int)
 
 
 class LossFunction:
@@ -306,7 +579,9 @@ class LossFunction:
     breakpoints, segment_Q, segment_D : numpy.ndarray, shape (m,)
         The piecewise representation of L (Algorithm 4): on [breakpoints[s], breakpoints[s+1])
         L(α) = log f_{Q,D}(α) with Q = segment_Q[s], D = segment_D[s]; ``breakpoints[0] = 0``.
-        Empty when L ≡ 0.
+        Empty when L ≡ 0.  Built on first access, together with the tables of the pairs that
+        can attain the maximum (as are :meth:`piecewise` and :meth:`per_pair`); a fresh object
+        answers :meth:`exact` without building them.
     is_zero : bool
         Theorem 6: all rows identical, L ≡ 0.
     is_identity : bool
@@ -339,17 +614,67 @@ class LossFunction:
     def __init__(self, P, name: str = "P"):
         self._name = name
         self.P = validate_transition_matrix(P, name)
-        rel, self._zero_cand = _scan_pairs(self.P)
-        n = self.P.shape[0]
-        # Algorithm 2's tables, only for the pairs that own a vertex of the candidate chain (the
-        # others never attain the maximum of eq. 24 at any α; see _upper_chain); all pairs: `pairs`.
-        self._tables = [t for p in rel.tolist() if (t := _pair_table(self.P, p // n, p % n))]
-        self._pairs = None
-        self.is_zero = not self._tables  # Theorem 6: no pair has some q_k > d_k
+        self.is_zero = bool(np.all(self.P == self.P[0]))  # Theorem 6: no pair has some q_k > d_k
         # Theorem 7: q_i = 1 and d_i = 0 for some pair (a column holding both a 1 and a 0)
         self.is_identity = bool(np.any((self.P == 1.0).any(axis=0) & (self.P == 0.0).any(axis=0)))
-        self._cand = self._candidate_rows(self._tables)  # (Q, Q̄, D, D̄, Q − D) of eq. (25): qM, dM
-        self._build_envelope()
+        self._pairs = None
+        # Built on first use: the pair bounds (one O(n³) pass, see _PairBounds) for a single
+        # L(α), and Algorithm 2's tables plus the envelope (Algorithm 4) for everything else.
+        self._bounds_cache = None
+        self._env = None
+
+    @property
+    def _bounds(self) -> _PairBounds:
+        if self._bounds_cache is None:
+            self._bounds_cache = _PairBounds(self.P)
+        return self._bounds_cache
+
+    def _built(self) -> dict:
+        """Algorithm 2's tables of the chain-vertex pairs, the candidate rows and the envelope."""
+        if self._env is None:
+            env = {}
+            rel, env["zero_cand"] = _scan_pairs(self.P)
+            n = self.P.shape[0]
+            # Algorithm 2's tables, only for the pairs that own a vertex of the candidate chain (the
+            # others never attain the maximum of eq. 24 at any α; see _upper_chain); all pairs: `pairs`.
+            env["tables"] = [t for p in rel.tolist() if (t := _pair_table(self.P, p // n, p % n))]
+            env["cand"] = self._candidate_rows(env["tables"])  # (Q, Q̄, D, D̄, Q − D) of eq. (25): qM, dM
+            env.update(zip(("breakpoints", "seg"), _envelope(env["cand"])))
+            self._env = env
+        return self._env
+
+    @property
+    def _tables(self) -> list:
+        return self._built()["tables"]
+
+    @property
+    def _cand(self) -> np.ndarray:
+        return self._built()["cand"]
+
+    @property
+    def _zero_cand(self) -> np.ndarray:
+        return self._built()["zero_cand"]
+
+    @property
+    def _seg(self) -> np.ndarray:
+        return self._built()["seg"]
+
+    @property
+    def breakpoints(self) -> np.ndarray:
+        """Start of each segment of the piecewise L (Algorithm 4), shape (m,), nats; built on first use."""
+        return self._built()["breakpoints"]
+
+    @property
+    def segment_Q(self) -> np.ndarray:
+        """q⁺ of the sub-function of each segment (eq. 25), shape (m,)."""
+        env = self._built()
+        return env["cand"][env["seg"], 0] if env["seg"].size else np.zeros(0)
+
+    @property
+    def segment_D(self) -> np.ndarray:
+        """d⁺ of the sub-function of each segment (eq. 25), shape (m,)."""
+        env = self._built()
+        return env["cand"][env["seg"], 2] if env["seg"].size else np.zeros(0)
 
     @staticmethod
     def _candidate_rows(tables) -> np.ndarray:
@@ -368,64 +693,6 @@ class LossFunction:
 
     def __repr__(self) -> str:
         return f"LossFunction(n_states={self.P.shape[0]}, n_segments={self.breakpoints.size})"
-
-    # -- Algorithm 4: upper envelope of the sub-functions on [0, ∞) ----------------------------
-    def _build_envelope(self) -> None:
-        C = self._cand
-        if C.shape[0] == 0:
-            self.breakpoints = np.zeros(0)
-            self.segment_Q = self.segment_D = np.zeros(0)
-            self._seg = np.zeros(0, dtype=int)
-            return
-        Q, Qc, D, Dc, gap = C.T
-        with np.errstate(divide="ignore"):
-            lQ, lD = np.log(Q), np.log(D)
-        # Top function at α = 0+: largest slope Q − D, ties (to rounding) by smaller Q + D
-        # (second-order term); a wrong pick among near-ties is repaired by the domination step.
-        near = np.flatnonzero(gap >= gap.max() * (1.0 - _TIE_RTOL))
-        c = int(near[np.argmin((Q + D)[near])])
-        starts, segs = [0.0], [c]
-        a_cur = 0.0
-        for _ in range(2 * C.shape[0] + 2):
-            # Sub-functions c and c' cross once for u = e^α − 1 > 0 at u = −B/A (Theorem 10,
-            # Algorithm 4 line 4), with A = Q'D − QD', B = (Q' − D') − (Q − D): f_{c'} − f_c has
-            # the sign of u(Au + B).  c' overtakes c there if A > 0 and B < 0; it lies above c
-            # for every u > 0 if A, B ≥ 0 (not both 0).  Domination is a strict partial order,
-            # so replacing c by a dominating c' terminates; it guards against rounding in the
-            # start-up tie-break.
-            # A is formed in log space: products of tiny entries must not underflow, and
-            # u = −B/A may exceed the float range while α = log(1 + u) does not.
-            with np.errstate(invalid="ignore", divide="ignore"):
-                l1, l2 = lQ + lD[c], lQ[c] + lD  # log(Q'D), log(QD')
-                A_pos, A_neg = l1 > l2, l1 < l2
-                logA = np.where(A_pos, l1 + np.log(-np.expm1(np.where(A_pos, l2 - l1, -1.0))), -np.inf)
-            B = gap - gap[c]
-            dom = (A_pos & (B >= 0)) | (~A_neg & (B > 0))
-            if np.any(dom):
-                idx = np.flatnonzero(dom)
-                c = int(idx[np.argmax(_log_f(Q[idx], Qc[idx], D[idx], Dc[idx], a_cur + 1.0))])
-                segs[-1] = c
-                continue
-            ok = A_pos & (B < 0)
-            if not np.any(ok):
-                break
-            with np.errstate(divide="ignore", invalid="ignore"):
-                a_star = np.where(ok, np.logaddexp(0.0, np.log(-B) - logA), np.inf)  # log(1 − B/A)
-            a_star[~(a_star > a_cur)] = np.inf
-            a_next = float(np.min(a_star))
-            if not np.isfinite(a_next):
-                break
-            tied = np.flatnonzero(a_star <= a_next * (1 + _TIE_RTOL))
-            # Among the functions crossing c there, the top one just after has the largest slope.
-            slopes = _log_slope(Q[tied], Qc[tied], D[tied], Dc[tied], a_next)
-            c = int(tied[np.argmax(slopes)])
-            a_cur = a_next
-            starts.append(a_next)
-            segs.append(c)
-        self.breakpoints = np.asarray(starts)
-        self._seg = np.asarray(segs, dtype=int)
-        self.segment_Q = Q[self._seg]
-        self.segment_D = D[self._seg]
 
     # -- evaluations ----------------------------------------------------------------------------
     def _alpha(self, alpha, name="tpl_level"):
@@ -463,10 +730,24 @@ class LossFunction:
         largest over the index sets visited (all feasible for (19)–(21)).  Only the row pairs
         owning a vertex of the candidate chain (see ``_upper_chain``) are run: every other pair's
         value is at most theirs at every α, so the maximum of eq. (24) is unchanged.
+
+        Before those tables exist (a fresh object: :meth:`piecewise`, :meth:`per_pair` and the
+        envelope attributes build them), each α is evaluated directly, without building them:
+        every ordered pair gets the bounds 1 + uT and (R − 1 + uRT)/(R − 1 + uT) on its value
+        e^{L} (u = e^α − 1, T = Σ(q_k − d_k)⁺, R = max q_k/d_k; both follow from Q − D ≤ T and
+        Q ≤ RD for every index set), and Theorem 5's maximum over the sorted prefixes is taken
+        only for the pairs whose bound reaches the best value found so far.  Same result (the
+        pruned pairs cannot attain the maximum), O(n³) without sorting instead of O(n³ log n).
         """
         a = self._alpha(alpha)
         flat = a.reshape(-1)
         best = np.zeros(flat.size)
+        if self.is_identity or self.is_zero:  # Theorems 6–7: nothing to search
+            return self._finish(a, best.reshape(a.shape))
+        if self._env is None:  # no tables built: Theorem 5 directly on the pairs the bounds keep
+            vals = {x: (self._bounds.loss(x) if x > 0 else 0.0) for x in set(flat.tolist())}
+            best = np.array([vals[x] for x in flat.tolist()])
+            return self._finish(a, best.reshape(a.shape))
         v = np.exp(-flat)[:, None]  # e^{−α}, underflows harmlessly to 0
         for t in self._tables:
             K = t.q.size
