@@ -1,7 +1,7 @@
 """The AR(1) Gaussian process of Appendix I of Zhang et al. and its Δ(t); the MSE penalties are in
 :mod:`policyopt.utility.ar1_penalty`.
 
-Source: ``../shared/papers/000_2a085da7b331351a.txt``, Appendix I, eqs. (81)–(92), Fig. 8.
+Source: M. Zhang, E. Wei, R. Berry, J. Huang, "Age-Dependent Differential Privacy", IEEE Trans. Inf. Theory 70(2), 2024, Appendix I, eqs. (81)–(92), Fig. 8.
 
 Model (81) with one coefficient: x_{i,t+1} = ρ x_{i,t} + e_{i,t}, e ~ N(0, σ²) i.i.d., |ρ| < 1,
 users independent and stationary, so x ~ N(0, v) with v = σ²/(1 − ρ²) and, by (84),
@@ -86,7 +86,7 @@ class AR1Model:
 
     References
     ----------
-    ``000_2a085da7b331351a.txt``, (81)–(84), (86)–(88).
+    Zhang et al. (2024), (81)–(84), (86)–(88).
     """
 
     def __init__(self, rho: float, sigma: float, n_users: int, *, clip_bound: float):

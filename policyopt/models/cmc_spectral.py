@@ -92,9 +92,9 @@ class JointOperator:
 
 @dataclass(frozen=True)
 class SpectralCertificate:
-    """Matrix-free spectral bound (55) of ``000`` for the joint chain of a CMC, with its certificate.
+    """Matrix-free spectral bound (55) of Zhang et al. (2024) for the joint chain of a CMC, with its certificate.
 
-    Bound: Δ(t) ≤ min(1, c̄ · λ̄^t), Δ(t) of ``000`` eq. (12) on the joint chain (reversed rows),
+    Bound: Δ(t) ≤ min(1, c̄ · λ̄^t), Δ(t) of Zhang et al. (2024) eq. (12) on the joint chain (reversed rows),
     with λ̄ ≥ λ* = σ₂(D^{1/2} P D^{−1/2}) (D = diag π; Fill 1991 Thm 2.1 for non-reversible chains,
     as :meth:`policyopt.models.markov.MarkovChain.spectral_rate`) and c̄ ≥ max_x sqrt((1 − π(x))/π(x)).
 
@@ -192,7 +192,7 @@ class SpectralCertificate:
         return float(out) if out.ndim == 0 else out
 
     def bound(self, t):
-        """Upper bound min(1, c̄ λ̄^t) on the joint chain's Δ(t), ``000`` eq. (55).
+        """Upper bound min(1, c̄ λ̄^t) on the joint chain's Δ(t), Zhang et al. (2024) eq. (55).
 
         Parameters
         ----------

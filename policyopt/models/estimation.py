@@ -3,7 +3,7 @@
 Readings (e.g. hourly kWh) are quantised into K states with quantile edges shared by
 all users, transitions between consecutive slots are counted per user, and each user's
 transition matrix is the maximum-likelihood estimate with additive (Laplace) smoothing,
-eq. (28) of ``../shared/papers/002_f4b37d3d1aa1909e.txt``:
+eq. (28) of Y. Cao, M. Yoshikawa, Y. Xiao, L. Xiong, "Quantifying Differential Privacy in Continuous Data Release under Temporal Correlations", IEEE Trans. Knowl. Data Eng. 31(7), 2019:
 p̂_jk = (n_jk + s) / Σ_u (n_ju + s).
 """
 
@@ -104,7 +104,7 @@ class FittedModel:
     def temporal_matrices(self) -> tuple[list, list]:
         """Backward and forward transition matrices of every kept user, for temporal privacy leakage.
 
-        P_F[j, k] = Pr(l^{t+1} = k | l^t = j) is the smoothed MLE (eq. 28 of 002); P_B[j, k] =
+        P_F[j, k] = Pr(l^{t+1} = k | l^t = j) is the smoothed MLE (eq. 28 of Cao et al. (2019)); P_B[j, k] =
         Pr(l^{t−1} = k | l^t = j) under the empirical joint distribution of consecutive
         states, (n_kj + s) / Σ_k' (n_k'j + s), with the same pseudo-count s.
 
@@ -199,7 +199,7 @@ def fit_population(
     n_states : int
         Number of quantile states K (≥ 2), edges shared by all users.
     smoothing : float
-        Additive pseudo-count s ≥ 0 per cell (eq. 28 of 002).  The default 0.01 keeps the
+        Additive pseudo-count s ≥ 0 per cell (eq. 28 of Cao et al. (2019)).  The default 0.01 keeps the
         estimate close to the MLE while making every chain irreducible and aperiodic; a
         large s pulls rows towards uniform, which mixes faster and *lowers* Δ(t), so it
         should stay small when the model is used to bound privacy risk.
@@ -254,7 +254,7 @@ def fit_population(
             r = int(np.flatnonzero(totals[:, 0] == 0)[0])
             excluded[user] = f"state {r} never left (no transitions from it) and smoothing is 0"
             continue
-        P = rows / totals  # eq. (28) of 002
+        P = rows / totals  # eq. (28) of Cao et al. (2019)
         chain = MarkovChain(P, quant.state_values)
         if not chain.is_irreducible:
             excluded[user] = "estimated chain is reducible (use smoothing > 0)"

@@ -1,7 +1,7 @@
 """Finite Markov chains, the reversed process and the maximal total variation distance Δ(t).
 
 The age-dependent privacy risk of Zhang et al. is driven by Δ(t), eq. (12) of
-``../shared/papers/000_2a085da7b331351a.txt``: the largest total variation distance
+M. Zhang, E. Wei, R. Berry, J. Huang, "Age-Dependent Differential Privacy", IEEE Trans. Inf. Theory 70(2), 2024: the largest total variation distance
 between two t-step rows of a user's *reversed* chain P̂ (eq. 1), maximised over
 users.  This module computes Δ(t) exactly, the spectral bound (55), and the
 geometric envelope Δ(t) ≤ c·ρ^t of eq. (38) that the continuous formulations
@@ -160,7 +160,7 @@ class MarkovChain:
 
     References
     ----------
-    Zhang et al., ``000_2a085da7b331351a.txt``: reversed process eq. (1), Δ(t) eq. (12),
+    Zhang et al. (2024): reversed process eq. (1), Δ(t) eq. (12),
     spectral bound (54)–(55), Lemma 3.
 
     Examples
@@ -398,7 +398,7 @@ def two_state_chain(p: float, q: float) -> MarkovChain:
 
     References
     ----------
-    ``000_2a085da7b331351a.txt``, Example 1, eqs. (43)–(47).
+    Zhang et al. (2024), Example 1, eqs. (43)–(47).
     """
     for name, v in (("p", p), ("q", q)):
         if not isinstance(v, (int, float, np.floating, np.integer)) or not 0.0 <= float(v) <= 1.0:

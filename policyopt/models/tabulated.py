@@ -81,7 +81,7 @@ def tabulate_population(population: Population, horizon: int) -> TabulatedPopula
 
     References
     ----------
-    ``000_2a085da7b331351a.txt``, eq. (12) (Δ(t)) and (38) (envelope).
+    Zhang et al. (2024), eq. (12) (Δ(t)) and (38) (envelope).
     """
     import numpy as np
 

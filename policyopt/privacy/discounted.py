@@ -1,7 +1,7 @@
-"""Discounted differential privacy of a Laplace reporting mechanism (Farokhi, 003).
+"""Discounted differential privacy of a Laplace reporting mechanism (Farokhi 2020).
 
-Source: ``../shared/papers/003_4cd72d14e5290ff9.txt`` (F. Farokhi, "Temporally Discounted
-Differential Privacy for Evolving Datasets on an Infinite Horizon", ICCPS 2020).
+Source: F. Farokhi, "Temporally Discounted
+Differential Privacy for Evolving Datasets on an Infinite Horizon", ICCPS 2020.
 
 The curator releases y(t) = f_t(X(t)) + w(t), w(t) ~ Lap(b_t) (eq. 5).  The privacy loss of
 entry k is bounded by ρ(k) ≤ Δf_k / b_k (Theorem 6).  Three notions are accounted for
@@ -200,7 +200,7 @@ def privacy_losses(schedule, sensitivity=1.0) -> np.ndarray:
 
     References
     ----------
-    003, Theorem 6 and its proof (exp ρ(k) ≤ exp(Δf_k/b_k)).
+    Farokhi (2020), Theorem 6 and its proof (exp ρ(k) ≤ exp(Δf_k/b_k)).
     """
     b = check_vector(schedule, "schedule", None, allow_zero=True, unit="Laplace scales")
     d = check_vector(sensitivity, "sensitivity", b.size, allow_zero=True, unit="query units")
@@ -357,7 +357,7 @@ def exponential_loss(losses, alpha) -> DiscountedLoss:
 
     References
     ----------
-    003, Definition 10, Theorem 11 (eqs. 9–10).
+    Farokhi (2020), Definition 10, Theorem 11 (eqs. 9–10).
     """
     from scipy.signal import lfilter
 
@@ -480,7 +480,7 @@ def hyperbolic_loss(losses, beta, *, method: str = "auto") -> DiscountedLoss:
 
     References
     ----------
-    003, Definitions 13–14, Theorem 15 (eqs. 12–13).
+    Farokhi (2020), Definitions 13–14, Theorem 15 (eqs. 12–13).
     """
     r = _losses_iv(losses)
     b = check_beta(beta)
@@ -979,7 +979,7 @@ def total_variance(schedule, weights=None) -> float:
 
 
 def expected_relative_error(schedule, truth) -> np.ndarray:
-    """E|y(t) − f_t| / |f_t| = b_t / |f_t| for Laplace noise (003, Section IV-B).
+    """E|y(t) − f_t| / |f_t| = b_t / |f_t| for Laplace noise (Farokhi 2020, Section IV-B).
 
     Parameters
     ----------

@@ -2,7 +2,7 @@
 
 Source: Cao, Yoshikawa, Xiao, Xiong, "Quantifying Differential Privacy in Continuous Data
 Release under Temporal Correlations", IEEE TKDE 31(7), 2019,
-``../shared/papers/002_f4b37d3d1aa1909e.txt`` (cited below as *002*).  Privacy is in nats,
+Y. Cao, M. Yoshikawa, Y. Xiao, L. Xiong, "Quantifying Differential Privacy in Continuous Data Release under Temporal Correlations", IEEE Trans. Knowl. Data Eng. 31(7), 2019 (cited below as *Cao et al. (2019)*).  Privacy is in nats,
 time in steps (t = 1..T).  ``tpl_level`` (α of α-DP_T, Definition 8) is a leakage level in
 nats, not a Rényi order.
 
@@ -327,7 +327,7 @@ class LossFunction:
 
     References
     ----------
-    002: eqs. (18)–(25), Theorems 5–10, Corollaries 2–3, Algorithms 1–5, Example 4.
+    Cao et al. (2019): eqs. (18)–(25), Theorems 5–10, Corollaries 2–3, Algorithms 1–5, Example 4.
 
     Examples
     --------
@@ -457,7 +457,7 @@ class LossFunction:
 
         Notes
         -----
-        Algorithm 1 (002) with a robust test: inequality (22) is checked as
+        Algorithm 1 (Cao et al. 2019) with a robust test: inequality (22) is checked as
         q_j (D + D̄e^{−α}) > d_j (Q + Q̄e^{−α}), the index of largest ratio is never removed
         (Corollary 2 and the mediant argument in the module docstring), and the value is the
         largest over the index sets visited (all feasible for (19)–(21)).  Only the row pairs
@@ -800,7 +800,7 @@ def leakage(P_B, P_F, budgets, *, method: str = "piecewise") -> TemporalLeakage:
 
     References
     ----------
-    002: eqs. (3), (7), (9)–(15), Examples 2–3.
+    Cao et al. (2019): eqs. (3), (7), (9)–(15), Examples 2–3.
     """
     if method not in ("piecewise", "exact"):
         raise InvalidInputError(f"`method` must be 'piecewise' or 'exact', got {method!r}")
@@ -840,7 +840,7 @@ def window_leakage(result: TemporalLeakage, w: int) -> np.ndarray:
 
     References
     ----------
-    002: Definition 9, Theorem 3 (eq. 16), Corollary 1, Table 2.
+    Cao et al. (2019): Definition 9, Theorem 3 (eq. 16), Corollary 1, Table 2.
     """
     T = result.budgets.size
     if isinstance(w, bool) or not isinstance(w, (int, np.integer)) or not 1 <= w <= T:
@@ -942,7 +942,7 @@ def supremum(P, epsilon) -> Supremum:
 
     References
     ----------
-    002: Theorem 11, Appendix K (eq. 39), Algorithm 6, Example 5.
+    Cao et al. (2019): Theorem 11, Appendix K (eq. 39), Algorithm 6, Example 5.
     """
     eps = float(_check_nonneg(epsilon, "epsilon", scalar=True))
     loss = P if isinstance(P, LossFunction) else LossFunction(P, "P")

@@ -1,6 +1,6 @@
 """Formulations (39), (41) and (42) of Zhang et al. with the geometric surrogate Δ(t) = c·ρ^t (38).
 
-Source: ``../shared/papers/000_2a085da7b331351a.txt``, Section V-C, Proposition 4 (40),
+Source: M. Zhang, E. Wei, R. Berry, J. Huang, "Age-Dependent Differential Privacy", IEEE Trans. Inf. Theory 70(2), 2024, Section V-C, Proposition 4 (40),
 Appendix F, Algorithms 1–2.  Privacy in nats, time in slots.
 
 (39)  min  ln(1 + cρ^A (e^{ε_C} − 1) / (1 − cρ^{S̄} e^{ε_C}))

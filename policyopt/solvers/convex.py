@@ -1,6 +1,6 @@
 """Convex back end (cvxpy) for the geometric formulations (39), (41), (42) of Zhang et al.
 
-Source: ``../shared/papers/000_2a085da7b331351a.txt``, Section V-C, eqs. (38)–(42),
+Source: M. Zhang, E. Wei, R. Berry, J. Huang, "Age-Dependent Differential Privacy", IEEE Trans. Inf. Theory 70(2), 2024, Section V-C, eqs. (38)–(42),
 Proposition 4 (40), Appendix F.  Privacy in nats, time in slots.
 
 What is convex and what is not

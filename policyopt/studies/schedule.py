@@ -1,6 +1,6 @@
 """The main job: an optimal aging/publishing schedule with its benchmarks.
 
-Source: ``../shared/papers/000_2a085da7b331351a.txt`` (problem (28), Theorem 4,
+Source: M. Zhang, E. Wei, R. Berry, J. Huang, "Age-Dependent Differential Privacy", IEEE Trans. Inf. Theory 70(2), 2024 (problem (28), Theorem 4,
 Proposition 3, Section VI).  :func:`design_schedule` is what ``policyopt schedule`` runs.
 """
 
@@ -271,7 +271,7 @@ def design_schedule(
 
     References
     ----------
-    ``000_2a085da7b331351a.txt``: (28), Theorem 4, (30)–(31), (38), (39), (42).
+    Zhang et al. (2024): (28), Theorem 4, (30)–(31), (38), (39), (42).
     """
     from policyopt.problems import ScheduleProblem
 

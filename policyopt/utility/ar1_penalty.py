@@ -39,7 +39,7 @@ class AR1MSEPenalty(Penalty):
 
     References
     ----------
-    ``000_2a085da7b331351a.txt``, (82)–(84), (90)–(92).
+    Zhang et al. (2024), (82)–(84), (90)–(92).
     """
 
     unit = "reading²"

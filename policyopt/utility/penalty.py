@@ -1,7 +1,7 @@
 """Utility penalties f(t, ε_C): the accuracy lost by publishing data that is t slots old
 with a per-release budget ε_C.
 
-Source: ``../shared/papers/000_2a085da7b331351a.txt``, eqs. (27), (48)–(49).
+Source: M. Zhang, E. Wei, R. Berry, J. Huang, "Age-Dependent Differential Privacy", IEEE Trans. Inf. Theory 70(2), 2024, eqs. (27), (48)–(49).
 
 Every penalty here is non-increasing in ε_C (more budget, less noise).  It need not be
 monotone in t (a chain with a negative eigenvalue oscillates), so the penalty of a
@@ -305,7 +305,7 @@ class MSEPenalty(Penalty):
 
     References
     ----------
-    ``000_2a085da7b331351a.txt``, eqs. (48)–(49); Proposition 1.
+    Zhang et al. (2024), eqs. (48)–(49); Proposition 1.
     """
 
     name = "mse"
@@ -468,7 +468,7 @@ class ContinuousPenalty(ABC):
 
     References
     ----------
-    ``000_2a085da7b331351a.txt``, eq. (27), (39c).
+    Zhang et al. (2024), eq. (27), (39c).
     """
 
     name = "continuous"
@@ -701,7 +701,7 @@ class StepPenalty(ContinuousPenalty):
 
     References
     ----------
-    ``000_2a085da7b331351a.txt``, (39c), Algorithms 1–2.
+    Zhang et al. (2024), (39c), Algorithms 1–2.
     """
 
     jointly_convex = False
