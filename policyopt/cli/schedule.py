@@ -14,9 +14,8 @@ from policyopt.cli.options import (
     positive_float,
 )
 from policyopt.errors import InvalidInputError
-from policyopt.formatting import fmt_upper, fmt_value
 
-__all__ = ["add_command", "run_schedule", "format_report"]
+__all__ = ["add_command", "run_schedule"]
 
 
 def add_command(sub) -> None:
@@ -44,7 +43,7 @@ def add_command(sub) -> None:
 
 def run_schedule(args) -> int:
     from policyopt.utility.penalty import MSEPenalty
-    from policyopt.studies.schedule import design_schedule
+    from policyopt.studies.schedule import design_schedule, format_report
 
     start = time.perf_counter()
     if args.plot is not None:
@@ -89,64 +88,3 @@ def run_schedule(args) -> int:
     if plot_error is not None:
         raise InvalidInputError(plot_error)
     return 0
-
-
-def format_report(r: dict) -> str:
-    m = r["model"]
-    unit = f" {m['penalty_unit']}" if m.get("penalty_unit") else ""
-    lines = [
-        "policyopt schedule: peak age-dependent privacy risk (Zhang et al., problem (28))",
-        f"model       : {m['source']}; {m['users']} users, {m['states']} states",
-        f"envelope    : Δ(t) ≤ c·ρ^t with c = {fmt_upper(m['c'])}, ρ = {fmt_upper(m['rho'])} (t ≤ {m['envelope_horizon']} slots, ρ = λ*)",
-    ]
-    if m.get("excluded_users"):
-        lines.append(f"excluded    : {len(m['excluded_users'])} users: " + "; ".join(f"{u} ({why})" for u, why in m["excluded_users"].items()))
-    lines.append(f"bound       : MSE of the released mean ≤ f̄ = {fmt_value(r['max_penalty'])}{unit}")
-    lines.append(f"status      : {r['status']}")
-    if r["A"] is not None:
-        lines += [
-            f"schedule    : A = {fmt_value(r['A'], 10)} slots, S̄ = {fmt_value(r['S_bar'], 10)} slots, ε_C = {fmt_value(r['epsilon_c'], 10)} nats per release",
-            f"peak risk   : ε* = {fmt_upper(r['peak_risk'])} nats"
-            + ("" if r["method"] == "exact" else " ((39a) with the envelope: an upper bound on the exact ε* of integer schedules)"),
-            f"penalty     : {fmt_value(r['penalty'])}{unit} at peak AoI {r['peak_aoi']} slots",
-        ]
-    else:
-        lines.append(f"min penalty : {fmt_value(r.get('min_penalty'))}{unit} (smallest achievable)")
-    lines.append(f"message     : {r['message']}")
-    na = r["benchmarks"]["no_aging"]
-    if na["A"] is not None:
-        lines.append(
-            f"no aging    : S̄ = {na['S_bar']}, ε_C = {fmt_value(na['epsilon_c'], 10)}, ε* = {fmt_upper(na['peak_risk'])} nats ({na['status']})"
-        )
-    else:
-        lines.append(f"no aging    : {na['status']}")
-    no = r["benchmarks"]["noise_only"]
-    if no["epsilon_c"] is not None:
-        lines.append(
-            f"noise only  : ε_C = {fmt_value(no['epsilon_c'], 10)} nats every slot; risk after {no['releases']} releases "
-            f"= {fmt_upper(no['risk_after_releases'])} nats (Δ ≡ 1, grows without bound)"
-        )
-    else:
-        lines.append("noise only  : infeasible")
-    if r.get("kkt"):
-        k = r["kkt"]
-        res = k.get("residual_40")
-        lines.append(
-            f"KKT         : branch {k.get('branch')}, (40) residual {fmt_value(res, 3)}, "
-            f"{'passed' if k.get('passed') else 'FAILED'} (tolerance {fmt_value(k.get('tolerance'), 2)})"
-        )
-    if r.get("comparison"):
-        lines.append("comparison  :")
-        head = f"  {'method':<28} {'status':<11} {'objective':>12} {'bound':>12} {'gap':>9} {'time s':>8} {'KKT res':>9}"
-        lines.append(head)
-        for row in r["comparison"]:
-            lines.append(
-                f"  {row['method']:<28} {row['status']:<11} {fmt_upper(row['objective'], 8):>12} {fmt_value(row['bound'], 8):>12} "
-                f"{fmt_value(row['gap'], 2):>9} {fmt_value(row['wall_time_s'], 3):>8} {fmt_value(row.get('kkt_residual'), 2):>9}"
-            )
-            if row["status"] == "unavailable":
-                lines.append(f"    ({row['message']})")
-    if r.get("plot"):
-        lines.append(f"plot        : {r['plot']} (ε(t) and AoI(t) over the first epochs)")
-    lines.append(f"wall time   : {r['wall_time_s']:.3f} s")
-    return "\n".join(lines)

@@ -189,6 +189,7 @@ def fit_population(
     min_transitions: int | None = None,
     quantizer: Quantizer | None = None,
     source: str = "`data`",
+    unit: str | None = None,
 ) -> FittedModel:
     """Estimate one Markov chain per user from a long table of readings.
 
@@ -211,6 +212,11 @@ def fit_population(
         same states); `n_states` is then ignored.
     source : str
         Name of the input for messages.
+    unit : str, optional
+        Unit of the readings (e.g. ``"kWh"``), carried into ``population.value_unit`` so that
+        penalties built from the population know theirs (kWh² for the MSE of a kWh mean).  Default:
+        ``df.attrs["unit"]`` when the table has one (:func:`policyopt.data.load_citylearn` sets
+        ``"kWh"``), else ``""``.
 
     Returns
     -------
@@ -225,6 +231,11 @@ def fit_population(
     """
     if not isinstance(smoothing, (int, float)) or not (np.isfinite(smoothing) and smoothing >= 0):
         raise InvalidInputError(f"`smoothing` must be a finite number ≥ 0, got {fmt(smoothing)}")
+    if unit is None:
+        attrs = getattr(df, "attrs", None)
+        unit = attrs.get("unit", "") if isinstance(attrs, dict) else ""
+    if not isinstance(unit, str):
+        raise InvalidInputError(f"`unit` must be a string such as 'kWh', got {fmt(unit)}")
     data = validate_readings(df, source=source)
     if quantizer is not None and not isinstance(quantizer, Quantizer):
         raise InvalidInputError(f"`quantizer` must be a Quantizer, got {fmt(quantizer)}")
@@ -268,7 +279,7 @@ def fit_population(
             f"(found {max(n_trans.values()) if n_trans else 0} at most); supply longer series or fewer states"
         )
     return FittedModel(
-        population=Population(chains),
+        population=Population(chains, value_unit=unit),
         quantizer=quant,
         users=tuple(kept),
         excluded=excluded,

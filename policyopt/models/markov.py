@@ -442,6 +442,9 @@ class Population:
     counts : sequence of int, optional
         Number of users following each chain (default one user per chain).  The
         number of users is I = sum(counts).
+    value_unit : str, optional
+        Unit of the chains' state values (e.g. ``"kWh"``; default ``""``: unitless).  Penalties built
+        from the population (:class:`~policyopt.utility.penalty.MSEPenalty`) report their unit from it.
 
     Raises
     ------
@@ -451,7 +454,9 @@ class Population:
         If `counts` does not have one positive integer per chain.
     """
 
-    def __init__(self, chains: Sequence[MarkovChain], counts: Sequence[int] | None = None):
+    def __init__(self, chains: Sequence[MarkovChain], counts: Sequence[int] | None = None, *, value_unit: str = ""):
+        if not isinstance(value_unit, str):
+            raise InvalidInputError(f"`value_unit` must be a string such as 'kWh', got {fmt(value_unit)}")
         chains = list(chains)
         if not chains:
             raise InvalidModelError("`chains` must hold at least one MarkovChain, got an empty sequence")
@@ -471,6 +476,7 @@ class Population:
             )
         self.chains = tuple(chains)
         self.counts = tuple(int(c) for c in counts_arr)
+        self.value_unit = value_unit
 
     def __repr__(self) -> str:
         return f"Population(n_chains={len(self.chains)}, n_users={self.n_users})"

@@ -87,7 +87,7 @@ def tabulate_population(population: Population, horizon: int) -> TabulatedPopula
 
     if isinstance(horizon, bool) or not isinstance(horizon, (int, np.integer)) or horizon < 0:
         raise InvalidInputError(f"`horizon` must be an integer ≥ 0 (slots), got {fmt(horizon)}")
-    out = TabulatedPopulation(population.chains, population.counts)
+    out = TabulatedPopulation(population.chains, population.counts, value_unit=getattr(population, "value_unit", ""))
     out.__dict__["log_max_tv_table"] = np.asarray(population.log_max_tv(np.arange(int(horizon) + 1)), dtype=float)
     out.spectral_rate  # noqa: B018 - cache λ* before the object is shipped to workers
     return out

@@ -12,12 +12,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from policyopt.errors import InvalidInputError, fmt
-from policyopt.formatting import json_clean
+from policyopt.formatting import fmt_upper, fmt_value, json_clean
 from policyopt.models.markov import Population
 from policyopt.utility.penalty import MSEPenalty, Penalty, check_max_penalty
 from policyopt.result import Solution
 
-__all__ = ["ScheduleReport", "design_schedule", "noise_only_benchmark", "geometric_problem", "compare_methods", "METHODS"]
+__all__ = ["ScheduleReport", "design_schedule", "format_report", "noise_only_benchmark", "geometric_problem", "compare_methods", "METHODS"]
 
 
 def noise_only_benchmark(penalty: Penalty, max_penalty: float, releases: int) -> dict:
@@ -125,6 +125,48 @@ class ScheduleReport:
             out["comparison"] = self.comparison
         out.update(self.extra)
         return json_clean(out)
+
+    @property
+    def peak_risk(self) -> float | None:
+        """Peak age-dependent risk ε* (nats) of the chosen schedule (eq. (30)); ``None`` without a schedule."""
+        return self.solution.objective
+
+    @property
+    def status(self) -> str:
+        """``optimal``, ``unbounded``, ``feasible``, ``infeasible`` or ``unknown`` (see the JSON contract)."""
+        return self.solution.status.value
+
+    def __str__(self) -> str:
+        """The text ``policyopt schedule`` prints (:func:`format_report`)."""
+        return format_report(self.to_dict())
+
+    def _repr_html_(self) -> str:
+        """A small HTML table for notebooks: the schedule, its risk and penalty, and both benchmarks."""
+        from html import escape
+
+        r = self.to_dict()
+        m = r["model"]
+        unit = f" {m['penalty_unit']}" if m.get("penalty_unit") else ""
+        na, no = r["benchmarks"]["no_aging"], r["benchmarks"]["noise_only"]
+        rows = [
+            ("model", f"{m.get('source') or 'population given in Python'}; {m['users']} users, {m['states']} states"),
+            ("status", r["status"]),
+            ("A (slots)", fmt_value(r["A"], 10)),
+            ("S̄ (slots)", fmt_value(r["S_bar"], 10)),
+            ("ε_C (nats per release)", fmt_value(r["epsilon_c"], 10)),
+            ("peak risk ε* (nats)", fmt_upper(r["peak_risk"])),
+            (f"penalty (≤ f̄ = {fmt_value(r['max_penalty'])}{unit})", f"{fmt_value(r['penalty'])}{unit}"),
+            ("peak AoI (slots)", fmt_value(r["peak_aoi"])),
+            ("no aging (A = 0): ε*", f"{fmt_upper(na['peak_risk'])} ({na['status']})"),
+            (f"noise only: risk after {no['releases']} releases", fmt_upper(no["risk_after_releases"])),
+            ("method", f"{r['method']} ({r['backend']})"),
+            ("message", r["message"]),
+        ]
+        body = "".join(
+            f"<tr><th style='text-align:left'>{escape(k)}</th><td style='text-align:left'>{escape(str(v))}</td></tr>"
+            for k, v in rows
+        )
+        return f"<table class='policyopt-report'>{body}</table>"
 
 
 METHODS = ("exact", "heuristic", "cvxpy", "pyomo")
@@ -330,3 +372,79 @@ def design_schedule(
         wall_time_s=time.perf_counter() - start,
         comparison=comparison,
     )
+
+
+def format_report(r: dict) -> str:
+    """The text ``policyopt schedule`` prints, from the JSON object of :meth:`ScheduleReport.to_dict`.
+
+    Privacy numbers are rounded outward (:func:`~policyopt.formatting.fmt_upper`).  ``str(report)`` of a
+    :class:`ScheduleReport` is this text.
+
+    Parameters
+    ----------
+    r : dict
+        The report's fields (``to_dict()``, optionally with ``plot`` and a command-level ``wall_time_s``).
+
+    Returns
+    -------
+    str
+        One line per item, as the command line prints it.
+    """
+    m = r["model"]
+    unit = f" {m['penalty_unit']}" if m.get("penalty_unit") else ""
+    lines = [
+        "policyopt schedule: peak age-dependent privacy risk (Zhang et al., problem (28))",
+        f"model       : {m.get('source') or 'population given in Python'}; {m['users']} users, {m['states']} states",
+        f"envelope    : Δ(t) ≤ c·ρ^t with c = {fmt_upper(m['c'])}, ρ = {fmt_upper(m['rho'])} (t ≤ {m['envelope_horizon']} slots, ρ = λ*)",
+    ]
+    if m.get("excluded_users"):
+        lines.append(f"excluded    : {len(m['excluded_users'])} users: " + "; ".join(f"{u} ({why})" for u, why in m["excluded_users"].items()))
+    lines.append(f"bound       : MSE of the released mean ≤ f̄ = {fmt_value(r['max_penalty'])}{unit}")
+    lines.append(f"status      : {r['status']}")
+    if r["A"] is not None:
+        lines += [
+            f"schedule    : A = {fmt_value(r['A'], 10)} slots, S̄ = {fmt_value(r['S_bar'], 10)} slots, ε_C = {fmt_value(r['epsilon_c'], 10)} nats per release",
+            f"peak risk   : ε* = {fmt_upper(r['peak_risk'])} nats"
+            + ("" if r["method"] == "exact" else " ((39a) with the envelope: an upper bound on the exact ε* of integer schedules)"),
+            f"penalty     : {fmt_value(r['penalty'])}{unit} at peak AoI {r['peak_aoi']} slots",
+        ]
+    else:
+        lines.append(f"min penalty : {fmt_value(r.get('min_penalty'))}{unit} (smallest achievable)")
+    lines.append(f"message     : {r['message']}")
+    na = r["benchmarks"]["no_aging"]
+    if na["A"] is not None:
+        lines.append(
+            f"no aging    : S̄ = {na['S_bar']}, ε_C = {fmt_value(na['epsilon_c'], 10)}, ε* = {fmt_upper(na['peak_risk'])} nats ({na['status']})"
+        )
+    else:
+        lines.append(f"no aging    : {na['status']}")
+    no = r["benchmarks"]["noise_only"]
+    if no["epsilon_c"] is not None:
+        lines.append(
+            f"noise only  : ε_C = {fmt_value(no['epsilon_c'], 10)} nats every slot; risk after {no['releases']} releases "
+            f"= {fmt_upper(no['risk_after_releases'])} nats (Δ ≡ 1, grows without bound)"
+        )
+    else:
+        lines.append("noise only  : infeasible")
+    if r.get("kkt"):
+        k = r["kkt"]
+        res = k.get("residual_40")
+        lines.append(
+            f"KKT         : branch {k.get('branch')}, (40) residual {fmt_value(res, 3)}, "
+            f"{'passed' if k.get('passed') else 'FAILED'} (tolerance {fmt_value(k.get('tolerance'), 2)})"
+        )
+    if r.get("comparison"):
+        lines.append("comparison  :")
+        head = f"  {'method':<28} {'status':<11} {'objective':>12} {'bound':>12} {'gap':>9} {'time s':>8} {'KKT res':>9}"
+        lines.append(head)
+        for row in r["comparison"]:
+            lines.append(
+                f"  {row['method']:<28} {row['status']:<11} {fmt_upper(row['objective'], 8):>12} {fmt_value(row['bound'], 8):>12} "
+                f"{fmt_value(row['gap'], 2):>9} {fmt_value(row['wall_time_s'], 3):>8} {fmt_value(row.get('kkt_residual'), 2):>9}"
+            )
+            if row["status"] == "unavailable":
+                lines.append(f"    ({row['message']})")
+    if r.get("plot"):
+        lines.append(f"plot        : {r['plot']} (ε(t) and AoI(t) over the first epochs)")
+    lines.append(f"wall time   : {r['wall_time_s']:.3f} s")
+    return "\n".join(lines)

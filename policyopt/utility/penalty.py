@@ -289,12 +289,18 @@ class MSEPenalty(Penalty):
     population : Population
         Users' chains with numeric state values (units of the values, e.g. kWh; the
         penalty is in those units squared).
+    unit : str, optional
+        Unit of the penalty, e.g. ``"kWh^2"``.  Default: the square of the population's
+        ``value_unit`` (``"kWh^2"`` for a population fitted to the bundled data by
+        :func:`~policyopt.models.estimation.fit_population`), or ``""`` when that is unknown.
 
     Raises
     ------
     InvalidModelError
         If all state values are equal (the mean then carries no information and its
         sensitivity is 0).
+    InvalidInputError
+        If `unit` is not a string.
 
     Notes
     -----
@@ -310,9 +316,14 @@ class MSEPenalty(Penalty):
 
     name = "mse"
 
-    def __init__(self, population: Population, unit: str = ""):
+    def __init__(self, population: Population, unit: str | None = None):
         if not isinstance(population, Population):
             raise InvalidModelError(f"`population` must be a Population, got {fmt(population)}")
+        if unit is None:
+            value_unit = getattr(population, "value_unit", "")
+            unit = f"{value_unit}^2" if value_unit else ""
+        if not isinstance(unit, str):
+            raise InvalidInputError(f"`unit` must be a string such as 'kWh^2', got {fmt(unit)}")
         lo, hi = population.value_range
         if not hi > lo:
             raise InvalidModelError(
