@@ -124,7 +124,7 @@ class Solution:
 
     @property
     def relative_gap(self) -> float | None:
-        """gap / |objective| (``0.0`` when both are 0), or ``None`` when either is missing."""
+        """gap / ``|objective|`` (``0.0`` when both are 0), or ``None`` when either is missing."""
         gap = self.gap
         if gap is None:
             return None

@@ -113,7 +113,7 @@ class SpectralCertificate:
        xᵀAx ≤ θ₁‖a‖² + 2ρ‖a‖‖Πx‖ + μ̄‖Πx‖², the quadratic form of [[θ₁, ρ], [ρ, μ̄]] (YᵀAΠ = RᵀΠ).
     5. Stationary vector error: e = π − π̃ satisfies eᵀ(I − P) = rᵀ and Σe = 0; with g = D̃^{−1/2}e,
        gᵀũ = 0 and gᵀ(I − C̃) = (r/ũ)ᵀ, so ‖g‖₂ ≤ ‖r/ũ‖₂ / (1 − ‖C̃‖₂) (this also proves π unique and,
-       if τ_x = ‖g‖₂/ũ(x) < 1, positive).  Then |π(x)/π̃(x) − 1| ≤ τ_x ≤ τ = max_x τ_x.
+       if τ_x = ‖g‖₂/ũ(x) < 1, positive).  Then ``|π(x)/π̃(x) − 1|`` ≤ τ_x ≤ τ = max_x τ_x.
     6. With E = diag(sqrt(π/π̃)), D^{1/2}PD^{−1/2} = E B̃ E^{−1}; by Eckart–Young σ₂ is the distance to
        rank one, so λ* ≤ ‖E C̃ E^{−1}‖₂ ≤ sqrt((1 + τ)/(1 − τ)) · ‖C̃‖₂; λ̄ adds a rounding allowance
        of 32·N·u (u = 2^−53).  c̄ uses π(x) ≥ π̃(x) − ‖g‖₂ ũ(x).

@@ -324,7 +324,7 @@ class MarkovChain:
     def spectral_rate(self) -> float:
         """Geometric rate of the spectral bound (55).
 
-        For a reversible chain this is λ* = max(λ_1, |λ_{m-1}|) of Lemma 3, the second
+        For a reversible chain this is λ* = max(λ_1, ``|λ_{m-1}|``) of Lemma 3, the second
         largest eigenvalue modulus.  Proposition 5 (54) is proved only for reversible
         chains; for a non-reversible chain this returns the second singular value of
         D^{1/2} P D^{-1/2} (D = diag π), i.e. the square root of the second eigenvalue of
@@ -388,7 +388,7 @@ def two_state_chain(p: float, q: float) -> MarkovChain:
     Returns
     -------
     MarkovChain
-        ``P = [[1-p, p], [q, 1-q]]``; its Δ(t) is |1 − p − q|^t (eq. 47) and its
+        ``P = [[1-p, p], [q, 1-q]]``; its Δ(t) is ``|1 − p − q|^t`` (eq. 47) and its
         stationary distribution (q, p)/(p + q).
 
     Raises

@@ -418,7 +418,7 @@ def peak_risk_iteration(
     The paper claims (32) is a contraction with constant < 1 everywhere; that is false
     (F'(ε) → 1 as ε → ∞).  Below the fixed point ε' the iterates increase and
     F' ≤ r = Δ(S̄)e^{ε_C}, which is < 1 exactly under (31); the stopping rule
-    r/(1 − r)·|step| ≤ tol therefore bounds the remaining error.
+    r/(1 − r)·``|step|`` ≤ tol therefore bounds the remaining error.
 
     Parameters
     ----------

@@ -346,7 +346,7 @@ def tight_distance(cmc: CouplingMarkovChain, aoi) -> float:
     Pr[x_i | x_{−i}, z_{−i}] Pr[x_{−i} | x_i, z_i] / (Pr[x_i | x_{−i}] Pr[x_{−i} | x_i]), over the
     aged values whose conditioning event has positive probability (the ratio separates into a
     z_{−i} factor and a z_i factor).  Δ̄ = max over i, x_{−i}, x_i ≠ x'_i of
-    δ(ḡ(x_{−i}, x_i) Pr[z_i | x_i], g̲(x_{−i}, x'_i) Pr[z_i | x'_i]) with δ(P, Q) = sup_E |P(E) − Q(E)|
+    δ(ḡ(x_{−i}, x_i) Pr[z_i | x_i], g̲(x_{−i}, x'_i) Pr[z_i | x'_i]) with δ(P, Q) = sup_E ``|P(E) − Q(E)|``
     (the measures need not sum to 1).
 
     Parameters
@@ -511,7 +511,7 @@ class FRAN:
     Notes
     -----
     :meth:`release` draws the noise with OpenDP's Laplace measurement (a vector-domain
-    ``make_laplace`` on floats, ``scale`` = Δf/ε_C, density e^{−|y|/scale}/(2·scale)); this is the
+    ``make_laplace`` on floats, ``scale`` = Δf/ε_C, density e^{−``|y|``/scale}/(2·scale)); this is the
     only path meant for publication.  :attr:`opendp_epsilon` is OpenDP's own privacy map at
     input distance Δf (≥ ε_C by OpenDP's rounding-safe arithmetic).  :func:`simulate_release`
     uses numpy and is for Monte Carlo utility estimates only — **not private**.

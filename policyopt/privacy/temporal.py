@@ -6,7 +6,7 @@ Y. Cao, M. Yoshikawa, Y. Xiao, L. Xiong, "Quantifying Differential Privacy in Co
 time in steps (t = 1..T).  ``tpl_level`` (α of α-DP_T, Definition 8) is a leakage level in
 nats, not a Rényi order.
 
-The privacy loss function of eq. (24) is
+The privacy loss function of eq. (24) is::
 
     L(α) = max over ordered pairs (q, d) of distinct rows of P of
            max over x with e^{−α} ≤ x_j / x_k ≤ e^{α} of log (q·x)/(d·x)        (18)–(21)

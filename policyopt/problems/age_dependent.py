@@ -1,7 +1,7 @@
 """Problem (28) of Zhang et al. reduced by Theorem 4 to a stationary policy (A, S̄, ε_C).
 
 Source: M. Zhang, E. Wei, R. Berry, J. Huang, "Age-Dependent Differential Privacy", IEEE Trans. Inf. Theory 70(2), 2024, problem (28), Theorem 4,
-Proposition 3 (30)–(31).
+Proposition 3 (30)–(31)::
 
     minimise    ε*(A, S̄, ε_C) = ln(1 + Δ(A)(e^{ε_C} − 1) / (1 − Δ(S̄)e^{ε_C}))      (30)
     subject to  Δ(S̄) e^{ε_C} < 1                                                   (31)

@@ -1,7 +1,7 @@
 """Privacy budget allocation for α-DP_T under temporal correlations (Cao et al. 2019).
 
 Source: Y. Cao, M. Yoshikawa, Y. Xiao, L. Xiong, "Quantifying Differential Privacy in Continuous Data Release under Temporal Correlations", IEEE Trans. Knowl. Data Eng. 31(7), 2019, Definition 8, eqs. (10)–(15),
-Theorem 11, Algorithms 7–8, eqs. (26)–(27), Fig. 8.
+Theorem 11, Algorithms 7–8, eqs. (26)–(27), Fig. 8::
 
     minimise    Σ_t 2 (Δf / ε_t)²                       (Laplace noise variance, any t-scale)
     subject to  TPL_t = BPL_t + FPL_t − ε_t ≤ α,  t = 1..T   (Definition 8, eq. 10)

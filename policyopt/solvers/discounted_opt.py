@@ -105,7 +105,7 @@ def kkt_report(problem: DiscountedScheduleProblem, r, lam) -> dict:
     -------
     dict
         ``primal_feasibility`` max_t ((A r)_t − ε)/ε (≤ 0 is feasible); for the solver duals
-        ``dual_feasibility`` max(0, −min λ)/max |λ|, ``complementarity`` Σ_t |λ_t (ε − (A r)_t)| / F,
+        ``dual_feasibility`` max(0, −min λ)/max ``|λ|``, ``complementarity`` Σ_t ``|λ_t (ε − (A r)_t)|`` / F,
         ``stationarity`` ‖−∇F + Aᵀλ‖_∞ / ‖∇F‖_∞ over active steps; the same three with the prefix
         ``recovered_`` for λ*; ``tolerance``; ``passed`` (primal and one of the two triples all
         ≤ ``KKT_TOL``).
