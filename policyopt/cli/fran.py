@@ -56,7 +56,7 @@ def add_command(sub) -> None:
         "fran",
         help="FRAN design for correlated sequences: AoI vector and epsilon_c minimising the leakage (Luo et al. 2025, P1)",
         description=(
-            "Solve problem P1 of Luo et al. (eqs. 23-24): choose the AoI vector (slots) and the Laplace level "
+            "Solve problem P1 of Luo et al. (2025, eqs. 23-24): choose the AoI vector (slots) and the Laplace level "
             "epsilon_c (nats) of FRAN minimising the CSDP leakage epsilon_s subject to an MSE bound, on a coupling "
             "Markov chain; print the baselines of the paper's Fig. 5 (DP, DDP, ADP, CSDP) under the same bound. "
             "The leakage is the sound bound ln(1 + Δ_k (e^{d(k) ε_C} − 1)) unless --bound says otherwise. "

@@ -25,7 +25,7 @@ def add_command(sub) -> None:
         help="optimal aging/publishing schedule (A, S_bar, epsilon_c) minimising the peak age-dependent risk",
         description=(
             "Choose the aging A (slots), inter-publish time S_bar (slots) and per-release budget epsilon_c (nats) "
-            "minimising the peak age-dependent privacy risk (Zhang et al., problem (28), Theorem 4, eq. (30)) "
+            "minimising the peak age-dependent privacy risk (Zhang et al. 2024, problem (28), Theorem 4, eq. (30)) "
             "subject to an MSE bound on the released mean.  Without a model option the bundled CityLearn 2022 "
             "data (17 homes, hourly kWh) is used."
         ),

@@ -1,4 +1,4 @@
-"""``policyopt tpl`` and ``policyopt tpl-budget``: temporal privacy leakage and budget allocation (Cao et al.)."""
+"""``policyopt tpl`` and ``policyopt tpl-budget``: temporal privacy leakage and budget allocation (Cao et al. 2019)."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def add_command(sub) -> None:
     tpl = sub.add_parser(
         "tpl",
         help="backward, forward and total temporal privacy leakage (BPL/FPL/TPL) of a budget sequence",
-        description="BPL, FPL and TPL per step (Cao et al., eqs. (11), (13), (15)) and their suprema (Theorem 11). "
+        description="BPL, FPL and TPL per step (Cao et al. 2019, eqs. (11), (13), (15)) and their suprema (Theorem 11). "
         "Without --pb/--pf the matrices are estimated per home from the data (bundled data by default).",
     )
     _add_tpl_source(tpl)
@@ -38,7 +38,7 @@ def add_command(sub) -> None:
     bud = sub.add_parser(
         "tpl-budget",
         help="budgets ε_1..ε_T that guarantee a target α-DP_T under temporal correlations",
-        description="Allocate per-step budgets so that TPL_t ≤ α at every step (Cao et al., Algorithms 7 and 8; "
+        description="Allocate per-step budgets so that TPL_t ≤ α at every step (Cao et al. 2019, Algorithms 7 and 8; "
         "'optimal' minimises the total Laplace noise variance globally with SCIP).",
     )
     _add_tpl_source(bud)
@@ -140,7 +140,7 @@ def _cmd_tpl(args) -> int:
         sup = out["supremum"]
         show = lambda v: v if isinstance(v, str) else fmt_upper(v)  # noqa: E731
         lines = [
-            "policyopt tpl: temporal privacy leakage (Cao et al., eqs. (11), (13), (15); nats)",
+            "policyopt tpl: temporal privacy leakage (Cao et al. 2019, eqs. (11), (13), (15); nats)",
             f"model    : {source}",
             f"steps    : {budgets.size}, budgets from {fmt_value(float(budgets.min()))} to {fmt_value(eps_sup)} nats",
             f"max TPL  : {fmt_upper(res.tpl_level)} nats (the release is α-DP_T for α ≥ this)",

@@ -21,8 +21,8 @@ Conventions
 * Aging by an AoI vector A = (A^(1), …, A^(s)) (Algorithm 1, eq. 9) releases
   z = (x^(1)_{t−A^(1)}, …, x^(s)_{t−A^(s)}).  :meth:`CouplingMarkovChain.aged_kernel` returns
   Pr[z | x_t] for a stationary joint chain; for a uniform AoI vector (all ages equal to a) it is
-  the a-step matrix of the reversed joint chain, the object Δ(t) of Zhang et al. (eq. 12 of
-  Zhang et al. (2024)) is built from.
+  the a-step matrix of the reversed joint chain, the object Δ(t) of Zhang et al. (2024),
+  eq. (12), is built from.
 
 Exact analysis needs the dense m^s × m^s joint chain and is limited to
 :data:`EXACT_SNAPSHOT_LIMIT` snapshots; beyond it every exact joint-chain method raises

@@ -1,5 +1,5 @@
-"""The matrix-free spectral certificate of a coupled chain's joint snapshot chain (Luo et al., Section III-B,
-with the spectral bound (55) of Zhang et al.): the joint transition operator applied without forming the
+"""The matrix-free spectral certificate of a coupled chain's joint snapshot chain (Luo et al. 2025, Section III-B,
+with the spectral bound (55) of Zhang et al. 2024): the joint transition operator applied without forming the
 m^s × m^s matrix, and a certified upper bound on its second singular value (deflated randomized Lanczos).
 
 Used by :class:`policyopt.models.cmc.CouplingMarkovChain` (``spectral_certificate``); this module does not import it:

@@ -393,7 +393,7 @@ def format_report(r: dict) -> str:
     m = r["model"]
     unit = f" {m['penalty_unit']}" if m.get("penalty_unit") else ""
     lines = [
-        "policyopt schedule: peak age-dependent privacy risk (Zhang et al., problem (28))",
+        "policyopt schedule: peak age-dependent privacy risk (Zhang et al. 2024, problem (28))",
         f"model       : {m.get('source') or 'population given in Python'}; {m['users']} users, {m['states']} states",
         f"envelope    : Δ(t) ≤ c·ρ^t with c = {fmt_upper(m['c'])}, ρ = {fmt_upper(m['rho'])} (t ≤ {m['envelope_horizon']} slots, ρ = λ*)",
     ]

@@ -1,4 +1,4 @@
-"""Failure rate f_MLE of the two-state example: eqs. (50)–(51) of Zhang et al., computed exactly.
+"""Failure rate f_MLE of the two-state example: eqs. (50)–(51) of Zhang et al. (2024), computed exactly.
 
 Source: M. Zhang, E. Wei, R. Berry, J. Huang, "Age-Dependent Differential Privacy", IEEE Trans. Inf. Theory 70(2), 2024, Example 1, eqs. (43)–(44), (48), (50)–(51),
 Figs. 5 and 6(b).
