@@ -139,3 +139,19 @@ def test_unit_arguments_are_checked():
     plain = pd.DataFrame({"user": ["a"] * 60, "time": np.arange(60), "value": np.tile([0.0, 1.0, 2.0], 20)})
     with pytest.raises(InvalidInputError, match="`unit` must be a string such as 'kWh', got 3"):
         fit_population(plain, 3, unit=3)
+
+
+def test_leakage_str_is_the_cli_text_without_the_command_level_lines():
+    # source: Cao et al. (2019), Fig. 8 setting (P_B, P_F), constant budget 0.1 over 10 steps
+    cli = subprocess.run(
+        [POLICYOPT, "tpl", "--pb", "0.8,0.2;0.2,0.8", "--pf", "0.8,0.2;0.1,0.9", "--epsilon", "0.1", "--horizon", "10"],
+        capture_output=True, text=True, check=True,
+    ).stdout.rstrip("\n").splitlines()
+    res = policyopt.leakage([[0.8, 0.2], [0.2, 0.8]], [[0.8, 0.2], [0.1, 0.9]], [0.1] * 10)
+    py = str(res).splitlines()
+    expected = [line for line in cli if not line.startswith(("model    :", "supremum :", "wall time:"))]
+    assert py == expected
+    assert any(line.startswith("supremum :") for line in cli)
+    table = res._repr_html_()
+    assert table.startswith("<table") and f"max TPL = {fmt_upper(res.tpl_level)} nats" in table
+    assert table.count("<tr>") == 1 + 8  # header, the first five and the last three steps

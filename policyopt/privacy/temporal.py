@@ -58,9 +58,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from policyopt.errors import InvalidInputError, fmt
+from policyopt.formatting import fmt_upper, fmt_value
 from policyopt.models.markov import validate_transition_matrix
 
 __all__ = [
+    "format_leakage",
     "paired_users",
     "LossFunction",
     "TemporalLeakage",
@@ -711,6 +713,69 @@ class TemporalLeakage:
     def tpl_level(self) -> float:
         """max_t TPL_t: the smallest α for which the release is α-DP_T (Definition 8), nats."""
         return float(np.max(self.tpl))
+
+    def __str__(self) -> str:
+        """The text ``policyopt tpl`` prints (:func:`format_leakage`; no model, supremum or time lines)."""
+        return format_leakage(self)
+
+    def _repr_html_(self) -> str:
+        """A small HTML table for notebooks: max TPL, then t, ε_t, BPL, FPL, TPL (privacy rounded up)."""
+        from html import escape
+
+        T = self.budgets.size
+        steps = sorted(set(list(range(min(T, 5))) + list(range(max(0, T - 3), T))))
+        head = "".join(f"<th>{h}</th>" for h in ("t", "ε_t", "BPL", "FPL", "TPL"))
+        body = "".join(
+            "<tr>" + "".join(f"<td>{escape(v)}</td>" for v in (
+                str(t + 1), fmt_value(float(self.budgets[t])), fmt_upper(self.bpl[t]), fmt_upper(self.fpl[t]),
+                fmt_upper(self.tpl[t]))) + "</tr>"
+            for t in steps
+        )
+        caption = f"max TPL = {fmt_upper(self.tpl_level)} nats over {T} steps (nats; first and last steps shown)"
+        return f"<table class='policyopt-leakage'><caption>{escape(caption)}</caption><tr>{head}</tr>{body}</table>"
+
+
+def format_leakage(res: TemporalLeakage, *, source: str | None = None, supremum: dict | None = None,
+                   wall_time_s: float | None = None) -> str:
+    """The text of ``policyopt tpl`` for a :class:`TemporalLeakage`; privacy numbers rounded up.
+
+    Parameters
+    ----------
+    res : TemporalLeakage
+        The leakage of a release.
+    source : str, optional
+        Where P_B and P_F come from (the ``model`` line; omitted when ``None``).
+    supremum : dict, optional
+        ``bpl``, ``fpl``, ``tpl`` suprema (numbers or ``"divergent"``) for the constant budget max ε_t
+        (Theorem 11 of Cao et al. (2019)); the ``supremum`` line is omitted when ``None``.
+    wall_time_s : float, optional
+        Seconds, for the last line (omitted when ``None``).
+
+    Returns
+    -------
+    str
+        One line per item and the first five and last three steps of the table.
+    """
+    budgets = res.budgets
+    eps_sup = float(np.max(budgets))
+    lines = ["policyopt tpl: temporal privacy leakage (Cao et al. 2019, eqs. (11), (13), (15); nats)"]
+    if source is not None:
+        lines.append(f"model    : {source}")
+    lines += [
+        f"steps    : {budgets.size}, budgets from {fmt_value(float(budgets.min()))} to {fmt_value(eps_sup)} nats",
+        f"max TPL  : {fmt_upper(res.tpl_level)} nats (the release is α-DP_T for α ≥ this)",
+    ]
+    if supremum is not None:
+        show = lambda v: v if isinstance(v, str) else fmt_upper(v)  # noqa: E731
+        lines.append(f"supremum : BPL {show(supremum['bpl'])}, FPL {show(supremum['fpl'])}, TPL {show(supremum['tpl'])} "
+                     f"(Theorem 11, constant budget {fmt_value(eps_sup)})")
+    lines.append("   t        ε_t        BPL        FPL        TPL")
+    T = budgets.size
+    for t in sorted(set(list(range(min(T, 5))) + list(range(max(0, T - 3), T)))):
+        lines.append(f"{t + 1:>4} {budgets[t]:>10.6g} {fmt_upper(res.bpl[t]):>10} {fmt_upper(res.fpl[t]):>10} {fmt_upper(res.tpl[t]):>10}")
+    if wall_time_s is not None:
+        lines.append(f"wall time: {wall_time_s:.3f} s")
+    return "\n".join(lines)
 
 
 def _logaddexp(x: float, y: float) -> float:
