@@ -73,3 +73,22 @@ def check_positive(value, name: str, unit: str) -> float:
     if not (math.isfinite(v) and v > 0):
         raise InvalidInputError(f"`{name}` must be finite and > 0 ({unit}), got {fmt(value)}")
     return v
+
+
+def check_value_range(value_range, name: str = "value_range") -> tuple[float, float]:
+    """Validate a public value range (LO, HI): two finite numbers with LO < HI.
+
+    Raises
+    ------
+    InvalidInputError
+        If `value_range` is not a pair of finite numbers with LO < HI (the message names `name`).
+    """
+    import math
+
+    try:
+        lo, hi = (float(v) for v in value_range)
+    except (TypeError, ValueError):
+        raise InvalidInputError(f"`{name}` must be a pair (LO, HI) of numbers, got {fmt(value_range)}") from None
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        raise InvalidInputError(f"`{name}` must be finite numbers with LO < HI, got {fmt(value_range)}")
+    return lo, hi

@@ -24,22 +24,33 @@ def run_json(capsys, *args):
 
 
 def test_bundled_demo_json_contract(capsys):
+    # Changed deliberately with issue 11: the bundled pilot now designs its documented deployment
+    # (I = 10^5 homes, public range 0:48 kWh, K = 3, f̄ = 1.5e-5 kWh²) instead of treating the 17 pilot
+    # homes as the deployment with f̄ = 0.15 kWh² (which was unbounded at A = A_max = 168).
     out = run_json(capsys)
-    for key in CONTRACT:
+    for key in CONTRACT + ["warnings", "explanation", "credible"]:
         assert key in out
     m = out["model"]
-    assert (m["users"], m["states"]) == (17, 12)
+    assert (m["users"], m["pilot_users"], m["states"]) == (100_000, 17, 3)
+    assert m["value_range"] == [0.0, 48.0] and m["value_range_declared"] is True
+    assert m["sensitivity"] == pytest.approx(48.0 / 100_000, rel=1e-15)
     assert m["c"] >= 1.0 and 0.0 < m["rho"] < 1.0
     assert out["method"] == "exact"
-    assert out["max_penalty"] == 0.15
-    # the bundled hourly data: f̄ above the chains' staleness limit, so aging keeps lowering the risk
-    assert out["status"] == "unbounded" and out["A"] == 168
+    assert out["max_penalty"] == 1.5e-05
+    low, high = m["tradeoff_range"]
+    assert low < out["max_penalty"] < high == pytest.approx(m["staleness_limit"])
+    assert out["status"] == "optimal" and 0 <= out["A"] < 168 and 1 <= out["S_bar"] < 168
     assert out["penalty"] <= out["max_penalty"]
     assert out["peak_aoi"] == out["A"] + out["S_bar"] - 1
     assert set(out["benchmarks"]) == {"no_aging", "noise_only"}
     na, no = out["benchmarks"]["no_aging"], out["benchmarks"]["noise_only"]
-    assert na["A"] == 0 and na["peak_risk"] > out["peak_risk"]
+    assert na["A"] == 0 and na["peak_risk"] >= out["peak_risk"]
     assert no["risk_after_releases"] == pytest.approx(24 * no["epsilon_c"])
+    # no sparse rows at K = 3 (every row of every home observed ≥ 143 times), so no warning
+    assert m["sparse_states"] == [] and out["warnings"] == []
+    cred = out["credible"]
+    assert (cred["level"], cred["draws"], cred["seed"]) == (0.95, 200, 0)
+    assert cred["median"] <= cred["upper"] and "not a proof" in cred["note"]
 
 
 def test_two_state_chain_schedule(capsys):
@@ -95,7 +106,6 @@ def write(tmp_path, name, text):
         (["--chain", "two-state:p=0.1"], r"bad --chain spec 'two-state:p=0.1'"),
         (["--chain", "two-state:p=2,q=0.1"], r"`p` must be a probability in \[0, 1\], got 2.0"),
         (["--chain", "two-state:p=0.1,q=0.1", "--states", "4"], r"--states applies to --data"),
-        (["--users", "5"], r"--users 5 disagrees with the data, which has 17 usable users"),
     ],
 )
 def test_bad_input_one_line_exit_2(tmp_path, capsys, args, match):

@@ -12,14 +12,6 @@ from hypothesis import strategies as st
 
 from policyopt.privacy.discounted import (
     ROUND_UP,
-    corollary8_schedule,
-    corollary12_schedule,
-    corollary16_check,
-    corollary16_constant,
-    corollary16_paper_constant,
-    corollary16_paper_schedule,
-    corollary16_schedule,
-    corollary_schedule,
     discount_matrix,
     discounted_loss,
     discounted_sum,
@@ -32,6 +24,16 @@ from policyopt.privacy.discounted import (
     solve_discounted_transpose,
 )
 from policyopt.errors import InvalidInputError
+from policyopt.privacy.discounted_schedules import (
+    corollary8_schedule,
+    corollary12_schedule,
+    corollary16_check,
+    corollary16_constant,
+    corollary16_paper_constant,
+    corollary16_paper_schedule,
+    corollary16_schedule,
+    corollary_schedule,
+)
 from policyopt.studies.citylearn import DEFAULT_DAILY_CLIP, daily_means, exponential_infinite_horizon
 
 

@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import minimize
 
-from policyopt.privacy.discounted import corollary_schedule, discount_matrix, discounted_loss
+from policyopt.privacy.discounted import discount_matrix, discounted_loss
+from policyopt.privacy.discounted_schedules import corollary_schedule
 from policyopt.errors import InvalidInputError
 from policyopt.problems.discounted import DiscountedScheduleProblem
 from policyopt.result import Status

@@ -314,7 +314,8 @@ def test_data_states_vary(tmp_path, capsys):
                   "--out", str(out))
     rows = read_sweep_csv(out)
     assert [(r["states"], r["max_penalty"]) for r in rows] == [(4, 0.2), (4, 0.4), (6, 0.2), (6, 0.4)]
-    assert all(r["users"] == 17 and r["smoothing"] == 0.01 and r["penalty_unit"] == "kWh^2" for r in rows)
+    # users = the bundled pilot's documented deployment (10^5 homes; was the 17 pilot homes before issue 11)
+    assert all(r["users"] == 100_000 and r["smoothing"] == 0.01 and r["penalty_unit"] == "kWh^2" for r in rows)
     assert summary["varied"] == {"states": [4, 6]}
     for r in rows:
         assert main(["schedule", "--states", str(r["states"]), "--max-penalty", repr(r["max_penalty"]), "--max-age", "24",

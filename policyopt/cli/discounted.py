@@ -100,7 +100,8 @@ def run(args) -> int:
     """
     import numpy as np
 
-    from policyopt.privacy.discounted import corollary_schedule, discounted_loss, expected_relative_error, total_variance
+    from policyopt.privacy.discounted import discounted_loss, expected_relative_error, total_variance
+    from policyopt.privacy.discounted_schedules import corollary_schedule
     from policyopt.studies.citylearn import daily_means
 
     start = time.perf_counter()

@@ -90,6 +90,7 @@ def add_command(sub) -> None:
 
 
 def load_model(args):
+    """The coupled chain (CMC) of ``policyopt fran`` from --model, --two-binary or --homes/--states (data)."""
     from policyopt.models.cmc import CouplingMarkovChain, fit_cmc_from_readings, two_binary_cmc
 
     if args.states is not None and args.homes is None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from dataclasses import dataclass
 
 from policyopt.errors import InvalidInputError
 
@@ -17,6 +18,13 @@ __all__ = [
     "non_negative_float",
     "add_model_options",
     "load_model",
+    "load_deployment",
+    "deployment_penalty",
+    "value_range_arg",
+    "probability",
+    "Deployment",
+    "BUNDLED_USERS",
+    "BUNDLED_VALUE_RANGE",
 ]
 
 DEFAULT_MAX_PENALTY = 0.15
@@ -28,6 +36,13 @@ DEFAULT_RELEASES = 24
 DEFAULT_SMOOTHING = 0.01
 DEFAULT_PLOT_EPOCHS = 4
 
+#: Deployment size I of the bundled pilot's documented deployment (homes); see policyopt/data/PROVENANCE.md.
+BUNDLED_USERS = 100_000
+#: Public a-priori range of one bundled reading (kWh in one hour): 0 to a 200 A, 240 V service's 48 kW for an hour.
+BUNDLED_VALUE_RANGE = (0.0, 48.0)
+#: States of the bundled pilot's chains (every row of every home observed ≥ 143 times at K = 3).
+BUNDLED_STATES = 3
+
 
 class OneLineParser(argparse.ArgumentParser):
     """argparse that reports usage errors on one line with exit code 2."""
@@ -38,6 +53,7 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def positive_float(name):
+    """An argparse ``type`` accepting a positive finite float; errors name the option `name`."""
     def parse(text):
         """Parse a positive finite float or raise ArgumentTypeError naming the option."""
         try:
@@ -52,6 +68,7 @@ def positive_float(name):
 
 
 def int_at_least(name, lower):
+    """An argparse ``type`` accepting an integer ≥ `lower`; errors name the option `name`."""
     def parse(text):
         """Parse an integer ≥ `lower` or raise ArgumentTypeError naming the option."""
         try:
@@ -66,6 +83,7 @@ def int_at_least(name, lower):
 
 
 def non_negative_float(name):
+    """An argparse ``type`` accepting a finite float ≥ 0; errors name the option `name`."""
     def parse(text):
         """Parse a finite float ≥ 0 or raise ArgumentTypeError naming the option."""
         try:
@@ -79,11 +97,42 @@ def non_negative_float(name):
     return parse
 
 
+def value_range_arg(name):
+    def parse(text):
+        """Parse LO:HI (two finite numbers, LO < HI) or raise ArgumentTypeError naming the option."""
+        lo, sep, hi = str(text).partition(":")
+        try:
+            if not sep:
+                raise ValueError
+            a, b = float(lo), float(hi)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be LO:HI (two numbers), got {text!r}") from None
+        if not (math.isfinite(a) and math.isfinite(b) and a < b):
+            raise argparse.ArgumentTypeError(f"{name} must be LO:HI with finite LO < HI, got {text!r}")
+        return (a, b)
+
+    return parse
+
+
+def probability(name):
+    def parse(text):
+        """Parse a probability strictly between 0 and 1 or raise ArgumentTypeError naming the option."""
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a number, got {text!r}") from None
+        if not (0.0 < value < 1.0):
+            raise argparse.ArgumentTypeError(f"{name} must be a probability strictly between 0 and 1, got {text!r}")
+        return value
+
+    return parse
+
+
 def add_model_options(cmd) -> None:
     """Model and search options shared by ``schedule`` and ``sweep`` (one definition for both).
 
     Adds the model source (``--data`` | ``--chain`` | ``--matrix``), ``--states``, ``--users``,
-    ``--max-age``, ``--max-interval``, ``--releases``, ``--smoothing``, ``--method`` and
+    ``--value-range``, ``--max-age``, ``--max-interval``, ``--releases``, ``--smoothing``, ``--method`` and
     ``--relax``; each command adds its own ``--max-penalty`` (a value or a grid).
     """
     src = cmd.add_mutually_exclusive_group()
@@ -91,9 +140,16 @@ def add_model_options(cmd) -> None:
     src.add_argument("--chain", metavar="SPEC", help="two-state:p=P,q=Q (states valued -1/+1), eq. (43)")
     src.add_argument("--matrix", metavar="FILE", help="CSV/NPY transition matrix, K×K or (K+1)×K with state values first")
     cmd.add_argument("--states", type=int_at_least("--states", 2), metavar="K",
-                     help=f"quantile states for data (default {DEFAULT_STATES})")
+                     help=f"quantile states for data (default {DEFAULT_STATES} for --data, {BUNDLED_STATES} for the bundled pilot)")
     cmd.add_argument("--users", type=int_at_least("--users", 1), metavar="I",
-                     help=f"number of users for --chain/--matrix (default {DEFAULT_USERS}; taken from data otherwise)")
+                     help=f"deployment size: users whose mean is released (default {BUNDLED_USERS} for the bundled pilot, "
+                     f"the usable pilot users for --data, {DEFAULT_USERS} for --chain/--matrix); with data, the I users "
+                     "follow the pilot's chains in equal shares")
+    cmd.add_argument("--value-range", type=value_range_arg("--value-range"), metavar="LO:HI",
+                     help="public range of one reading (data units): readings are clipped into it before estimation and "
+                     "the sensitivity of the mean is (HI-LO)/I (default for the bundled pilot: "
+                     f"{BUNDLED_VALUE_RANGE[0]:g}:{BUNDLED_VALUE_RANGE[1]:g} kWh; otherwise the data's own range, "
+                     "which is not private)")
     cmd.add_argument("--max-age", type=int_at_least("--max-age", 0), default=DEFAULT_MAX_AGE, metavar="A_MAX",
                      help=f"largest aging A considered, slots (default {DEFAULT_MAX_AGE})")
     cmd.add_argument("--max-interval", type=int_at_least("--max-interval", 1), default=DEFAULT_MAX_INTERVAL,
@@ -109,11 +165,47 @@ def add_model_options(cmd) -> None:
                      help="continuous relaxation of A and S_bar for the (39) back ends (cvxpy needs it)")
 
 
-def load_model(args):
-    """Population plus model facts from the command-line options."""
+@dataclass(frozen=True)
+class Deployment:
+    """What the model options describe: the pilot's chains and the deployment they stand for.
+
+    Attributes
+    ----------
+    population : Population
+        Pilot chains (one per usable pilot user for data; one chain for --chain/--matrix).
+    info : dict
+        Model facts for the report (source, smoothing, state values, excluded users, clipping).
+    unit : str
+        Penalty unit (e.g. ``kWh^2``).
+    users : int
+        Deployment size I.
+    value_range : tuple of float or None
+        Declared public range (LO, HI); ``None`` when the data's own range is used.
+    fitted : FittedModel or None
+        The estimate (data only): counts per user, for the posterior check.
+    """
+
+    population: object
+    info: dict
+    unit: str
+    users: int
+    value_range: tuple | None
+    fitted: object = None
+
+
+def load_deployment(args) -> Deployment:
+    """Pilot chains and deployment (I, value range) from the command-line options.
+
+    Raises
+    ------
+    InvalidInputError
+        Options that do not apply to the chosen model source; a value range that does not contain
+        a --chain/--matrix model's state values; bad data (see :func:`~policyopt.models.estimation.fit_population`).
+    """
     from policyopt.models.markov import Population
 
     uses_data = args.chain is None and args.matrix is None
+    value_range = getattr(args, "value_range", None)
     if not uses_data:
         if args.states is not None:
             raise InvalidInputError("--states applies to --data (or the bundled data) only; omit it with --chain/--matrix")
@@ -130,34 +222,61 @@ def load_model(args):
             chain = read_matrix(args.matrix)
             source = f"matrix {args.matrix}"
         users = DEFAULT_USERS if args.users is None else args.users
-        return Population([chain], [users]), {"source": source, "excluded_users": {}}, ""
+        if value_range is not None:
+            v_lo, v_hi = float(chain.state_values.min()), float(chain.state_values.max())
+            if v_lo < value_range[0] or v_hi > value_range[1]:
+                raise InvalidInputError(
+                    f"--value-range {value_range[0]:g}:{value_range[1]:g} does not contain the model's state values "
+                    f"[{v_lo:g}, {v_hi:g}]"
+                )
+        return Deployment(Population([chain], [users]), {"source": source, "excluded_users": {}}, "", users, value_range)
 
     from policyopt.models.estimation import fit_population
 
-    if args.data is None:
+    bundled = args.data is None
+    if bundled:
         from policyopt.data import load_citylearn
 
         df = load_citylearn()
-        source, unit = "bundled CityLearn 2022, 17 homes, hourly kWh", "kWh^2"
+        source, unit = "bundled CityLearn 2022 pilot, 17 homes, hourly kWh", "kWh^2"
+        if value_range is None:
+            value_range = BUNDLED_VALUE_RANGE
+        states = BUNDLED_STATES if args.states is None else args.states
     else:
         from policyopt.io import read_readings_csv
 
         df = read_readings_csv(args.data)
         source, unit = f"data {args.data}", ""
-    states = DEFAULT_STATES if args.states is None else args.states
+        states = DEFAULT_STATES if args.states is None else args.states
     smoothing = DEFAULT_SMOOTHING if args.smoothing is None else args.smoothing
-    fitted = fit_population(df, states, smoothing=smoothing, source=f"--data {args.data!r}" if args.data else "bundled data")
-    if args.users is not None and args.users != fitted.population.n_users:
-        raise InvalidInputError(
-            f"--users {args.users} disagrees with the data, which has {fitted.population.n_users} usable users; "
-            "omit --users when giving data"
-        )
+    fitted = fit_population(df, states, smoothing=smoothing, source=f"--data {args.data!r}" if args.data else "bundled data",
+                            value_range=value_range)
+    if args.users is not None:
+        users = args.users
+    else:
+        users = BUNDLED_USERS if bundled else fitted.population.n_users
     info = {
         "source": source,
         "smoothing": smoothing,
         "state_values": fitted.quantizer.state_values.tolist(),
         "excluded_users": dict(fitted.excluded),
+        "clipped_readings": fitted.clipped,
     }
-    return fitted.population, info, unit
+    return Deployment(fitted.population, info, unit, users, value_range, fitted)
 
 
+def deployment_penalty(dep: Deployment, population=None):
+    """The MSE penalty of the deployment's released mean (I users, declared or data range).
+
+    `population` replaces ``dep.population`` (e.g. a tabulated copy with the same chains).
+    """
+    from policyopt.utility.penalty import MSEPenalty
+
+    return MSEPenalty(dep.population if population is None else population, unit=dep.unit, users=dep.users,
+                      value_range=dep.value_range)
+
+
+def load_model(args):
+    """Population plus model facts from the command-line options (see :func:`load_deployment`)."""
+    dep = load_deployment(args)
+    return dep.population, dep.info, dep.unit

@@ -14,7 +14,7 @@ import json
 import sys
 import time
 
-from policyopt.cli.options import add_model_options, int_at_least, load_model, non_negative_float
+from policyopt.cli.options import add_model_options, deployment_penalty, int_at_least, load_deployment, non_negative_float
 from policyopt.formatting import fmt_upper, fmt_value
 from policyopt.errors import InvalidInputError, fmt
 
@@ -109,7 +109,6 @@ def _parse_vary(items, args) -> dict:
 def _build_models(args, vary: dict) -> list:
     """One SweepModel per combination of the varied values (product, in the order given)."""
     from policyopt.io import parse_chain_spec
-    from policyopt.utility.penalty import MSEPenalty
     from policyopt.studies.sweep import SweepModel, tabulate_population
 
     base_p = base_q = None
@@ -128,14 +127,15 @@ def _build_models(args, vary: dict) -> list:
             ns.users = values["users"]
         if "states" in values:
             ns.states = values["states"]
-        population, info, unit = load_model(ns)
+        dep = load_deployment(ns)
+        info = dep.info
         # Δ(0..max(A_MAX, S_MAX) + 1) once per model, shared by all its points (and workers)
-        population = tabulate_population(population, max(args.max_age, args.max_interval) + 1)
-        penalty = MSEPenalty(population, unit=unit)
+        population = tabulate_population(dep.population, max(args.max_age, args.max_interval) + 1)
+        penalty = deployment_penalty(dep, population)  # the deployment's I users, as `policyopt schedule`
         inputs = {
             "p": p,
             "q": q,
-            "users": population.n_users,
+            "users": dep.users,
             "states": max(c.n_states for c in population.chains),
             "smoothing": info.get("smoothing"),
             "source": info["source"],

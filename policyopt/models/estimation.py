@@ -5,6 +5,12 @@ all users, transitions between consecutive slots are counted per user, and each 
 transition matrix is the maximum-likelihood estimate with additive (Laplace) smoothing,
 eq. (28) of Y. Cao, M. Yoshikawa, Y. Xiao, L. Xiong, "Quantifying Differential Privacy in Continuous Data Release under Temporal Correlations", IEEE Trans. Knowl. Data Eng. 31(7), 2019:
 p̂_jk = (n_jk + s) / Σ_u (n_ju + s).
+
+With a public value range [LO, HI] the readings are clipped into it *before* anything is
+estimated (quantile edges and state values come from the clipped readings), so that the
+sensitivity of a released mean, (HI − LO)/I, does not depend on the data.  A row of a
+user's matrix estimated from few observed transitions is mostly pseudo-count; such
+(user, state) pairs are listed by :meth:`FittedModel.sparse_states`.
 """
 
 from __future__ import annotations
@@ -13,10 +19,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from policyopt.errors import InvalidInputError, InvalidModelError, fmt
+from policyopt.errors import InvalidInputError, InvalidModelError, check_value_range, fmt
 from policyopt.models.markov import MarkovChain, Population
 
-__all__ = ["Quantizer", "FittedModel", "fit_population", "validate_readings"]
+__all__ = ["Quantizer", "FittedModel", "fit_population", "validate_readings", "DEFAULT_MIN_ROW_TRANSITIONS"]
+
+#: Observed transitions out of a state below which a user's row counts as sparse.
+DEFAULT_MIN_ROW_TRANSITIONS = 30
 
 
 @dataclass(frozen=True)
@@ -91,6 +100,11 @@ class FittedModel:
         Pseudo-count s added to every cell.
     counts : dict
         Kept user → transition counts, shape (K, K), ``counts[x, y]`` = number of x → y steps.
+    value_range : (float, float) or None
+        Public range (LO, HI) the readings were clipped into before estimation; ``None`` when no
+        range was declared (the state values then come from the raw data).
+    clipped : int
+        Number of readings that clipping changed (0 without `value_range`).
     """
 
     population: Population
@@ -100,6 +114,47 @@ class FittedModel:
     transitions: dict = field(default_factory=dict)
     smoothing: float = 0.0
     counts: dict = field(default_factory=dict)
+    value_range: tuple | None = None
+    clipped: int = 0
+
+    def row_transitions(self) -> dict:
+        """Observed transitions out of each state, per kept user.
+
+        Returns
+        -------
+        dict
+            User → numpy.ndarray of int, shape (K,): entry x is Σ_y ``counts[user][x, y]``.
+        """
+        return {u: self.counts[u].sum(axis=1).astype(np.int64) for u in self.users}
+
+    def sparse_states(self, min_row_transitions: int = DEFAULT_MIN_ROW_TRANSITIONS) -> list:
+        """(user, state) pairs whose row was estimated from fewer than `min_row_transitions` transitions.
+
+        Such a row is dominated by the smoothing pseudo-count (a row with 0 observations is pure
+        pseudo-count), so Δ(t) computed from it reflects the smoothing, not the data.
+
+        Parameters
+        ----------
+        min_row_transitions : int
+            Threshold (≥ 1) on the observed transitions out of a state.
+
+        Returns
+        -------
+        list of dict
+            One ``{"user", "state", "transitions"}`` per sparse row, users in order, states ascending.
+
+        Raises
+        ------
+        InvalidInputError
+            If `min_row_transitions` is not an integer ≥ 1.
+        """
+        if isinstance(min_row_transitions, bool) or not isinstance(min_row_transitions, (int, np.integer)) or min_row_transitions < 1:
+            raise InvalidInputError(f"`min_row_transitions` must be an integer ≥ 1, got {fmt(min_row_transitions)}")
+        out = []
+        for user, rows in self.row_transitions().items():
+            for x in np.flatnonzero(rows < min_row_transitions):
+                out.append({"user": user, "state": int(x), "transitions": int(rows[x])})
+        return out
 
     def temporal_matrices(self) -> tuple[list, list]:
         """Backward and forward transition matrices of every kept user, for temporal privacy leakage.
@@ -190,6 +245,7 @@ def fit_population(
     quantizer: Quantizer | None = None,
     source: str = "`data`",
     unit: str | None = None,
+    value_range=None,
 ) -> FittedModel:
     """Estimate one Markov chain per user from a long table of readings.
 
@@ -217,6 +273,11 @@ def fit_population(
         penalties built from the population know theirs (kWh² for the MSE of a kWh mean).  Default:
         ``df.attrs["unit"]`` when the table has one (:func:`policyopt.data.load_citylearn` sets
         ``"kWh"``), else ``""``.
+    value_range : (float, float), optional
+        Public range (LO, HI) of a reading, LO < HI (reading units).  Every reading is clipped
+        into [LO, HI] before the quantile edges, state values and counts are computed, so the
+        state values lie in the range and a released mean has sensitivity (HI − LO)/I.  Default:
+        no clipping (the range then comes from the data, which is not differentially private).
 
     Returns
     -------
@@ -225,7 +286,7 @@ def fit_population(
     Raises
     ------
     InvalidInputError
-        Bad readings (see :func:`validate_readings`), bad `n_states` or `smoothing`.
+        Bad readings (see :func:`validate_readings`), bad `n_states`, `smoothing` or `value_range`.
     InvalidModelError
         If no user has enough transitions, or (with ``smoothing=0``) a chain is reducible.
     """
@@ -237,6 +298,13 @@ def fit_population(
     if not isinstance(unit, str):
         raise InvalidInputError(f"`unit` must be a string such as 'kWh', got {fmt(unit)}")
     data = validate_readings(df, source=source)
+    clipped = 0
+    if value_range is not None:
+        lo, hi = check_value_range(value_range)
+        raw = data["value"].to_numpy()
+        clipped = int(np.count_nonzero((raw < lo) | (raw > hi)))
+        data["value"] = np.clip(raw, lo, hi)
+        value_range = (lo, hi)
     if quantizer is not None and not isinstance(quantizer, Quantizer):
         raise InvalidInputError(f"`quantizer` must be a Quantizer, got {fmt(quantizer)}")
     quant = Quantizer.fit(data["value"].to_numpy(), n_states) if quantizer is None else quantizer
@@ -286,4 +354,6 @@ def fit_population(
         transitions=n_trans,
         smoothing=float(smoothing),
         counts=kept_counts,
+        value_range=value_range,
+        clipped=clipped,
     )

@@ -64,6 +64,13 @@ def as_slots(t, name: str = "t") -> np.ndarray:
 
 
 def validate_transition_matrix(P, name: str = "P") -> np.ndarray:
+    """Return `P` as a float (K, K) row-stochastic array (rows sum to 1 within ``ROW_SUM_TOL``, entries ≥ 0).
+
+    Raises
+    ------
+    InvalidModelError
+        If `P` is not a square, finite, non-negative, row-stochastic matrix; the message names `name`.
+    """
     try:
         arr = np.array(P, dtype=float)
     except (TypeError, ValueError):
@@ -212,6 +219,8 @@ class MarkovChain:
     @cached_property
     def is_irreducible(self) -> bool:
         """True if every state can reach every other state."""
+        if np.all(self._P > 0):  # every state reaches every other in one step (fast path: no graph search)
+            return True
         from scipy.sparse.csgraph import connected_components
 
         n, _ = connected_components(self._P > 0, directed=True, connection="strong")

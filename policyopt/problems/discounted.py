@@ -30,11 +30,11 @@ from policyopt.privacy.discounted import (
     check_horizon,
     check_notion,
     check_vector,
-    corollary_schedule,
     discounted_loss,
     total_variance,
 )
 from policyopt.errors import InvalidInputError, check_positive, fmt
+from policyopt.privacy.discounted_schedules import corollary_schedule
 
 __all__ = ["DiscountedScheduleProblem", "ScheduleEvaluation"]
 

@@ -16,12 +16,12 @@ from policyopt.errors import InvalidInputError, check_positive, fmt
 from policyopt.privacy.discounted import (
     check_alpha,
     check_horizon,
-    corollary_schedule,
     discounted_loss,
     expected_relative_error,
     exponential_loss,
     total_variance,
 )
+from policyopt.privacy.discounted_schedules import corollary_schedule
 
 __all__ = ["DailyMeans", "daily_means", "DEFAULT_DAILY_CLIP", "exponential_infinite_horizon", "citylearn_study", "citylearn_sweep"]
 

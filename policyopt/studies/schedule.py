@@ -17,7 +17,7 @@ from policyopt.models.markov import Population
 from policyopt.utility.penalty import MSEPenalty, Penalty, check_max_penalty
 from policyopt.result import Solution
 
-__all__ = ["ScheduleReport", "design_schedule", "format_report", "noise_only_benchmark", "geometric_problem", "compare_methods", "METHODS"]
+__all__ = ["ScheduleReport", "design_schedule", "format_report", "staleness_profile", "noise_only_benchmark", "geometric_problem", "compare_methods", "METHODS"]
 
 
 def noise_only_benchmark(penalty: Penalty, max_penalty: float, releases: int) -> dict:
@@ -60,6 +60,24 @@ def noise_only_benchmark(penalty: Penalty, max_penalty: float, releases: int) ->
     }
 
 
+def staleness_profile(penalty: MSEPenalty, population, horizon: int, fraction: float = 0.9) -> dict | None:
+    """When the staleness of the mean reaches `fraction` of its limit, and Δ(t) there.
+
+    Returns ``{"t", "fraction", "max_tv"}`` for the smallest age t ≤ `horizon` (slots) whose staleness
+    is ≥ `fraction` × the staleness limit, with the actual fraction reached and Δ(t) (eq. 12), or
+    ``None`` if no age up to `horizon` gets there.  Used to say in one sentence why aging pays or not.
+    """
+    limit = penalty.staleness_limit
+    if not limit > 0:
+        return None
+    st = np.asarray(penalty.staleness(np.arange(int(horizon) + 1)), dtype=float)
+    hit = np.flatnonzero(st >= fraction * limit)
+    if hit.size == 0:
+        return None
+    t = int(hit[0])
+    return {"t": t, "fraction": float(st[t] / limit), "max_tv": float(population.max_tv(t))}
+
+
 def _schedule_fields(sol: Solution) -> dict:
     d = sol.decision or {}
     return {
@@ -86,7 +104,11 @@ class ScheduleReport:
     noise_only : dict
         See :func:`noise_only_benchmark`.
     model : dict
-        Users, states, envelope (c, ρ), λ*, data notes.
+        ``users`` (deployment size I), ``pilot_users`` (chains the Δ(t) maximum runs over), states,
+        envelope (c, ρ), λ*, ``tradeoff_range`` ([low, high]: a finite optimum exists for low < f̄ < high, see
+        :func:`~policyopt.studies.deployment.tradeoff_range`), and for the MSE penalty ``sensitivity``
+        (Δf = (HI − LO)/I), ``staleness_limit``, ``value_range`` ([LO, HI]), ``value_range_declared``,
+        ``deployment`` (the assumption in words) and ``staleness_profile``; then the caller's data notes.
     wall_time_s : float
         Seconds from model to report (excluding interpreter start and data loading).
     comparison : list of dict or None
@@ -198,7 +220,8 @@ def geometric_problem(population: Population, penalty: MSEPenalty, max_penalty: 
     elif len(population.chains) == 1 and population.chains[0].n_states == 2:
         chain = population.chains[0]
         p, q = float(chain.P[0, 1]), float(chain.P[1, 0])
-        if list(chain.state_values) == [-1.0, 1.0] and 0.0 < 1.0 - p - q < 1.0:
+        plain = penalty.users == population.n_users and penalty.value_range == (-1.0, 1.0)  # (49)'s deployment
+        if plain and list(chain.state_values) == [-1.0, 1.0] and 0.0 < 1.0 - p - q < 1.0:
             cont = TwoStateMSE(p, q, population.n_users)
     if cont is None:
         cont = TableMSE(penalty, A_max + S_max + 1)
@@ -288,7 +311,9 @@ def design_schedule(
     A_max, S_max : int
         Search box (slots).
     penalty : Penalty, optional
-        Default: :class:`MSEPenalty` of the mean over the population's I users.
+        Default: :class:`MSEPenalty` of the mean over the population's own users.  For a deployment of
+        I users modelled by pilot chains pass ``MSEPenalty(population, users=I, value_range=(LO, HI))``:
+        Δ(t) stays the maximum over the pilot chains, the penalty is that of the I-user mean.
     releases : int
         Releases after which the noise-only benchmark's risk is reported.
     model_info : dict, optional
@@ -348,8 +373,13 @@ def design_schedule(
             comparison, _ = compare_methods(exact, geo, relax=relax)
         else:
             solution = geo.solve(method=method)
+    from policyopt.studies.deployment import tradeoff_range
+
+    low, high = tradeoff_range(problem)
+    pilot_users = population.n_users
     model = {
-        "users": population.n_users,
+        "users": penalty.users if isinstance(penalty, MSEPenalty) else pilot_users,
+        "pilot_users": pilot_users,
         "states": max(c.n_states for c in population.chains) if isinstance(population, Population) else None,
         "c": env.c,
         "rho": env.rho,
@@ -358,9 +388,17 @@ def design_schedule(
         "penalty": penalty.name,
         "penalty_unit": getattr(penalty, "unit", ""),
     }
+    model["tradeoff_range"] = [low, high]
     if isinstance(penalty, MSEPenalty):
         model["sensitivity"] = penalty.sensitivity
         model["staleness_limit"] = penalty.staleness_limit
+        model["value_range"] = list(penalty.value_range)
+        model["value_range_declared"] = penalty.value_range_declared
+        model["deployment"] = (
+            f"{penalty.users} independent users, each following one of the {pilot_users} pilot chains in equal shares; "
+            "Δ(t) is the maximum over the pilot chains (eq. 12)"
+        )
+        model["staleness_profile"] = staleness_profile(penalty, population, horizon)
     elif hasattr(penalty, "sensitivity"):
         model["sensitivity"] = penalty.sensitivity
     model.update(model_info or {})
@@ -392,14 +430,44 @@ def format_report(r: dict) -> str:
     """
     m = r["model"]
     unit = f" {m['penalty_unit']}" if m.get("penalty_unit") else ""
+    vunit = " kWh" if m.get("penalty_unit") == "kWh^2" else ""
+    users, pilot = m.get("users"), m.get("pilot_users")
     lines = [
         "policyopt schedule: peak age-dependent privacy risk (Zhang et al. 2024, problem (28))",
-        f"model       : {m.get('source') or 'population given in Python'}; {m['users']} users, {m['states']} states",
-        f"envelope    : Δ(t) ≤ c·ρ^t with c = {fmt_upper(m['c'])}, ρ = {fmt_upper(m['rho'])} (t ≤ {m['envelope_horizon']} slots, ρ = λ*)",
     ]
+    if pilot is not None and users != pilot:
+        lines.append(f"model       : {m.get('source') or 'population given in Python'}; {pilot} pilot users, {m['states']} states")
+        lines.append(f"deployment  : I = {users} users, each following one of the {pilot} pilot chains in equal shares")
+    else:
+        lines.append(f"model       : {m.get('source') or 'population given in Python'}; {m['users']} users, {m['states']} states")
+    if m.get("value_range") is not None:
+        lo, hi = m["value_range"]
+        how = "declared, public" if m.get("value_range_declared") else "from the data (NOT private)"
+        clip = f"; {m['clipped_readings']} readings clipped" if m.get("clipped_readings") else ""
+        lines.append(
+            f"value range : [{fmt_value(lo)}, {fmt_value(hi)}]{vunit} ({how}{clip}); sensitivity of the mean "
+            f"Δf = (HI − LO)/I = {fmt_value(m.get('sensitivity'))}{vunit}"
+        )
+    if m.get("delta_source"):
+        lines.append(f"Δ(t)        : {m['delta_source']}")
+    lines.append(
+        f"envelope    : Δ(t) ≤ c·ρ^t with c = {fmt_upper(m['c'])}, ρ = {fmt_upper(m['rho'])} (t ≤ {m['envelope_horizon']} slots, ρ = λ*)"
+    )
     if m.get("excluded_users"):
         lines.append(f"excluded    : {len(m['excluded_users'])} users: " + "; ".join(f"{u} ({why})" for u, why in m["excluded_users"].items()))
+    if m.get("sparse_states") is not None:
+        sp = m["sparse_states"]
+        lines.append(
+            f"estimation  : {len(sp)} (user, state) rows observed fewer than {m['min_row_transitions']} times"
+            + (": " + ", ".join(f"{x['user']}/{x['state']} ({x['transitions']})" for x in sp[:6]) + (" …" if len(sp) > 6 else "") if sp else "")
+        )
     lines.append(f"bound       : MSE of the released mean ≤ f̄ = {fmt_value(r['max_penalty'])}{unit}")
+    low, high = (m.get("tradeoff_range") or [None, None])[:2]
+    if low is not None:
+        lines.append(
+            f"trade-off   : a finite optimum exists for f̄ between {fmt_value(low)}{unit} (smallest MSE reachable under (31)) "
+            f"and {fmt_value(high)}{unit} (staleness limit)"
+        )
     lines.append(f"status      : {r['status']}")
     if r["A"] is not None:
         lines += [
@@ -408,6 +476,15 @@ def format_report(r: dict) -> str:
             + ("" if r["method"] == "exact" else " ((39a) with the envelope: an upper bound on the exact ε* of integer schedules)"),
             f"penalty     : {fmt_value(r['penalty'])}{unit} at peak AoI {r['peak_aoi']} slots",
         ]
+        if m.get("sensitivity") is not None and r["method"] == "exact":
+            scale = m["sensitivity"] / r["epsilon_c"]
+            which = "the current readings" if r["A"] == 0 else f"the readings taken {r['A']} slots earlier"
+            lines.append(
+                f"design      : every {r['S_bar']} slots, release the mean of {which} of the {users} users plus "
+                f"Laplace noise of scale Δf/ε_C = {fmt_upper(scale)}{vunit}; no user's age-dependent risk ever "
+                f"exceeds ε* = {fmt_upper(r['peak_risk'])} nats "
+                + ("for any chains whose Δ(t) lies below the posterior band" if m.get("delta_source") else "under the estimated chains")
+            )
     else:
         lines.append(f"min penalty : {fmt_value(r.get('min_penalty'))}{unit} (smallest achievable)")
     lines.append(f"message     : {r['message']}")
@@ -426,6 +503,48 @@ def format_report(r: dict) -> str:
         )
     else:
         lines.append("noise only  : infeasible")
+    if r["A"] is not None and r.get("peak_risk") is not None:
+        best = r["peak_risk"]
+        if na["A"] is not None and na.get("peak_risk") is not None:
+            if r["A"] == 0:
+                lines.append("vs no aging : this schedule publishes fresh data (A = 0): it is the no-aging optimum itself")
+            else:
+                lines.append(
+                    f"vs no aging : the best schedule without aging has ε* = {fmt_upper(na['peak_risk'])} nats, "
+                    f"{na['peak_risk'] / best:.3g} times this schedule's" if best > 0 else
+                    f"vs no aging : the best schedule without aging has ε* = {fmt_upper(na['peak_risk'])} nats"
+                )
+        else:
+            lines.append("vs no aging : no schedule without aging meets f̄; aging is what makes this design possible")
+        if no["epsilon_c"] is not None:
+            n = no["risk_after_releases"] / no["epsilon_c"] if no["epsilon_c"] else None
+            k = None if not no["epsilon_c"] else max(1, int(-(-best // no["epsilon_c"])))
+            lines.append(
+                f"vs fresh    : fresh noisy data every slot needs ε_C = {fmt_value(no['epsilon_c'], 6)} nats per slot and, "
+                f"composed without temporal decay, passes this schedule's ε* after {k} slots and keeps growing "
+                f"({fmt_upper(no['risk_after_releases'])} nats after {int(n)} slots)"
+            )
+        else:
+            lines.append("vs fresh    : fresh noisy data every slot cannot meet f̄ at any budget")
+    for sentence in r.get("explanation") or []:
+        lines.append(f"meaning     : {sentence}")
+    cred = r.get("credible")
+    if "credible" in r and cred is None:
+        lines.append("credible    : no schedule to check")
+    if cred:
+        lines.append(
+            f"credible    : posterior median ε* = {fmt_upper(cred['median'])} nats, {100 * cred['level']:g}% upper "
+            f"= {fmt_upper(cred['upper']) if cred['upper'] is not None else 'inf'} nats over {cred['draws']} simulated pilots "
+            f"(seed {cred.get('seed')}); a Bayesian credible statement under the Dirichlet posterior of the chains, not a proof"
+        )
+    if r.get("robust"):
+        rb = r["robust"]
+        lines.append(
+            f"robust      : designed against a Δ(t) band that holds for the whole curve in {100 * rb['coverage']:.1f}% of "
+            f"{rb['draws']} posterior draws (level {rb['level']:g}; at most {fmt_upper(rb.get('max_ratio'))} × the point estimate)"
+        )
+    for w in r.get("warnings") or []:
+        lines.append(f"warning     : {w}")
     if r.get("kkt"):
         k = r["kkt"]
         res = k.get("residual_40")

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from policyopt.errors import InvalidInputError, InvalidModelError, fmt
+from policyopt.errors import InvalidInputError, InvalidModelError, check_value_range, fmt
 from policyopt.models.markov import Population, as_slots
 
 __all__ = [
@@ -73,6 +73,7 @@ class MonotonicityReport:
 
 
 def check_max_penalty(max_penalty) -> float:
+    """Return the utility bound f̄ as a float; raise InvalidInputError unless it is a positive finite number."""
     if not isinstance(max_penalty, (int, float, np.floating, np.integer)) or not (
         math.isfinite(float(max_penalty)) and float(max_penalty) > 0
     ):
@@ -273,16 +274,22 @@ def window_max(vals: np.ndarray, A_max: int, S_max: int) -> np.ndarray:
 
 
 class MSEPenalty(Penalty):
-    """Mean-square error of the released mean of I users' current values.
+    """Mean-square error of the released mean of a deployment of I users' current values.
 
-    f(t, ε_C) = E[(M(X_{−t}) − (1/I)Σ_i x_{i,0})²]
-              = (1/I²) Σ_i E[(x_{i,−t} − x_{i,0})²]  +  2·(s/ε_C)²,
+    The users' behaviour is modelled by the population's chains (e.g. chains estimated from a
+    *pilot* of n homes); the deployment has I users, independent, each following one of those
+    chains, in the population's shares w_i = counts_i / n (equal shares for an estimated pilot):
 
-    where M adds Laplace(s/ε_C) noise to the mean of the t-slot-old values and
-    s = (max state value − min state value)/I is the sensitivity of that mean, so that
-    every release is ε_C-DP (Proposition 1).  The staleness term is exact: for each
-    user, E[(x_{−t} − x_0)²] = Σ_{x,y} π(x) P_t(x, y) (v_x − v_y)² (stationary chain, users
-    independent, so cross terms vanish).
+    f(t, ε_C) = E[(M(X_{−t}) − (1/I)Σ_u x_{u,0})²]
+              = (1/I)·Σ_i w_i E_i[(x_{−t} − x_0)²]  +  2·(Δf/ε_C)²,
+
+    where M adds Laplace(Δf/ε_C) noise to the mean of the t-slot-old values and
+    Δf = (HI − LO)/I is the sensitivity of a mean of I values in the public range [LO, HI],
+    so that every release is ε_C-DP (Proposition 1).  The staleness term is exact when I·w_i
+    users follow chain i (and is the expectation over a random assignment otherwise): for
+    each chain, E[(x_{−t} − x_0)²] = Σ_{x,y} π(x) P_t(x, y) (v_x − v_y)² (stationary chain,
+    users independent, so cross terms vanish).  Without `users` the deployment is the
+    population itself (I = n, w_i = counts_i / n), which gives (1/I²) Σ_u E_u[(x_{−t} − x_0)²].
 
     Parameters
     ----------
@@ -293,14 +300,22 @@ class MSEPenalty(Penalty):
         Unit of the penalty, e.g. ``"kWh^2"``.  Default: the square of the population's
         ``value_unit`` (``"kWh^2"`` for a population fitted to the bundled data by
         :func:`~policyopt.models.estimation.fit_population`), or ``""`` when that is unknown.
+    users : int, optional
+        Deployment size I ≥ 1 (default ``population.n_users``).
+    value_range : (float, float), optional
+        Public range (LO, HI) of one user's value, LO < HI, containing every state value (the
+        readings must have been clipped into it before estimation).  Default: the range of the
+        state values, which is derived from the data and therefore *not* differentially private
+        (``value_range_declared`` is then False).
 
     Raises
     ------
     InvalidModelError
-        If all state values are equal (the mean then carries no information and its
-        sensitivity is 0).
+        If all state values are equal and no `value_range` is given (the mean then carries no
+        information and its sensitivity is 0).
     InvalidInputError
-        If `unit` is not a string.
+        If `unit` is not a string, `users` is not an integer ≥ 1, or `value_range` is not (LO, HI)
+        with finite LO < HI containing every state value.
 
     Notes
     -----
@@ -311,12 +326,13 @@ class MSEPenalty(Penalty):
 
     References
     ----------
-    Zhang et al. (2024), eqs. (48)–(49); Proposition 1.
+    Zhang, Wei, Berry, Huang, "Age-Dependent Differential Privacy", IEEE Trans. Inf. Theory,
+    2024, eqs. (48)–(49); Proposition 1.
     """
 
     name = "mse"
 
-    def __init__(self, population: Population, unit: str | None = None):
+    def __init__(self, population: Population, unit: str | None = None, *, users: int | None = None, value_range=None):
         if not isinstance(population, Population):
             raise InvalidModelError(f"`population` must be a Population, got {fmt(population)}")
         if unit is None:
@@ -324,18 +340,39 @@ class MSEPenalty(Penalty):
             unit = f"{value_unit}^2" if value_unit else ""
         if not isinstance(unit, str):
             raise InvalidInputError(f"`unit` must be a string such as 'kWh^2', got {fmt(unit)}")
+        if users is None:
+            n_users = population.n_users
+        elif isinstance(users, bool) or not isinstance(users, (int, np.integer)) or users < 1:
+            raise InvalidInputError(f"`users` (deployment size I) must be an integer ≥ 1, got {fmt(users)}")
+        else:
+            n_users = int(users)
         lo, hi = population.value_range
-        if not hi > lo:
-            raise InvalidModelError(
-                f"all state values equal {lo!r}: the mean has sensitivity 0 and the MSE penalty is degenerate"
-            )
+        if value_range is None:
+            if not hi > lo:
+                raise InvalidModelError(
+                    f"all state values equal {lo!r}: the mean has sensitivity 0 and the MSE penalty is degenerate"
+                )
+            declared = False
+        else:
+            lo, hi = check_value_range(value_range)
+            v_lo, v_hi = population.value_range
+            if v_lo < lo or v_hi > hi:
+                raise InvalidInputError(
+                    f"`value_range` ({lo!r}, {hi!r}) does not contain the state values [{v_lo!r}, {v_hi!r}]: "
+                    "clip the readings into the range before estimating the chains"
+                )
+            declared = True
         self.population = population
         self.unit = unit
-        self.sensitivity = (hi - lo) / population.n_users
+        self.users = n_users
+        self.value_range = (float(lo), float(hi))
+        self.value_range_declared = declared
+        self.shares = np.asarray(population.counts, dtype=float) / population.n_users
+        self.sensitivity = (hi - lo) / n_users
         self._table = np.zeros(0)
 
     def staleness(self, t):
-        """Exact staleness term (1/I²) Σ_i E[(x_{i,−t} − x_{i,0})²] for ages `t` (slots), no noise."""
+        """Exact staleness term (1/I)·Σ_i w_i E_i[(x_{−t} − x_0)²] for ages `t` (slots), no noise."""
         ts = as_slots(t, "t")
         n = int(ts.max()) + 1 if ts.size else 1
         if self._table.size < n:
@@ -344,33 +381,31 @@ class MSEPenalty(Penalty):
         return float(out) if out.ndim == 0 else out
 
     def _staleness_table(self, n: int) -> np.ndarray:
-        pop = self.population
         total = np.zeros(n)
-        for chain, count in zip(pop.chains, pop.counts):
+        for chain, share in zip(self.population.chains, self.shares):
             P = chain.P
             v = chain.state_values
             W = (v[:, None] - v[None, :]) ** 2
             pi = chain.stationary
             Pt = np.eye(chain.n_states)
             for t in range(n):
-                total[t] += count * float(pi @ (Pt * W).sum(axis=1))
+                total[t] += share * float(pi @ (Pt * W).sum(axis=1))
                 Pt = Pt @ P
-        return total / pop.n_users**2
+        return total / self.users
 
     @property
     def staleness_limit(self) -> float:
-        """lim_{t→∞} of the staleness term: (1/I²) Σ_i 2 Var_{π_i}(x_i).
+        """lim_{t→∞} of the staleness term: (1/I)·Σ_i w_i·2 Var_{π_i}(x).
 
         For a periodic chain the staleness oscillates and has no limit; this is then its
         Cesàro average, not a bound.
         """
-        pop = self.population
         acc = 0.0
-        for chain, count in zip(pop.chains, pop.counts):
+        for chain, share in zip(self.population.chains, self.shares):
             pi, v = chain.stationary, chain.state_values
             mean = float(pi @ v)
-            acc += count * 2.0 * float(pi @ (v - mean) ** 2)
-        return acc / pop.n_users**2
+            acc += share * 2.0 * float(pi @ (v - mean) ** 2)
+        return acc / self.users
 
     def noise_variance(self, epsilon_c):
         """Variance 2(s/ε_C)² of the Laplace noise of one ε_C-DP release of the mean."""

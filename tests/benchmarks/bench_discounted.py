@@ -81,7 +81,8 @@ def bench_optimal() -> None:
 
 def bench_accounting() -> None:
     """Running (discounted) loss sums of a 10⁶-step schedule."""
-    from policyopt.privacy.discounted import corollary_schedule, discounted_loss
+    from policyopt.privacy.discounted import discounted_loss
+    from policyopt.privacy.discounted_schedules import corollary_schedule
 
     T = 10**6
     for notion, kw in (("dp", {}), ("exponential", {"alpha": 0.99}), ("hyperbolic", {"beta": 0.01})):

@@ -1,0 +1,35 @@
+"""Running a designed schedule: the publisher and its persistent privacy ledger.
+
+What lives here
+---------------
+* :mod:`policyopt.deploy.ledger` — :class:`Ledger`, an SQLite database (WAL mode, versioned
+  schema) with one row per scheduled release and the schedule that produced it, and the
+  age-dependent risk of the releases actually made (Zhang, Wei, Berry, Huang,
+  "Age-Dependent Differential Privacy", IEEE Trans. Inf. Theory, 2024, Theorem 3, eq. (25)),
+  beside the designed peak (eq. (30)).  :class:`ModelSpec` names the Markov model the
+  accounting uses.
+* :mod:`policyopt.deploy.publisher` — :class:`Publisher`, which releases the clipped mean of
+  the aged readings plus Laplace noise drawn by OpenDP, one SQLite transaction per release
+  committed before the value reaches the output CSV.
+
+Layering: this package sits at the level of the studies.  It may import the privacy
+accounting, the models, the utility code, :mod:`policyopt.io`, :mod:`policyopt.errors` and
+:mod:`policyopt.result`, but never the command-line interface (``policyopt.cli*``).
+"""
+
+from __future__ import annotations
+
+from policyopt.deploy.ledger import SCHEMA_VERSION, Ledger, LedgerRisk, LedgerRow, ModelSpec
+from policyopt.deploy.publisher import PublishReport, Publisher, RiskLimitError, ScheduleSpec
+
+__all__ = [
+    "Ledger",
+    "LedgerRisk",
+    "LedgerRow",
+    "ModelSpec",
+    "SCHEMA_VERSION",
+    "Publisher",
+    "PublishReport",
+    "RiskLimitError",
+    "ScheduleSpec",
+]

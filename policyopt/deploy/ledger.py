@@ -1,0 +1,762 @@
+"""The privacy ledger: an SQLite record of every scheduled release and the risk it carries.
+
+One ledger belongs to one schedule (A, S̄, ε_C, value range, first slot) and one accounting
+model.  It holds
+
+* ``meta`` — key/value pairs: ``schema_version``, ``created_at``, ``package_version`` and the
+  accounting ``model`` (a :class:`ModelSpec` as JSON);
+* ``schedule`` — the one schedule (its JSON and its id, a SHA-256 prefix of the fields that
+  fix the mechanism);
+* ``releases`` — one row per scheduled publishing time S_n, numbered n = 1, 2, ... without
+  gaps: ``released`` (value, users I, sensitivity Δf, noise scale, ε spent) or ``skipped``
+  (no reading at the input time, with the reason; nothing spent).
+
+The ledger is an operator's and auditor's record, not a public release: besides what
+``--out`` publishes it holds each release's count of clipped readings, which is computed
+from the raw data without noise.  It never holds the noiseless mean.
+
+The database runs in WAL mode; the file carries ``PRAGMA application_id`` = 0x506F4C67
+("PoLg") and ``PRAGMA user_version`` = :data:`SCHEMA_VERSION`, so a foreign SQLite file, a
+non-SQLite file, a corrupted file and a ledger of a newer policyopt are all told apart and
+refused without being modified.  A publisher holds SQLite's exclusive lock
+(``locking_mode=EXCLUSIVE``) for the whole run: a second publisher, and readers, get
+"database is locked" until it finishes.
+
+Accounting
+----------
+The risk of the releases actually made is Theorem 3 of Zhang, Wei, Berry, Huang,
+"Age-Dependent Differential Privacy", IEEE Trans. Inf. Theory, 2024, eq. (25), evaluated by
+:func:`policyopt.privacy.age_dependent.compose` with each release's own publishing time S_n, aging
+A_n = S_n − (input time) and budget (OpenDP's privacy map of the measurement actually used,
+which is ≥ the nominal ε_C).  Skipped releases are not releases: they change the trajectory
+only by their absence.  Where the paper writes ε(S_n − A_n) for the leakage about the n-th
+input, the code uses the leakage of queries 1..n−1 about X_{S_n − A_n} (the previous epoch's
+formula at S_n − A_n), which is what the proof (Appendix E, (63b)) bounds and which differs
+from the trajectory value at time S_n − A_n when A_n exceeds the inter-publish time.  The
+designed peak is Proposition 3, eq. (30), under condition (31).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import sqlite3
+from dataclasses import asdict, dataclass, fields
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+
+from policyopt.errors import InvalidInputError, PolicyOptError, fmt
+
+__all__ = ["SCHEMA_VERSION", "APPLICATION_ID", "ScheduleSpec", "ModelSpec", "LedgerRow", "LedgerRisk", "Ledger", "LedgerLockedError"]
+
+#: Version of the ledger's tables; a ledger with a larger version is refused.
+SCHEMA_VERSION = 1
+#: ``PRAGMA application_id`` of a policyopt ledger ("PoLg").
+APPLICATION_ID = 0x506F4C67
+#: Statuses of a schedule JSON that carry a schedule one may publish.
+PUBLISHABLE_STATUSES = ("optimal", "feasible", "unbounded")
+
+_SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE schedule (id TEXT PRIMARY KEY, json TEXT NOT NULL, created_at TEXT NOT NULL);
+CREATE TABLE releases (
+    n INTEGER PRIMARY KEY CHECK (n >= 1),
+    slot INTEGER NOT NULL UNIQUE,
+    input_time INTEGER NOT NULL CHECK (input_time <= slot),
+    status TEXT NOT NULL CHECK (status IN ('released', 'skipped')),
+    users INTEGER NOT NULL CHECK (users >= 0),
+    clipped INTEGER NOT NULL CHECK (clipped >= 0),
+    epsilon_c REAL NOT NULL CHECK (epsilon_c >= 0),
+    epsilon_spent REAL NOT NULL CHECK (epsilon_spent >= 0),
+    sensitivity REAL,
+    noise_scale REAL,
+    value REAL,
+    prior_risk REAL,
+    risk_at_release REAL,
+    reason TEXT,
+    schedule_id TEXT NOT NULL REFERENCES schedule(id),
+    package_version TEXT NOT NULL,
+    sampler TEXT NOT NULL,
+    committed_at TEXT NOT NULL
+);
+"""
+
+
+class LedgerLockedError(PolicyOptError):
+    """Another process holds the ledger's SQLite lock (a publisher is running)."""
+
+
+def now_utc() -> str:
+    """The current UTC time, ISO 8601 to the second."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def package_version() -> str:
+    """Installed version of policyopt (``"unknown"`` when not installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("policyopt")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        return "unknown"
+
+
+def _int_param(value, name: str, lower: int) -> int:
+    if isinstance(value, bool) or isinstance(value, str):
+        raise InvalidInputError(f"`{name}` must be an integer ≥ {lower} (slots), got {fmt(value)}")
+    try:
+        as_float = float(value)
+    except (TypeError, ValueError):
+        raise InvalidInputError(f"`{name}` must be an integer ≥ {lower} (slots), got {fmt(value)}") from None
+    if not math.isfinite(as_float) or as_float != int(as_float) or int(as_float) < lower:
+        raise InvalidInputError(f"`{name}` must be an integer ≥ {lower} (slots), got {fmt(value)}")
+    return int(as_float)
+
+
+@dataclass(frozen=True)
+class ScheduleSpec:
+    """The schedule a publisher runs: equal spacing S̄, constant aging A and budget ε_C.
+
+    Publishing times are S_n = origin + A + (n − 1)·S̄ (slots, n = 1, 2, ...); the n-th release
+    uses the readings of slot S_n − A = origin + (n − 1)·S̄ (Zhang et al. 2024, IEEE Trans. Inf.
+    Theory, 2024, the equal-spacing policy of Proposition 3).
+
+    Attributes
+    ----------
+    A : int
+        Aging, slots (≥ 0).
+    S_bar : int
+        Inter-publish time, slots (≥ 1).
+    epsilon_c : float
+        Nominal per-release budget ε_C > 0, nats.
+    value_range : tuple of float
+        Public range (LO, HI) of one reading; readings are clipped to it and Δf = (HI − LO)/I.
+    origin : int or None
+        First input slot; ``None`` until the publisher fixes it to the stream's first slot
+        when it creates the ledger.
+    source : str
+        Where the schedule came from (file or options); not part of :attr:`id`.
+    designed_peak_risk : float or None
+        ε* printed by ``policyopt schedule`` (nats), for the record; ``None`` when given directly.
+
+    Raises
+    ------
+    InvalidInputError
+        If A or S̄ is not an integer in range, ε_C is not finite and > 0, or the range is not
+        two finite numbers LO < HI.
+    """
+
+    A: int
+    S_bar: int
+    epsilon_c: float
+    value_range: tuple
+    origin: int | None = None
+    source: str = "options"
+    designed_peak_risk: float | None = None
+
+    def __post_init__(self):
+        from policyopt.errors import check_positive
+
+        object.__setattr__(self, "A", _int_param(self.A, "A", 0))
+        object.__setattr__(self, "S_bar", _int_param(self.S_bar, "S_bar", 1))
+        object.__setattr__(self, "epsilon_c", check_positive(self.epsilon_c, "epsilon_c", "nats"))
+        if self.origin is not None:
+            if isinstance(self.origin, bool) or not isinstance(self.origin, (int, np.integer)):
+                raise InvalidInputError(f"`origin` must be an integer slot, got {fmt(self.origin)}")
+            object.__setattr__(self, "origin", int(self.origin))
+        try:
+            lo, hi = (float(v) for v in self.value_range)
+        except (TypeError, ValueError):
+            raise InvalidInputError(f"`value_range` must be two numbers (LO, HI), got {fmt(self.value_range)}") from None
+        if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+            raise InvalidInputError(f"`value_range` must be finite with LO < HI, got {fmt(self.value_range)}")
+        object.__setattr__(self, "value_range", (lo, hi))
+
+    @property
+    def id(self) -> str:
+        """SHA-256 prefix (16 hex digits) of A, S̄, ε_C, the value range and the origin."""
+        if self.origin is None:
+            raise InvalidInputError("the schedule's first input slot (`origin`) is not fixed yet")
+        key = {"A": self.A, "S_bar": self.S_bar, "epsilon_c": repr(self.epsilon_c),
+               "value_range": [repr(v) for v in self.value_range], "origin": self.origin}
+        return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+
+    def publish_time(self, n: int) -> int:
+        """S_n (slots) of the n-th release, n ≥ 1."""
+        return self.origin + self.A + (n - 1) * self.S_bar
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["value_range"] = list(self.value_range)
+        return d
+
+    def describe(self) -> str:
+        lo, hi = self.value_range
+        return (f"A = {self.A} slots, S̄ = {self.S_bar} slots, ε_C = {self.epsilon_c!r} nats, "
+                f"value range {lo!r}:{hi!r}, first input slot {self.origin}")
+
+    @classmethod
+    def from_json_file(cls, path, *, value_range, origin: int | None = None, option: str = "--schedule") -> "ScheduleSpec":
+        """Read the JSON printed by ``policyopt schedule --json``.
+
+        Parameters
+        ----------
+        path : str or Path
+        value_range : tuple of float
+            The public range (not part of the schedule JSON).
+        origin : int, optional
+            First input slot (default: fixed by the publisher from the stream).
+        option : str
+            Name shown in messages.
+
+        Raises
+        ------
+        InvalidInputError
+            Missing file, not JSON, no ``status``/``A``/``S_bar``/``epsilon_c``, a status other
+            than optimal/feasible/unbounded (e.g. infeasible: there is no schedule), or a
+            non-integer A/S̄ (a ``--relax`` design).
+        """
+        p = Path(path)
+        if not p.is_file():
+            raise InvalidInputError(f"{option} file not found: {str(p)!r}")
+        try:
+            data = json.loads(p.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise InvalidInputError(f"{option} {str(p)!r} is not JSON ({exc}); expected the output of `policyopt schedule --json`") from None
+        if not isinstance(data, dict) or "status" not in data:
+            raise InvalidInputError(f"{option} {str(p)!r} has no `status`; expected the output of `policyopt schedule --json`")
+        status = data["status"]
+        if status not in PUBLISHABLE_STATUSES:
+            why = str(data.get("message") or "")[:120]
+            raise InvalidInputError(
+                f"{option} {str(p)!r} has status {status!r}: there is no schedule to publish"
+                + (f" ({why})" if why else "") + "; design a feasible schedule first"
+            )
+        missing = [k for k in ("A", "S_bar", "epsilon_c") if data.get(k) is None]
+        if missing:
+            raise InvalidInputError(f"{option} {str(p)!r} lacks {missing}; expected the output of `policyopt schedule --json`")
+        for k in ("A", "S_bar"):
+            v = data[k]
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or v != int(v):
+                raise InvalidInputError(
+                    f"{option} {str(p)!r}: `{k}` = {fmt(v)} is not a whole number of slots (a --relax design?); "
+                    "round it and pass --A/--S-bar/--epsilon-c"
+                )
+        peak = data.get("peak_risk")
+        return cls(int(data["A"]), int(data["S_bar"]), data["epsilon_c"], value_range, origin,
+                   source=f"{option} {str(p)!r}", designed_peak_risk=peak if isinstance(peak, (int, float)) else None)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """The Markov model whose Δ(t) (Zhang et al. 2024, eq. (12)) the accounting uses.
+
+    Attributes
+    ----------
+    spec : str
+        ``"bundled"`` (CityLearn 2022, the default of ``policyopt schedule``), ``"data:CSV"``
+        (chains fitted per user to a long user,time,value CSV), ``"matrix:FILE"`` (a
+        transition matrix file, see :func:`policyopt.io.read_matrix`) or
+        ``"two-state:p=P,q=Q"`` (chain (43)).  Paths are stored absolute.
+    states : int
+        Quantile states for fitted chains (default 12, as ``policyopt schedule``).
+    smoothing : float
+        Additive smoothing of fitted chains (default 0.01, as ``policyopt schedule``).
+
+    Raises
+    ------
+    InvalidInputError
+        If the spec has an unknown kind or `states`/`smoothing` is out of range.
+    """
+
+    spec: str = "bundled"
+    states: int = 12
+    smoothing: float = 0.01
+
+    def __post_init__(self):
+        kind, sep, arg = str(self.spec).partition(":")
+        if kind in ("data", "matrix"):
+            if not arg:
+                raise InvalidInputError(f"`model` {kind}:FILE needs a file, got {fmt(self.spec)}")
+            object.__setattr__(self, "spec", f"{kind}:{os.path.abspath(arg)}")
+        elif not (kind == "bundled" and not sep) and kind != "two-state":
+            raise InvalidInputError(
+                f"`model` must be bundled, data:CSV, matrix:FILE or two-state:p=P,q=Q, got {fmt(self.spec)}"
+            )
+        object.__setattr__(self, "states", _int_param(self.states, "states", 2))
+        s = self.smoothing
+        if isinstance(s, bool) or not isinstance(s, (int, float)) or not (math.isfinite(s) and s >= 0):
+            raise InvalidInputError(f"`smoothing` must be a finite number ≥ 0, got {fmt(s)}")
+
+    def to_json(self) -> str:
+        return json.dumps({"spec": self.spec, "states": self.states, "smoothing": float(self.smoothing)}, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "ModelSpec":
+        d = json.loads(text)
+        return cls(d["spec"], d["states"], d["smoothing"])
+
+    def describe(self) -> str:
+        if self.spec.startswith(("bundled", "data:")):
+            return f"{self.spec} ({self.states} states, smoothing {self.smoothing:g})"
+        return self.spec
+
+    def load(self):
+        """The :class:`policyopt.models.markov.Population` of this model.
+
+        Raises
+        ------
+        InvalidInputError
+            Missing or bad model file (see :mod:`policyopt.io`).
+        InvalidModelError
+            If the data fit no chain or a matrix is not stochastic.
+        """
+        from policyopt.models.markov import Population
+
+        kind, _, arg = self.spec.partition(":")
+        if kind == "two-state":
+            from policyopt.io import parse_chain_spec
+
+            return Population([parse_chain_spec(self.spec, "--model")])
+        if kind == "matrix":
+            from policyopt.io import read_matrix
+
+            return Population([read_matrix(arg, "--model matrix:")])
+        from policyopt.models.estimation import fit_population
+
+        if kind == "data":
+            from policyopt.io import read_readings_csv
+
+            df, source = read_readings_csv(arg, "--model data:"), f"--model {self.spec!r}"
+        else:
+            from policyopt.data import load_citylearn
+
+            df, source = load_citylearn(), "bundled data"
+        return fit_population(df, self.states, smoothing=float(self.smoothing), source=source).population
+
+
+@dataclass(frozen=True)
+class LedgerRow:
+    """One scheduled release as recorded in the ledger.
+
+    Attributes
+    ----------
+    n : int
+        Release number (1, 2, ... without gaps).
+    slot : int
+        Publishing time S_n, slots.
+    input_time : int
+        S_n − A_n, the slot whose readings were released.
+    status : str
+        ``"released"`` or ``"skipped"`` (no reading at `input_time`; nothing spent).
+    users : int
+        I, the users with a reading at `input_time`.
+    clipped : int
+        Readings outside the value range, clipped to it.
+    epsilon_c : float
+        Nominal budget of the release (nats; 0 when skipped).
+    epsilon_spent : float
+        OpenDP's privacy map of the measurement at the replace-one distance (nats; ≥ ε_C by
+        OpenDP's outward rounding; 0 when skipped).  The accounting uses this.
+    sensitivity : float or None
+        Δf of the clipped mean over I users: OpenDP's float-safe bound on (HI − LO)/I.
+    noise_scale : float or None
+        Laplace scale Δf/ε_C.
+    value : float or None
+        The released value (``None`` when skipped).
+    prior_risk : float or None
+        Leakage about the input of this release from the earlier ones (nats, Theorem 3).
+    risk_at_release : float or None
+        ε(S_n) of eq. (25) with the ledger's model at publish time (nats).
+    reason : str or None
+        Why a release was skipped.
+    schedule_id, package_version, sampler, committed_at : str
+    """
+
+    n: int
+    slot: int
+    input_time: int
+    status: str
+    users: int
+    clipped: int
+    epsilon_c: float
+    epsilon_spent: float
+    sensitivity: float | None
+    noise_scale: float | None
+    value: float | None
+    prior_risk: float | None
+    risk_at_release: float | None
+    reason: str | None
+    schedule_id: str
+    package_version: str
+    sampler: str
+    committed_at: str
+
+
+_COLUMNS = tuple(f.name for f in fields(LedgerRow))
+
+
+@dataclass(frozen=True)
+class LedgerRisk:
+    """Age-dependent risk of the releases in a ledger (Theorem 3) beside the design (30).
+
+    Attributes
+    ----------
+    times : numpy.ndarray of int, shape (T+1,)
+        Absolute slots origin .. at.
+    risk : numpy.ndarray, shape (T+1,)
+        ε(t) of eq. (25), nats (0 before the first release).
+    aoi : numpy.ndarray, shape (T+1,)
+        AoI(t) of eq. (24), slots (NaN before the first release).
+    release_slots : numpy.ndarray of int, shape (N,)
+        S_n of the releases made up to `at` (skipped ones excluded).
+    epoch_peaks : numpy.ndarray, shape (N,)
+        ε(S_n), nats.
+    peak_risk : float
+        max_n ε(S_n) over the releases made so far (0 without release), nats.
+    designed_peak_risk : float or None
+        ε* of eq. (30) for the schedule's (A, S̄, ε_C); ``None`` when (31) fails.
+    designed_status : str
+        ``"finite"`` or ``"divergent"`` (condition (31)).
+    at : int
+        Last slot of the trajectory.
+    released, skipped : int
+        Rows of each status up to `at`.
+    """
+
+    times: np.ndarray
+    risk: np.ndarray
+    aoi: np.ndarray
+    release_slots: np.ndarray
+    epoch_peaks: np.ndarray
+    peak_risk: float
+    designed_peak_risk: float | None
+    designed_status: str
+    at: int
+    released: int
+    skipped: int
+
+
+def _classify_open_error(path: Path, exc: Exception, option: str, writer: bool = True) -> PolicyOptError:
+    text = str(exc)
+    if isinstance(exc, sqlite3.OperationalError) and "locked" in text:
+        what = ("a second publisher is refused — wait for the first to finish" if writer
+                else "the ledger can be read when it finishes")
+        return LedgerLockedError(
+            f"{option} {str(path)!r} is locked by another process (SQLite: {text}): a publisher is running on it; {what}"
+        )
+    if "not a database" in text:
+        return InvalidInputError(f"{option} {str(path)!r} is not a policyopt ledger (not an SQLite database: {text}); it was not modified")
+    return InvalidInputError(f"{option} {str(path)!r} is corrupted (SQLite: {text}); it was not modified — restore it from a backup")
+
+
+class _AgesOnly:
+    """ln Δ(t) of a model at the listed ages only (NaN elsewhere, so a missed age shows as NaN).
+
+    Theorem 3 over a long ledger needs Δ at a few hundred lags, not at every age up to the
+    horizon; :meth:`Ledger.risk` lists them and checks the result for NaN.
+    """
+
+    def __init__(self, population, ages):
+        self.population = population
+        self.ages = np.asarray(ages, dtype=np.int64)
+        self._log = np.asarray(population.log_max_tv(self.ages), dtype=float).reshape(-1)
+
+    def log_max_tv(self, t):
+        t = np.asarray(t, dtype=np.int64)
+        idx = np.searchsorted(self.ages, t)
+        hit = (idx < self.ages.size) & (self.ages[np.minimum(idx, self.ages.size - 1)] == t)
+        out = np.full(t.shape, np.nan)
+        out[hit] = self._log[idx[hit]]
+        return out
+
+    def max_tv(self, t):
+        return np.exp(self.log_max_tv(t))
+
+
+class Ledger:
+    """A policyopt privacy ledger (SQLite, WAL mode, schema :data:`SCHEMA_VERSION`).
+
+    Parameters
+    ----------
+    path : str or Path
+        The ledger file.
+    writer : bool
+        ``False`` (default): open an existing ledger to read (audit); the file must exist.
+        ``True``: open or create it for publishing, taking SQLite's exclusive lock until
+        :meth:`close`, so that a second publisher is refused.
+    timeout : float
+        Seconds a reader waits for a running publisher's lock (a writer never waits).
+    option : str
+        Name of the path in messages (e.g. ``"--ledger"``).
+
+    Raises
+    ------
+    InvalidInputError
+        If a reader's file does not exist; if the file is not SQLite, is SQLite but not a
+        policyopt ledger, has a newer schema, fails SQLite's ``quick_check`` or has rows that
+        break the ledger's invariants (gaps, slots out of order, a foreign schedule id).
+    LedgerLockedError
+        If another process holds the lock.
+
+    Notes
+    -----
+    Creation of the tables happens in :meth:`initialise`, so opening for writing does not
+    change an existing file; a failed check leaves the file untouched.
+    """
+
+    def __init__(self, path, *, writer: bool = False, timeout: float = 10.0, option: str = "--ledger"):
+        self.path = Path(path)
+        self.option = option
+        self.writer = writer
+        if not writer and not self.path.is_file():
+            raise InvalidInputError(f"{option} file not found: {str(self.path)!r}")
+        if self.path.exists() and not self.path.is_file():
+            raise InvalidInputError(f"{option} {str(self.path)!r} is not a file")
+        try:
+            self._conn = sqlite3.connect(str(self.path), isolation_level=None, timeout=0 if writer else timeout)
+        except sqlite3.Error as exc:
+            raise _classify_open_error(self.path, exc, option, writer) from None
+        try:
+            self._check_and_lock()
+        except BaseException:
+            self._conn.close()
+            raise
+
+    # -- opening ---------------------------------------------------------------------------
+    def _check_and_lock(self):
+        c = self._conn
+        try:
+            app = c.execute("PRAGMA application_id").fetchone()[0]
+            version = c.execute("PRAGMA user_version").fetchone()[0]
+            tables = {r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        except sqlite3.Error as exc:
+            raise _classify_open_error(self.path, exc, self.option, self.writer) from None
+        self.is_new = app == 0 and not tables
+        if not self.is_new:
+            if app != APPLICATION_ID:
+                raise InvalidInputError(
+                    f"{self.option} {str(self.path)!r} is an SQLite database but not a policyopt ledger "
+                    f"(application_id {app:#x}, tables {sorted(tables)}); it was not modified"
+                )
+            if version > SCHEMA_VERSION:
+                raise InvalidInputError(
+                    f"{self.option} {str(self.path)!r} has ledger schema {version}, newer than this policyopt's "
+                    f"{SCHEMA_VERSION}; upgrade policyopt"
+                )
+        elif not self.writer:
+            raise InvalidInputError(f"{self.option} {str(self.path)!r} is an empty database, not a policyopt ledger")
+        try:
+            if self.writer:
+                if self.path.stat().st_size > 0 or not self.is_new:
+                    mode = c.execute("PRAGMA journal_mode").fetchone()[0]
+                    if mode != "wal" and not self.is_new:
+                        raise InvalidInputError(f"{self.option} {str(self.path)!r} is not in WAL mode ({mode}); not a ledger written by policyopt")
+                c.execute("PRAGMA journal_mode = WAL")
+                c.execute("PRAGMA synchronous = FULL")
+                c.execute("PRAGMA locking_mode = EXCLUSIVE")
+                c.execute("BEGIN EXCLUSIVE")  # takes the lock; kept after COMMIT in exclusive mode
+                c.execute("COMMIT")
+            if not self.is_new:
+                check = c.execute("PRAGMA quick_check").fetchall()
+                if [r[0] for r in check] != ["ok"]:
+                    raise InvalidInputError(
+                        f"{self.option} {str(self.path)!r} is corrupted (SQLite quick_check: {check[0][0]}); "
+                        "it was not modified — restore it from a backup"
+                    )
+                self._check_rows()
+        except sqlite3.Error as exc:
+            raise _classify_open_error(self.path, exc, self.option, self.writer) from None
+
+    def _check_rows(self):
+        c = self._conn
+        try:
+            sched = c.execute("SELECT id, json FROM schedule").fetchall()
+            keys = dict(c.execute("SELECT key, value FROM meta").fetchall())
+            stats = c.execute(
+                "SELECT count(*), coalesce(min(n), 1), coalesce(max(n), 0) FROM releases"
+            ).fetchone()
+            disorder = c.execute(
+                "SELECT count(*) FROM releases a JOIN releases b ON b.n = a.n + 1 "
+                "WHERE b.slot <= a.slot OR b.input_time < a.input_time"
+            ).fetchone()[0]
+        except sqlite3.Error as exc:
+            raise InvalidInputError(f"{self.option} {str(self.path)!r} is corrupted or not a ledger (SQLite: {exc}); it was not modified") from None
+        if len(sched) != 1 or "model" not in keys:
+            raise InvalidInputError(f"{self.option} {str(self.path)!r} is corrupted: expected one schedule and a model, found {len(sched)} schedules")
+        self.schedule_id = sched[0][0]
+        d = json.loads(sched[0][1])
+        self.schedule = ScheduleSpec(d["A"], d["S_bar"], d["epsilon_c"], tuple(d["value_range"]), d["origin"],
+                                     d.get("source", "ledger"), d.get("designed_peak_risk"))
+        self.model = ModelSpec.from_json(keys["model"])
+        count, first, last = stats
+        if count and (first != 1 or last != count):
+            raise InvalidInputError(f"{self.option} {str(self.path)!r} is corrupted: releases numbered {first}..{last} but {count} rows (a gap)")
+        if disorder:
+            raise InvalidInputError(f"{self.option} {str(self.path)!r} is corrupted: release slots or input times out of order")
+        foreign = c.execute("SELECT count(*) FROM releases WHERE schedule_id != ?", (self.schedule_id,)).fetchone()[0]
+        if foreign:
+            raise InvalidInputError(f"{self.option} {str(self.path)!r} is corrupted: {foreign} rows carry another schedule id")
+
+    def initialise(self, schedule: ScheduleSpec, model: ModelSpec) -> None:
+        """Create the tables of a new ledger and record `schedule` and `model` (one transaction).
+
+        Raises
+        ------
+        InvalidInputError
+            If the ledger already holds a schedule, or was opened read-only.
+        """
+        if not self.writer or not self.is_new:
+            raise InvalidInputError(f"{self.option} {str(self.path)!r}: only a new ledger opened for writing can be initialised")
+        c = self._conn
+        c.execute("BEGIN IMMEDIATE")
+        try:
+            for stmt in _SCHEMA.strip().split(";"):
+                if stmt.strip():
+                    c.execute(stmt)
+            c.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            c.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            now = now_utc()
+            c.executemany("INSERT INTO meta VALUES (?, ?)", [
+                ("schema_version", str(SCHEMA_VERSION)), ("created_at", now),
+                ("package_version", package_version()), ("model", model.to_json()),
+            ])
+            c.execute("INSERT INTO schedule VALUES (?, ?, ?)", (schedule.id, json.dumps(schedule.to_dict(), sort_keys=True), now))
+            c.execute("COMMIT")
+        except BaseException:
+            c.execute("ROLLBACK")
+            raise
+        self.is_new = False
+        self.schedule, self.schedule_id, self.model = schedule, schedule.id, model
+
+    # -- rows ------------------------------------------------------------------------------
+    def rows(self) -> list[LedgerRow]:
+        """All rows in release order."""
+        if self.is_new:
+            return []
+        cur = self._conn.execute(f"SELECT {', '.join(_COLUMNS)} FROM releases ORDER BY n")
+        return [LedgerRow(*r) for r in cur.fetchall()]
+
+    def last_row(self) -> LedgerRow | None:
+        """The last committed row, or ``None``."""
+        if self.is_new:
+            return None
+        r = self._conn.execute(f"SELECT {', '.join(_COLUMNS)} FROM releases ORDER BY n DESC LIMIT 1").fetchone()
+        return None if r is None else LedgerRow(*r)
+
+    def last_released(self) -> LedgerRow | None:
+        """The last row with status ``released``, or ``None``."""
+        if self.is_new:
+            return None
+        r = self._conn.execute(
+            f"SELECT {', '.join(_COLUMNS)} FROM releases WHERE status = 'released' ORDER BY n DESC LIMIT 1"
+        ).fetchone()
+        return None if r is None else LedgerRow(*r)
+
+    def append(self, row: LedgerRow) -> None:
+        """Commit one row in its own transaction (the publisher calls this before writing the CSV).
+
+        Raises
+        ------
+        InvalidInputError
+            If the ledger is not open for writing, or `row` does not continue the ledger
+            (number, slot and input time must follow the last row; its schedule id must match).
+        """
+        if not self.writer or self.is_new:
+            raise InvalidInputError(f"{self.option} {str(self.path)!r} is not open for publishing")
+        if row.schedule_id != self.schedule_id:
+            raise InvalidInputError(f"row for schedule {row.schedule_id} cannot go into the ledger of schedule {self.schedule_id}")
+        c = self._conn
+        c.execute("BEGIN IMMEDIATE")
+        try:
+            last = c.execute("SELECT n, slot, input_time FROM releases ORDER BY n DESC LIMIT 1").fetchone()
+            n, slot, tau = last if last is not None else (0, None, None)
+            if row.n != n + 1 or (slot is not None and (row.slot <= slot or row.input_time < tau)):
+                raise InvalidInputError(
+                    f"row n={row.n} at slot {row.slot} does not continue the ledger (last n={n}, slot {slot}, input {tau})"
+                )
+            c.execute(f"INSERT INTO releases ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})",
+                      tuple(getattr(row, k) for k in _COLUMNS))
+            c.execute("COMMIT")
+        except BaseException:
+            c.execute("ROLLBACK")
+            raise
+
+    # -- accounting ------------------------------------------------------------------------
+    def risk(self, population, at: int | None = None) -> LedgerRisk:
+        """ε(t) of Theorem 3 (eq. 25) for the releases made, the AoI (24) and the design (30).
+
+        Parameters
+        ----------
+        population : policyopt.models.markov.Population or MarkovChain
+            The model of Δ(t) (eq. 12), e.g. ``ledger.model.load()``.
+        at : int, optional
+            Last slot of the trajectory (absolute); releases after it are left out.  Default:
+            the slot of the last row.
+
+        Returns
+        -------
+        LedgerRisk
+
+        Raises
+        ------
+        InvalidInputError
+            If `at` is before the schedule's first input slot or the ledger has no schedule.
+
+        Notes
+        -----
+        Each release enters with its own publishing time, aging and the OpenDP-mapped budget
+        ``epsilon_spent``; skipped rows are left out.  All in log space via
+        :func:`policyopt.privacy.age_dependent.compose`.
+        """
+        from policyopt.privacy.age_dependent import compose, peak_risk
+
+        if self.is_new:
+            raise InvalidInputError(f"{self.option} {str(self.path)!r} holds no schedule yet")
+        sch = self.schedule
+        rows = self.rows()
+        last = rows[-1].slot if rows else sch.origin
+        T = last if at is None else _int_param(at, "at", sch.origin)  # `at` ≥ the first input slot
+        made = [r for r in rows if r.status == "released" and r.slot <= T]
+        skipped = sum(1 for r in rows if r.status == "skipped" and r.slot <= T)
+        times = np.arange(sch.origin, T + 1)
+        if made:
+            S = np.array([r.slot for r in made]) - sch.origin
+            ages = np.array([r.slot - r.input_time for r in made])
+            tau = S - ages
+            rel = np.arange(T - sch.origin + 1)
+            epoch = np.searchsorted(S, rel, side="right") - 1
+            needed = np.unique(np.concatenate([rel[epoch >= 0] - tau[epoch[epoch >= 0]], ages, np.diff(tau)]))
+            comp = compose(S, ages, np.array([r.epsilon_spent for r in made]), _AgesOnly(population, needed),
+                           horizon=T - sch.origin)
+            risk, aoi, peaks = comp.risk, comp.aoi, comp.epoch_peaks
+            if np.isnan(risk).any() or np.isnan(peaks).any():  # pragma: no cover - an age was missed
+                raise RuntimeError("internal error: Theorem 3 looked up Δ at an age that was not evaluated")
+        else:
+            risk, aoi, peaks = np.zeros(times.size), np.full(times.size, np.nan), np.empty(0)
+        designed = peak_risk(float(population.max_tv(sch.A)), float(population.max_tv(sch.S_bar)), sch.epsilon_c)
+        return LedgerRisk(
+            times=times, risk=np.asarray(risk), aoi=np.asarray(aoi),
+            release_slots=np.array([r.slot for r in made], dtype=np.int64), epoch_peaks=np.asarray(peaks),
+            peak_risk=float(np.max(peaks)) if len(peaks) else 0.0,
+            designed_peak_risk=designed.value, designed_status=designed.status,
+            at=int(T), released=len(made), skipped=skipped,
+        )
+
+    def meta(self) -> dict:
+        """The ``meta`` table as a dict."""
+        return {} if self.is_new else dict(self._conn.execute("SELECT key, value FROM meta").fetchall())
+
+    def close(self) -> None:
+        """Release the lock and close the connection (WAL is checkpointed by SQLite)."""
+        self._conn.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

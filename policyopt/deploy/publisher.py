@@ -1,0 +1,505 @@
+"""The publisher: run a designed schedule on a growing stream, one committed release at a time.
+
+At each publishing time S_n = origin + A + (n − 1)·S̄ up to the last complete slot of the
+stream, the n-th release is the mean over users of their readings at S_n − A, clipped to the
+public range [LO, HI], plus Laplace noise of scale Δf/ε_C (Zhang, Wei, Berry, Huang,
+"Age-Dependent Differential Privacy", IEEE Trans. Inf. Theory, 2024, the equal-spacing policy
+of Proposition 3 with the Laplace mechanism of Section VI).
+
+Missing readings
+----------------
+The n-th release is made over the I users that have a reading at the input slot, with the
+sensitivity of that mean, Δf = (HI − LO)/I (one user's reading replaced; who reports at a
+slot is treated as public, as the number of users is in the paper).  When no user has a
+reading there (I = 0) the release is **skipped**: the ledger records a ``skipped`` row with
+the reason, no noise is drawn, nothing is spent, and the accounting (Theorem 3) simply has no
+release at that time.  Readings outside [LO, HI] are clipped; each row counts them.
+
+Noise
+-----
+The released value is OpenDP's measurement ``make_clamp(LO, HI) >> make_mean >>
+make_laplace(scale)`` on a vector of the I readings (``opendp.prelude``, features
+``contrib``), never numpy's generator.  OpenDP computes the mean's sensitivity with its
+float-safe bound (slightly above (HI − LO)/I, to cover the rounding of the float sum); the
+scale is that Δf over ε_C.  For float inputs OpenDP's Laplace mechanism rounds the input to the
+nearest multiple of 2^k with k = −1074 (the float grid itself, so this step is exact), adds
+discrete Laplace noise of scale/2^k sampled exactly on integers (Canonne, Kamath, Steinke,
+"The Discrete Gaussian for Differential Privacy", NeurIPS 2020; the sampler of OpenDP's
+``make_laplace``), and converts the result to the nearest float — a post-processing step.  The
+budget entered in the ledger is OpenDP's own privacy map at the replace-one distance (2 in
+the symmetric distance), which is ≥ ε_C after OpenDP's outward rounding.
+
+Crash safety
+------------
+Each release is one SQLite transaction committed **before** its value is appended to the
+output CSV.  A crash after the noise draw and before the commit loses a value nobody saw;
+a crash after the commit leaves the CSV behind the ledger, and the next run rebuilds it from
+the ledger.  A rerun starts after the last committed release: noise is never drawn twice for
+a committed slot.  For tests, the environment variable ``POLICYOPT_PUBLISH_PAUSE=STAGE:K``
+(STAGE ``drawn`` or ``committed``) makes the K-th release of a run print
+``policyopt-pause STAGE slot=S`` on stderr and sleep, so a test can SIGKILL the process there.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from policyopt.errors import InvalidInputError, PolicyOptError, fmt
+from policyopt.deploy.ledger import Ledger, LedgerRow, ModelSpec, ScheduleSpec, now_utc, package_version
+
+__all__ = ["Publisher", "PublishReport", "RiskLimitError", "ScheduleSpec", "read_stream_csv", "OUT_HEADER", "render_out"]
+
+#: Header of the output CSV.
+OUT_HEADER = "n,slot,input_time,status,users,sensitivity,noise_scale,epsilon_spent,value"
+
+
+class RiskLimitError(PolicyOptError):
+    """A due release would raise the peak age-dependent risk above ``max_risk``; nothing was published."""
+
+
+def _f(x) -> str:
+    return "" if x is None else repr(float(x))
+
+
+def render_out(rows) -> str:
+    """The output CSV text for ledger rows (floats as shortest round-trip repr).
+
+    Only what is public goes out: times, the number of users I (public by assumption, and
+    implied by the stated noise scale), Δf, the scale, the ε spent and the released value.  The
+    count of clipped readings stays in the ledger: it is a function of the raw data, not DP.
+
+    Parameters
+    ----------
+    rows : sequence of LedgerRow
+
+    Returns
+    -------
+    str
+        Header line plus one line per row, each ending in a newline.
+    """
+    lines = [OUT_HEADER]
+    for r in rows:
+        lines.append(",".join([str(r.n), str(r.slot), str(r.input_time), r.status, str(r.users),
+                               _f(r.sensitivity), _f(r.noise_scale), _f(r.epsilon_spent), _f(r.value)]))
+    return "\n".join(lines) + "\n"
+
+
+def read_stream_csv(path, option: str = "--data"):
+    """Read the stream so far (long CSV ``user,time,value``), checking that time never goes back.
+
+    Parameters
+    ----------
+    path : str or Path
+    option : str
+        Option name for messages.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Rows in file order, columns user (str), time (int64), value (float64).
+
+    Raises
+    ------
+    InvalidInputError
+        Whatever :func:`policyopt.io.read_readings_csv` raises (missing file, bad field, NaN,
+        duplicate), and a user whose times do not increase down the file (with line numbers).
+    """
+    import pandas as pd
+
+    from policyopt.io import read_readings_csv
+
+    read_readings_csv(path, option)  # validates every line
+    raw = pd.read_csv(path, dtype={"user": str})
+    df = pd.DataFrame({"user": raw["user"].astype(str), "time": raw["time"].astype(float).astype(np.int64),
+                       "value": raw["value"].astype(float)})
+    check_stream_order(df, f"{option} {str(path)!r}")
+    return df
+
+
+def check_stream_order(df, source: str = "`readings`") -> None:
+    """Raise if some user's times do not strictly increase in row order (the stream went back).
+
+    Raises
+    ------
+    InvalidInputError
+        Naming the user, the two times and their lines (header = line 1).
+    """
+    prev = df.groupby("user", sort=False)["time"].shift()
+    bad = (df["time"] <= prev).to_numpy()
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        user = df["user"].iloc[i]
+        j = int(np.flatnonzero((df["user"] == user).to_numpy()[:i])[-1])
+        raise InvalidInputError(
+            f"{source} line {i + 2}: time goes backwards for user {user!r} ({int(df['time'].iloc[i])} after "
+            f"{int(df['time'].iloc[j])} on line {j + 2}); a stream only grows forward in time"
+        )
+
+
+@dataclass(frozen=True)
+class PublishReport:
+    """What one :meth:`Publisher.publish` run did.
+
+    Attributes
+    ----------
+    ledger : str
+    schedule_id : str
+    schedule : ScheduleSpec
+    through : int
+        Last complete slot of the stream used (slots).
+    new_rows : list of LedgerRow
+        Rows committed in this run (released and skipped).
+    total_rows, released_total, skipped_total : int
+    last_slot : int or None
+        Slot of the last row in the ledger.
+    next_slot : int
+        Publishing time of the next release (slots).
+    peak_risk : float
+        Largest ε(S_n) recorded over all releases (nats; 0 without release).
+    out : str or None
+        The output CSV, if any.
+    out_rebuilt : bool
+        Whether the CSV was rebuilt from the ledger (it lagged or was missing).
+    model : str
+        The accounting model.
+    """
+
+    ledger: str
+    schedule_id: str
+    schedule: ScheduleSpec
+    through: int
+    new_rows: list
+    total_rows: int
+    released_total: int
+    skipped_total: int
+    last_slot: int | None
+    next_slot: int
+    peak_risk: float
+    out: str | None
+    out_rebuilt: bool
+    model: str
+
+
+def _pause(stage: str, k: int, slot: int) -> None:
+    """Test hook (see the module docstring): stop at a named point so a test can SIGKILL here."""
+    want = os.environ.get("POLICYOPT_PUBLISH_PAUSE")
+    if want and want == f"{stage}:{k}":
+        print(f"policyopt-pause {stage} slot={slot}", file=sys.stderr, flush=True)
+        time.sleep(600)
+
+
+class _Mechanism:
+    """OpenDP measurements clamp → mean → Laplace, one per number of users I (cached)."""
+
+    def __init__(self, value_range, epsilon_c):
+        import opendp.prelude as dp
+
+        dp.enable_features("contrib")
+        self.dp = dp
+        self.lo, self.hi = value_range
+        self.epsilon_c = epsilon_c
+        self._cache = {}
+        from importlib.metadata import version
+
+        self.sampler = (f"opendp {version('opendp')}: make_clamp >> make_mean >> make_laplace "
+                        "(discrete Laplace on the 2^-1074 grid)")
+
+    def get(self, users: int):
+        """(measurement, Δf, scale, ε spent) for a mean over `users` readings."""
+        if users not in self._cache:
+            dp = self.dp
+            space = dp.vector_domain(dp.atom_domain(T=float, nan=False), size=users), dp.symmetric_distance()
+            mean = space >> dp.t.then_clamp((self.lo, self.hi)) >> dp.t.then_mean()
+            sensitivity = float(mean.map(2))  # replace one user's reading: symmetric distance 2
+            scale = sensitivity / self.epsilon_c
+            meas = mean >> dp.m.then_laplace(scale)
+            self._cache[users] = (meas, sensitivity, scale, float(meas.map(2)))
+        return self._cache[users]
+
+
+class Publisher:
+    """Publish a schedule's releases into a ledger (and optionally a CSV), resumably.
+
+    Parameters
+    ----------
+    ledger : str or Path
+        The SQLite ledger; created on the first run.
+    schedule : ScheduleSpec
+        A, S̄, ε_C and the public value range.  With ``origin=None`` the first input slot is
+        the stream's first slot when the ledger is created (and the ledger's on later runs).
+    model : ModelSpec, optional
+        The model of Δ(t) for the risk recorded per release and for `max_risk`.  Default: the
+        ledger's recorded model, or for a new ledger the bundled CityLearn fit (as
+        ``policyopt schedule``).  A model other than the ledger's is refused.
+    max_risk : float, optional
+        Refuse (:class:`RiskLimitError`, nothing written) a run in which a due release would
+        have ε(S_n) > `max_risk` (nats).
+    out : str or Path, optional
+        CSV of the rows (:data:`OUT_HEADER`), appended after each commit and rebuilt from the
+        ledger when it lags.
+
+    Raises
+    ------
+    InvalidInputError
+        If `max_risk` is not a positive number.
+
+    Examples
+    --------
+    >>> pub = Publisher("ledger.sqlite", ScheduleSpec(24, 24, 1.0, (0.0, 4.0)))  # doctest: +SKIP
+    >>> report = pub.publish(read_stream_csv("stream.csv"))                     # doctest: +SKIP
+    """
+
+    def __init__(self, ledger, schedule: ScheduleSpec, *, model: ModelSpec | None = None,
+                 max_risk: float | None = None, out=None):
+        from policyopt.errors import check_positive
+
+        if not isinstance(schedule, ScheduleSpec):
+            raise InvalidInputError(f"`schedule` must be a ScheduleSpec, got {fmt(schedule)}")
+        self.ledger_path = Path(ledger)
+        self.schedule = schedule
+        if model is not None and not isinstance(model, ModelSpec):
+            raise InvalidInputError(f"`model` must be a ModelSpec, got {fmt(model)}")
+        self.model = model
+        self.max_risk = None if max_risk is None else check_positive(max_risk, "max_risk", "nats")
+        self.out = None if out is None else Path(out)
+
+    # ---------------------------------------------------------------------------------------
+    def _compare(self, led: Ledger) -> ScheduleSpec:
+        old, new = led.schedule, self.schedule
+        diffs = []
+        for name, a, b in (("A", old.A, new.A), ("S_bar", old.S_bar, new.S_bar), ("epsilon_c", old.epsilon_c, new.epsilon_c)):
+            if a != b:
+                diffs.append(f"{name}: ledger {a!r}, given {b!r}")
+        if tuple(old.value_range) != tuple(new.value_range):
+            diffs.append(f"value range: ledger {old.value_range[0]!r}:{old.value_range[1]!r}, "
+                         f"given {new.value_range[0]!r}:{new.value_range[1]!r}")
+        if new.origin is not None and new.origin != old.origin:
+            diffs.append(f"first input slot: ledger {old.origin}, given {new.origin}")
+        if diffs:
+            raise InvalidInputError(
+                f"`ledger` {str(self.ledger_path)!r} belongs to another schedule or data range ({'; '.join(diffs)}); "
+                "use a new ledger file for a new schedule"
+            )
+        if self.model is not None and led.model != self.model:
+            raise InvalidInputError(
+                f"`ledger` {str(self.ledger_path)!r} accounts with model {led.model.describe()}, not "
+                f"{self.model.describe()}; publish with the ledger's model (audit under another with `policyopt ledger --model`)"
+            )
+        return old
+
+    def _check_out(self, rows) -> tuple[str, bool]:
+        """Expected CSV text and whether the existing file is behind it (error if it disagrees)."""
+        expected = render_out(rows)
+        if not self.out.exists():
+            return expected, True
+        if not self.out.is_file():
+            raise InvalidInputError(f"`out` {str(self.out)!r} is not a file")
+        try:
+            have = self.out.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            have = None
+        if have == expected:
+            return expected, False
+        if have is not None and expected.startswith(have):
+            return expected, True
+        exp_lines = expected.splitlines()
+        have_lines = [] if have is None else have.splitlines()
+        k = next((i for i, (a, b) in enumerate(zip(have_lines, exp_lines)) if a != b), min(len(have_lines), len(exp_lines)))
+        raise InvalidInputError(
+            f"`out` {str(self.out)!r} disagrees with the ledger at line {k + 1} (it holds rows the ledger does not have: "
+            "written from another ledger?); move it away and rerun — the ledger rebuilds it"
+        )
+
+    def _write_out(self, text: str) -> None:
+        tmp = self.out.with_name(self.out.name + ".tmp")
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.out)
+
+    def _append_out(self, row: LedgerRow) -> None:
+        line = render_out([row]).split("\n", 1)[1]
+        with open(self.out, "a", encoding="utf-8") as fh:
+            fh.write(line)
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    # ---------------------------------------------------------------------------------------
+    def publish(self, readings, *, through: int | None = None) -> PublishReport:
+        """Make every release due up to the last complete slot; resume after the last committed one.
+
+        Parameters
+        ----------
+        readings : pandas.DataFrame
+            The stream so far: columns user, time (integer slots), value, in arrival order
+            (each user's times strictly increasing down the rows).
+        through : int, optional
+            Last complete slot.  Default: the stream's last slot minus one (a slot is complete
+            once a later slot has appeared; its readings may still be arriving until then).
+
+        Returns
+        -------
+        PublishReport
+
+        Raises
+        ------
+        InvalidInputError
+            Bad readings (see :func:`policyopt.models.estimation.validate_readings`), time going
+            backwards in the stream or behind the ledger's last release, `through` outside the
+            data, a ledger of another schedule / value range / model, a corrupted or foreign
+            ledger file, an output CSV that disagrees with the ledger.  The ledger is not changed.
+        RiskLimitError
+            If a due release would have ε(S_n) > `max_risk`; nothing is written.
+        LedgerLockedError
+            If another publisher holds the ledger.
+        """
+        from policyopt.privacy.age_dependent import risk_after_aging_log
+        from policyopt.models.estimation import validate_readings
+
+        if not hasattr(readings, "columns"):
+            raise InvalidInputError(f"`readings` must be a pandas DataFrame with columns user,time,value, got {fmt(readings)}")
+        src = "`readings`"
+        clean = validate_readings(readings, source=src)
+        if clean.empty:
+            raise InvalidInputError(f"{src} holds no reading")
+        check_stream_order(_in_row_order(readings), src)
+        t_min, t_max = int(clean["time"].min()), int(clean["time"].max())
+        if through is None:
+            through = t_max - 1
+        else:
+            if isinstance(through, bool) or not isinstance(through, (int, np.integer)) or not (t_min <= through <= t_max):
+                raise InvalidInputError(f"`through` must be a slot of the data ({t_min}..{t_max}), got {fmt(through)}")
+            through = int(through)
+
+        created = not self.ledger_path.exists()
+        try:
+            led = Ledger(self.ledger_path, writer=True)
+        except BaseException:
+            if created:
+                _remove_db(self.ledger_path)
+            raise
+        try:
+            return self._run(led, clean, through, t_min, t_max, created, risk_after_aging_log)
+        except BaseException:
+            if created and led.is_new:
+                led.close()
+                _remove_db(self.ledger_path)
+            raise
+        finally:
+            led.close()
+
+    def _run(self, led, clean, through, t_min, t_max, created, risk_after_aging_log):
+        if led.is_new:
+            sch = self.schedule if self.schedule.origin is not None else replace(self.schedule, origin=t_min)
+            model = ModelSpec() if self.model is None else self.model
+        else:
+            sch = self._compare(led)
+            model = led.model
+        rows = led.rows()
+        last = rows[-1] if rows else None
+        if last is not None and last.slot > t_max:
+            raise InvalidInputError(
+                f"the stream ends at slot {t_max} (data {t_min}..{t_max}) but the ledger already released slot "
+                f"{last.slot}: time went backwards (was the data file replaced or truncated?)"
+            )
+        if self.out is not None:
+            expected, lagging = self._check_out(rows)
+        population = model.load()
+        log_dtv = {}
+
+        def ldtv(age: int) -> float:
+            if age not in log_dtv:
+                log_dtv[age] = float(population.log_max_tv(int(age)))
+            return log_dtv[age]
+
+        mech = _Mechanism(sch.value_range, sch.epsilon_c)
+        by_time = clean.groupby("time")["value"]
+        groups = {int(t): g.to_numpy(dtype=float) for t, g in by_time}
+        lo, hi = sch.value_range
+        # Plan every due release (the risk does not depend on the noise), then check max_risk.
+        prev = led.last_released()
+        state = None if prev is None else (prev.input_time, prev.epsilon_spent, prev.prior_risk)
+        peak = max((r.risk_at_release for r in rows if r.status == "released"), default=0.0)
+        plan = []
+        n = (last.n if last else 0) + 1
+        while sch.publish_time(n) <= through:
+            slot = sch.publish_time(n)
+            tau = slot - sch.A
+            vals = groups.get(tau)
+            if vals is None:
+                plan.append((n, slot, tau, None, None, None, None))
+            else:
+                _, sens, scale, spent = mech.get(vals.size)
+                prior = 0.0 if state is None else risk_after_aging_log(ldtv(tau - state[0]), state[1] + state[2])  # (25) at S_n − A_n
+                risk = risk_after_aging_log(ldtv(sch.A), spent + prior)  # (25) at t = S_n
+                if self.max_risk is not None and risk > self.max_risk:
+                    ok = len(plan)
+                    raise RiskLimitError(
+                        f"release {n} at slot {slot} would raise the peak age-dependent risk to ε(S_n) = {risk!r} nats > "
+                        f"--max-risk {self.max_risk!r}; nothing was published"
+                        + (f" ({ok} earlier due releases stay within it: --through {slot - 1} publishes them)" if ok else "")
+                    )
+                plan.append((n, slot, tau, vals, spent, prior, risk))
+                state = (tau, spent, prior)
+                peak = max(peak, risk)
+            n += 1
+        if led.is_new:
+            led.initialise(sch, model)
+        rebuilt = False
+        if self.out is not None and lagging:
+            self._write_out(expected)
+            rebuilt = bool(rows) or not created
+        new_rows = []
+        for k, (n, slot, tau, vals, spent, prior, risk) in enumerate(plan, start=1):
+            common = dict(n=n, slot=slot, input_time=tau, schedule_id=sch.id, package_version=package_version(),
+                          sampler=mech.sampler, committed_at="")
+            if vals is None:
+                row = LedgerRow(status="skipped", users=0, clipped=0, epsilon_c=0.0, epsilon_spent=0.0, sensitivity=None,
+                                noise_scale=None, value=None, prior_risk=None, risk_at_release=None,
+                                reason=f"no reading at input slot {tau}", **common)
+            else:
+                meas, sens, scale, _ = mech.get(vals.size)
+                value = float(meas(vals.tolist()))  # OpenDP: clamp, mean, Laplace(Δf/ε_C)
+                _pause("drawn", k, slot)
+                row = LedgerRow(status="released", users=int(vals.size), clipped=int(np.sum((vals < lo) | (vals > hi))),
+                                epsilon_c=sch.epsilon_c, epsilon_spent=spent, sensitivity=sens, noise_scale=scale,
+                                value=value, prior_risk=float(prior), risk_at_release=float(risk), reason=None, **common)
+            row = replace(row, committed_at=now_utc())
+            led.append(row)  # one transaction, committed before the CSV sees the value
+            _pause("committed", k, slot)
+            if self.out is not None:
+                self._append_out(row)
+            new_rows.append(row)
+        all_rows = rows + new_rows
+        last_row = all_rows[-1] if all_rows else None
+        return PublishReport(
+            ledger=str(self.ledger_path), schedule_id=sch.id, schedule=sch, through=through, new_rows=new_rows,
+            total_rows=len(all_rows), released_total=sum(r.status == "released" for r in all_rows),
+            skipped_total=sum(r.status == "skipped" for r in all_rows),
+            last_slot=None if last_row is None else last_row.slot,
+            next_slot=sch.publish_time((last_row.n if last_row else 0) + 1), peak_risk=float(peak),
+            out=None if self.out is None else str(self.out), out_rebuilt=rebuilt, model=model.describe(),
+        )
+
+
+def _in_row_order(readings):
+    """user (str) and time (int) columns of `readings` in row order, for the order check."""
+    import pandas as pd
+
+    return pd.DataFrame({"user": readings["user"].astype(str).to_numpy(),
+                         "time": pd.to_numeric(readings["time"]).to_numpy().astype(np.int64)})
+
+
+def _remove_db(path: Path) -> None:
+    """Remove a ledger file this run created but never initialised (and its WAL side files)."""
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        p = Path(str(path) + suffix)
+        if p.exists():
+            p.unlink()

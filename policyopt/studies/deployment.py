@@ -1,0 +1,340 @@
+"""Designing a deployment from pilot data: where the trade-off lives, estimation uncertainty, plain-words verdicts.
+
+A pilot of n homes gives the chains (one per home); the deployment has I users, each following one
+of those chains in equal shares (:class:`~policyopt.utility.penalty.MSEPenalty` with ``users=I``).
+This module adds to the schedule report of :func:`~policyopt.studies.schedule.design_schedule`:
+
+- :func:`tradeoff_range`: the interval of penalty bounds f̄ for which problem (28) has a finite optimum;
+- :func:`max_tv_witness` and :func:`sparse_row_warnings`: which user and start states attain Δ(t) of
+  eq. (12) at the chosen A and S̄, and whether a row estimated from few transitions is among them;
+- :func:`credible_peak_risk`: the posterior median and upper credible quantile of ε* (30) for a chosen
+  schedule, over Dirichlet posterior draws of the pilot's chains (a Bayesian credible statement under
+  the model, not a proof);
+- :func:`robust_source`: a simultaneous posterior upper band of Δ(t) to design against (``--robust``);
+- :func:`explain`: what ``infeasible`` / ``unbounded`` / ``optimal`` mean for the user's numbers, and
+  one sentence on why aging pays or not.
+
+Source: Zhang, Wei, Berry, Huang, "Age-Dependent Differential Privacy", IEEE Trans. Inf. Theory, 2024,
+Δ(t) eq. (12), peak risk (30) under condition (31), problem (28), Theorem 4.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from policyopt.errors import InvalidInputError, fmt
+from policyopt.models.estimation import FittedModel
+from policyopt.models.posterior import (
+    TabulatedMaxTV,
+    check_draws,
+    check_level,
+    posterior_log_max_tv,
+    simultaneous_upper_band,
+)
+from policyopt.privacy.age_dependent import peak_risk_values_log
+from policyopt.problems import ScheduleProblem
+
+__all__ = [
+    "tradeoff_range",
+    "max_tv_witness",
+    "sparse_row_warnings",
+    "credible_peak_risk",
+    "robust_source",
+    "explain",
+    "CREDIBLE_NOTE",
+]
+
+#: How a credible result must be read (printed in the text report and put in the JSON).
+CREDIBLE_NOTE = (
+    "Bayesian credible statement, not a proof: under a Dirichlet(counts + smoothing) posterior for every row of "
+    "every pilot chain, ε* of this schedule is below `upper` with posterior probability `level` (estimated from "
+    "`draws` simulated pilots); it assumes stationary first-order chains and says nothing beyond that model"
+)
+
+
+def tradeoff_range(problem: ScheduleProblem) -> tuple[float, float | None]:
+    """The penalty bounds f̄ for which problem (28) has a finite optimum: (low, high).
+
+    low is the smallest penalty any schedule in the box can achieve under condition (31): for each
+    S̄, ε_C must stay below −ln Δ(S̄), so the smallest achievable penalty is
+    min over A ≤ A_max, S̄ ≤ S_max of max_{a=A..A+S̄−1} f(a, −ln Δ(S̄)) (an infimum: (31) is strict).
+    Below it the problem is infeasible.  high is the staleness limit lim_{t→∞} f(t, ∞) (the MSE
+    penalty's ``staleness_limit``): above it data of any age meets f̄ once the noise is small
+    enough, and Δ(A) → 0 as A → ∞, so ε* can be made arbitrarily small (no optimum: unbounded).
+    For f̄ strictly between them the exact optimum exists, though with a finite box it may lie
+    beyond A_max (the solver then reports ``unbounded`` for the box).
+
+    Parameters
+    ----------
+    problem : ScheduleProblem
+
+    Returns
+    -------
+    (low, high) : float, float or None
+        Penalty units.  high is ``None`` for a penalty without a staleness limit; low is ``inf`` when
+        Δ(S̄) = 1 for every S̄ in the box (no ε_C > 0 meets (31)).
+
+    Raises
+    ------
+    InvalidInputError
+        If `problem` is not a ScheduleProblem.
+
+    References
+    ----------
+    Zhang, Wei, Berry, Huang, "Age-Dependent Differential Privacy", IEEE Trans. Inf. Theory, 2024,
+    (28), (31).
+    """
+    if not isinstance(problem, ScheduleProblem):
+        raise InvalidInputError(f"`problem` must be a ScheduleProblem, got {fmt(problem)}")
+    A_max, S_max, pen = problem.A_max, problem.S_max, problem.penalty
+    cap = -problem.log_max_tv_table[1 : S_max + 1]  # (31): ε_C < −ln Δ(S̄)
+    low = math.inf
+    noiseless = None
+    for j, c in enumerate(cap):
+        if not c > 0:
+            continue
+        if math.isinf(c):
+            if noiseless is None:
+                from policyopt.utility.penalty import window_max
+
+                noiseless = window_max(np.asarray(pen.noiseless(np.arange(A_max + S_max)), dtype=float), A_max, S_max)
+            col = noiseless[:, j]
+        else:
+            col = np.asarray(pen.epoch_table(A_max, S_max, float(c)), dtype=float)[:, j]
+        low = min(low, float(np.min(col)))
+    high = getattr(pen, "staleness_limit", None)
+    return low, (float(high) if high is not None else None)
+
+
+def max_tv_witness(population, t: int) -> dict:
+    """Which user and which pair of start states attain Δ(t) of eq. (12).
+
+    Δ(t) = max over users u and start states x, x' of ½‖(e_x − e_x') P̂_u^t‖₁ (P̂_u the reversed
+    chain).  Computed with matrix powers in float (a diagnostic: for Δ(t) below ~1e-12 the
+    witness may be imprecise; the privacy numbers themselves never come from here).
+
+    Parameters
+    ----------
+    population : Population
+    t : int
+        Age (slots) ≥ 0.
+
+    Returns
+    -------
+    dict
+        ``t``, ``chain`` (index into ``population.chains``), ``states`` ([x, x']) and ``max_tv``.
+    """
+    best = (-1.0, 0, (0, 0))
+    for i, chain in enumerate(population.chains):
+        R = np.linalg.matrix_power(chain.reversed_matrix, int(t))
+        tv = 0.5 * np.abs(R[:, None, :] - R[None, :, :]).sum(axis=2)
+        x, y = np.unravel_index(int(np.argmax(tv)), tv.shape)
+        if tv[x, y] > best[0]:
+            best = (float(tv[x, y]), i, (int(min(x, y)), int(max(x, y))))
+    return {"t": int(t), "chain": best[1], "states": list(best[2]), "max_tv": best[0]}
+
+
+def sparse_row_warnings(fitted: FittedModel, ages: dict, min_row_transitions: int) -> tuple[list, list]:
+    """Witnesses of Δ(t) at the chosen ages, and a warning for each that starts from a sparse row.
+
+    Parameters
+    ----------
+    fitted : FittedModel
+    ages : dict
+        Name → age (slots), e.g. ``{"A": 0, "S_bar": 12}``.
+    min_row_transitions : int
+        Rows with fewer observed transitions are sparse (:meth:`FittedModel.sparse_states`).
+
+    Returns
+    -------
+    (witnesses, warnings) : list of dict, list of str
+        One witness per age (``name``, ``t``, ``user``, ``states``, ``max_tv``, ``row_transitions``),
+        and one sentence per age t > 0 whose witness user has a sparse row at one of the two start states
+        (Δ(0) = 1 whatever the data, so t = 0 never warns).
+    """
+    rows = fitted.row_transitions()
+    witnesses, warnings = [], []
+    for name, t in ages.items():
+        w = max_tv_witness(fitted.population, int(t))
+        user = fitted.users[w["chain"]]
+        obs = [int(rows[user][x]) for x in w["states"]]
+        witnesses.append({"name": name, "t": int(t), "user": user, "states": w["states"], "max_tv": w["max_tv"],
+                          "row_transitions": obs})
+        sparse = [(x, n) for x, n in zip(w["states"], obs) if n < min_row_transitions]
+        if sparse and int(t) > 0:  # Δ(0) = 1 for every chain with ≥ 2 states: no data sets it
+            which = ", ".join(f"state {x} ({n} observed transitions)" for x, n in sparse)
+            warnings.append(
+                f"Δ({int(t)}) at {name.replace('S_bar', 'S̄')} = {int(t)} is set by user {user}, {which}, fewer than "
+                f"{min_row_transitions}: that row is mostly smoothing pseudo-count, so the privacy claim rests on the "
+                "smoothing, not on data (use fewer --states, longer data, or --robust)"
+            )
+    return witnesses, warnings
+
+
+def credible_peak_risk(fitted: FittedModel, A: int, S_bar: int, epsilon_c: float, *, level: float = 0.95,
+                       draws: int = 200, rng: np.random.Generator) -> dict:
+    """Posterior median and upper `level` quantile of ε* (30) for the schedule (A, S̄, ε_C).
+
+    Each of `draws` simulated pilots draws every row of every user's chain from Dir(counts + s);
+    its Δ(A), Δ(S̄) (eq. 12, max over its users) give ε* by (30), or ``inf`` where (31) fails.
+    The upper quantile is the ⌈level·M⌉-th smallest draw (rounded outward, never interpolated
+    down).  A Bayesian credible statement under the model, not a proof (:data:`CREDIBLE_NOTE`).
+
+    Parameters
+    ----------
+    fitted : FittedModel
+        With smoothing > 0.
+    A, S_bar : int
+        Schedule (slots).
+    epsilon_c : float
+        Per-release budget (nats).
+    level : float
+        Credible level in (0, 1).
+    draws : int
+        M ≥ 2 simulated pilots.
+    rng : numpy.random.Generator
+        Seeded simulation randomness (never released noise).
+
+    Returns
+    -------
+    dict
+        ``level``, ``draws``, ``point`` (ε* of the point estimate), ``median``, ``upper`` (nats; ``None``
+        when infinite), ``condition_31_fails`` (fraction of draws where (31) fails), ``note``.
+
+    Raises
+    ------
+    InvalidInputError
+        Bad `level`, `draws`, `rng`, schedule, or a fit without smoothing.
+    """
+    lv = check_level(level, "level")
+    m = check_draws(draws, "draws")
+    if not (isinstance(epsilon_c, (int, float, np.floating)) and math.isfinite(epsilon_c) and epsilon_c > 0):
+        raise InvalidInputError(f"`epsilon_c` must be a positive finite number (nats), got {fmt(epsilon_c)}")
+    ages = np.array([int(A), int(S_bar)])
+    logs = posterior_log_max_tv(fitted, ages, m, rng)
+    risks = peak_risk_values_log(logs[:, 0], logs[:, 1], float(epsilon_c))  # eq. (30); NaN where (31) fails
+    risks = np.where(np.isnan(risks), np.inf, risks)
+    srt = np.sort(risks)
+    upper = float(srt[math.ceil(lv * m) - 1])
+    median = float(srt[math.ceil(0.5 * m) - 1])
+    lp = np.asarray(fitted.population.log_max_tv(ages), dtype=float)
+    point = float(peak_risk_values_log(lp[0], lp[1], float(epsilon_c)))
+    return {
+        "level": lv,
+        "draws": m,
+        "point": None if math.isnan(point) else point,
+        "median": median if math.isfinite(median) else None,
+        "upper": upper if math.isfinite(upper) else None,
+        "condition_31_fails": float(np.mean(np.isinf(risks))),
+        "note": CREDIBLE_NOTE,
+    }
+
+
+def robust_source(fitted: FittedModel, horizon: int, *, level: float, draws: int,
+                  rng: np.random.Generator) -> tuple[TabulatedMaxTV, dict]:
+    """A Δ(t) source for t ≤ `horizon` that bounds the posterior pilots' Δ(t) simultaneously with probability `level`.
+
+    See :func:`~policyopt.models.posterior.simultaneous_upper_band` for the construction (pointwise
+    quantile, one log-inflation until ⌈level·M⌉ of the M draws lie entirely below, raised to the
+    point estimate, made non-increasing).  Designing against it makes the schedule's ε* hold for
+    those plausible chains, not only the point estimate.
+
+    Returns
+    -------
+    (source, info) : TabulatedMaxTV, dict
+        ``info``: ``level``, ``draws``, ``inflation``, ``coverage``, ``max_ratio`` (band / Δ̂) and ``horizon``.
+    """
+    lv = check_level(level, "robust level")
+    m = check_draws(draws, "draws")
+    ts = np.arange(int(horizon) + 1)
+    logs = posterior_log_max_tv(fitted, ts, m, rng)
+    point = np.asarray(fitted.population.log_max_tv(ts), dtype=float)
+    band, info = simultaneous_upper_band(logs, lv, point)
+    info["horizon"] = int(horizon)
+    info["construction"] = (
+        "pointwise level-quantile of ln Δ_draw(t), inflated by one constant until ⌈level·draws⌉ draws lie entirely "
+        "below, raised to the point estimate, made non-increasing"
+    )
+    rate = max(float(fitted.population.spectral_rate), 1e-300)
+    return TabulatedMaxTV(band, fitted.population.n_users, rate), info
+
+
+def explain(report: dict) -> list:
+    """Plain-words sentences on a schedule report (the dict of ``ScheduleReport.to_dict()`` plus ``tradeoff_range``).
+
+    Returns
+    -------
+    list of str
+        What the status means for the user's numbers, and why aging pays or not.
+    """
+    m = report["model"]
+    unit = f" {m.get('penalty_unit')}" if m.get("penalty_unit") else ""
+    low, high = (m.get("tradeoff_range") or [None, None])[:2]
+    f_bar = report["max_penalty"]
+    out = []
+    status = report["status"]
+    rng_txt = ""
+    if low is not None and high is not None:
+        rng_txt = f"between {low:.4g} and {high:.4g}{unit}"
+    if low is not None and high is not None and math.isfinite(low) and low >= high:
+        out.append(
+            f"no trade-off for this deployment: the smallest MSE reachable under condition (31), {low:.4g}{unit}, is not "
+            f"below the staleness limit {high:.4g}{unit}, so no f̄ has a finite optimum; deploy to more users (the noise "
+            "falls like 1/I², the staleness like 1/I) or declare a tighter public value range"
+        )
+    if status == "infeasible":
+        msg = (
+            f"infeasible: your bound f̄ = {f_bar:.4g}{unit} is tighter than any schedule can reach; the smallest "
+            f"achievable MSE under condition (31) is {low:.4g}{unit}" if low is not None and math.isfinite(low) else
+            f"infeasible: no schedule in the box meets f̄ = {f_bar:.4g}{unit}"
+        )
+        if low is not None and math.isfinite(low):
+            msg += f" — raise f̄ above it{(' (a trade-off exists ' + rng_txt + ')') if rng_txt else ''}, or deploy to more users"
+        out.append(msg)
+    elif status == "unbounded":
+        if high is not None and f_bar > high:
+            out.append(
+                f"unbounded: your bound f̄ = {f_bar:.4g}{unit} is looser than publishing data of any age (the staleness "
+                f"limit is {high:.4g}{unit}), so waiting longer always lowers the risk; lower f̄ below {high:.4g}{unit} "
+                f"to get a trade-off{(' (' + rng_txt + ')') if rng_txt else ''}"
+            )
+        else:
+            out.append(
+                f"unbounded in this box: the optimum needs an aging beyond A_max = {report['A']} slots; raise --max-age "
+                f"(a finite optimum exists for f̄ {rng_txt})"
+            )
+    elif status in ("optimal", "feasible") and high is not None and f_bar > high:
+        out.append(
+            f"{status} only within the box: f̄ = {f_bar:.4g}{unit} is above the staleness limit {high:.4g}{unit}, so a "
+            "much larger A and S̄ would lower ε* further (no finite optimum exists without the box); lower f̄ below "
+            f"{high:.4g}{unit} for a real trade-off"
+        )
+    elif status in ("optimal", "feasible") and rng_txt:
+        out.append(f"{status}: f̄ = {f_bar:.4g}{unit} lies inside the trade-off range ({rng_txt})")
+    na = report["benchmarks"]["no_aging"]
+    if report.get("A") is not None and status in ("optimal", "feasible", "unbounded"):
+        A = report["A"]
+        if A > 0 and status == "unbounded":
+            out.append(
+                f"aging pays without limit here: data {A} slots old (the largest age in the box) still meets f̄, and the "
+                "older the data the lower ε*; this reflects a loose f̄, not a useful trade-off"
+            )
+        elif A > 0 and na.get("peak_risk") is not None:
+            out.append(
+                f"aging pays: publishing data {A} slots old cuts ε* from {na['peak_risk']:.4g} (no aging) to "
+                f"{report['peak_risk']:.4g} nats, because the data decorrelate (Δ falls) faster than the staleness of "
+                "an A-slot-old mean uses up the MSE bound"
+            )
+        elif A == 0:
+            stale = m.get("staleness_profile")
+            if stale:
+                out.append(
+                    f"aging does not pay: the staleness of the mean grows faster than the correlation decays — after "
+                    f"{stale['t']} slots it already reaches {100 * stale['fraction']:.0f}% of its limit while Δ({stale['t']}) "
+                    f"is still {stale['max_tv']:.3g}, so MSE room is better spent on less noise and a longer S̄"
+                )
+            else:
+                out.append("aging does not pay: any aging spends MSE room that lowers ε* more when spent on noise and S̄")
+    return out
