@@ -43,7 +43,7 @@ _LAZY = {
     "supremum": "policyopt.privacy.temporal",
     "BudgetAllocationProblem": "policyopt.problems.tpl_budget",
     "discounted_loss": "policyopt.privacy.discounted",
-    "corollary_schedule": "policyopt.privacy.discounted",
+    "corollary_schedule": "policyopt.privacy.discounted_schedules",
     "DiscountedScheduleProblem": "policyopt.problems.discounted",
     "daily_means": "policyopt.studies.citylearn",
     "CouplingMarkovChain": "policyopt.models.cmc",

@@ -78,6 +78,16 @@ def _kind(value) -> str:
     return "object"
 
 
+_WORKDIR: list[str] = []
+
+
+def _workdir() -> str:
+    """A fresh temporary directory for this build's examples (files they write land there, not in the tree)."""
+    if not _WORKDIR:
+        _WORKDIR.append(tempfile.mkdtemp(prefix="policyopt-docs-"))
+    return _WORKDIR[0]
+
+
 def _strict_constant(name):
     raise ValueError(f"non-standard JSON constant {name}")
 
@@ -92,14 +102,13 @@ class PolicyoptJson(Directive):
 
         argv = shlex.split(self.arguments[0]) + ["--json"]
         out, err = io.StringIO(), io.StringIO()
-        with tempfile.TemporaryDirectory() as tmp:
-            cwd = os.getcwd()
-            os.chdir(tmp)
-            try:
-                with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                    code = main(argv)
-            finally:
-                os.chdir(cwd)
+        cwd = os.getcwd()
+        os.chdir(_workdir())  # one directory per build: an example may read what an earlier one wrote
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                code = main(argv)
+        finally:
+            os.chdir(cwd)
         if code != 0:
             raise self.error(f"policyopt {' '.join(argv)} exited with {code}: {err.getvalue().strip()}")
         data = json.loads(out.getvalue(), parse_constant=_strict_constant)

@@ -159,7 +159,8 @@ class ScheduleReport:
         return self.solution.status.value
 
     def __str__(self) -> str:
-        """The text ``policyopt schedule`` prints (:func:`format_report`)."""
+        """The text ``policyopt schedule`` prints (:func:`format_report`), without the command's plain-words
+        explanation and posterior checks (:mod:`policyopt.studies.deployment`), which it adds to the report."""
         return format_report(self.to_dict())
 
     def _repr_html_(self) -> str:

@@ -285,7 +285,8 @@ TOPIC_BENCHMARKS: tuple[str, ...] = ("bench_tpl_optimal", "bench_discounted", "b
 
 def bench_quick_topics() -> None:
     """Headline figures of the topic modules: one optimal TPL allocation and one discounted-DP accounting."""
-    from policyopt.privacy.discounted import corollary_schedule, discounted_loss
+    from policyopt.privacy.discounted import discounted_loss
+    from policyopt.privacy.discounted_schedules import corollary_schedule
     from policyopt.problems.tpl_budget import BudgetAllocationProblem
 
     problem = BudgetAllocationProblem([[0.8, 0.2], [0.2, 0.8]], [[0.8, 0.2], [0.1, 0.9]], 1.0, 10)
