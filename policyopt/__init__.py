@@ -7,6 +7,17 @@ Privacy is measured in nats and time in slots.  Main entry points:
 * :class:`~policyopt.utility.penalty.MSEPenalty` — utility penalty;
 * :func:`~policyopt.studies.schedule.design_schedule` — the optimal schedule with benchmarks;
 * :mod:`policyopt.problems` / :mod:`policyopt.solvers` — formulations and back ends.
+
+The entry points of the other tasks are exported here too (imported on first use, so that
+``import policyopt`` and the command line stay fast):
+
+* temporal privacy leakage (Cao et al. 2019): :func:`leakage`, :func:`supremum`,
+  :class:`BudgetAllocationProblem`;
+* discounted DP (Farokhi 2020): :func:`discounted_loss`, :func:`corollary_schedule`,
+  :class:`DiscountedScheduleProblem`, :func:`daily_means`;
+* correlated sequences (Luo et al. 2025): :class:`CouplingMarkovChain`, :func:`two_binary_cmc`,
+  :func:`fit_cmc_from_readings`, :class:`FRANProblem`, :class:`Query`;
+* sensitivity sweeps: :func:`run_sweep`, :class:`SweepModel`, :class:`SweepSettings`.
 """
 
 from .data import load_citylearn
@@ -25,6 +36,41 @@ from .result import Solution, Status, Termination
 from .studies.schedule import ScheduleReport, design_schedule
 
 __version__ = "0.1.0"
+
+#: Entry points imported on first use: name -> module.
+_LAZY = {
+    "leakage": "policyopt.privacy.temporal",
+    "supremum": "policyopt.privacy.temporal",
+    "BudgetAllocationProblem": "policyopt.problems.tpl_budget",
+    "discounted_loss": "policyopt.privacy.discounted",
+    "corollary_schedule": "policyopt.privacy.discounted_schedules",
+    "DiscountedScheduleProblem": "policyopt.problems.discounted",
+    "daily_means": "policyopt.studies.citylearn",
+    "CouplingMarkovChain": "policyopt.models.cmc",
+    "two_binary_cmc": "policyopt.models.cmc",
+    "fit_cmc_from_readings": "policyopt.models.cmc",
+    "FRANProblem": "policyopt.problems.fran",
+    "Query": "policyopt.privacy.fran",
+    "run_sweep": "policyopt.studies.sweep",
+    "SweepModel": "policyopt.studies.sweep",
+    "SweepSettings": "policyopt.studies.sweep",
+}
+
+
+def __getattr__(name):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'policyopt' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "load_citylearn",
@@ -50,4 +96,5 @@ __all__ = [
     "InvalidModelError",
     "InfeasibleProblemError",
     "BackendUnavailableError",
+    *_LAZY,
 ]

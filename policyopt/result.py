@@ -69,6 +69,10 @@ class Solution:
         penalty when infeasible, ...).
     kkt : Mapping[str, float] or None
         KKT residuals where KKT conditions apply; ``None`` otherwise.
+    objective_name : str or None
+        What `objective` is, by its field name: ``"peak_risk"`` for the schedule problems (28), (39),
+        (41), (42) of Zhang et al. (2024), whose objective is the peak age-dependent risk ε* of
+        eq. (30) (nats); ``None`` when the back end does not say.  Decides :attr:`peak_risk`.
     """
 
     status: Status
@@ -83,11 +87,33 @@ class Solution:
     message: str
     values: Mapping[str, Any] = field(default_factory=dict)
     kkt: Mapping[str, float] | None = None
+    objective_name: str | None = None
 
     def __post_init__(self):
         if self.decision is not None:
             object.__setattr__(self, "decision", MappingProxyType(dict(self.decision)))
         object.__setattr__(self, "values", MappingProxyType(dict(self.values)))
+
+    @property
+    def peak_risk(self) -> float | None:
+        """The peak age-dependent risk ε* (nats) of the incumbent: `objective` of a schedule problem.
+
+        ``None`` when the problem has no incumbent (e.g. infeasible).  For the (39) back ends it is
+        (39a) with the envelope Δ(t) ≤ cρ^t, an upper bound on the exact ε* of the same schedule.
+
+        Raises
+        ------
+        AttributeError
+            If the objective of this solution is not a peak risk (``objective_name`` is not
+            ``"peak_risk"``, e.g. the leakage of problem P1 or the noise variance of a budget
+            allocation): use `objective`.
+        """
+        if self.objective_name != "peak_risk":
+            raise AttributeError(
+                f"this solution's objective is {self.objective_name or 'not named'!s}, not a peak risk "
+                f"(method {self.method!r}); use `objective`"
+            )
+        return self.objective
 
     @property
     def gap(self) -> float | None:
@@ -98,7 +124,7 @@ class Solution:
 
     @property
     def relative_gap(self) -> float | None:
-        """gap / |objective| (``0.0`` when both are 0), or ``None`` when either is missing."""
+        """gap / ``|objective|`` (``0.0`` when both are 0), or ``None`` when either is missing."""
         gap = self.gap
         if gap is None:
             return None
@@ -137,3 +163,36 @@ class Solution:
             "values": clean(self.values),
             "kkt": clean(self.kkt) if self.kkt is not None else None,
         }
+
+    def _repr_html_(self) -> str:
+        """A small HTML table for notebooks: status, decision, objective, bound, gap, back end, message.
+
+        Numbers are shown in full (``repr`` of the float), so no privacy bound is rounded down.
+        """
+        from html import escape
+
+        def num(v):
+            if v is None:
+                return "—"
+            if isinstance(v, (list, tuple)):
+                return ", ".join(num(x) for x in v)
+            if hasattr(v, "item") and not isinstance(v, (str, bytes)):
+                v = v.item()
+            return repr(v) if isinstance(v, float) else str(v)
+
+        rows = [("status", self.status.value), ("termination", self.termination.value)]
+        if self.decision is not None:
+            rows += [(k, num(v)) for k, v in self.decision.items()]
+        rows += [
+            (self.objective_name or "objective", num(self.objective)),
+            ("bound", num(self.bound)),
+            ("gap", num(self.gap)),
+            ("back end", f"{self.method} ({self.backend} {self.backend_version})"),
+            ("wall time", f"{self.wall_time_s:.3f} s"),
+            ("message", self.message),
+        ]
+        body = "".join(
+            f"<tr><th style='text-align:left'>{escape(k)}</th><td style='text-align:left'>{escape(str(v))}</td></tr>"
+            for k, v in rows
+        )
+        return f"<table class='policyopt-solution'>{body}</table>"

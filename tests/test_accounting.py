@@ -20,7 +20,7 @@ from policyopt.models.markov import two_state_chain
     [(0.5, 0.3), (0.5, 50.0), (1e-30, 50.0), (1e-3, 5000.0), (0.3, 1e-12), (1.0, 2.0), (0.0, 50.0), (0.0, 0.0)],
 )
 def test_theorem1_against_60_digit_reference(max_tv, eps):
-    # source: 000, Theorem 1, eq. (14); reference in 400-digit decimal arithmetic
+    # source: Zhang et al. (2024), Theorem 1, eq. (14); reference in 400-digit decimal arithmetic
     got = risk_after_aging(max_tv, eps)
     if eps > 700:  # Decimal handles it too, but keep the reference explicit
         expected = eps + math.log(max_tv) + math.log1p((1 - max_tv) * math.exp(-eps) / max_tv)
@@ -34,12 +34,12 @@ def test_theorem1_limits_and_vectorisation():
     assert risk_after_aging(0.0, 50.0) == 0.0  # Δ = 0: no leakage
     out = risk_after_aging(two_state_chain(0.1, 0.1).max_tv(np.arange(4)), 2.0)
     assert out.shape == (4,)
-    # source: 000, eq. (52): ln(1 + |1−p−q|^t (e^ε − 1))
+    # source: Zhang et al. (2024), eq. (52): ln(1 + |1−p−q|^t (e^ε − 1))
     np.testing.assert_allclose(out, np.log1p(0.8 ** np.arange(4) * np.expm1(2.0)), rtol=1e-14)
 
 
 def test_fig3_composition_converges_to_closed_form_and_iteration_agrees():
-    # source: 000, Fig. 3: A = 2, S̄ = 4, ε_C = 0.5, p = q = 0.1 (Δ(t) = 0.8^t)
+    # source: Zhang et al. (2024), Fig. 3: A = 2, S̄ = 4, ε_C = 0.5, p = q = 0.1 (Δ(t) = 0.8^t)
     chain = two_state_chain(0.1, 0.1)
     S = 2 + 4 * np.arange(120)
     comp = compose(S, 2, 0.5, chain.max_tv)

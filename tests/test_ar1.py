@@ -1,4 +1,4 @@
-"""AR(1) Gaussian process of 000, Appendix I (81)–(92): Δ(t), both MSE estimators vs Monte Carlo, solver hook."""
+"""AR(1) Gaussian process of Zhang et al. (2024), Appendix I (81)–(92): Δ(t), both MSE estimators vs Monte Carlo, solver hook."""
 
 from __future__ import annotations
 
@@ -23,14 +23,14 @@ def test_max_tv_is_the_gaussian_tv_and_below_pinsker(rho, sigma, B):
     t = np.arange(0, 30)
     v = sigma**2 / (1 - rho**2)
     for tt in (1, 3, 10):
-        s = math.sqrt(v * (1 - rho ** (2 * tt)))  # source: 000, (83)–(84)
+        s = math.sqrt(v * (1 - rho ** (2 * tt)))  # source: Zhang et al. (2024), (83)–(84)
         a, b = rho**tt * B, -(rho**tt) * B  # the most distant current values ±B
         # independent reference: TV = ∫ (p − q)_+ by quadrature
         tv = integrate.quad(lambda x: max(0.0, stats.norm.pdf(x, a, s) - stats.norm.pdf(x, b, s)), -50, 50, points=[0.0], limit=200)[0]
         assert m.max_tv(tt) == pytest.approx(tv, rel=1e-7, abs=1e-12)
     assert m.max_tv(0) == 1.0
     d, pins = m.max_tv(t), m.pinsker_max_tv(t)
-    assert np.all(d <= pins + 1e-15)  # source: 000, (88): Pinsker bound min(1, |ρ|^t B/σ), t ≥ 1
+    assert np.all(d <= pins + 1e-15)  # source: Zhang et al. (2024), (88): Pinsker bound min(1, |ρ|^t B/σ), t ≥ 1
     np.testing.assert_allclose(pins[1:], np.minimum(1, abs(rho) ** t[1:] * B / sigma), rtol=1e-14)
     env = m.envelope(30)
     assert np.all(d <= env(t) * (1 + 1e-12))
@@ -62,9 +62,9 @@ def test_closed_forms_without_clipping(t, eps):
     rho, sigma, I, B = 0.8, 1.0, 20, 40.0
     m = AR1Model(rho, sigma, I, clip_bound=B)
     noise = 2 * (2 * B / (I * eps)) ** 2  # Laplace variance, sensitivity 2B/I
-    # source: issue 7 / derivation from 000 (82)–(84): E[(x_0 − x_t)²] = 2v(1 − ρ^t)
+    # source: issue 7 / derivation from Zhang et al. (2024) (82)–(84): E[(x_0 − x_t)²] = 2v(1 − ρ^t)
     release = 2 * sigma**2 * (1 - rho**t) / (I * (1 - rho**2)) + noise
-    # source: 000, (92) staleness term (1 − ρ^{2t})σ²/(I(1 − ρ²)), with the predictor's noise ρ^{2t}·noise
+    # source: Zhang et al. (2024), (92) staleness term (1 − ρ^{2t})σ²/(I(1 − ρ²)), with the predictor's noise ρ^{2t}·noise
     predictor = (1 - rho ** (2 * t)) * sigma**2 / (I * (1 - rho**2)) + rho ** (2 * t) * noise
     assert AR1MSEPenalty(m, "release").value(t, eps) == pytest.approx(release, rel=1e-12)
     assert AR1MSEPenalty(m, "predictor").value(t, eps) == pytest.approx(predictor, rel=1e-12)
@@ -107,7 +107,7 @@ def test_exact_solver_uses_the_ar1_max_tv():
             e = float(np.max(pen.sensitivity * np.sqrt(2 / slack)))
             if d[S] * math.exp(e) >= 1:
                 continue
-            best = min(best, math.log1p(d[A] * math.expm1(e) / (1 - d[S] * math.exp(e))))  # source: 000, (30)
+            best = min(best, math.log1p(d[A] * math.expm1(e) / (1 - d[S] * math.exp(e))))  # source: Zhang et al. (2024), (30)
     assert sol.objective == pytest.approx(best, rel=1e-9)
     rep = design_schedule(m, max_penalty=f_bar, A_max=15, S_max=15, penalty=pen).to_dict()
     assert rep["peak_risk"] == pytest.approx(best, rel=1e-9)

@@ -1,6 +1,6 @@
 """The cvxpy back end (policyopt/solvers/convex.py) for the geometric formulations (39), (41), (42).
 
-Source of the formulations: ``../shared/papers/000_2a085da7b331351a.txt``, Section V-C,
+Source of the formulations: M. Zhang, E. Wei, R. Berry, J. Huang, "Age-Dependent Differential Privacy", IEEE Trans. Inf. Theory 70(2), 2024, Section V-C,
 eqs. (38)–(42), Proposition 4 (40), Appendix F.  Every expected value here comes from an
 independent brute force written in this file (dense ε_C grid, closed-form inner optimum,
 Brent refinement), not from the back end.

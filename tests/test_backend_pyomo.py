@@ -1,4 +1,4 @@
-"""The Pyomo + SCIP back end for (39), (41), (42) (000, Section V-C) against independent brute force.
+"""The Pyomo + SCIP back end for (39), (41), (42) (Zhang et al. 2024, Section V-C) against independent brute force.
 
 Every expected value is computed here with numpy/scipy alone — a dense ε_C grid with the
 best (A, S̄) per ε_C, refined by nested bounded Brent, for the continuous problems, and a

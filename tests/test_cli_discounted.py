@@ -33,14 +33,14 @@ def test_corollary_json_contract(capsys, notion, par):
     ere = out["expected_relative_error"]
     assert ere["days"] == 365 and ere["average"] == pytest.approx(np.mean(ere["per_day"]))
     assert out["accounting_method"] == {"dp": "cumsum", "exponential": "recursion", "hyperbolic": "direct"}[notion]
-    if notion == "exponential":  # source: 003, eq. (11): b = Δf/(ε(1 − α))
+    if notion == "exponential":  # source: Farokhi (2020), eq. (11): b = Δf/(ε(1 − α))
         assert b[0] == pytest.approx(100 / 17 / 0.1, rel=1e-12)
-    if notion == "dp":  # source: 003, eq. (8)
+    if notion == "dp":  # source: Farokhi (2020), eq. (8)
         assert b[9] == pytest.approx(100 / 17 * math.pi**2 * 100 / 6, rel=1e-12)
 
 
 def test_paper_corollary16_warns_and_fails(capsys):
-    # source: 003, eq. (14) at β = 4: loss at t = 1 is ε/0.94009 > ε
+    # source: Farokhi (2020), eq. (14) at β = 4: loss at t = 1 is ε/0.94009 > ε
     out, err = run(capsys, "--notion", "hyperbolic", "--epsilon", "1", "--beta", "4", "--horizon", "20", "--schedule", "paper")
     assert out["worst_discounted_loss"] == pytest.approx(1 / 0.9400941495489, rel=1e-9)
     assert not out["holds"] and out["holds_until"] == 0 and out["worst_t"] == 1

@@ -9,7 +9,7 @@ import pytest
 
 from policyopt.cli.main import main
 
-FIG5 = ["--two-binary", "p=0.3,q=0.3,lambda=0.5", "--max-mse", "0.8"]  # source: 004, Section VII-D
+FIG5 = ["--two-binary", "p=0.3,q=0.3,lambda=0.5", "--max-mse", "0.8"]  # source: Luo et al. (2025), Section VII-D
 
 
 def run_json(capsys, *args):
@@ -26,7 +26,7 @@ def test_json_contract_fig5(capsys):
     assert out["bound"] == "sound" and out["status"] == "optimal"
     assert out["aoi"] == [10, 10] and out["max_mse"] == 0.8
     assert out["mse"] == pytest.approx(0.8, rel=1e-12)
-    # sound bound with d(2) = 2 (004, eq. 45 first line) at the closed-form ε_C
+    # sound bound with d(2) = 2 (Luo et al. 2025, eq. 45 first line) at the closed-form ε_C
     assert out["epsilon_s"] == pytest.approx(math.log1p(out["distance"] * math.expm1(2 * out["epsilon_c"])), rel=1e-12)
     assert set(out["baselines"]) == {"dp", "ddp", "adp", "csdp"}
     assert out["baselines"]["dp"]["sound"]["epsilon_s"] == pytest.approx(math.sqrt(0.5 / 0.8), rel=1e-12)
@@ -133,7 +133,7 @@ def test_beyond_exact_limit_sound_uses_spectral_bound(tmp_path, capsys):
     assert out["aoi"] == [1] * 13
     spec = json.loads(open(path).read())
     delta = CouplingMarkovChain(spec["transitions"], spec["coupling"], n_sequences=13).spectral_max_tv(1)
-    assert out["distance"] == delta  # source: 000 eq. (55), matrix-free certificate
+    assert out["distance"] == delta  # source: Zhang et al. (2024) eq. (55), matrix-free certificate
     assert out["epsilon_s"] == pytest.approx(math.log1p(delta * math.expm1(13 * out["epsilon_c"])), rel=1e-12)
     assert out["baselines"]["csdp"]["paper"]["epsilon_s"] is None
     assert main(["fran", "--model", path, "--max-mse", "0.1", "--max-age", "1"]) == 0

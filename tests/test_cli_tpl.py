@@ -10,7 +10,7 @@ import pytest
 
 from policyopt.cli.main import main
 
-FIG8 = ["--pb", "0.8,0.2;0.2,0.8", "--pf", "0.8,0.2;0.1,0.9"]  # source: 002, Fig. 8 setting
+FIG8 = ["--pb", "0.8,0.2;0.2,0.8", "--pf", "0.8,0.2;0.1,0.9"]  # source: Cao et al. (2019), Fig. 8 setting
 
 
 def run(capsys, *args):
@@ -31,7 +31,7 @@ def test_tpl_fig8_matrices(capsys):
 
 
 def test_tpl_identity_grows_linearly_and_diverges(tmp_path, capsys):
-    # source: 002, Example 3: P_B = I (the adversary knows the value never changes): BPL_t = t·ε
+    # source: Cao et al. (2019), Example 3: P_B = I (the adversary knows the value never changes): BPL_t = t·ε
     budgets = tmp_path / "b.csv"
     budgets.write_text("0.1,0.2\n0.3\n0.4\n")
     out = run(capsys, "--pb", "1,0;0,1", "--budgets", str(budgets))
@@ -68,7 +68,7 @@ def test_tpl_errors_one_line_exit_2(tmp_path, capsys, args, match):
 
 
 def test_tpl_budget_fig8_quantification_and_upper_bound(capsys):
-    # source: 002, Fig. 8 setting, α = 1
+    # source: Cao et al. (2019), Fig. 8 setting, α = 1
     outs = {}
     for method in ("quantification", "upper-bound"):
         assert main(["tpl-budget", *FIG8, "--alpha", "1", "--horizon", "10", "--method", method, "--json"]) == 0

@@ -1,4 +1,4 @@
-"""Coupling Markov chain (004, eqs. 4–5), its joint snapshot chain, aging kernel and Δ_k (Definition 9)."""
+"""Coupling Markov chain (Luo et al. 2025, eqs. 4–5), its joint snapshot chain, aging kernel and Δ_k (Definition 9)."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def marginals(mu, cmc):
 
 
 def test_q_block_matrix_two_binary():
-    # source: 004, eq. (5) with P^(jk) of eq. (25) and λ = 0.5: blocks λ_jk P^(jk)ᵀ
+    # source: Luo et al. (2025), eq. (5) with P^(jk) of eq. (25) and λ = 0.5: blocks λ_jk P^(jk)ᵀ
     cmc = two_binary_cmc(0.3, 0.3, 0.5)
     block = 0.5 * np.array([[0.7, 0.3], [0.3, 0.7]])
     np.testing.assert_allclose(cmc.Q, np.block([[block, block], [block, block]]), atol=1e-15)
@@ -59,7 +59,7 @@ def test_joint_chain_matches_source_enumeration(s, m, seed):
 
 @pytest.mark.parametrize("s,m,seed", [(2, 2, 4), (3, 3, 5), (4, 2, 6)])
 def test_joint_marginals_evolve_by_Q(s, m, seed):
-    # source: 004, eqs. (4)–(5): marginals of the joint chain move by Q
+    # source: Luo et al. (2025), eqs. (4)–(5): marginals of the joint chain move by Q
     rng = np.random.default_rng(seed)
     cmc = random_cmc(rng, s, m)
     mu = rng.dirichlet(np.ones(cmc.n_snapshots))
@@ -89,9 +89,9 @@ def test_uniform_aoi_kernel_is_reversed_power_and_any_distance_is_max_tv():
     cmc = random_cmc(np.random.default_rng(8), 2, 3, conc=0.5)
     joint = cmc.joint_chain
     for a in (0, 1, 3):
-        # source: 000, eq. (1): reversed chain P̂ = D^{-1} Pᵀ D, a-step rows
+        # source: Zhang et al. (2024), eq. (1): reversed chain P̂ = D^{-1} Pᵀ D, a-step rows
         np.testing.assert_allclose(cmc.aged_kernel(a), np.linalg.matrix_power(joint.reversed_matrix, a), atol=1e-12)
-        ref = brute_max_tv(joint.P, a)  # source: 000, eq. (12)
+        ref = brute_max_tv(joint.P, a)  # source: Zhang et al. (2024), eq. (12)
         assert cmc.aged_distance(a, "any") == pytest.approx(ref, abs=1e-12)
         C = cmc.aged_kernel((a, a))
         brute_any = max(0.5 * np.abs(C[i] - C[j]).sum() for i in range(9) for j in range(9))
@@ -110,7 +110,7 @@ def test_distance_decays_to_zero_with_age():
 
 
 def test_temporal_only_distance_is_max_of_single_chains():
-    # source: 004, Lemma 1 (temporal correlation only): Δ reduces to each chain's Δ(t) of 000 eq. (12)
+    # source: Luo et al. (2025), Lemma 1 (temporal correlation only): Δ reduces to each chain's Δ(t) of Zhang et al. (2024) eq. (12)
     rng = np.random.default_rng(9)
     P1, P2 = rng.dirichlet(np.ones(3), size=3), rng.dirichlet(np.ones(3), size=3)
     T = np.zeros((2, 2, 3, 3))
@@ -161,7 +161,7 @@ def test_exact_limit_is_a_clear_error():
     with pytest.raises(InvalidModelError, match=r"8192 snapshots, above the exact limit 4096.*spectral upper bound"):
         big.joint_chain
     ok = two_binary_cmc(0.3, 0.3, 0.5)
-    assert ok.spectral_max_tv(4) >= ok.aged_distance(4, "any") - 1e-15  # source: 000, eq. (55)
+    assert ok.spectral_max_tv(4) >= ok.aged_distance(4, "any") - 1e-15  # source: Zhang et al. (2024), eq. (55)
 
 
 def test_fit_recovers_a_lagged_copy():
@@ -218,7 +218,7 @@ def test_one_entry_distance_matches_brute_force():
     for aoi in [(0, 0, 0), (1, 0, 2), (2, 2, 2)]:
         K = cmc.aged_kernel(aoi)
         ref = max(0.5 * np.abs(K[a] - K[b]).sum() for a in range(27) for b in range(27)
-                  if (X[a] != X[b]).sum() == 1)  # source: 004 Definition 5 (one entry differs)
+                  if (X[a] != X[b]).sum() == 1)  # source: Luo et al. (2025) Definition 5 (one entry differs)
         assert cmc.aged_distance(aoi) == pytest.approx(ref, abs=1e-13)
     assert cmc.aged_distance((0, 0, 0)) == 1.0
 
@@ -230,7 +230,7 @@ def test_matrix_free_products_match_dense():
     rng = np.random.default_rng(40)
     for s, m in ((1, 3), (3, 2), (4, 3)):
         cmc = random_cmc(rng, s, m)
-        P = brute_joint(cmc) if s <= 3 else cmc.joint_chain.P  # source: 004 eq. (4), sources summed explicitly
+        P = brute_joint(cmc) if s <= 3 else cmc.joint_chain.P  # source: Luo et al. (2025) eq. (4), sources summed explicitly
         op = _JointOperator(cmc)
         V = rng.standard_normal((cmc.n_snapshots, 3))
         np.testing.assert_allclose(op.matvec(V), P @ V, atol=1e-13)
@@ -244,12 +244,12 @@ def test_matrix_free_spectral_bound_equals_dense(s, m, seed):
     cmc = random_cmc(rng, s, m)
     ts = np.arange(0, 15)
     cert = cmc.spectral_certificate()
-    dense = cmc.joint_chain.spectral_bound(ts)  # source: 000 eq. (55), dense SVD (policyopt.models.markov)
+    dense = cmc.joint_chain.spectral_bound(ts)  # source: Zhang et al. (2024) eq. (55), dense SVD (policyopt.models.markov)
     mf = cmc.spectral_max_tv(ts, method="matrix-free")
     np.testing.assert_allclose(mf, dense, rtol=0, atol=1e-9)
     assert np.all(mf >= dense - 1e-12)  # the certificate only adds margins
     assert abs(cert.rate - cmc.joint_chain.spectral_rate) < 1e-9
-    exact = cmc.joint_chain.max_tv(ts)  # source: 000 eq. (12), exact Δ(t) of the joint chain
+    exact = cmc.joint_chain.max_tv(ts)  # source: Zhang et al. (2024) eq. (12), exact Δ(t) of the joint chain
     assert np.all(mf >= exact - 1e-15)
     # the certified stationary vector is the joint chain's (GTH elimination) within its proven error
     err = np.abs(cert.stationary - cmc.joint_stationary).sum()
@@ -258,7 +258,7 @@ def test_matrix_free_spectral_bound_equals_dense(s, m, seed):
 
 def test_spectral_bound_of_thirteen_independent_sequences_has_a_closed_form():
     # λ = I: the joint chain is the tensor product of 13 chains, so D^{1/2}PD^{-1/2} = ⊗_j B_j, whose second
-    # singular value is max_j σ₂(B_j), and π_min = Π_j min π_j (source: 000 eq. 55; singular values of ⊗).
+    # singular value is max_j σ₂(B_j), and π_min = Π_j min π_j (source: Zhang et al. (2024) eq. 55; singular values of ⊗).
     rng = np.random.default_rng(13)
     s = 13
     chains = [np.array([[1 - a, a], [b, 1 - b]]) for a, b in rng.uniform(0.2, 0.8, size=(s, 2))]
@@ -279,7 +279,7 @@ def test_spectral_bound_of_thirteen_independent_sequences_has_a_closed_form():
     assert np.all(got >= ref - 1e-15)
     cert = cmc.spectral_certificate()
     assert cert.failure_probability == pytest.approx(1e-12) and cert.n_snapshots == 8192
-    # marginals of the certified joint stationary vector = stationary vector of Q (004 eq. 5)
+    # marginals of the certified joint stationary vector = stationary vector of Q (Luo et al. 2025 eq. 5)
     marg = np.stack([np.bincount(cmc.snapshot_grid()[:, j], weights=cert.stationary, minlength=2) for j in range(s)])
     assert np.abs(marg - cmc.stationary).max() <= cert.stationary_l1_error + 1e-12
 
@@ -306,7 +306,7 @@ def test_aged_distance_is_bounded_by_the_joint_chain_at_the_youngest_age(s, m, s
     aoi = ages[:s]
     joint = cmc.aged_distance_bound(aoi, kind="joint")
     assert joint == pytest.approx(float(cmc.joint_chain.max_tv(min(aoi))), abs=0)
-    exact_any = cmc.aged_distance(aoi, "any")  # source: 004 Definition 9, exact on the joint chain
+    exact_any = cmc.aged_distance(aoi, "any")  # source: Luo et al. (2025) Definition 9, exact on the joint chain
     exact_one = cmc.aged_distance(aoi, "one")
     assert exact_one <= exact_any + 1e-12 and exact_any <= joint + 1e-12
     spectral = cmc.aged_distance_bound(aoi)

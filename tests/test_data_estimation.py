@@ -1,4 +1,4 @@
-"""Bundled CityLearn data and estimation of users' chains (002, eq. (28))."""
+"""Bundled CityLearn data and estimation of users' chains (Cao et al. 2019, eq. (28))."""
 
 from __future__ import annotations
 

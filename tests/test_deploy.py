@@ -46,7 +46,7 @@ def theorem3_independent(S, tau, eps, horizon):
     """ε(t) and AoI(t), t = 0..horizon, by eq. (25) written out in 50-digit decimal, recursively over the inputs.
 
     L_n(t) = ln(1 + Δ(t − τ_n)(exp(ε_n + L_{n−1}(τ_n)) − 1)), L_0 ≡ 0, ε(t) = L_{n(t)}(t) with n(t) the
-    last release with S_n ≤ t (Zhang et al., IEEE Trans. Inf. Theory 2024, Theorem 3; the prior term is the
+    last release with S_n ≤ t (Zhang et al. 2024, IEEE Trans. Inf. Theory 2024, Theorem 3; the prior term is the
     leakage of queries 1..n−1 about X_{τ_n}, as in the proof's (63b)).
     """
 

@@ -1,4 +1,4 @@
-"""Discounted DP accounting and the Corollary 8 / 12 / 16 schedules (003, Farokhi)."""
+"""Discounted DP accounting and the Corollary 8 / 12 / 16 schedules (Farokhi 2020)."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def brute_sum(r, weight):
 
 @pytest.mark.parametrize("eps", [0.1, 1.0, 50.0])
 def test_corollary8_holds_over_1e5_steps(eps):
-    # source: 003, Corollary 8, eq. (8): Σ_{k≤t} Δf/b_k = (6ε/π²) Σ 1/k² < ε
+    # source: Farokhi (2020), Corollary 8, eq. (8): Σ_{k≤t} Δf/b_k = (6ε/π²) Σ 1/k² < ε
     T = 10**5
     for printed in (True, False):
         b = corollary8_schedule(eps, T, 2.5, printed=printed)
@@ -62,7 +62,7 @@ def test_corollary8_holds_over_1e5_steps(eps):
 
 @pytest.mark.parametrize("alpha", [0.1, 0.5, 0.9, 0.999])
 def test_corollary12_holds_over_1e5_steps(alpha):
-    # source: 003, Corollary 12, eq. (11): Σ α^{t−k} (1 − α) ε = ε (1 − α^t)
+    # source: Farokhi (2020), Corollary 12, eq. (11): Σ α^{t−k} (1 − α) ε = ε (1 − α^t)
     T, eps = 10**5, 0.7
     b = corollary12_schedule(eps, alpha, T, 3.0)
     loss = discounted_loss(b, 3.0, "exponential", alpha=alpha)
@@ -84,7 +84,7 @@ def test_corollary12_needs_alpha_below_one():
 
 
 def test_printed_corollary16_fails_at_beta4_t1():
-    # source: 003, Corollary 16, eq. (14): the discounted sum at t = 1 is Δf/b_1 = ε/H_paper(β)
+    # source: Farokhi (2020), Corollary 16, eq. (14): the discounted sum at t = 1 is Δf/b_1 = ε/H_paper(β)
     beta, eps = 4.0, 1.0
     h_paper = 2 * (math.atanh(1 / math.sqrt(3)) + math.atanh(math.sqrt(beta / (1 + beta)))) / math.sqrt(beta * (beta + 1))
     assert h_paper == pytest.approx(0.9400941495489, rel=1e-12)
@@ -95,12 +95,12 @@ def test_printed_corollary16_fails_at_beta4_t1():
 
 
 def test_printed_corollary16_threshold_3_654():
-    # source: issue 6 / 003 eq. (14): H_paper(β) = 1 at β ≈ 3.654
+    # source: issue 6 / Farokhi (2020) eq. (14): H_paper(β) = 1 at β ≈ 3.654
     assert corollary16_paper_constant(3.65) > 1 > corollary16_paper_constant(3.66)
 
 
 def test_printed_corollary16_fails_for_small_beta_long_horizon():
-    # source: 003, proof of Corollary 16: asinh(√z)/√(1+z) increases for z < 2.277, so the sup of the
+    # source: Farokhi (2020), proof of Corollary 16: asinh(√z)/√(1+z) increases for z < 2.277, so the sup of the
     # sum near t = 2.277/β exceeds the printed bound ≈ 1.317/√β
     chk = corollary16_check(1e-5, 10**6, constant="paper")
     assert not chk["holds"] and chk["first_violation"] is not None
@@ -110,7 +110,7 @@ def test_printed_corollary16_fails_for_small_beta_long_horizon():
 
 @pytest.mark.parametrize("beta", [1e-6, 1e-5, 1e-3, 0.1, 1.0, 4.0, 100.0])
 def test_corrected_corollary16_holds_1e6(beta):
-    # source: 003, Theorem 15 with the corrected constant H(β) (proof in corollary16_constant)
+    # source: Farokhi (2020), Theorem 15 with the corrected constant H(β) (proof in corollary16_constant)
     chk = corollary16_check(beta, 10**6)
     assert chk["holds"] and chk["ratio"] <= 1.0
 
@@ -152,7 +152,7 @@ def test_corollary16_beta_zero_rejected():
 
 
 def test_exponential_alpha1_and_hyperbolic_beta0_are_dp():
-    # source: 003, remarks after Definitions 10 and 14
+    # source: Farokhi (2020), remarks after Definitions 10 and 14
     r = np.random.default_rng(3).random(1000)
     dp = dp_loss(r)
     e1 = exponential_loss(r, 1.0)
@@ -166,7 +166,7 @@ def test_exponential_alpha1_and_hyperbolic_beta0_are_dp():
     ("hyperbolic", {"beta": 0.37}, lambda j: 1 / (1 + 0.37 * j)),
 ])
 def test_accounting_matches_brute_force_with_bounds(notion, kw, weight):
-    # source: 003, eqs. (9) and (12) summed term by term
+    # source: Farokhi (2020), eqs. (9) and (12) summed term by term
     rng = np.random.default_rng(11)
     b = rng.uniform(0.5, 4.0, 300)
     ref = brute_sum(2.0 / b, weight)
@@ -232,7 +232,7 @@ def test_exponential_infinite_horizon_constant_schedule():
     out = exponential_infinite_horizon(1.0, 0.8, horizons=(20, 200, 2000))
     assert out["dominating_schedule_valid"]  # Corollary 12 is strictly dominated (b_1 = Δf/ε)
     vc = out["constant_variance"]
-    assert vc == pytest.approx(2 / 0.2**2)  # source: 003, eq. (11), variance 2b²
+    assert vc == pytest.approx(2 / 0.2**2)  # source: Farokhi (2020), eq. (11), variance 2b²
     rows = out["rows"]
     for row in rows:
         assert row["status"] == "optimal"
@@ -269,7 +269,7 @@ def test_daily_means_rejects_missing_days():
 
 
 def test_expected_relative_error_is_scale_over_value():
-    # source: 003, Section IV-B; E|Lap(b)| = b
+    # source: Farokhi (2020), Section IV-B; E|Lap(b)| = b
     assert expected_relative_error([2.0, 3.0], [4.0, -6.0]).tolist() == [0.5, 0.5]
 
 

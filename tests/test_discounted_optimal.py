@@ -174,7 +174,7 @@ def test_solve_errors():
 
 
 def test_alpha1_and_beta0_optima_are_the_dp_optimum():
-    # source: 003, remarks after Definitions 10 and 14: (ε, 1)-exponential = (ε, 0)-hyperbolic = ε-DP
+    # source: Farokhi (2020), remarks after Definitions 10 and 14: (ε, 1)-exponential = (ε, 0)-hyperbolic = ε-DP
     w = np.linspace(1.0, 3.0, 40)
     objs = [DiscountedScheduleProblem(n, 0.9, 40, weights=w, **kw).solve().objective
             for n, kw in (("dp", {}), ("exponential", {"alpha": 1.0}), ("hyperbolic", {"beta": 0.0}))]

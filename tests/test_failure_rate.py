@@ -1,4 +1,4 @@
-"""Failure rate f_MLE of 000, eqs. (50)–(51): exact computation vs brute force and Monte Carlo; solvers."""
+"""Failure rate f_MLE of Zhang et al. (2024), eqs. (50)–(51): exact computation vs brute force and Monte Carlo; solvers."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def _brute_force(p, q, I, t, eps, rule, x0=None):
 @pytest.mark.parametrize("rule", ["posterior", "sign"])
 @pytest.mark.parametrize("p, q, I, t, eps, x0", [(0.1, 0.1, 4, 3, 1.0, None), (0.3, 0.1, 3, 2, 2.5, None), (0.7, 0.9, 4, 1, 0.7, 1), (0.2, 0.4, 5, 0, 3.0, 3)])
 def test_exact_matches_brute_force_enumeration(rule, p, q, I, t, eps, x0):
-    # source: 000, eqs. (43), (48), (50)–(51); brute force over all 2^I configurations and a Riemann sum over M
+    # source: Zhang et al. (2024), eqs. (43), (48), (50)–(51); brute force over all 2^I configurations and a Riemann sum over M
     pen = FailureRatePenalty(p, q, I, rule=rule, x0=x0)
     assert pen.value(t, eps) == pytest.approx(_brute_force(p, q, I, t, eps, rule, x0), abs=2e-5)
 
@@ -61,7 +61,7 @@ def test_exact_matches_brute_force_enumeration(rule, p, q, I, t, eps, x0):
 @pytest.mark.parametrize("rule, x0", [("posterior", None), ("sign", None), ("posterior", 13), ("sign", 6)])
 def test_exact_matches_monte_carlo(rule, x0):
     """Seeded simulation of I = 20 users (numpy noise: simulation only, nothing is released)."""
-    pen = FailureRatePenalty(0.1, 0.1, 20, rule=rule, x0=x0)  # source: 000, Fig. 5 setting p = q = 0.1, I = 20
+    pen = FailureRatePenalty(0.1, 0.1, 20, rule=rule, x0=x0)  # source: Zhang et al. (2024), Fig. 5 setting p = q = 0.1, I = 20
     rng = np.random.default_rng(20261123)
     for t, eps in ((0, 0.3), (4, 1.0), (12, 5.0)):
         est, se = simulate_failure_rate(pen, t, eps, n_samples=60_000, rng=rng)
@@ -69,7 +69,7 @@ def test_exact_matches_monte_carlo(rule, x0):
 
 
 def test_limits_and_noiseless():
-    # source: 000, text under Fig. 5: "the accuracy loss eventually converges to 0.5 as t → ∞" (sign rule)
+    # source: Zhang et al. (2024), text under Fig. 5: "the accuracy loss eventually converges to 0.5 as t → ∞" (sign rule)
     sign = FailureRatePenalty(0.1, 0.1, 20, rule="sign")
     for eps in (0.3, 1.0, 5.0):  # with Laplace noise and p = q, Pr[M < 0] = 1/2 exactly, so the limit is 0.5
         assert sign.value(400, eps) == pytest.approx(0.5, abs=1e-9)
@@ -117,7 +117,7 @@ def _brute_schedule(pop, pen, f_bar, A_max, S_max):
             if not ok.any():
                 continue
             e = eps[np.argmax(ok)]
-            risk = math.log1p(lam**A * math.expm1(e) / (1 - lam**S * math.exp(e)))  # source: 000, (53)
+            risk = math.log1p(lam**A * math.expm1(e) / (1 - lam**S * math.exp(e)))  # source: Zhang et al. (2024), (53)
             if best is None or risk < best[0]:
                 best = (risk, A, S, e)
     return best

@@ -1,4 +1,4 @@
-"""FRAN (004, Algorithm 1), d(k), MSE (22) and the leakage bounds: sound ≥ exact; (15) and (19) are not bounds."""
+"""FRAN (Luo et al. 2025, Algorithm 1), d(k), MSE (22) and the leakage bounds: sound ≥ exact; (15) and (19) are not bounds."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def grid_leakage(cmc, query, aoi, eps, n=4001):
 
 
 def test_query_sensitivities_closed_form_vs_enumeration():
-    # source: 004, Definition 8: d(k) = k for sum/mean, 1 for max/min
+    # source: Luo et al. (2025), Definition 8: d(k) = k for sum/mean, 1 for max/min
     T = np.random.default_rng(1).dirichlet(np.ones(3), size=(3, 3, 3))
     cmc = CouplingMarkovChain(T, np.full((3, 3), 1 / 3), [0.0, 1.0, 5.0])
     for name, fn in [("mean", lambda a: a.mean(axis=1)), ("sum", lambda a: a.sum(axis=1)),
@@ -69,7 +69,7 @@ def test_query_sensitivities_closed_form_vs_enumeration():
 
 
 def test_sound_bound_values_and_the_paper_inequality_failure():
-    # source: issue 5 / 004 Appendix B eq. (45): x = 0.5, y = 2 gives ln(1 + 0.5(e² − 1)) = 1.434 > x·y = 1
+    # source: issue 5 / Luo et al. (2025) Appendix B eq. (45): x = 0.5, y = 2 gives ln(1 + 0.5(e² − 1)) = 1.434 > x·y = 1
     assert sound_leakage(0.5, 1.0, 2.0) == pytest.approx(math.log(1 + 0.5 * (math.e ** 2 - 1)), rel=1e-14)
     with pytest.warns(PaperBoundWarning, match="not an upper bound"):
         assert paper_leakage(0.5, 1.0, 2.0) == pytest.approx(1.0)
@@ -92,7 +92,7 @@ def test_exact_leakage_matches_grid_reference():
 
 
 def test_lemma1_independent_sequences_reduce_to_dp():
-    # source: 004, Lemma 1 (first case): no aging, independent sequences: CSDP leakage = ε_C (DP)
+    # source: Luo et al. (2025), Lemma 1 (first case): no aging, independent sequences: CSDP leakage = ε_C (DP)
     cmc = independent_binary(0.2, 0.4)
     q = Query("sum")
     assert q.k_sensitivity(cmc) == 1.0
@@ -104,7 +104,7 @@ def test_lemma1_independent_sequences_reduce_to_dp():
 
 
 def test_lemma1_temporal_only_reduces_to_adp():
-    # source: 004, Lemma 1 (second case) and 000, Theorem 1 (14): ln(1 + Δ(t)(e^{ε_C} − 1))
+    # source: Luo et al. (2025), Lemma 1 (second case) and Zhang et al. (2024), Theorem 1 (14): ln(1 + Δ(t)(e^{ε_C} − 1))
     p, q = 0.2, 0.4
     cmc = independent_binary(p, q)
     chain = MarkovChain([[1 - p, p], [q, 1 - q]])
@@ -112,7 +112,7 @@ def test_lemma1_temporal_only_reduces_to_adp():
         for eps in (0.5, 2.0, 50.0):
             got = sound_leakage(cmc.aged_distance((a, a)), eps, Query("sum").k_sensitivity(cmc))
             assert got == pytest.approx(risk_after_aging(chain.max_tv(a), eps), rel=1e-12)
-            assert chain.max_tv(a) == pytest.approx(abs(1 - p - q) ** a, rel=1e-12)  # 000, eq. (47)
+            assert chain.max_tv(a) == pytest.approx(abs(1 - p - q) ** a, rel=1e-12)  # Zhang et al. (2024), eq. (47)
 
 
 @st.composite
@@ -143,7 +143,7 @@ def test_sound_bound_dominates_exact_leakage(model, eps, qname):
 
 
 def test_paper_bound_is_below_the_exact_leakage():
-    # Counterexample to 004 Theorem 1 (15), in the paper's own family (eq. 25 with λ = 0.5):
+    # Counterexample to Luo et al. (2025) Theorem 1 (15), in the paper's own family (eq. 25 with λ = 0.5):
     # p = q = 0.05, A_t = (3, 3), ε_C = 1, mean query (d(2) = 2).
     cmc, q = two_binary_cmc(0.05, 0.05, 0.5), Query("mean")
     dist = cmc.aged_distance((3, 3))
@@ -157,7 +157,7 @@ def test_paper_bound_is_below_the_exact_leakage():
 
 
 def test_tight_bound_is_not_an_upper_bound():
-    # 004 Theorem 2 (19) as printed: below the exact leakage for coupled and for independent sequences.
+    # Luo et al. (2025) Theorem 2 (19) as printed: below the exact leakage for coupled and for independent sequences.
     cmc, q = two_binary_cmc(0.1, 0.95, 0.9), Query("mean")
     ex = exact_leakage(cmc, q, (1, 1), 5.0)
     ti = tight_leakage(cmc, (1, 1), 5.0)

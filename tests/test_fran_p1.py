@@ -1,4 +1,4 @@
-"""Problem P1 of 004 (eqs. 23–24): enumeration, cvxpy inner problem and SCIP agree; Fig. 5 setting."""
+"""Problem P1 of Luo et al. (2025) (eqs. 23–24): enumeration, cvxpy inner problem and SCIP agree; Fig. 5 setting."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from policyopt.solvers.fran_solvers import CvxpyInnerSolver, EnumerationSolver, 
 
 
 def brute_two_binary_reference(p, q, lam, A):
-    """Independent reference for the two-binary CMC (004 eq. 25), uniform AoI A: (Δ_one, D) for the mean.
+    """Independent reference for the two-binary CMC (Luo et al. 2025 eq. 25), uniform AoI A: (Δ_one, D) for the mean.
 
     Joint chain by hand: sequence j keeps its own source with prob. λ, else the other's, then moves by P.
     """
@@ -44,7 +44,7 @@ def brute_two_binary_reference(p, q, lam, A):
 
 
 def test_fig5_setting_values():
-    # source: 004, Section VII-D (Fig. 5): p = q = 0.3, λ = 0.5, two binary sequences, mean, l̄ = 0.8, A ≤ 10
+    # source: Luo et al. (2025), Section VII-D (Fig. 5): p = q = 0.3, λ = 0.5, two binary sequences, mean, l̄ = 0.8, A ≤ 10
     prob = FRANProblem(two_binary_cmc(0.3, 0.3, 0.5), 0.8, max_age=10)
     sol = prob.solve("enumeration")
     assert sol.status is Status.OPTIMAL and list(sol.decision["aoi"]) == [10, 10]
@@ -59,7 +59,7 @@ def test_fig5_setting_values():
     assert base["ddp"]["sound"]["epsilon_s"] == pytest.approx(2 * math.sqrt(0.5 / 0.8), rel=1e-12)
     adp = base["adp"]
     assert adp["sound"]["aoi"] == [10, 10]
-    assert adp["paper"]["epsilon_s"] == pytest.approx(0.4 ** 10 * eps, rel=1e-9)  # 000 eq. (47): Δ(t) = |1−p−q|^t
+    assert adp["paper"]["epsilon_s"] == pytest.approx(0.4 ** 10 * eps, rel=1e-9)  # Zhang et al. (2024) eq. (47): Δ(t) = |1−p−q|^t
     assert adp["sound"]["epsilon_s"] == pytest.approx(math.log1p(0.4 ** 10 * math.expm1(eps)), rel=1e-9)
     csdp = base["csdp"]
     assert csdp["paper"]["epsilon_s"] == pytest.approx(2 * dist * eps, rel=1e-9)
@@ -216,7 +216,7 @@ def test_p1_beyond_the_exact_limit_uses_the_spectral_bound():
     assert sol.status == Status.FEASIBLE and sol.values["distance_kind"] == "spectral"
     assert "spectral upper bound" in sol.message and "not exact" in sol.message
     assert sol.decision["aoi"] == [1] * s
-    # closed forms (source: 000 eq. 55 for a tensor product of reversible two-state chains; 004 eq. 22):
+    # closed forms (source: Zhang et al. (2024) eq. 55 for a tensor product of reversible two-state chains; Luo et al. (2025) eq. 22):
     pis = [np.array([bj, aj]) / (aj + bj) for aj, bj in zip(a, b)]
     pmin = float(np.prod([p.min() for p in pis]))
     delta_bar = math.sqrt((1 - pmin) / pmin) * float(np.max(np.abs(1 - a - b)))
@@ -278,4 +278,4 @@ def test_spectral_mode_is_an_upper_bound_on_small_systems(seed):
     aoi, eps = np.array(ss.decision["aoi"]), ss.decision["epsilon_c"]
     true = exact.evaluate(aoi, eps)  # the spectral design, evaluated with the exact Δ_k
     assert true.leakage <= ss.objective + 1e-12
-    assert exact_leakage(cmc, Query("mean"), aoi, eps) <= ss.objective + 1e-12  # source: 004 Definition 6
+    assert exact_leakage(cmc, Query("mean"), aoi, eps) <= ss.objective + 1e-12  # source: Luo et al. (2025) Definition 6

@@ -1,4 +1,4 @@
-"""Formulations (39), (41), (42) as modelling objects and the corrected Algorithms 1–2 (000, Section V-C)."""
+"""Formulations (39), (41), (42) as modelling objects and the corrected Algorithms 1–2 (Zhang et al. 2024, Section V-C)."""
 
 from __future__ import annotations
 

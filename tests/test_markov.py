@@ -1,4 +1,4 @@
-"""Markov chains, the reversed process and Δ(t) (000, eqs. (1), (12), (43)–(47), (54)–(55))."""
+"""Markov chains, the reversed process and Δ(t) (Zhang et al. 2024, eqs. (1), (12), (43)–(47), (54)–(55))."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ T = np.arange(0, 301)
 
 @pytest.mark.parametrize("p, q", [(0.1, 0.1), (0.1, 0.3), (0.05, 0.6), (0.7, 0.9), (0.95, 0.8)])
 def test_two_state_max_tv_is_power_of_second_eigenvalue(p, q):
-    # source: 000, eq. (47): Δ(t) = |1 − p − q|^t, also for p ≠ q and 1 − p − q < 0
+    # source: Zhang et al. (2024), eq. (47): Δ(t) = |1 − p − q|^t, also for p ≠ q and 1 − p − q < 0
     chain = two_state_chain(p, q)
     expected = np.abs(1 - p - q) ** T.astype(float)
     np.testing.assert_allclose(chain.max_tv(T), expected, rtol=1e-11, atol=0)
@@ -29,7 +29,7 @@ def test_two_state_max_tv_keeps_relative_accuracy_far_below_machine_epsilon():
 
 
 def test_two_state_stationary_and_reversibility():
-    # source: 000, below eq. (43): π = (q, p)/(p + q); the chain is reversible
+    # source: Zhang et al. (2024), below eq. (43): π = (q, p)/(p + q); the chain is reversible
     chain = two_state_chain(0.1, 0.3)
     np.testing.assert_allclose(chain.stationary, [0.75, 0.25], rtol=1e-15)
     assert chain.is_reversible()
@@ -118,7 +118,7 @@ def chains(draw, max_states=5):
 @settings(max_examples=60, deadline=None)
 @given(chains())
 def test_spectral_bound_dominates_exact_max_tv(chain):
-    # source: 000, eq. (55) (Fill 1991 for non-reversible chains)
+    # source: Zhang et al. (2024), eq. (55) (Fill 1991 for non-reversible chains)
     t = np.arange(0, 120)
     exact = chain.max_tv(t)
     bound = chain.spectral_bound(t)

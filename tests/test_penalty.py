@@ -1,4 +1,4 @@
-"""Utility penalty: MSE of the released mean (000, eqs. (48)–(49))."""
+"""Utility penalty: MSE of the released mean (Zhang et al. 2024, eqs. (48)–(49))."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from policyopt.utility.penalty import CallablePenalty, MSEPenalty, two_state_mse
 
 @pytest.mark.parametrize("p, q, users", [(0.1, 0.1, 20), (0.1, 0.3, 5), (0.7, 0.9, 3), (0.05, 0.5, 1)])
 def test_mse_matches_two_state_closed_form(p, q, users):
-    # source: 000, eq. (49) for the chain (43), derived in penalty.two_state_mse
+    # source: Zhang et al. (2024), eq. (49) for the chain (43), derived in penalty.two_state_mse
     pen = MSEPenalty(Population([two_state_chain(p, q)], [users]))
     t = np.arange(0, 60)
     for eps in (0.1, 1.0, 50.0):

@@ -94,9 +94,9 @@ def test_sweep_plot_pdf_and_several_models(tmp_path, capsys):
 
 
 def test_schedule_plot_fig3_setting(tmp_path):
-    """ε(t) and AoI(t) of A = 2, S̄ = 4, ε_C = 0.5 (the setting of 000's Fig. 3) on a two-state chain.
+    """ε(t) and AoI(t) of A = 2, S̄ = 4, ε_C = 0.5 (the setting of Zhang et al.'s (2024) Fig. 3) on a two-state chain.
 
-    # source: 000_2a085da7b331351a.txt, Theorem 1 (14) and Theorem 3 (25) with Δ(t) = |1 − p − q|^t = 0.8^t for the
+    # source: Zhang et al. (2024), Theorem 1 (14) and Theorem 3 (25) with Δ(t) = |1 − p − q|^t = 0.8^t for the
     # two-state chain (43) with p = q = 0.1; peak risk (30); AoI (24).  Reference values in 400-digit decimals.
     """
     chain = two_state_chain(0.1, 0.1)

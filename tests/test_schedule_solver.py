@@ -69,7 +69,7 @@ def test_exact_solver_agrees_with_brute_force(p, q, users, f_bar):
 
 
 def test_paper_setting_reference_schedule():
-    # p = q = 0.1, I = 20 (000, Fig. 4/6 setting), f̄ = 0.08: optimum publishes fresh data every 5 slots
+    # p = q = 0.1, I = 20 (Zhang et al. 2024, Fig. 4/6 setting), f̄ = 0.08: optimum publishes fresh data every 5 slots
     sol = two_state_problem(0.1, 0.1, 20, 0.08, A_max=50, S_max=50).solve()
     assert sol.status is Status.OPTIMAL
     assert (sol.decision["A"], sol.decision["S_bar"]) == (0, 5)

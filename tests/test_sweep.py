@@ -90,7 +90,7 @@ def test_no_tradeoff_flags_and_ranges():
 def test_iid_closed_form_and_corollary_3(tmp_path, capsys):
     """Every row against closed forms; the f̄ > 0.1 range is reported as 'no trade-off'.
 
-    # source: 000_2a085da7b331351a.txt, eq. (12): i.i.d. users have Δ(0) = 1 and Δ(t) = 0 for t ≥ 1, so eq. (30)
+    # source: Zhang et al. (2024), eq. (12): i.i.d. users have Δ(0) = 1 and Δ(t) = 0 for t ≥ 1, so eq. (30)
     # gives ε* = ε_C for A = 0 and ε* = 0 for A ≥ 1.  MSE with the corrected noise scale (README: eq. (48) with
     # sensitivity 2/I): noise 2(2/(I ε_C))², staleness of the mean for A ≥ 1: Var(x_t − x_0)/I = 2/I = 0.1.
     # Hence for f̄ < 0.1 only A = 0 is feasible, ε_C = (2/I)·sqrt(2/f̄) = ε*; for f̄ > 0.1 ε* = 0 with

@@ -1,6 +1,6 @@
 """Tests of policyopt.privacy.temporal: loss function (eq. 24), BPL/FPL/TPL (eqs. 10–16), supremum (Theorem 11).
 
-Paper 002 = ``../shared/papers/002_f4b37d3d1aa1909e.txt`` (Cao et al., TKDE 2019).
+Y. Cao, M. Yoshikawa, Y. Xiao, L. Xiong, "Quantifying Differential Privacy in Continuous Data Release under Temporal Correlations", IEEE Trans. Knowl. Data Eng. 31(7), 2019.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from hypothesis.extra.numpy import arrays
 from policyopt.errors import InvalidInputError, InvalidModelError
 from policyopt.privacy.temporal import LossFunction, Supremum, leakage, supremum, window_leakage
 
-EX4 = [[0.1, 0.2, 0.7], [0.3, 0.3, 0.4], [0.5, 0.3, 0.2]]  # source: 002, Example 4 / Fig. 4
-EX2 = [[0.8, 0.2], [0.0, 1.0]]  # source: 002, Examples 2–3 (blue lines of Fig. 3)
-FIG8_B = [[0.8, 0.2], [0.2, 0.8]]  # source: 002, Fig. 8 setting (P_B)
-FIG8_F = [[0.8, 0.2], [0.1, 0.9]]  # source: 002, Fig. 8 setting (P_F)
+EX4 = [[0.1, 0.2, 0.7], [0.3, 0.3, 0.4], [0.5, 0.3, 0.2]]  # source: Cao et al. (2019), Example 4 / Fig. 4
+EX2 = [[0.8, 0.2], [0.0, 1.0]]  # source: Cao et al. (2019), Examples 2–3 (blue lines of Fig. 3)
+FIG8_B = [[0.8, 0.2], [0.2, 0.8]]  # source: Cao et al. (2019), Fig. 8 setting (P_B)
+FIG8_F = [[0.8, 0.2], [0.1, 0.9]]  # source: Cao et al. (2019), Fig. 8 setting (P_F)
 
 
 def dec_log_f(Q, D, alpha):
@@ -55,13 +55,13 @@ def test_example4_three_methods_agree():
     np.testing.assert_allclose(pw, ex, rtol=0, atol=1e-9)
     np.testing.assert_allclose(pp, ex, rtol=0, atol=1e-9)
     np.testing.assert_allclose(lp, ex, rtol=0, atol=1e-9)
-    # source: 002, eq. (24) by enumerating all subsets (Lemma 1), independent of Theorem 5
+    # source: Cao et al. (2019), eq. (24) by enumerating all subsets (Lemma 1), independent of Theorem 5
     np.testing.assert_allclose(ex, [brute_loss(EX4, x) for x in a], rtol=0, atol=1e-12)
 
 
 def test_example4_alpha_40_is_log5_not_zero():
     L = LossFunction(EX4)
-    # source: 002, Example 4: for large α the top sub-function is rows (3, 1), q⁺ = 0.5, d⁺ = 0.1,
+    # source: Cao et al. (2019), Example 4: for large α the top sub-function is rows (3, 1), q⁺ = 0.5, d⁺ = 0.1,
     # so L(40) = log[(0.5(e^40 − 1) + 1)/(0.1(e^40 − 1) + 1)] = log 5 − 3.4e-17 (MATLAB code: 0)
     ref = dec_log_f("0.5", "0.1", 40)
     for method in (L.exact, L.piecewise, L.per_pair):
@@ -72,7 +72,7 @@ def test_example4_alpha_40_is_log5_not_zero():
 @pytest.mark.parametrize("alpha", [709.0, 710.0, 745.0, 1000.0])
 def test_example4_large_alpha_finite(alpha):
     L = LossFunction(EX4)
-    # source: 002, Example 4; limit log(q⁺/d⁺) = log 5, reached to double precision (MATLAB code: NaN)
+    # source: Cao et al. (2019), Example 4; limit log(q⁺/d⁺) = log 5, reached to double precision (MATLAB code: NaN)
     for method in (L.exact, L.piecewise, L.per_pair):
         v = method(alpha)
         assert np.isfinite(v)
@@ -81,7 +81,7 @@ def test_example4_large_alpha_finite(alpha):
 
 def test_example4_piecewise_representation():
     L = LossFunction(EX4)
-    # source: 002, Example 4 / Theorems 9–10, derived by hand: near 0 the top sub-function is rows
+    # source: Cao et al. (2019), Example 4 / Theorems 9–10, derived by hand: near 0 the top sub-function is rows
     # (1, 3) with q⁺ = 0.7, d⁺ = 0.2 (slope Q − D = 0.5 ties with rows (3, 1), q⁺ = 0.8, d⁺ = 0.3, which
     # it dominates for α > 0); rows (3, 1) with q⁺ = 0.5, d⁺ = 0.1 overtake it at
     # u = e^α − 1 = (0.5 + 0.2 − 0.7 − 0.1)/(0.7·0.1 − 0.5·0.2) = 10/3 (Algorithm 4 line 4)
@@ -91,7 +91,7 @@ def test_example4_piecewise_representation():
 
 
 def test_algorithm2_example_transition_points():
-    # source: 002, text after Algorithm 2: q = [0.2, 0.3, 0.5], d = [0.1, 0, 0.9] gives
+    # source: Cao et al. (2019), text after Algorithm 2: q = [0.2, 0.3, 0.5], d = [0.1, 0, 0.9] gives
     # aArr = [Inf, 1.47, NaN] (1.47 = log(1 + 0.1/0.03); Algorithm 2 line 11 omits the "+1")
     P = [[0.2, 0.3, 0.5], [0.1, 0.0, 0.9], [0.3, 0.3, 0.4]]
     L = LossFunction(P)
@@ -109,7 +109,7 @@ def test_theorem6_identical_rows_zero(P):
     a = np.array([0.0, 0.5, 40.0, 1000.0])
     assert L.is_zero
     assert L.breakpoints.size == 0
-    # source: 002, Theorem 6: L ≡ 0
+    # source: Cao et al. (2019), Theorem 6: L ≡ 0
     for method in (L.exact, L.piecewise, L.per_pair):
         np.testing.assert_array_equal(method(a), np.zeros(4))
     assert L.lp(0.5) == pytest.approx(0.0, abs=1e-12)
@@ -120,7 +120,7 @@ def test_theorem7_identity_loss(P):
     L = LossFunction(P)
     a = np.array([0.0, 0.3, 5.0, 40.0, 1000.0])
     assert L.is_identity
-    # source: 002, Theorem 7: q_i = 1, d_i = 0 gives L(α) = α
+    # source: Cao et al. (2019), Theorem 7: q_i = 1, d_i = 0 gives L(α) = α
     for method in (L.exact, L.piecewise, L.per_pair):
         np.testing.assert_allclose(method(a), a, rtol=1e-15, atol=0)
     np.testing.assert_allclose(L.lp([0.3, 5.0]), [0.3, 5.0], rtol=1e-9)
@@ -131,7 +131,7 @@ def test_theorem7_without_special_case_flag():
     from policyopt.privacy.temporal import _log_f
 
     a = np.array([0.0, 1.0, 800.0, 1000.0])
-    # source: 002, Theorem 7 (L(α) = α)
+    # source: Cao et al. (2019), Theorem 7 (L(α) = α)
     np.testing.assert_allclose(_log_f(1.0, 0.0, 0.0, 1.0, a), a, rtol=1e-15)
 
 
@@ -140,14 +140,14 @@ def test_remark1_bounds_and_monotone():
         L = LossFunction(P)
         a = np.concatenate([np.linspace(0, 20, 201), [50.0, 100.0, 709.0, 800.0, 1000.0]])
         v = L.piecewise(a)
-        # source: 002, Remark 1: 0 ≤ L(α) ≤ α; L is non-decreasing (sub-functions increase, Theorem 10 proof)
+        # source: Cao et al. (2019), Remark 1: 0 ≤ L(α) ≤ α; L is non-decreasing (sub-functions increase, Theorem 10 proof)
         assert np.all(v >= 0) and np.all(v <= a)
         assert np.all(np.diff(v) >= -1e-15)
 
 
 def test_example2_loss_by_hand():
     L = LossFunction(EX2)
-    # source: 002, Examples 2–3 matrix; hand: pairs give (q⁺, d⁺) = (0.8, 0) and (1, 0.2), so
+    # source: Cao et al. (2019), Examples 2–3 matrix; hand: pairs give (q⁺, d⁺) = (0.8, 0) and (1, 0.2), so
     # L(0.1) = max(log(0.8(e^0.1 − 1) + 1), log(e^0.1/(0.2(e^0.1 − 1) + 1)))
     ref = max(np.log(0.8 * np.expm1(0.1) + 1), 0.1 - np.log(0.2 * np.expm1(0.1) + 1))
     assert L.exact(0.1) == pytest.approx(ref, abs=1e-15)
@@ -171,7 +171,7 @@ def test_example2_3_identity_linear():
     T, eps = 10, 0.1
     r = leakage(np.eye(2), np.eye(2), [eps] * T)
     t = np.arange(1, T + 1)
-    # source: 002, Examples 2–3 (red lines of Fig. 3): BPL_t = tε, FPL_t = (T − t + 1)ε, TPL_t = Tε
+    # source: Cao et al. (2019), Examples 2–3 (red lines of Fig. 3): BPL_t = tε, FPL_t = (T − t + 1)ε, TPL_t = Tε
     np.testing.assert_allclose(r.bpl, t * eps, rtol=1e-14)
     np.testing.assert_allclose(r.fpl, (T - t + 1) * eps, rtol=1e-14)
     np.testing.assert_allclose(r.tpl, T * eps, rtol=1e-14)
@@ -180,7 +180,7 @@ def test_example2_3_identity_linear():
 
 def test_example2_no_correlation():
     r = leakage(None, None, [0.1] * 5)
-    # source: 002, Examples 2–3 (black lines): BPL = FPL = TPL = ε
+    # source: Cao et al. (2019), Examples 2–3 (black lines): BPL = FPL = TPL = ε
     np.testing.assert_allclose(r.bpl, 0.1)
     np.testing.assert_allclose(r.fpl, 0.1)
     np.testing.assert_allclose(r.tpl, 0.1)
@@ -189,10 +189,10 @@ def test_example2_no_correlation():
 def test_example2_bpl_grows_to_supremum():
     eps = 0.1
     r = leakage(EX2, EX2, [eps] * 400)
-    # source: 002, Example 2 (blue line): BPL_2 = L(0.1) + 0.1 (hand value as in test_example2_loss_by_hand)
+    # source: Cao et al. (2019), Example 2 (blue line): BPL_2 = L(0.1) + 0.1 (hand value as in test_example2_loss_by_hand)
     assert r.bpl[1] == pytest.approx(eps + np.log(0.8 * np.expm1(eps) + 1), abs=1e-15)
     assert np.all(np.diff(r.bpl[:50]) > 0) and np.all(np.diff(r.bpl) >= 0)
-    # source: 002, Theorem 11 case 2 with q = 0.8, d = 0: sup = log(0.2e^0.1/(1 − 0.8e^0.1))
+    # source: Cao et al. (2019), Theorem 11 case 2 with q = 0.8, d = 0: sup = log(0.2e^0.1/(1 − 0.8e^0.1))
     sup = np.log(0.2 * np.exp(eps) / (1 - 0.8 * np.exp(eps)))
     assert r.bpl[-1] == pytest.approx(sup, abs=1e-9)
     # FPL is BPL reversed under constant budgets and P_F = P_B (eqs. 13, 15)
@@ -204,7 +204,7 @@ def test_exact_and_piecewise_leakage_agree():
     b = np.random.default_rng(3).uniform(0, 1, 30)
     r1 = leakage(FIG8_B, FIG8_F, b, method="exact")
     r2 = leakage(FIG8_B, FIG8_F, b, method="piecewise")
-    # source: 002, Fig. 8 matrices; Algorithms 1 and 5 must give the same leakage
+    # source: Cao et al. (2019), Fig. 8 matrices; Algorithms 1 and 5 must give the same leakage
     np.testing.assert_allclose(r1.tpl, r2.tpl, rtol=0, atol=1e-12)
 
 
@@ -214,7 +214,7 @@ def test_population_max_over_users():
     users_F = [FIG8_F, np.eye(2), EX2]
     pop = leakage(users_B, users_F, b)
     singles = [leakage(pb, pf, b) for pb, pf in zip(users_B, users_F)]
-    # source: 002, eqs. (3), (7), (9): max over users
+    # source: Cao et al. (2019), eqs. (3), (7), (9): max over users
     np.testing.assert_allclose(pop.bpl, np.max([s.bpl for s in singles], axis=0), rtol=1e-15)
     np.testing.assert_allclose(pop.fpl, np.max([s.fpl for s in singles], axis=0), rtol=1e-15)
     np.testing.assert_allclose(pop.tpl, np.max([s.tpl for s in singles], axis=0), rtol=1e-15)
@@ -229,9 +229,9 @@ def test_population_max_over_users():
 def test_window_leakage_theorem3():
     b = np.array([0.3, 0.1, 0.4, 0.2, 0.5])
     r = leakage(FIG8_B, FIG8_F, b)
-    # source: 002, Corollary 1: user level (w = T) is Σ ε_t
+    # source: Cao et al. (2019), Corollary 1: user level (w = T) is Σ ε_t
     assert window_leakage(r, 5)[0] == pytest.approx(b.sum(), rel=1e-14)
-    # source: 002, Theorem 3 / eq. (16): j = 1 → α^B_t + α^F_{t+1}; j = 2 → + ε_{t+1}
+    # source: Cao et al. (2019), Theorem 3 / eq. (16): j = 1 → α^B_t + α^F_{t+1}; j = 2 → + ε_{t+1}
     np.testing.assert_allclose(window_leakage(r, 2), r.bpl[:-1] + r.fpl[1:], rtol=1e-15)
     np.testing.assert_allclose(window_leakage(r, 3), r.bpl[:-2] + r.fpl[2:] + b[1:-1], rtol=1e-15)
     np.testing.assert_allclose(window_leakage(r, 1), r.tpl, rtol=1e-15)
@@ -248,7 +248,7 @@ def test_theorem11_case1_matches_recursion(eps):
     assert (s.status, s.case, s.q, s.d) == ("finite", 1, 0.8, 0.2)
     q, d = 0.8, 0.2
     e = np.exp(eps)
-    # source: 002, Theorem 11 case 1 closed form
+    # source: Cao et al. (2019), Theorem 11 case 1 closed form
     closed = np.log((np.sqrt(4 * d * e * (1 - q) + (d + q * e - 1) ** 2) + d + q * e - 1) / (2 * d))
     assert s.value == pytest.approx(closed, rel=1e-13)
     # limit of the recursion (13), iterated here straight from eq. (24) with q⁺ = 0.8, d⁺ = 0.2
@@ -266,36 +266,36 @@ def test_theorem11_case1_matches_recursion(eps):
 
 def test_theorem11_large_epsilon_stable():
     s = supremum(FIG8_B, 1000.0)
-    # source: 002, Theorem 11 case 1: as ε → ∞, sup − ε → log(q/d) = log 4
+    # source: Cao et al. (2019), Theorem 11 case 1: as ε → ∞, sup − ε → log(q/d) = log 4
     assert s.value == pytest.approx(1000.0 + np.log(4.0), rel=1e-15)
 
 
 def test_theorem11_case2_finite():
     s = supremum(EX2, 0.1)
-    # source: 002, Theorem 11 case 2: d = 0, q = 0.8, ε = 0.1 < log 1.25
+    # source: Cao et al. (2019), Theorem 11 case 2: d = 0, q = 0.8, ε = 0.1 < log 1.25
     assert (s.status, s.case, s.q, s.d) == ("finite", 2, 0.8, 0.0)
     assert s.value == pytest.approx(np.log(0.2 * np.exp(0.1) / (1 - 0.8 * np.exp(0.1))), rel=1e-14)
 
 
 def test_theorem11_case3_divergent():
     s = supremum(EX2, 0.3)
-    # source: 002, Theorem 11 case 3: d = 0, q = 0.8, ε = 0.3 > log 1.25
+    # source: Cao et al. (2019), Theorem 11 case 3: d = 0, q = 0.8, ε = 0.3 > log 1.25
     assert s == Supremum("divergent", None, 3, 0.8, 0.0)
     bpl = leakage(EX2, None, [0.3] * 2000).bpl
     assert bpl[-1] > bpl[999] + 50  # grows ≈ (ε − log 1.25) per step
 
 
 def test_theorem11_case2_boundary_is_divergent():
-    # source: 002, Theorem 11 case 2 prints ε ≤ log(1/q); at equality F = (1 − q)e^ε/(1 − qe^ε) is infinite
+    # source: Cao et al. (2019), Theorem 11 case 2 prints ε ≤ log(1/q); at equality F = (1 − q)e^ε/(1 − qe^ε) is infinite
     s = supremum([[0.5, 0.5], [0.0, 1.0]], np.log(2.0))
     assert (s.status, s.value, s.case) == ("divergent", None, 3)
 
 
 def test_theorem11_case4_and_degenerate():
-    # source: 002, Theorem 11 case 4 (d = 0, q = 1): divergent; Example 2: BPL_t = tε
+    # source: Cao et al. (2019), Theorem 11 case 4 (d = 0, q = 1): divergent; Example 2: BPL_t = tε
     assert supremum(np.eye(3), 0.1) == Supremum("divergent", None, 4, 1.0, 0.0)
     assert supremum(np.eye(3), 0.0).value == 0.0  # L(0) = 0: BPL_t = 0 when ε = 0
-    # source: 002, Theorem 6: L ≡ 0, BPL_t = ε
+    # source: Cao et al. (2019), Theorem 6: L ≡ 0, BPL_t = ε
     assert supremum(np.full((3, 3), 1 / 3), 0.7) == Supremum("finite", 0.7, 0, None, None)
     assert supremum(LossFunction(FIG8_B), 0.0).value == 0.0
 
@@ -328,7 +328,7 @@ def test_property_three_methods_agree(P, alpha):
     # entries are 0 or ≥ 1e-6: HiGHS silently drops matrix coefficients below 1e-9 (see LossFunction.lp)
     L = LossFunction(P)
     ex = L.exact(alpha)
-    # source: 002, Section 6.1 (Algorithms 1, 3, 5 identical to the LFP solution)
+    # source: Cao et al. (2019), Section 6.1 (Algorithms 1, 3, 5 identical to the LFP solution)
     assert L.piecewise(alpha) == pytest.approx(ex, abs=1e-9)
     assert L.per_pair(alpha) == pytest.approx(ex, abs=1e-9)
     assert L.lp(alpha) == pytest.approx(ex, abs=1e-9)
@@ -348,7 +348,7 @@ def test_property_exact_piecewise_any_alpha(P, alphas):
 @settings(max_examples=15, deadline=None)
 @given(P=stochastic(max_n=4), alpha=st.floats(0.0, 8.0))
 def test_property_matches_subset_enumeration(P, alpha):
-    # source: 002, Lemma 1 / eq. (34): the optimum is at x ∈ {m, m e^α}; enumerate all subsets
+    # source: Cao et al. (2019), Lemma 1 / eq. (34): the optimum is at x ∈ {m, m e^α}; enumerate all subsets
     assert LossFunction(P).exact(alpha) == pytest.approx(brute_loss(P, alpha), abs=1e-12)
 
 
@@ -357,7 +357,7 @@ def test_property_matches_subset_enumeration(P, alpha):
        b=arrays(np.float64, st.integers(1, 12), elements=st.floats(0.0, 3.0)))
 def test_property_tpl_at_least_budget(PB, PF, b):
     r = leakage(PB, PF, b)
-    # source: 002, eq. (11) and Remark 1: BPL_t, FPL_t ≥ ε_t, so TPL_t ≥ ε_t; user level = Σ ε (Corollary 1)
+    # source: Cao et al. (2019), eq. (11) and Remark 1: BPL_t, FPL_t ≥ ε_t, so TPL_t ≥ ε_t; user level = Σ ε (Corollary 1)
     assert np.all(r.tpl >= b - 1e-12)
     assert np.all(r.bpl >= b - 1e-12) and np.all(r.fpl >= b - 1e-12)
     assert window_leakage(r, b.size)[0] == pytest.approx(b.sum(), rel=1e-12, abs=1e-12)
@@ -369,7 +369,7 @@ def test_property_supremum_bounds_recursion(P, eps):
     s = supremum(P, eps)
     bpl = leakage(P, None, [eps] * 60).bpl
     if s.status == "finite":
-        # source: 002, Theorem 11: BPL_t increases to the supremum, never above it
+        # source: Cao et al. (2019), Theorem 11: BPL_t increases to the supremum, never above it
         assert np.all(bpl <= s.value + 1e-9)
     else:
         assert s.value is None

@@ -1,6 +1,6 @@
-"""Budget allocation for α-DP_T: Algorithms 7 and 8 of 002 and the SCIP optimum.
+"""Budget allocation for α-DP_T: Algorithms 7 and 8 of Cao et al. (2019) and the SCIP optimum.
 
-Reference setting: 002 (Cao et al., TKDE 2019), Section 6.3, Fig. 8.  Every optimal value is
+Reference setting: Cao et al. (2019), Section 6.3, Fig. 8.  Every optimal value is
 cross-checked with numpy/scipy alone (brute force for T = 2, SLSQP from several starts).
 """
 
@@ -29,7 +29,7 @@ from policyopt.solvers.tpl_alloc import (
 )
 from policyopt.privacy.temporal import LossFunction, leakage, supremum
 
-# source: 002, Section 6.3, Fig. 8 (P_B, P_F, goal 1-DP_T)
+# source: Cao et al. (2019), Section 6.3, Fig. 8 (P_B, P_F, goal 1-DP_T)
 P_B = [[0.8, 0.2], [0.2, 0.8]]
 P_F = [[0.8, 0.2], [0.1, 0.9]]
 ALPHA = 1.0
@@ -47,7 +47,7 @@ def _prob(T, alpha=ALPHA, **kw):
 
 @pytest.mark.parametrize("T", [1, 2, 3, 10, 50])
 def test_upper_bound_fig8(T):
-    # source: 002, Algorithm 7 and Theorem 11: sup BPL + sup FPL − ε = α for the constant ε
+    # source: Cao et al. (2019), Algorithm 7 and Theorem 11: sup BPL + sup FPL − ε = α for the constant ε
     sol = _prob(T).solve("upper-bound")
     assert sol.status == Status.FEASIBLE and sol.method == "tpl-upper-bound"
     eps = sol.decision["budgets"]
@@ -64,7 +64,7 @@ def test_upper_bound_fig8(T):
 
 
 def test_upper_bound_approaches_alpha_for_long_horizons():
-    # source: 002, Section 5 ("when T is short, the privacy leakage may not be increased to the supremum")
+    # source: Cao et al. (2019), Section 5 ("when T is short, the privacy leakage may not be increased to the supremum")
     short, long_ = _prob(3).solve("upper-bound"), _prob(200).solve("upper-bound")
     assert short.values["max_tpl"] < 0.6
     assert long_.values["max_tpl"] == pytest.approx(ALPHA, abs=1e-9)
@@ -72,7 +72,7 @@ def test_upper_bound_approaches_alpha_for_long_horizons():
 
 @pytest.mark.parametrize("T", [1, 2, 3, 10, 50])
 def test_quantification_fig8_tpl_equals_alpha_everywhere(T):
-    # source: 002, Algorithm 8, eqs. (26)–(27): TPL_t = α at every t
+    # source: Cao et al. (2019), Algorithm 8, eqs. (26)–(27): TPL_t = α at every t
     sol = _prob(T).solve("quantification")
     assert sol.status == Status.FEASIBLE
     eps = np.array(sol.decision["budgets"])
@@ -91,7 +91,7 @@ def test_quantification_fig8_tpl_equals_alpha_everywhere(T):
 
 @pytest.mark.parametrize("T", [2, 3, 5, 10, 20])
 def test_quantification_beats_upper_bound_for_short_horizons(T):
-    # source: 002, Section 6.3, Fig. 9(a): "when T is short, Algorithm 8 outperforms Algorithm 7"
+    # source: Cao et al. (2019), Section 6.3, Fig. 9(a): "when T is short, Algorithm 8 outperforms Algorithm 7"
     v7 = _prob(T).solve("upper-bound").objective
     v8 = _prob(T).solve("quantification").objective
     assert v8 < v7
@@ -99,7 +99,7 @@ def test_quantification_beats_upper_bound_for_short_horizons(T):
 
 @pytest.mark.parametrize("alpha", [0.3, 1.0, 2.5])
 def test_quantification_middle_budget_equals_upper_bound_budget(alpha):
-    # source: 002, eqs. (26)–(27) are Algorithm 7's condition with ε_1, ε_T the BPL/FPL suprema
+    # source: Cao et al. (2019), eqs. (26)–(27) are Algorithm 7's condition with ε_1, ε_T the BPL/FPL suprema
     e7 = _prob(10, alpha).solve("upper-bound").decision["budgets"][0]
     s8 = _prob(10, alpha).solve("quantification")
     assert s8.values["epsilon_m"] == pytest.approx(e7, abs=1e-9)
@@ -108,7 +108,7 @@ def test_quantification_middle_budget_equals_upper_bound_budget(alpha):
 
 
 def test_t1_gets_the_whole_budget():
-    # source: 002, eq. (10): with one release TPL_1 = ε_1
+    # source: Cao et al. (2019), eq. (10): with one release TPL_1 = ε_1
     assert _prob(1).solve("quantification").decision["budgets"] == [ALPHA]
 
 
@@ -120,7 +120,7 @@ def test_sensitivity_scales_variance_only():
 
 
 def test_no_correlation_gives_alpha_each_step():
-    # source: 002, Definition 8: independent data, an ε-DP mechanism is ε-DP_T
+    # source: Cao et al. (2019), Definition 8: independent data, an ε-DP mechanism is ε-DP_T
     for m in ("upper-bound", "quantification"):
         sol = BudgetAllocationProblem(None, None, 0.7, 4).solve(m)
         np.testing.assert_allclose(sol.decision["budgets"], 0.7, rtol=1e-12)
@@ -141,7 +141,7 @@ def test_population_allocation_verifies():
 
 
 def test_upper_bound_infeasible_for_identity():
-    # source: 002, Theorem 11 case 4 (d = 0, q = 1): the supremum is infinite for every ε > 0
+    # source: Cao et al. (2019), Theorem 11 case 4 (d = 0, q = 1): the supremum is infinite for every ε > 0
     sol = BudgetAllocationProblem([[1, 0], [0, 1]], P_F, 1.0, 5).solve("upper-bound")
     # Algorithm 7 has no answer, but the problem is feasible (ε_t = α/T): status unknown, not infeasible
     assert sol.status == Status.UNKNOWN and sol.decision is None
@@ -149,7 +149,7 @@ def test_upper_bound_infeasible_for_identity():
 
 
 def test_upper_bound_divergent_case2_stays_below_log_one_over_q():
-    # source: 002, Theorem 11 case 2: d = 0, q < 1 is finite only for ε < log(1/q)
+    # source: Cao et al. (2019), Theorem 11 case 2: d = 0, q < 1 is finite only for ε < log(1/q)
     P = [[0.5, 0.5], [0.0, 1.0]]  # pair (row 0, row 1) has q⁺ = 0.5, d⁺ = 0
     sol = BudgetAllocationProblem(P, None, 3.0, 5).solve("upper-bound")
     e = sol.decision["budgets"][0]
@@ -158,7 +158,7 @@ def test_upper_bound_divergent_case2_stays_below_log_one_over_q():
 
 
 def test_quantification_infeasible_for_forward_identity():
-    # source: 002, Theorem 7: L_F(α) = α forces ε_1 = α^B = 0 in eqs. (26)–(27)
+    # source: Cao et al. (2019), Theorem 7: L_F(α) = α forces ε_1 = α^B = 0 in eqs. (26)–(27)
     sol = BudgetAllocationProblem(P_B, [[1, 0], [0, 1]], 1.0, 5).solve("quantification")
     assert sol.status == Status.UNKNOWN
     assert "no solution with positive budgets" in sol.message
@@ -261,7 +261,7 @@ P3_F = [[0.7, 0.2, 0.1], [0.1, 0.8, 0.1], [0.2, 0.2, 0.6]]
 
 @pytest.mark.parametrize("PB, PF", [(P_B, P_F), (P3_B, P3_F)], ids=["fig8", "3-state"])
 def test_optimal_t24_proven_with_warm_start(PB, PF):
-    # source: 002, Fig. 8 setting and a 3-state example; reference = independent SLSQP (finite differences)
+    # source: Cao et al. (2019), Fig. 8 setting and a 3-state example; reference = independent SLSQP (finite differences)
     prob = BudgetAllocationProblem(PB, PF, ALPHA, 24)
     sol = AllColumnsAllocator().solve(prob, time_limit=120.0)  # the SCIP path (every column tightened by LP)
     assert sol.status == Status.OPTIMAL and sol.values["proof"] == "scip"
@@ -302,7 +302,7 @@ def _slsqp_matrices(PB, PF, T, alpha=ALPHA):
 
 
 def test_optimal_population_and_identity():
-    # source: 002, Theorem 7 (P_B = I: BPL_t = Σ_s ε_s, so TPL_T ≥ Σ_t ε_t and ε_t = α/T is optimal)
+    # source: Cao et al. (2019), Theorem 7 (P_B = I: BPL_t = Σ_s ε_s, so TPL_T ≥ Σ_t ε_t and ε_t = α/T is optimal)
     sol = BudgetAllocationProblem([[1, 0], [0, 1]], P_F, 1.0, 6).solve("optimal")
     assert sol.status == Status.OPTIMAL
     assert sol.objective == pytest.approx(6 * 2 / (1 / 6) ** 2, rel=1e-6)
@@ -314,7 +314,7 @@ def test_optimal_population_and_identity():
 @settings(max_examples=30, deadline=None)
 @given(st.floats(0.05, 0.95), st.floats(0.0, 0.95), st.floats(0.0, 2.0), st.floats(1e-6, 1.0))
 def test_cuts_bound_the_loss_function(q, d, lo, w):
-    # source: 002, eq. (24)-(25): log f = log(Q e^x + Q̄) − log(D e^x + D̄), both terms convex in x
+    # source: Cao et al. (2019), eq. (24)-(25): log f = log(Q e^x + Q̄) − log(D e^x + D̄), both terms convex in x
     d = min(d, q - 0.01) if q > 0.06 else 0.0
     P = [[q, 1 - q], [d, 1 - d]]
     lf = LossFunction(P)
@@ -329,7 +329,7 @@ def test_cuts_bound_the_loss_function(q, d, lo, w):
 
 
 def test_tighten_bounds_keeps_the_optimum_and_bounds_it():
-    # source: 002, Fig. 8 setting; the T = 2 brute force (_brute_force_t2) is the reference optimum
+    # source: Cao et al. (2019), Fig. 8 setting; the T = 2 brute force (_brute_force_t2) is the reference optimum
     prob = _prob(2)
     ref = _brute_force_t2()
     v8 = prob.solve("quantification").objective

@@ -1,4 +1,4 @@
-"""``policyopt discounted``: Laplace schedules under ε-DP and discounted DP (Farokhi, 003).
+"""``policyopt discounted``: Laplace schedules under ε-DP and discounted DP (Farokhi 2020).
 
 Registered in :func:`policyopt.cli.main.build_parser` through :func:`add_command`.
 """

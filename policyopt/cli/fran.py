@@ -1,4 +1,4 @@
-"""``policyopt fran``: FRAN design by problem P1 of 004 (correlated-sequence DP).
+"""``policyopt fran``: FRAN design by problem P1 of Luo et al. (2025) (correlated-sequence DP).
 
 Registered in :func:`policyopt.cli.main.build_parser` through :func:`add_command`.
 """
@@ -54,9 +54,9 @@ def add_command(sub) -> None:
     """
     cmd = sub.add_parser(
         "fran",
-        help="FRAN design for correlated sequences: AoI vector and epsilon_c minimising the leakage (004, P1)",
+        help="FRAN design for correlated sequences: AoI vector and epsilon_c minimising the leakage (Luo et al. 2025, P1)",
         description=(
-            "Solve problem P1 of Luo et al. (eqs. 23-24): choose the AoI vector (slots) and the Laplace level "
+            "Solve problem P1 of Luo et al. (2025, eqs. 23-24): choose the AoI vector (slots) and the Laplace level "
             "epsilon_c (nats) of FRAN minimising the CSDP leakage epsilon_s subject to an MSE bound, on a coupling "
             "Markov chain; print the baselines of the paper's Fig. 5 (DP, DDP, ADP, CSDP) under the same bound. "
             "The leakage is the sound bound ln(1 + Δ_k (e^{d(k) ε_C} − 1)) unless --bound says otherwise. "
@@ -99,7 +99,7 @@ def load_model(args):
         raise InvalidInputError("--states applies only to --homes")
     if args.two_binary is not None:
         tb = args.two_binary
-        label = f"two binary sequences p={tb['p']:g} q={tb['q']:g} lambda={tb['lambda']:g} (004, eq. 25)"
+        label = f"two binary sequences p={tb['p']:g} q={tb['q']:g} lambda={tb['lambda']:g} (Luo et al. 2025, eq. 25)"
         return two_binary_cmc(tb["p"], tb["q"], tb["lambda"]), label
     if args.homes is not None:
         from policyopt.data import load_citylearn
@@ -144,7 +144,7 @@ def _cmd_fran(args) -> int:
         warnings.simplefilter("ignore", PaperBoundWarning)  # the CLI prints its own warning below
         prob = FRANProblem(cmc, args.max_mse, query=args.query, max_age=args.max_age, bound=args.bound)
         if args.bound == "paper":  # after the problem is accepted: an error stays the only stderr line
-            print("policyopt: warning: --bound paper uses 004's eq. (15), which is NOT an upper bound of the leakage "
+            print("policyopt: warning: --bound paper uses Luo et al.'s (2025) eq. (15), which is NOT an upper bound of the leakage "
                   "(its proof uses ln(1 + x(e^y − 1)) ≤ xy, false for 0 < x < 1); the sound bound is the default",
                   file=sys.stderr)
         sol = prob.solve(args.method)
@@ -176,11 +176,11 @@ def _cmd_fran(args) -> int:
         print(json.dumps(out, indent=2, ensure_ascii=False))
         return 0
     what = {"sound": "sound bound ln(1 + Δ_k(e^{d(k)ε_C} − 1))" + (
-                " with Δ_k ≤ the spectral upper bound (000 eq. 55, matrix-free), not the exact Δ_k"
-                if prob.distance_kind == "spectral" else ""), "paper": "004 eq. (15) d(k)Δ_kε_C — NOT an upper bound",
+                " with Δ_k ≤ the spectral upper bound (Zhang et al. 2024 eq. 55, matrix-free), not the exact Δ_k"
+                if prob.distance_kind == "spectral" else ""), "paper": "Luo et al. (2025) eq. (15) d(k)Δ_kε_C — NOT an upper bound",
             "exact": "exact leakage of FRAN"}[args.bound]
     lines = [
-        "FRAN design, problem P1 of Luo et al. (004, eqs. 23–24)",
+        "FRAN design, problem P1 of Luo et al. (2025, eqs. 23–24)",
         f"model       : {label}; s = {cmc.n_sequences}, m = {cmc.n_states}, k = {cmc.correlation_degree}, "
         f"d(k) = {prob.d_k:g}, Δf = {prob.sensitivity:.6g} ({args.query})",
         f"status      : {sol.status.value} ({sol.method}: {sol.message})",

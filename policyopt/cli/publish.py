@@ -70,7 +70,7 @@ def add_command(sub) -> None:
             "Laplace noise of scale Δf/ε_C (Δf = (HI − LO)/I) drawn by OpenDP.  A slot with no reading is skipped "
             "(recorded, nothing spent).  Each release is committed to the ledger before it is written to --out; "
             "rerun as the stream grows: it resumes after the last committed release and never redraws noise.  "
-            "Zhang et al., 'Age-Dependent Differential Privacy', IEEE Trans. Inf. Theory, 2024, Theorem 3, eq. (30)."
+            "Zhang et al. (2024), 'Age-Dependent Differential Privacy', IEEE Trans. Inf. Theory, 2024, Theorem 3, eq. (30)."
         ),
     )
     pub.add_argument("--schedule", metavar="FILE", help="JSON printed by `policyopt schedule --json`")
@@ -102,7 +102,7 @@ def add_command(sub) -> None:
         description=(
             "The age-dependent risk ε(t) (Theorem 3, eq. (25)) of the releases actually made — their own times, agings "
             "and budgets, so missed or skipped releases count — its peak so far, the designed peak ε* (eq. (30)) and "
-            "AoI(t) (eq. (24)).  Zhang et al., 'Age-Dependent Differential Privacy', IEEE Trans. Inf. Theory, 2024."
+            "AoI(t) (eq. (24)).  Zhang et al. (2024), 'Age-Dependent Differential Privacy', IEEE Trans. Inf. Theory, 2024."
         ),
     )
     led.add_argument("--ledger", metavar="FILE", required=True, help="SQLite ledger written by `policyopt publish`")
@@ -242,7 +242,7 @@ def run_publish(args) -> int:
         return 0
     s = rep.schedule
     lines = [
-        "policyopt publish: releases with OpenDP Laplace noise (Zhang et al., Theorem 3; ledger in SQLite)",
+        "policyopt publish: releases with OpenDP Laplace noise (Zhang et al. 2024, Theorem 3; ledger in SQLite)",
         f"schedule    : A = {s.A} slots, S̄ = {s.S_bar} slots, ε_C = {fmt_value(s.epsilon_c, 10)} nats, value range "
         f"{fmt_value(s.value_range[0])}:{fmt_value(s.value_range[1])}, first input slot {s.origin} (id {rep.schedule_id})",
         f"stream      : complete through slot {rep.through}",
@@ -335,7 +335,7 @@ def run_ledger(args) -> int:
                 if risk.designed_peak_risk is not None else "divergent: condition (31) Δ(S̄)e^ε_C < 1 fails")
     aoi = out["aoi_at"]
     lines = [
-        "policyopt ledger: age-dependent risk of the releases made (Zhang et al., Theorem 3, eq. (25); nats, slots)",
+        "policyopt ledger: age-dependent risk of the releases made (Zhang et al. 2024, Theorem 3, eq. (25); nats, slots)",
         f"ledger      : {args.ledger} (schema {out['schema_version']}, created {out['created_at']}, policyopt {out['package_version']})",
         f"schedule    : A = {sch.A} slots, S̄ = {sch.S_bar} slots, ε_C = {fmt_value(sch.epsilon_c, 10)} nats, value range "
         f"{fmt_value(sch.value_range[0])}:{fmt_value(sch.value_range[1])}, first input slot {sch.origin} (id {led.schedule_id})",

@@ -54,7 +54,7 @@ def add_command(sub) -> None:
         "sweep",
         help="optimal schedule over a grid of utility bounds f̄ (and model parameters); resumable CSV + JSON lines",
         description=(
-            "Solve the schedule problem (Zhang et al., problem (28)) at every f̄ of --max-penalty (and every value of "
+            "Solve the schedule problem (Zhang et al. 2024, problem (28)) at every f̄ of --max-penalty (and every value of "
             "each --vary parameter), writing one row per point to --out FILE.csv and one JSON line to FILE.jsonl as "
             "each point finishes.  Rerunning with the same --out resumes: finished points are not recomputed.  "
             "Reports the f̄ ranges where raising f̄ does not lower the optimal risk (Corollary 3's 'no trade-off')."
@@ -213,7 +213,7 @@ def _format_summary(s: dict) -> str:
     )
     f = s["max_penalty"]
     lines = [
-        "policyopt sweep: optimal peak risk over the utility bound f̄ (Zhang et al., problem (28))",
+        "policyopt sweep: optimal peak risk over the utility bound f̄ (Zhang et al. 2024, problem (28))",
         f"grid         : {len(f)} f̄ values from {fmt_value(f[0])} to {fmt_value(f[-1])}"
         + "".join(f" × {len(v)} {k}" for k, v in s["varied"].items()) + f" = {s['points']} points ({where})",
         f"points       : {s['computed']} computed, {s['resumed']} resumed from the existing files",

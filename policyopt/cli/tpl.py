@@ -1,4 +1,4 @@
-"""``policyopt tpl`` and ``policyopt tpl-budget``: temporal privacy leakage and budget allocation (Cao et al.)."""
+"""``policyopt tpl`` and ``policyopt tpl-budget``: temporal privacy leakage and budget allocation (Cao et al. 2019)."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def add_command(sub) -> None:
     tpl = sub.add_parser(
         "tpl",
         help="backward, forward and total temporal privacy leakage (BPL/FPL/TPL) of a budget sequence",
-        description="BPL, FPL and TPL per step (Cao et al., eqs. (11), (13), (15)) and their suprema (Theorem 11). "
+        description="BPL, FPL and TPL per step (Cao et al. 2019, eqs. (11), (13), (15)) and their suprema (Theorem 11). "
         "Without --pb/--pf the matrices are estimated per home from the data (bundled data by default).",
     )
     _add_tpl_source(tpl)
@@ -38,7 +38,7 @@ def add_command(sub) -> None:
     bud = sub.add_parser(
         "tpl-budget",
         help="budgets ε_1..ε_T that guarantee a target α-DP_T under temporal correlations",
-        description="Allocate per-step budgets so that TPL_t ≤ α at every step (Cao et al., Algorithms 7 and 8; "
+        description="Allocate per-step budgets so that TPL_t ≤ α at every step (Cao et al. 2019, Algorithms 7 and 8; "
         "'optimal' minimises the total Laplace noise variance globally with SCIP).",
     )
     _add_tpl_source(bud)
@@ -137,22 +137,9 @@ def _cmd_tpl(args) -> int:
     if args.json:
         print(json.dumps(out, indent=2, ensure_ascii=False))
     else:
-        sup = out["supremum"]
-        show = lambda v: v if isinstance(v, str) else fmt_upper(v)  # noqa: E731
-        lines = [
-            "policyopt tpl: temporal privacy leakage (Cao et al., eqs. (11), (13), (15); nats)",
-            f"model    : {source}",
-            f"steps    : {budgets.size}, budgets from {fmt_value(float(budgets.min()))} to {fmt_value(eps_sup)} nats",
-            f"max TPL  : {fmt_upper(res.tpl_level)} nats (the release is α-DP_T for α ≥ this)",
-            f"supremum : BPL {show(sup['bpl'])}, FPL {show(sup['fpl'])}, TPL {show(sup['tpl'])} "
-            f"(Theorem 11, constant budget {fmt_value(eps_sup)})",
-            "   t        ε_t        BPL        FPL        TPL",
-        ]
-        T = budgets.size
-        for t in sorted(set(list(range(min(T, 5))) + list(range(max(0, T - 3), T)))):
-            lines.append(f"{t + 1:>4} {budgets[t]:>10.6g} {fmt_upper(res.bpl[t]):>10} {fmt_upper(res.fpl[t]):>10} {fmt_upper(res.tpl[t]):>10}")
-        lines.append(f"wall time: {out['wall_time_s']:.3f} s")
-        print("\n".join(lines))
+        from policyopt.privacy.temporal import format_leakage
+
+        print(format_leakage(res, source=source, supremum=out["supremum"], wall_time_s=out["wall_time_s"]))
     return 0
 
 

@@ -17,7 +17,8 @@ def load_citylearn():
     -------
     pandas.DataFrame
         148,920 rows with columns ``user`` (str, ``Building_1`` … ``Building_17``),
-        ``time`` (int, hour 0..8759) and ``value`` (float, kWh in that hour).
+        ``time`` (int, hour 0..8759) and ``value`` (float, kWh in that hour).  ``df.attrs["unit"]``
+        is ``"kWh"``, which :func:`~policyopt.models.estimation.fit_population` carries into the model.
 
     Notes
     -----
@@ -29,4 +30,6 @@ def load_citylearn():
 
     wide = pd.read_csv(CITYLEARN_PATH, compression="gzip")
     tidy = wide.melt(id_vars="hour", var_name="user", value_name="value").rename(columns={"hour": "time"})
-    return tidy[["user", "time", "value"]].reset_index(drop=True)
+    out = tidy[["user", "time", "value"]].reset_index(drop=True)
+    out.attrs["unit"] = "kWh"
+    return out

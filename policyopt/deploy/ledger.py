@@ -122,7 +122,7 @@ class ScheduleSpec:
     """The schedule a publisher runs: equal spacing S̄, constant aging A and budget ε_C.
 
     Publishing times are S_n = origin + A + (n − 1)·S̄ (slots, n = 1, 2, ...); the n-th release
-    uses the readings of slot S_n − A = origin + (n − 1)·S̄ (Zhang et al., IEEE Trans. Inf.
+    uses the readings of slot S_n − A = origin + (n − 1)·S̄ (Zhang et al. 2024, IEEE Trans. Inf.
     Theory, 2024, the equal-spacing policy of Proposition 3).
 
     Attributes
@@ -253,7 +253,7 @@ class ScheduleSpec:
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """The Markov model whose Δ(t) (Zhang et al., eq. (12)) the accounting uses.
+    """The Markov model whose Δ(t) (Zhang et al. 2024, eq. (12)) the accounting uses.
 
     Attributes
     ----------

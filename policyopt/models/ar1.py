@@ -1,9 +1,9 @@
 """The AR(1) Gaussian process of Appendix I of Zhang et al. and its Δ(t); the MSE penalties are in
 :mod:`policyopt.utility.ar1_penalty`.
 
-Source: ``../shared/papers/000_2a085da7b331351a.txt``, Appendix I, eqs. (81)–(92), Fig. 8.
+Source: M. Zhang, E. Wei, R. Berry, J. Huang, "Age-Dependent Differential Privacy", IEEE Trans. Inf. Theory 70(2), 2024, Appendix I, eqs. (81)–(92), Fig. 8.
 
-Model (81) with one coefficient: x_{i,t+1} = ρ x_{i,t} + e_{i,t}, e ~ N(0, σ²) i.i.d., |ρ| < 1,
+Model (81) with one coefficient: x_{i,t+1} = ρ x_{i,t} + e_{i,t}, e ~ N(0, σ²) i.i.d., ``|ρ|`` < 1,
 users independent and stationary, so x ~ N(0, v) with v = σ²/(1 − ρ²) and, by (84),
 x_{i,t} | x_{i,0} ~ N(ρ^t x_{i,0}, s_t²), s_t² = v(1 − ρ^{2t}).
 
@@ -14,14 +14,14 @@ clip(x_{i,0}, −B, B) plus Laplace noise of scale (2B/I)/ε_C (sensitivity 2B/I
 age-dependent guarantee is stated for pairs of current readings in [−B, B].
 
 Δ(t) (12) for this chain.  The process is reversible (Lemma 7), so the backward conditionals
-are the forward ones: Δ(t) = sup_{|a|, |a'| ≤ B} TV(N(ρ^t a, s_t²), N(ρ^t a', s_t²)).  The TV distance
-between two Gaussians with equal variance is 2Φ(|μ − μ'|/(2s)) − 1, so
+are the forward ones: Δ(t) = sup_{``|a|``, ``|a'|`` ≤ B} TV(N(ρ^t a, s_t²), N(ρ^t a', s_t²)).  The TV distance
+between two Gaussians with equal variance is 2Φ(``|μ − μ'|``/(2s)) − 1, so
 
-    Δ(t) = 2Φ(|ρ|^t B / s_t) − 1 = erf(|ρ|^t B / (√2 s_t)),   Δ(0) = 1              (exact)
+    Δ(t) = 2Φ(``|ρ|^t`` B / s_t) − 1 = erf(``|ρ|^t`` B / (√2 s_t)),   Δ(0) = 1              (exact)
 
 (the clipped input clip(x_0) is a function of x_0, so its TV distance is at most this).  Pinsker
-(86) gives Δ(t) ≤ |ρ|^t B / s_t, and since s_t ≥ σ for t ≥ 1 the paper's (88) with
-|x − x'| ≤ 2B, Δ(t) ≤ |ρ|^t B/σ, also holds for t ≥ 1 — but not at t = 0, where Δ(0) = 1
+(86) gives Δ(t) ≤ ``|ρ|^t`` B / s_t, and since s_t ≥ σ for t ≥ 1 the paper's (88) with
+``|x − x'|`` ≤ 2B, Δ(t) ≤ ``|ρ|^t`` B/σ, also holds for t ≥ 1 — but not at t = 0, where Δ(0) = 1
 (the paper's (87) is garbled and (88) as printed would give B/σ < 1 at t = 0 when B < σ).
 :meth:`AR1Model.pinsker_max_tv` returns min(1, (88)) with Δ(0) = 1.
 
@@ -69,7 +69,7 @@ class AR1Model:
     Parameters
     ----------
     rho : float
-        AR coefficient ρ, 0 < |ρ| < 1 (ρ = 0 is i.i.d. data with Δ(t) = 0 for t ≥ 1).
+        AR coefficient ρ, 0 < ``|ρ|`` < 1 (ρ = 0 is i.i.d. data with Δ(t) = 0 for t ≥ 1).
     sigma : float
         Innovation standard deviation σ > 0 (units of the readings).
     n_users : int
@@ -86,7 +86,7 @@ class AR1Model:
 
     References
     ----------
-    ``000_2a085da7b331351a.txt``, (81)–(84), (86)–(88).
+    Zhang et al. (2024), (81)–(84), (86)–(88).
     """
 
     def __init__(self, rho: float, sigma: float, n_users: int, *, clip_bound: float):
@@ -108,7 +108,7 @@ class AR1Model:
 
     @property
     def spectral_rate(self) -> float:
-        """|ρ|: Δ(t) = O(|ρ|^t) (the rate under (88))."""
+        """``|ρ|``: Δ(t) = O(``|ρ|^t``) (the rate under (88))."""
         return abs(self.rho)
 
     def conditional_std(self, t):
@@ -117,7 +117,7 @@ class AR1Model:
         return np.sqrt(-self.variance * np.expm1(2.0 * ts * math.log(abs(self.rho))))
 
     def log_max_tv(self, t):
-        """ln Δ(t) with Δ(t) = erf(|ρ|^t B/(√2 s_t)) exact (module docstring); 0 at t = 0.
+        """ln Δ(t) with Δ(t) = erf(``|ρ|^t`` B/(√2 s_t)) exact (module docstring); 0 at t = 0.
 
         Computed in log space: for arguments below 1e-8 the bound erf(y) ≤ 2y/√π is used (relative
         error < 1e-16, on the safe side), so Δ(t) far below the float range still counts.
@@ -152,12 +152,12 @@ class AR1Model:
         return float(out) if out.ndim == 0 else out
 
     def max_tv(self, t):
-        """Δ(t) = erf(|ρ|^t B/(√2 s_t)) for t ≥ 1, Δ(0) = 1; shape of `t` (may underflow to 0)."""
+        """Δ(t) = erf(``|ρ|^t`` B/(√2 s_t)) for t ≥ 1, Δ(0) = 1; shape of `t` (may underflow to 0)."""
         out = np.exp(self.log_max_tv(t))
         return float(out) if np.ndim(out) == 0 else out
 
     def pinsker_max_tv(self, t):
-        """The paper's bound (88) with |x − x'| ≤ 2B: min(1, |ρ|^t B/σ) for t ≥ 1, and 1 at t = 0.
+        """The paper's bound (88) with ``|x − x'|`` ≤ 2B: min(1, ``|ρ|^t`` B/σ) for t ≥ 1, and 1 at t = 0.
 
         Always ≥ :meth:`max_tv` (Pinsker (86) and s_t ≥ σ for t ≥ 1).
         """
@@ -174,12 +174,12 @@ class AR1Model:
         horizon : int
             Recorded as the envelope's horizon (slots); the bound holds for all t.
         rho : float, optional
-            Must be omitted or equal |ρ| (another rate is not implied by (88)).
+            Must be omitted or equal ``|ρ|`` (another rate is not implied by (88)).
 
         Raises
         ------
         InvalidInputError
-            If `rho` is given and differs from |ρ|, or `horizon` < 0.
+            If `rho` is given and differs from ``|ρ|``, or `horizon` < 0.
         """
         (h,) = as_slots([horizon], "horizon")
         if rho is not None and float(rho) != abs(self.rho):

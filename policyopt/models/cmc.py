@@ -1,7 +1,7 @@
 """Coupling Markov chains (CMC) of several correlated sequences and their joint snapshot chain.
 
 Source: Luo, Zhang, Xu, Chen, Huang, "Correlated-Sequence Differential Privacy",
-``../shared/papers/004_3447947d28f8bf6e.txt``, Section III-B, eqs. (4)–(5) (after Ching,
+Y. Luo, M. Zhang, J. Xu, J. Chen, J. Huang, "Correlated-Sequence Differential Privacy", preprint, 2025, Section III-B, eqs. (4)–(5) (after Ching,
 Fung & Ng, "A multivariate Markov chain model for categorical data sequences", 2002).
 
 Conventions
@@ -21,13 +21,13 @@ Conventions
 * Aging by an AoI vector A = (A^(1), …, A^(s)) (Algorithm 1, eq. 9) releases
   z = (x^(1)_{t−A^(1)}, …, x^(s)_{t−A^(s)}).  :meth:`CouplingMarkovChain.aged_kernel` returns
   Pr[z | x_t] for a stationary joint chain; for a uniform AoI vector (all ages equal to a) it is
-  the a-step matrix of the reversed joint chain, the object Δ(t) of Zhang et al. (eq. 12 of
-  ``000_2a085da7b331351a.txt``) is built from.
+  the a-step matrix of the reversed joint chain, the object Δ(t) of Zhang et al. (2024),
+  eq. (12), is built from.
 
 Exact analysis needs the dense m^s × m^s joint chain and is limited to
 :data:`EXACT_SNAPSHOT_LIMIT` snapshots; beyond it every exact joint-chain method raises
 :class:`~policyopt.errors.InvalidModelError`.  Up to :data:`SPECTRAL_SNAPSHOT_LIMIT` snapshots the
-spectral bound (55) of ``000`` on the joint chain's Δ(t) is computed **matrix-free**
+spectral bound (55) of Zhang et al. (2024) on the joint chain's Δ(t) is computed **matrix-free**
 (:meth:`CouplingMarkovChain.spectral_certificate`, :class:`SpectralCertificate`), and
 Δ_k(Λ, A_t) ≤ Δ_joint(min_i A^(i)) turns it into a bound on the aged correlation distance
 (:meth:`CouplingMarkovChain.aged_distance_bound`).  Beyond that limit only the trivial Δ_k ≤ 1
@@ -66,7 +66,7 @@ SPECTRAL_SNAPSHOT_LIMIT = 2 ** 16
 
 
 class CouplingMarkovChain:
-    """A validated coupling Markov chain, eqs. (4)–(5) of 004.
+    """A validated coupling Markov chain, eqs. (4)–(5) of Luo et al. (2025).
 
     Parameters
     ----------
@@ -89,7 +89,7 @@ class CouplingMarkovChain:
 
     References
     ----------
-    004, Section III-B, eqs. (4)–(5); Ching, Fung & Ng (2002).
+    Luo et al. (2025), Section III-B, eqs. (4)–(5); Ching, Fung & Ng (2002).
 
     Examples
     --------
@@ -338,7 +338,7 @@ class CouplingMarkovChain:
         return self.joint_chain.stationary
 
     def spectral_certificate(self, *, seed: int = 0) -> "SpectralCertificate":
-        """Matrix-free certified spectral bound (55) of ``000`` for the joint chain (cached per seed).
+        """Matrix-free certified spectral bound (55) of Zhang et al. (2024) for the joint chain (cached per seed).
 
         The joint transition P[x, y] = Π_j M_j[x, y_j], M_j[x, ·] = Σ_k λ_jk P^(jk)[x^(k), ·], is never
         stored: with the sequences split into a front and a back half, row x of P is the Kronecker
@@ -363,7 +363,7 @@ class CouplingMarkovChain:
 
         References
         ----------
-        ``000`` eq. (55) and Lemma 3; Fill, Ann. Appl. Probab. 1(1), 1991, Thm 2.1; Kuczyński &
+        Zhang et al. (2024) eq. (55) and Lemma 3; Fill, Ann. Appl. Probab. 1(1), 1991, Thm 2.1; Kuczyński &
         Woźniakowski, SIAM J. Matrix Anal. Appl. 13(4), 1992, Thm 4.1.
         """
         self._require_spectral("the spectral bound")
@@ -375,7 +375,7 @@ class CouplingMarkovChain:
         return cache[int(seed)]
 
     def spectral_max_tv(self, t, *, method: str = "auto"):
-        """Spectral upper bound (55) of ``000`` on the joint chain's Δ(t) (eq. 12): cheap for large t.
+        """Spectral upper bound (55) of Zhang et al. (2024) on the joint chain's Δ(t) (eq. 12): cheap for large t.
 
         Parameters
         ----------
@@ -409,13 +409,13 @@ class CouplingMarkovChain:
     def aged_distance_bound(self, aoi, *, kind: str = "spectral"):
         """Upper bound on Δ_k(Λ, A_t) (Definition 9) from the joint chain at the youngest age.
 
-        Δ_k(Λ, A_t) ≤ Δ_joint(min_i A^(i)), where Δ_joint(a) is the joint chain's Δ(a) of ``000``
+        Δ_k(Λ, A_t) ≤ Δ_joint(min_i A^(i)), where Δ_joint(a) is the joint chain's Δ(a) of Zhang et al. (2024)
         eq. (12) (all pairs of snapshots), for both ``neighbours="one"`` and ``"any"``.
 
         Proof.  Let a = min_i A^(i) and b = max_i A^(i).  The aged snapshot z has entries
         x^(i)_{t−A^(i)}, so z = φ(W) for the window W = (x_{t−b}, …, x_{t−a}) and a fixed map φ.
         Under the stationary chain the reversed process (x_t, x_{t−1}, …) is Markov with kernel P̂
-        (eq. 1 of ``000``), hence Pr[W = w | x_t = x] = P̂^a(x, w_a) · K(w_a, w), where
+        (eq. 1 of Zhang et al. (2024)), hence Pr[W = w | x_t = x] = P̂^a(x, w_a) · K(w_a, w), where
         K(w_a, ·) = Pr[x_{t−a−1..t−b} | x_{t−a} = w_a] does not depend on x (Markov property).  So the
         law of z given x_t = x is P̂^a(x, ·) followed by the common kernel K and the map φ, and the
         total variation distance cannot grow under a common kernel (data processing):
@@ -505,7 +505,7 @@ class CouplingMarkovChain:
         """Pr[z | x_t], shape (m^s, m^s): row x is the law of the aged snapshot given x_t = x.
 
         For a uniform AoI vector (every age = a) this equals the a-step matrix of the reversed
-        joint chain (eq. 1 of ``000``).  See :meth:`aged_joint` for parameters and errors.
+        joint chain (eq. 1 of Zhang et al. (2024)).  See :meth:`aged_joint` for parameters and errors.
         """
         W = self.aged_joint(aoi)
         C = (W / self.joint_stationary[None, :]).T
@@ -542,7 +542,7 @@ class CouplingMarkovChain:
             t-neighbouring snapshots that differ in exactly one sequence (Definition 5) — the
             quantity the leakage proof needs.  ``"any"``: max over *all* pairs of snapshots, the
             literal reading of (14) for a fully correlated group (k = s); for a uniform AoI vector
-            it equals the joint chain's Δ(t) = ``joint_chain.max_tv(t)`` (eq. 12 of ``000``).
+            it equals the joint chain's Δ(t) = ``joint_chain.max_tv(t)`` (eq. 12 of Zhang et al. (2024)).
             ``"any"`` ≥ ``"one"``; both make the sound bound valid.
 
         Returns
@@ -728,7 +728,7 @@ def _max_pair_tv(C: np.ndarray, pairs=None, chunk: int = 4096) -> float:
 
 
 def two_binary_cmc(p: float, q: float, lam: float) -> CouplingMarkovChain:
-    """The two-sequence binary CMC of 004's numerical study (Section VII-A, eq. 25).
+    """The two-sequence binary CMC of Luo et al.'s (2025) numerical study (Section VII-A, eq. 25).
 
     Parameters
     ----------
@@ -755,7 +755,7 @@ def two_binary_cmc(p: float, q: float, lam: float) -> CouplingMarkovChain:
 
 
 def fit_cmc(states, n_states: int, *, smoothing: float = 0.01, state_values=None) -> CouplingMarkovChain:
-    """Estimate a CMC from s aligned state sequences (Ching, Fung & Ng 2002, as used in 004 §III-B).
+    """Estimate a CMC from s aligned state sequences (Ching, Fung & Ng 2002, as used in Luo et al. (2025) §III-B).
 
     P^(jk) is the smoothed maximum-likelihood estimate from the lag-1 co-occurrences
     n^(jk)[a, b] = #{t : x^(k)_t = a, x^(j)_{t+1} = b}; the weights λ_j· minimise the squared error

@@ -1,5 +1,5 @@
-"""The matrix-free spectral certificate of a coupled chain's joint snapshot chain (Luo et al., Section III-B,
-with the spectral bound (55) of Zhang et al.): the joint transition operator applied without forming the
+"""The matrix-free spectral certificate of a coupled chain's joint snapshot chain (Luo et al. 2025, Section III-B,
+with the spectral bound (55) of Zhang et al. 2024): the joint transition operator applied without forming the
 m^s × m^s matrix, and a certified upper bound on its second singular value (deflated randomized Lanczos).
 
 Used by :class:`policyopt.models.cmc.CouplingMarkovChain` (``spectral_certificate``); this module does not import it:
@@ -92,9 +92,9 @@ class JointOperator:
 
 @dataclass(frozen=True)
 class SpectralCertificate:
-    """Matrix-free spectral bound (55) of ``000`` for the joint chain of a CMC, with its certificate.
+    """Matrix-free spectral bound (55) of Zhang et al. (2024) for the joint chain of a CMC, with its certificate.
 
-    Bound: Δ(t) ≤ min(1, c̄ · λ̄^t), Δ(t) of ``000`` eq. (12) on the joint chain (reversed rows),
+    Bound: Δ(t) ≤ min(1, c̄ · λ̄^t), Δ(t) of Zhang et al. (2024) eq. (12) on the joint chain (reversed rows),
     with λ̄ ≥ λ* = σ₂(D^{1/2} P D^{−1/2}) (D = diag π; Fill 1991 Thm 2.1 for non-reversible chains,
     as :meth:`policyopt.models.markov.MarkovChain.spectral_rate`) and c̄ ≥ max_x sqrt((1 − π(x))/π(x)).
 
@@ -113,7 +113,7 @@ class SpectralCertificate:
        xᵀAx ≤ θ₁‖a‖² + 2ρ‖a‖‖Πx‖ + μ̄‖Πx‖², the quadratic form of [[θ₁, ρ], [ρ, μ̄]] (YᵀAΠ = RᵀΠ).
     5. Stationary vector error: e = π − π̃ satisfies eᵀ(I − P) = rᵀ and Σe = 0; with g = D̃^{−1/2}e,
        gᵀũ = 0 and gᵀ(I − C̃) = (r/ũ)ᵀ, so ‖g‖₂ ≤ ‖r/ũ‖₂ / (1 − ‖C̃‖₂) (this also proves π unique and,
-       if τ_x = ‖g‖₂/ũ(x) < 1, positive).  Then |π(x)/π̃(x) − 1| ≤ τ_x ≤ τ = max_x τ_x.
+       if τ_x = ‖g‖₂/ũ(x) < 1, positive).  Then ``|π(x)/π̃(x) − 1|`` ≤ τ_x ≤ τ = max_x τ_x.
     6. With E = diag(sqrt(π/π̃)), D^{1/2}PD^{−1/2} = E B̃ E^{−1}; by Eckart–Young σ₂ is the distance to
        rank one, so λ* ≤ ‖E C̃ E^{−1}‖₂ ≤ sqrt((1 + τ)/(1 − τ)) · ‖C̃‖₂; λ̄ adds a rounding allowance
        of 32·N·u (u = 2^−53).  c̄ uses π(x) ≥ π̃(x) − ‖g‖₂ ũ(x).
@@ -192,7 +192,7 @@ class SpectralCertificate:
         return float(out) if out.ndim == 0 else out
 
     def bound(self, t):
-        """Upper bound min(1, c̄ λ̄^t) on the joint chain's Δ(t), ``000`` eq. (55).
+        """Upper bound min(1, c̄ λ̄^t) on the joint chain's Δ(t), Zhang et al. (2024) eq. (55).
 
         Parameters
         ----------

@@ -3,7 +3,7 @@
 Readings (e.g. hourly kWh) are quantised into K states with quantile edges shared by
 all users, transitions between consecutive slots are counted per user, and each user's
 transition matrix is the maximum-likelihood estimate with additive (Laplace) smoothing,
-eq. (28) of ``../shared/papers/002_f4b37d3d1aa1909e.txt``:
+eq. (28) of Y. Cao, M. Yoshikawa, Y. Xiao, L. Xiong, "Quantifying Differential Privacy in Continuous Data Release under Temporal Correlations", IEEE Trans. Knowl. Data Eng. 31(7), 2019:
 p̂_jk = (n_jk + s) / Σ_u (n_ju + s).
 
 With a public value range [LO, HI] the readings are clipped into it *before* anything is
@@ -159,7 +159,7 @@ class FittedModel:
     def temporal_matrices(self) -> tuple[list, list]:
         """Backward and forward transition matrices of every kept user, for temporal privacy leakage.
 
-        P_F[j, k] = Pr(l^{t+1} = k | l^t = j) is the smoothed MLE (eq. 28 of 002); P_B[j, k] =
+        P_F[j, k] = Pr(l^{t+1} = k | l^t = j) is the smoothed MLE (eq. 28 of Cao et al. (2019)); P_B[j, k] =
         Pr(l^{t−1} = k | l^t = j) under the empirical joint distribution of consecutive
         states, (n_kj + s) / Σ_k' (n_k'j + s), with the same pseudo-count s.
 
@@ -244,6 +244,7 @@ def fit_population(
     min_transitions: int | None = None,
     quantizer: Quantizer | None = None,
     source: str = "`data`",
+    unit: str | None = None,
     value_range=None,
 ) -> FittedModel:
     """Estimate one Markov chain per user from a long table of readings.
@@ -255,7 +256,7 @@ def fit_population(
     n_states : int
         Number of quantile states K (≥ 2), edges shared by all users.
     smoothing : float
-        Additive pseudo-count s ≥ 0 per cell (eq. 28 of 002).  The default 0.01 keeps the
+        Additive pseudo-count s ≥ 0 per cell (eq. 28 of Cao et al. (2019)).  The default 0.01 keeps the
         estimate close to the MLE while making every chain irreducible and aperiodic; a
         large s pulls rows towards uniform, which mixes faster and *lowers* Δ(t), so it
         should stay small when the model is used to bound privacy risk.
@@ -267,6 +268,11 @@ def fit_population(
         same states); `n_states` is then ignored.
     source : str
         Name of the input for messages.
+    unit : str, optional
+        Unit of the readings (e.g. ``"kWh"``), carried into ``population.value_unit`` so that
+        penalties built from the population know theirs (kWh² for the MSE of a kWh mean).  Default:
+        ``df.attrs["unit"]`` when the table has one (:func:`policyopt.data.load_citylearn` sets
+        ``"kWh"``), else ``""``.
     value_range : (float, float), optional
         Public range (LO, HI) of a reading, LO < HI (reading units).  Every reading is clipped
         into [LO, HI] before the quantile edges, state values and counts are computed, so the
@@ -286,6 +292,11 @@ def fit_population(
     """
     if not isinstance(smoothing, (int, float)) or not (np.isfinite(smoothing) and smoothing >= 0):
         raise InvalidInputError(f"`smoothing` must be a finite number ≥ 0, got {fmt(smoothing)}")
+    if unit is None:
+        attrs = getattr(df, "attrs", None)
+        unit = attrs.get("unit", "") if isinstance(attrs, dict) else ""
+    if not isinstance(unit, str):
+        raise InvalidInputError(f"`unit` must be a string such as 'kWh', got {fmt(unit)}")
     data = validate_readings(df, source=source)
     clipped = 0
     if value_range is not None:
@@ -322,7 +333,7 @@ def fit_population(
             r = int(np.flatnonzero(totals[:, 0] == 0)[0])
             excluded[user] = f"state {r} never left (no transitions from it) and smoothing is 0"
             continue
-        P = rows / totals  # eq. (28) of 002
+        P = rows / totals  # eq. (28) of Cao et al. (2019)
         chain = MarkovChain(P, quant.state_values)
         if not chain.is_irreducible:
             excluded[user] = "estimated chain is reducible (use smoothing > 0)"
@@ -336,7 +347,7 @@ def fit_population(
             f"(found {max(n_trans.values()) if n_trans else 0} at most); supply longer series or fewer states"
         )
     return FittedModel(
-        population=Population(chains),
+        population=Population(chains, value_unit=unit),
         quantizer=quant,
         users=tuple(kept),
         excluded=excluded,

@@ -1,7 +1,7 @@
 """Finite Markov chains, the reversed process and the maximal total variation distance Δ(t).
 
 The age-dependent privacy risk of Zhang et al. is driven by Δ(t), eq. (12) of
-``../shared/papers/000_2a085da7b331351a.txt``: the largest total variation distance
+M. Zhang, E. Wei, R. Berry, J. Huang, "Age-Dependent Differential Privacy", IEEE Trans. Inf. Theory 70(2), 2024: the largest total variation distance
 between two t-step rows of a user's *reversed* chain P̂ (eq. 1), maximised over
 users.  This module computes Δ(t) exactly, the spectral bound (55), and the
 geometric envelope Δ(t) ≤ c·ρ^t of eq. (38) that the continuous formulations
@@ -195,7 +195,7 @@ class MarkovChain:
 
     References
     ----------
-    Zhang et al., ``000_2a085da7b331351a.txt``: reversed process eq. (1), Δ(t) eq. (12),
+    Zhang et al. (2024): reversed process eq. (1), Δ(t) eq. (12),
     spectral bound (54)–(55), Lemma 3.
 
     Examples
@@ -361,7 +361,7 @@ class MarkovChain:
     def spectral_rate(self) -> float:
         """Geometric rate of the spectral bound (55).
 
-        For a reversible chain this is λ* = max(λ_1, |λ_{m-1}|) of Lemma 3, the second
+        For a reversible chain this is λ* = max(λ_1, ``|λ_{m-1}|``) of Lemma 3, the second
         largest eigenvalue modulus.  Proposition 5 (54) is proved only for reversible
         chains; for a non-reversible chain this returns the second singular value of
         D^{1/2} P D^{-1/2} (D = diag π), i.e. the square root of the second eigenvalue of
@@ -425,7 +425,7 @@ def two_state_chain(p: float, q: float) -> MarkovChain:
     Returns
     -------
     MarkovChain
-        ``P = [[1-p, p], [q, 1-q]]``; its Δ(t) is |1 − p − q|^t (eq. 47) and its
+        ``P = [[1-p, p], [q, 1-q]]``; its Δ(t) is ``|1 − p − q|^t`` (eq. 47) and its
         stationary distribution (q, p)/(p + q).
 
     Raises
@@ -435,7 +435,7 @@ def two_state_chain(p: float, q: float) -> MarkovChain:
 
     References
     ----------
-    ``000_2a085da7b331351a.txt``, Example 1, eqs. (43)–(47).
+    Zhang et al. (2024), Example 1, eqs. (43)–(47).
     """
     for name, v in (("p", p), ("q", q)):
         if not isinstance(v, (int, float, np.floating, np.integer)) or not 0.0 <= float(v) <= 1.0:
@@ -479,6 +479,9 @@ class Population:
     counts : sequence of int, optional
         Number of users following each chain (default one user per chain).  The
         number of users is I = sum(counts).
+    value_unit : str, optional
+        Unit of the chains' state values (e.g. ``"kWh"``; default ``""``: unitless).  Penalties built
+        from the population (:class:`~policyopt.utility.penalty.MSEPenalty`) report their unit from it.
 
     Raises
     ------
@@ -488,7 +491,9 @@ class Population:
         If `counts` does not have one positive integer per chain.
     """
 
-    def __init__(self, chains: Sequence[MarkovChain], counts: Sequence[int] | None = None):
+    def __init__(self, chains: Sequence[MarkovChain], counts: Sequence[int] | None = None, *, value_unit: str = ""):
+        if not isinstance(value_unit, str):
+            raise InvalidInputError(f"`value_unit` must be a string such as 'kWh', got {fmt(value_unit)}")
         chains = list(chains)
         if not chains:
             raise InvalidModelError("`chains` must hold at least one MarkovChain, got an empty sequence")
@@ -508,6 +513,7 @@ class Population:
             )
         self.chains = tuple(chains)
         self.counts = tuple(int(c) for c in counts_arr)
+        self.value_unit = value_unit
 
     @classmethod
     def from_matrices(cls, P, counts: Sequence[int] | None = None) -> "Population":

@@ -81,13 +81,13 @@ def tabulate_population(population: Population, horizon: int) -> TabulatedPopula
 
     References
     ----------
-    ``000_2a085da7b331351a.txt``, eq. (12) (Δ(t)) and (38) (envelope).
+    Zhang et al. (2024), eq. (12) (Δ(t)) and (38) (envelope).
     """
     import numpy as np
 
     if isinstance(horizon, bool) or not isinstance(horizon, (int, np.integer)) or horizon < 0:
         raise InvalidInputError(f"`horizon` must be an integer ≥ 0 (slots), got {fmt(horizon)}")
-    out = TabulatedPopulation(population.chains, population.counts)
+    out = TabulatedPopulation(population.chains, population.counts, value_unit=getattr(population, "value_unit", ""))
     out.__dict__["log_max_tv_table"] = np.asarray(population.log_max_tv(np.arange(int(horizon) + 1)), dtype=float)
     out.spectral_rate  # noqa: B018 - cache λ* before the object is shipped to workers
     return out

@@ -1,7 +1,7 @@
 """Age-dependent privacy accounting: Theorem 1, composition Theorem 3, peak risk Proposition 3.
 
 Source: Zhang, Wei, Berry, Huang, "Age-Dependent Differential Privacy",
-``../shared/papers/000_2a085da7b331351a.txt``.  Privacy is in nats, time in slots.
+M. Zhang, E. Wei, R. Berry, J. Huang, "Age-Dependent Differential Privacy", IEEE Trans. Inf. Theory 70(2), 2024.  Privacy is in nats, time in slots.
 
 Every risk is computed in log space, as ln(1 + Δ(e^ε − 1)) = logaddexp(0, ln Δ + ln(e^ε − 1)),
 so ε_C = 50 (or 5000) and Δ = 0 work.  Where Δ(t) may fall below the float range (≈1e-308)
@@ -107,7 +107,7 @@ def risk_after_aging(max_tv, epsilon_c):
 
     References
     ----------
-    ``000_2a085da7b331351a.txt``, Theorem 1, eq. (14).
+    Zhang et al. (2024), Theorem 1, eq. (14).
 
     Examples
     --------
@@ -243,7 +243,7 @@ def compose(
 
     References
     ----------
-    ``000_2a085da7b331351a.txt``, Theorem 3 (eq. 25), AoI Definition 11 (eq. 24).
+    Zhang et al. (2024), Theorem 3 (eq. 25), AoI Definition 11 (eq. 24).
     """
     S = as_slots(np.atleast_1d(publish_times), "publish_times")
     if S.ndim != 1 or S.size == 0:
@@ -366,7 +366,7 @@ def peak_risk(max_tv_a: float, max_tv_s: float, epsilon_c: float) -> PeakRisk:
 
     References
     ----------
-    ``000_2a085da7b331351a.txt``, Proposition 3, eqs. (30)–(31); Theorem 4.
+    Zhang et al. (2024), Proposition 3, eqs. (30)–(31); Theorem 4.
     """
     dA = float(_check_max_tv(max_tv_a, "max_tv_a"))
     dS = float(_check_max_tv(max_tv_s, "max_tv_s"))
@@ -418,7 +418,7 @@ def peak_risk_iteration(
     The paper claims (32) is a contraction with constant < 1 everywhere; that is false
     (F'(ε) → 1 as ε → ∞).  Below the fixed point ε' the iterates increase and
     F' ≤ r = Δ(S̄)e^{ε_C}, which is < 1 exactly under (31); the stopping rule
-    r/(1 − r)·|step| ≤ tol therefore bounds the remaining error.
+    r/(1 − r)·``|step|`` ≤ tol therefore bounds the remaining error.
 
     Parameters
     ----------
@@ -442,7 +442,7 @@ def peak_risk_iteration(
 
     References
     ----------
-    ``000_2a085da7b331351a.txt``, Proposition 3, eqs. (32)–(34).
+    Zhang et al. (2024), Proposition 3, eqs. (32)–(34).
     """
     dA = float(_check_max_tv(max_tv_a, "max_tv_a"))
     dS = float(_check_max_tv(max_tv_s, "max_tv_s"))

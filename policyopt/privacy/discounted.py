@@ -1,7 +1,7 @@
-"""Discounted differential privacy of a Laplace reporting mechanism (Farokhi, 003).
+"""Discounted differential privacy of a Laplace reporting mechanism (Farokhi 2020).
 
-Source: ``../shared/papers/003_4cd72d14e5290ff9.txt`` (F. Farokhi, "Temporally Discounted
-Differential Privacy for Evolving Datasets on an Infinite Horizon", ICCPS 2020).
+Source: F. Farokhi, "Temporally Discounted
+Differential Privacy for Evolving Datasets on an Infinite Horizon", ICCPS 2020.
 
 The curator releases y(t) = f_t(X(t)) + w(t), w(t) ~ Lap(b_t) (eq. 5).  The privacy loss of
 entry k is bounded by ρ(k) ≤ Δf_k / b_k (Theorem 6).  Three notions are accounted for
@@ -180,7 +180,7 @@ def privacy_losses(schedule, sensitivity=1.0) -> np.ndarray:
 
     References
     ----------
-    003, Theorem 6 and its proof (exp ρ(k) ≤ exp(Δf_k/b_k)).
+    Farokhi (2020), Theorem 6 and its proof (exp ρ(k) ≤ exp(Δf_k/b_k)).
     """
     b = check_vector(schedule, "schedule", None, allow_zero=True, unit="Laplace scales")
     d = check_vector(sensitivity, "sensitivity", b.size, allow_zero=True, unit="query units")
@@ -201,7 +201,7 @@ class DiscountedLoss:
     values : numpy.ndarray, shape (T,)
         Computed sums S_t, t = 1..T, nats (float64).
     error_bound : numpy.ndarray, shape (T,)
-        Bound on |S_t(computed) − S_t(exact)|, nats, covering the rounding of ρ(k), of the
+        Bound on ``|S_t(computed) − S_t(exact)|``, nats, covering the rounding of ρ(k), of the
         discount weights and of the summation (see the function that made it).
     method : str
         ``"cumsum"``, ``"recursion"``, ``"direct"`` or ``"fft"``.
@@ -337,7 +337,7 @@ def exponential_loss(losses, alpha) -> DiscountedLoss:
 
     References
     ----------
-    003, Definition 10, Theorem 11 (eqs. 9–10).
+    Farokhi (2020), Definition 10, Theorem 11 (eqs. 9–10).
     """
     from scipy.signal import lfilter
 
@@ -419,7 +419,7 @@ def _toeplitz_direct(r: np.ndarray, g: np.ndarray, block: int = 512) -> np.ndarr
 
 
 def _fft_error(r, g, y_hat, N: int) -> np.ndarray:
-    """A-priori bound on |ŷ − y|_∞ of an FFT convolution of length N (see :func:`hyperbolic_loss`)."""
+    """A-priori bound on ``|ŷ − y|_∞`` of an FFT convolution of length N (see :func:`hyperbolic_loss`)."""
     L = max(1.0, math.log2(N))
     eta = _U64 + _gamma(4, _U64) * (math.sqrt(2) + _U64)  # Higham Thm 24.2, μ = u
     eN = float(L * eta / (1 - L * eta))
@@ -460,7 +460,7 @@ def hyperbolic_loss(losses, beta, *, method: str = "auto") -> DiscountedLoss:
 
     References
     ----------
-    003, Definitions 13–14, Theorem 15 (eqs. 12–13).
+    Farokhi (2020), Definitions 13–14, Theorem 15 (eqs. 12–13).
     """
     r = _losses_iv(losses)
     b = check_beta(beta)
@@ -575,7 +575,7 @@ def solve_discounted_transpose(x, notion: str, *, alpha=None, beta=None) -> np.n
     dp / exponential: λ_k = x_k − α x_{k+1} (A⁻¹ is bidiagonal).  Hyperbolic: A is lower-
     triangular Toeplitz with kernel d_j = 1/(1 + βj), a moment sequence (d_j = ∫₀¹ s^{βj} ds), so
     by Kaluza's theorem its inverse kernel h (h₀ = 1, h_n = −Σ_{j=1}^n d_j h_{n−j}) has h_n ≤ 0
-    for n ≥ 1 and Σ_{n≥1} |h_n| ≤ 1: A⁻¹ is well conditioned (‖A⁻¹‖_∞ ≤ 2).  O(T²) time.
+    for n ≥ 1 and Σ_{n≥1} ``|h_n|`` ≤ 1: A⁻¹ is well conditioned (‖A⁻¹‖_∞ ≤ 2).  O(T²) time.
 
     Parameters
     ----------
@@ -684,7 +684,7 @@ def total_variance(schedule, weights=None) -> float:
 
 
 def expected_relative_error(schedule, truth) -> np.ndarray:
-    """E|y(t) − f_t| / |f_t| = b_t / |f_t| for Laplace noise (003, Section IV-B).
+    """E|y(t) − f_t| / ``|f_t|`` = b_t / ``|f_t|`` for Laplace noise (Farokhi 2020, Section IV-B).
 
     Parameters
     ----------

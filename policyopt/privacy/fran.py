@@ -1,7 +1,7 @@
-"""FRAN (Algorithm 1 of 004), its k-sensitivity, utility (22) and leakage bounds for correlated sequences.
+"""FRAN (Algorithm 1 of Luo et al. (2025)), its k-sensitivity, utility (22) and leakage bounds for correlated sequences.
 
 Source: Luo, Zhang, Xu, Chen, Huang, "Correlated-Sequence Differential Privacy",
-``../shared/papers/004_3447947d28f8bf6e.txt``: Definitions 7–10, Theorems 1–2 (eqs. 15, 19),
+Y. Luo, M. Zhang, J. Xu, J. Chen, J. Huang, "Correlated-Sequence Differential Privacy", preprint, 2025: Definitions 7–10, Theorems 1–2 (eqs. 15, 19),
 Algorithm 1 (eqs. 9–10), MSE (22).  Privacy in nats, time in slots.
 
 Leakage of FRAN with AoI vector A_t and Laplace level ε_C, in decreasing order of trust:
@@ -12,7 +12,7 @@ Leakage of FRAN with AoI vector A_t and Laplace level ε_C, in decreasing order 
     snapshots.  Between consecutive atoms the ratio is a Möbius function of e^{2y/b}, hence
     monotone, and it is constant in the tails, so the supremum is attained at an atom.
 ``sound``  (:func:`sound_leakage`, the default everywhere)
-    ε_S = ln(1 + Δ_k (e^{d(k) ε_C} − 1)), the step of 004's proof of Theorem 1 (eq. 45) before the
+    ε_S = ln(1 + Δ_k (e^{d(k) ε_C} − 1)), the step of Luo et al.'s (2025) proof of Theorem 1 (eq. 45) before the
     faulty one.  Proof: with L(z) = Pr[f(z) + η ∈ S], Σ_z (p − p')L ≤ δ(p, p')·(max L − min L) and
     max L ≤ e^{ε_C·s_k(f)/Δf} min L over aged snapshots that differ in the ≤ k correlated entries.
 ``paper``  (:func:`paper_leakage`, **unsound**)
@@ -58,7 +58,7 @@ EXACT_WORK_LIMIT = 2e8
 
 
 class PaperBoundWarning(UserWarning):
-    """Issued whenever 004's unsound bound (15) is evaluated on request."""
+    """Issued whenever Luo et al.'s (2025) unsound bound (15) is evaluated on request."""
 
 
 def _check_eps(epsilon_c, name="epsilon_c") -> float:
@@ -66,7 +66,7 @@ def _check_eps(epsilon_c, name="epsilon_c") -> float:
 
 
 class Query:
-    """A query f: X^s → R^d on snapshots, with its sensitivities (Definitions 2 and 8 of 004).
+    """A query f: X^s → R^d on snapshots, with its sensitivities (Definitions 2 and 8 of Luo et al. (2025)).
 
     Parameters
     ----------
@@ -208,7 +208,7 @@ class Query:
 
 
 def sound_leakage(distance, epsilon_c, d_k=1.0):
-    """Sound CSDP leakage bound ε_S = ln(1 + Δ_k (e^{d(k) ε_C} − 1)) in nats (004, eq. 45, first line).
+    """Sound CSDP leakage bound ε_S = ln(1 + Δ_k (e^{d(k) ε_C} − 1)) in nats (Luo et al. 2025, eq. 45, first line).
 
     Parameters
     ----------
@@ -238,11 +238,11 @@ def sound_leakage(distance, epsilon_c, d_k=1.0):
     eps = np.asarray(epsilon_c, dtype=float)
     if not np.all(np.isfinite(eps)) or np.any(eps < 0):
         raise InvalidInputError(f"`epsilon_c` must be finite and ≥ 0 (nats), got {fmt(epsilon_c)}")
-    return risk_after_aging(distance, d_k * eps)  # same form as Theorem 1 (14) of 000 with d(k)·ε_C
+    return risk_after_aging(distance, d_k * eps)  # same form as Theorem 1 (14) of Zhang et al. (2024) with d(k)·ε_C
 
 
 def paper_leakage(distance, epsilon_c, d_k=1.0, *, warn: bool = True):
-    """004's "loose" bound (15), ε_S = d(k)·Δ_k·ε_C — **unsound**, for reproducing the paper only.
+    """Luo et al.'s (2025) "loose" bound (15), ε_S = d(k)·Δ_k·ε_C — **unsound**, for reproducing the paper only.
 
     The paper derives it from ln(1 + x(e^y − 1)) ≤ x·y (Appendix B, eq. 45), which fails for every
     0 < x < 1, y > 0; this value can be below the true leakage (see :func:`exact_leakage`).
@@ -265,7 +265,7 @@ def paper_leakage(distance, epsilon_c, d_k=1.0, *, warn: bool = True):
     """
     sound_leakage(distance, epsilon_c, d_k)  # validation only
     if warn:
-        warnings.warn("004's bound (15) is not an upper bound of the leakage (its proof's last step is false); "
+        warnings.warn("Luo et al.'s (2025) bound (15) is not an upper bound of the leakage (its proof's last step is false); "
                       "use the sound bound", PaperBoundWarning, stacklevel=2)
     out = d_k * np.asarray(distance, dtype=float) * np.asarray(epsilon_c, dtype=float)
     return float(out) if out.ndim == 0 else out
@@ -346,7 +346,7 @@ def tight_distance(cmc: CouplingMarkovChain, aoi) -> float:
     Pr[x_i | x_{−i}, z_{−i}] Pr[x_{−i} | x_i, z_i] / (Pr[x_i | x_{−i}] Pr[x_{−i} | x_i]), over the
     aged values whose conditioning event has positive probability (the ratio separates into a
     z_{−i} factor and a z_i factor).  Δ̄ = max over i, x_{−i}, x_i ≠ x'_i of
-    δ(ḡ(x_{−i}, x_i) Pr[z_i | x_i], g̲(x_{−i}, x'_i) Pr[z_i | x'_i]) with δ(P, Q) = sup_E |P(E) − Q(E)|
+    δ(ḡ(x_{−i}, x_i) Pr[z_i | x_i], g̲(x_{−i}, x'_i) Pr[z_i | x'_i]) with δ(P, Q) = sup_E ``|P(E) − Q(E)|``
     (the measures need not sum to 1).
 
     Parameters
@@ -413,7 +413,7 @@ def tight_distance(cmc: CouplingMarkovChain, aoi) -> float:
 
 
 def tight_leakage(cmc: CouplingMarkovChain, aoi, epsilon_c) -> float:
-    """004's "tight" bound (19), ε_S = Δ̄(Λ, A_t)·ε_C — **not an upper bound** of the leakage.
+    """Luo et al.'s (2025) "tight" bound (19), ε_S = Δ̄(Λ, A_t)·ε_C — **not an upper bound** of the leakage.
 
     Implemented as printed for comparison.  It is below :func:`exact_leakage` on some CMCs
     (``tests/test_fran.py::test_tight_bound_is_not_an_upper_bound``): the proof bounds only the
@@ -489,7 +489,7 @@ def mse(cmc: CouplingMarkovChain, query: Query, aoi, epsilon_c, *, joint=None) -
 
 
 class FRAN:
-    """The FRAN release mechanism, Algorithm 1 of 004: age every sequence, then add Laplace noise.
+    """The FRAN release mechanism, Algorithm 1 of Luo et al. (2025): age every sequence, then add Laplace noise.
 
     Parameters
     ----------
@@ -511,7 +511,7 @@ class FRAN:
     Notes
     -----
     :meth:`release` draws the noise with OpenDP's Laplace measurement (a vector-domain
-    ``make_laplace`` on floats, ``scale`` = Δf/ε_C, density e^{−|y|/scale}/(2·scale)); this is the
+    ``make_laplace`` on floats, ``scale`` = Δf/ε_C, density e^{−``|y|``/scale}/(2·scale)); this is the
     only path meant for publication.  :attr:`opendp_epsilon` is OpenDP's own privacy map at
     input distance Δf (≥ ε_C by OpenDP's rounding-safe arithmetic).  :func:`simulate_release`
     uses numpy and is for Monte Carlo utility estimates only — **not private**.

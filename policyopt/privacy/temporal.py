@@ -2,11 +2,11 @@
 
 Source: Cao, Yoshikawa, Xiao, Xiong, "Quantifying Differential Privacy in Continuous Data
 Release under Temporal Correlations", IEEE TKDE 31(7), 2019,
-``../shared/papers/002_f4b37d3d1aa1909e.txt`` (cited below as *002*).  Privacy is in nats,
+Y. Cao, M. Yoshikawa, Y. Xiao, L. Xiong, "Quantifying Differential Privacy in Continuous Data Release under Temporal Correlations", IEEE Trans. Knowl. Data Eng. 31(7), 2019 (cited below as *Cao et al. (2019)*).  Privacy is in nats,
 time in steps (t = 1..T).  ``tpl_level`` (α of α-DP_T, Definition 8) is a leakage level in
 nats, not a Rényi order.
 
-The privacy loss function of eq. (24) is
+The privacy loss function of eq. (24) is::
 
     L(α) = max over ordered pairs (q, d) of distinct rows of P of
            max over x with e^{−α} ≤ x_j / x_k ≤ e^{α} of log (q·x)/(d·x)        (18)–(21)
@@ -68,9 +68,11 @@ from functools import lru_cache
 import numpy as np
 
 from policyopt.errors import InvalidInputError, fmt
+from policyopt.formatting import fmt_upper, fmt_value
 from policyopt.models.markov import validate_transition_matrix
 
 __all__ = [
+    "format_leakage",
     "paired_users",
     "LossFunction",
     "TemporalLeakage",
@@ -602,7 +604,7 @@ class LossFunction:
 
     References
     ----------
-    002: eqs. (18)–(25), Theorems 5–10, Corollaries 2–3, Algorithms 1–5, Example 4.
+    Cao et al. (2019): eqs. (18)–(25), Theorems 5–10, Corollaries 2–3, Algorithms 1–5, Example 4.
 
     Examples
     --------
@@ -724,7 +726,7 @@ class LossFunction:
 
         Notes
         -----
-        Algorithm 1 (002) with a robust test: inequality (22) is checked as
+        Algorithm 1 (Cao et al. 2019) with a robust test: inequality (22) is checked as
         q_j (D + D̄e^{−α}) > d_j (Q + Q̄e^{−α}), the index of largest ratio is never removed
         (Corollary 2 and the mediant argument in the module docstring), and the value is the
         largest over the index sets visited (all feasible for (19)–(21)).  Only the row pairs
@@ -993,6 +995,69 @@ class TemporalLeakage:
         """max_t TPL_t: the smallest α for which the release is α-DP_T (Definition 8), nats."""
         return float(np.max(self.tpl))
 
+    def __str__(self) -> str:
+        """The text ``policyopt tpl`` prints (:func:`format_leakage`; no model, supremum or time lines)."""
+        return format_leakage(self)
+
+    def _repr_html_(self) -> str:
+        """A small HTML table for notebooks: max TPL, then t, ε_t, BPL, FPL, TPL (privacy rounded up)."""
+        from html import escape
+
+        T = self.budgets.size
+        steps = sorted(set(list(range(min(T, 5))) + list(range(max(0, T - 3), T))))
+        head = "".join(f"<th>{h}</th>" for h in ("t", "ε_t", "BPL", "FPL", "TPL"))
+        body = "".join(
+            "<tr>" + "".join(f"<td>{escape(v)}</td>" for v in (
+                str(t + 1), fmt_value(float(self.budgets[t])), fmt_upper(self.bpl[t]), fmt_upper(self.fpl[t]),
+                fmt_upper(self.tpl[t]))) + "</tr>"
+            for t in steps
+        )
+        caption = f"max TPL = {fmt_upper(self.tpl_level)} nats over {T} steps (nats; first and last steps shown)"
+        return f"<table class='policyopt-leakage'><caption>{escape(caption)}</caption><tr>{head}</tr>{body}</table>"
+
+
+def format_leakage(res: TemporalLeakage, *, source: str | None = None, supremum: dict | None = None,
+                   wall_time_s: float | None = None) -> str:
+    """The text of ``policyopt tpl`` for a :class:`TemporalLeakage`; privacy numbers rounded up.
+
+    Parameters
+    ----------
+    res : TemporalLeakage
+        The leakage of a release.
+    source : str, optional
+        Where P_B and P_F come from (the ``model`` line; omitted when ``None``).
+    supremum : dict, optional
+        ``bpl``, ``fpl``, ``tpl`` suprema (numbers or ``"divergent"``) for the constant budget max ε_t
+        (Theorem 11 of Cao et al. (2019)); the ``supremum`` line is omitted when ``None``.
+    wall_time_s : float, optional
+        Seconds, for the last line (omitted when ``None``).
+
+    Returns
+    -------
+    str
+        One line per item and the first five and last three steps of the table.
+    """
+    budgets = res.budgets
+    eps_sup = float(np.max(budgets))
+    lines = ["policyopt tpl: temporal privacy leakage (Cao et al. 2019, eqs. (11), (13), (15); nats)"]
+    if source is not None:
+        lines.append(f"model    : {source}")
+    lines += [
+        f"steps    : {budgets.size}, budgets from {fmt_value(float(budgets.min()))} to {fmt_value(eps_sup)} nats",
+        f"max TPL  : {fmt_upper(res.tpl_level)} nats (the release is α-DP_T for α ≥ this)",
+    ]
+    if supremum is not None:
+        show = lambda v: v if isinstance(v, str) else fmt_upper(v)  # noqa: E731
+        lines.append(f"supremum : BPL {show(supremum['bpl'])}, FPL {show(supremum['fpl'])}, TPL {show(supremum['tpl'])} "
+                     f"(Theorem 11, constant budget {fmt_value(eps_sup)})")
+    lines.append("   t        ε_t        BPL        FPL        TPL")
+    T = budgets.size
+    for t in sorted(set(list(range(min(T, 5))) + list(range(max(0, T - 3), T)))):
+        lines.append(f"{t + 1:>4} {budgets[t]:>10.6g} {fmt_upper(res.bpl[t]):>10} {fmt_upper(res.fpl[t]):>10} {fmt_upper(res.tpl[t]):>10}")
+    if wall_time_s is not None:
+        lines.append(f"wall time: {wall_time_s:.3f} s")
+    return "\n".join(lines)
+
 
 def _logaddexp(x: float, y: float) -> float:
     """numpy.logaddexp for Python floats (same formula, so the same rounding)."""
@@ -1081,7 +1146,7 @@ def leakage(P_B, P_F, budgets, *, method: str = "piecewise") -> TemporalLeakage:
 
     References
     ----------
-    002: eqs. (3), (7), (9)–(15), Examples 2–3.
+    Cao et al. (2019): eqs. (3), (7), (9)–(15), Examples 2–3.
     """
     if method not in ("piecewise", "exact"):
         raise InvalidInputError(f"`method` must be 'piecewise' or 'exact', got {method!r}")
@@ -1121,7 +1186,7 @@ def window_leakage(result: TemporalLeakage, w: int) -> np.ndarray:
 
     References
     ----------
-    002: Definition 9, Theorem 3 (eq. 16), Corollary 1, Table 2.
+    Cao et al. (2019): Definition 9, Theorem 3 (eq. 16), Corollary 1, Table 2.
     """
     T = result.budgets.size
     if isinstance(w, bool) or not isinstance(w, (int, np.integer)) or not 1 <= w <= T:
@@ -1223,7 +1288,7 @@ def supremum(P, epsilon) -> Supremum:
 
     References
     ----------
-    002: Theorem 11, Appendix K (eq. 39), Algorithm 6, Example 5.
+    Cao et al. (2019): Theorem 11, Appendix K (eq. 39), Algorithm 6, Example 5.
     """
     eps = float(_check_nonneg(epsilon, "epsilon", scalar=True))
     loss = P if isinstance(P, LossFunction) else LossFunction(P, "P")

@@ -1,5 +1,5 @@
 """Formulations as modelling objects, one family per file: the age-dependent schedule problems (28)/(39)/(41)
-(Zhang et al.), TPL budget allocation (Cao et al.), the discounted-DP schedule (Farokhi), problem P1 (Luo et al.).
+(Zhang et al. 2024), TPL budget allocation (Cao et al. 2019), the discounted-DP schedule (Farokhi 2020), problem P1 (Luo et al. 2025).
 
 A problem validates its inputs once, evaluates a candidate with numpy alone, says what it is (variables,
 integrality, ``is_convex``) and never imports a solver: ``solve(method)`` reaches a back end by name through

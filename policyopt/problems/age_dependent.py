@@ -1,7 +1,7 @@
 """Problem (28) of Zhang et al. reduced by Theorem 4 to a stationary policy (A, S̄, ε_C).
 
-Source: ``../shared/papers/000_2a085da7b331351a.txt``, problem (28), Theorem 4,
-Proposition 3 (30)–(31).
+Source: M. Zhang, E. Wei, R. Berry, J. Huang, "Age-Dependent Differential Privacy", IEEE Trans. Inf. Theory 70(2), 2024, problem (28), Theorem 4,
+Proposition 3 (30)–(31)::
 
     minimise    ε*(A, S̄, ε_C) = ln(1 + Δ(A)(e^{ε_C} − 1) / (1 − Δ(S̄)e^{ε_C}))      (30)
     subject to  Δ(S̄) e^{ε_C} < 1                                                   (31)
@@ -135,7 +135,7 @@ class ScheduleProblem:
 
     References
     ----------
-    ``000_2a085da7b331351a.txt``, (28), Theorem 4, Proposition 3.
+    Zhang et al. (2024), (28), Theorem 4, Proposition 3.
     """
 
     variables = ("A", "S_bar", "epsilon_c")

@@ -1,7 +1,7 @@
-"""The variance-optimal Laplace schedule under (discounted) differential privacy (beyond 003).
+"""The variance-optimal Laplace schedule under (discounted) differential privacy (beyond Farokhi (2020)).
 
-Source of the constraints: ``../shared/papers/003_4cd72d14e5290ff9.txt`` (Farokhi), Theorems 6,
-11, 15 (eqs. 6, 10, 13).  With r_t = Δf_t / b_t (the privacy-loss bound of Theorem 6):
+Source of the constraints: F. Farokhi, "Temporally Discounted Differential Privacy for Evolving Datasets on an Infinite Horizon", ACM/IEEE ICCPS 2020, Theorems 6,
+11, 15 (eqs. 6, 10, 13).  With r_t = Δf_t / b_t (the privacy-loss bound of Theorem 6)::
 
     minimise    Σ_t w_t · 2 b_t² = Σ_t w_t · 2 Δf_t² / r_t²      (total Laplace variance)
     subject to  (A r)_t = Σ_{k≤t} d_{t−k} r_k ≤ ε,   t = 1..T      (eq. 6 / 10 / 13)
@@ -94,7 +94,7 @@ class DiscountedScheduleProblem:
 
     References
     ----------
-    003, Theorems 6, 11, 15 (eqs. 6, 10, 13); Corollaries 8, 12, 16 for the comparison.
+    Farokhi (2020), Theorems 6, 11, 15 (eqs. 6, 10, 13); Corollaries 8, 12, 16 for the comparison.
 
     Examples
     --------

@@ -1,6 +1,6 @@
-"""Problem P1 of 004: the FRAN design minimising the leakage under an MSE bound.
+"""Problem P1 of Luo et al. (2025): the FRAN design minimising the leakage under an MSE bound.
 
-Source: ``../shared/papers/004_3447947d28f8bf6e.txt``, eqs. (23)–(24), with the leakage of
+Source: Y. Luo, M. Zhang, J. Xu, J. Chen, J. Huang, "Correlated-Sequence Differential Privacy", preprint, 2025, eqs. (23)–(24), with the leakage of
 Theorem 1 and the MSE (22):
 
     minimise over A_t ∈ {0..A_max}^s (slots, integer), ε_C > 0 (nats)
@@ -10,7 +10,7 @@ Theorem 1 and the MSE (22):
 
 where D(A_t) = E‖f(z) − f(x_t)‖² is the aging distortion on the stationary joint chain.
 ε_S is the **sound** bound ln(1 + Δ_k(A_t)(e^{d(k)ε_C} − 1)) by default; ``bound="paper"``
-uses 004's eq. (15) (unsound, warns) and ``bound="exact"`` the exact leakage
+uses Luo et al.'s (2025) eq. (15) (unsound, warns) and ``bound="exact"`` the exact leakage
 (:func:`policyopt.privacy.fran.exact_leakage`, small systems, enumeration only).
 
 Structure used by the solvers (all exact reductions):
@@ -32,7 +32,7 @@ is False.
 
 **Beyond the exact limit** (m^s > :data:`~policyopt.models.cmc.EXACT_SNAPSHOT_LIMIT` = 4096 snapshots, up to
 :data:`~policyopt.models.cmc.SPECTRAL_SNAPSHOT_LIMIT`), ``distance="spectral"`` (chosen automatically)
-replaces Δ_k(A_t) by the proven upper bound Δ̄(A_t) = spectral bound (55) of ``000`` on the joint
+replaces Δ_k(A_t) by the proven upper bound Δ̄(A_t) = spectral bound (55) of Zhang et al. (2024) on the joint
 chain at min_i A^(i) (:meth:`~policyopt.models.cmc.CouplingMarkovChain.aged_distance_bound`, computed
 matrix-free).  The sound objective increases in Δ_k, so the printed ε_S is still a proven upper
 bound on the leakage of the returned design (up to the randomized certificate's failure
@@ -106,7 +106,7 @@ class FRANEvaluation:
 
 
 class FRANProblem:
-    """Problem P1 (23)–(24) of 004 on a coupling Markov chain.
+    """Problem P1 (23)–(24) of Luo et al. (2025) on a coupling Markov chain.
 
     Parameters
     ----------
@@ -147,7 +147,7 @@ class FRANProblem:
 
     References
     ----------
-    004: eqs. (9)–(10), (13)–(15), (22)–(24).
+    Luo et al. (2025): eqs. (9)–(10), (13)–(15), (22)–(24).
 
     Examples
     --------
@@ -217,7 +217,7 @@ class FRANProblem:
         one = cmc.state_values[np.zeros((1, cmc.n_sequences), dtype=np.int64)]
         self.output_dim = int(self.query(one).shape[1])
         if bound == "paper":
-            warnings.warn("P1 with 004's bound (15): not an upper bound of the leakage; use bound='sound'",
+            warnings.warn("P1 with Luo et al.'s (2025) bound (15): not an upper bound of the leakage; use bound='sound'",
                           PaperBoundWarning, stacklevel=2)
         if bound == "exact" and self.output_dim != 1:
             raise InvalidInputError(f"`bound`='exact' needs a scalar query, `{self.query.name}` has d = {self.output_dim}")

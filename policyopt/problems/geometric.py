@@ -1,15 +1,17 @@
 """Formulations (39), (41) and (42) of Zhang et al. with the geometric surrogate Δ(t) = c·ρ^t (38).
 
-Source: ``../shared/papers/000_2a085da7b331351a.txt``, Section V-C, Proposition 4 (40),
+Source: M. Zhang, E. Wei, R. Berry, J. Huang, "Age-Dependent Differential Privacy", IEEE Trans. Inf. Theory 70(2), 2024, Section V-C, Proposition 4 (40),
 Appendix F, Algorithms 1–2.  Privacy in nats, time in slots.
 
-(39)  min  ln(1 + cρ^A (e^{ε_C} − 1) / (1 − cρ^{S̄} e^{ε_C}))
-      s.t. cρ^{S̄} e^{ε_C} < 1                        (39b), written u = c·e^{ε_C − L S̄} ≤ 1 − margin
-           f(A + S̄ − o, ε_C) ≤ f̄                     (39c), o = 1 (discrete peak AoI, default) or 0 (paper)
-           0 ≤ A ≤ A_max, 1 ≤ S̄ ≤ S_max, 0 < ε_C ≤ ε_max  (L = ln(1/ρ))
-(41)  (39) with (40) imposed, L·S̄ = ln(2c) + ε_C: the branch where A ≥ 0 does not bind;
-      min ρ^A (e^{ε_C} − 1), reported in the units of (39a) as ln(1 + 2cρ^A(e^{ε_C} − 1)).
-(42)  (39) with A = 0: min (e^{ε_C} − 1)/(1 − cρ^{S̄} e^{ε_C}), reported as ln(1 + that).
+The formulations::
+
+    (39)  min  ln(1 + cρ^A (e^{ε_C} − 1) / (1 − cρ^{S̄} e^{ε_C}))
+          s.t. cρ^{S̄} e^{ε_C} < 1                        (39b), written u = c·e^{ε_C − L S̄} ≤ 1 − margin
+               f(A + S̄ − o, ε_C) ≤ f̄                     (39c), o = 1 (discrete peak AoI, default) or 0 (paper)
+               0 ≤ A ≤ A_max, 1 ≤ S̄ ≤ S_max, 0 < ε_C ≤ ε_max  (L = ln(1/ρ))
+    (41)  (39) with (40) imposed, L·S̄ = ln(2c) + ε_C: the branch where A ≥ 0 does not bind;
+          min ρ^A (e^{ε_C} − 1), reported in the units of (39a) as ln(1 + 2cρ^A(e^{ε_C} − 1)).
+    (42)  (39) with A = 0: min (e^{ε_C} − 1)/(1 − cρ^{S̄} e^{ε_C}), reported as ln(1 + that).
 
 Convexity (what is and is not)
 ------------------------------
@@ -71,7 +73,7 @@ class GeometricEvaluation:
     condition : float
         u = c ρ^{S̄} e^{ε_C}; (39b) needs u < 1.
     kkt_40_residual : float
-        |2c ρ^{S̄} e^{ε_C} − 1|, the relative residual of (40) (meaningful when A > 0).
+        ``|2c ρ^{S̄} e^{ε_C} − 1|``, the relative residual of (40) (meaningful when A > 0).
     feasible : bool
     violations : tuple of str
     """

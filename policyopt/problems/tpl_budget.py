@@ -1,7 +1,7 @@
-"""Privacy budget allocation for α-DP_T under temporal correlations (Cao et al., 002).
+"""Privacy budget allocation for α-DP_T under temporal correlations (Cao et al. 2019).
 
-Source: ``../shared/papers/002_f4b37d3d1aa1909e.txt``, Definition 8, eqs. (10)–(15),
-Theorem 11, Algorithms 7–8, eqs. (26)–(27), Fig. 8.
+Source: Y. Cao, M. Yoshikawa, Y. Xiao, L. Xiong, "Quantifying Differential Privacy in Continuous Data Release under Temporal Correlations", IEEE Trans. Knowl. Data Eng. 31(7), 2019, Definition 8, eqs. (10)–(15),
+Theorem 11, Algorithms 7–8, eqs. (26)–(27), Fig. 8::
 
     minimise    Σ_t 2 (Δf / ε_t)²                       (Laplace noise variance, any t-scale)
     subject to  TPL_t = BPL_t + FPL_t − ε_t ≤ α,  t = 1..T   (Definition 8, eq. 10)
@@ -63,7 +63,7 @@ class BudgetEvaluation:
 
 
 class BudgetAllocationProblem:
-    """Budgets ε_1..ε_T that make a continuous Laplace release α-DP_T (002, Definition 8).
+    """Budgets ε_1..ε_T that make a continuous Laplace release α-DP_T (Cao et al. 2019, Definition 8).
 
     Parameters
     ----------
@@ -92,7 +92,7 @@ class BudgetAllocationProblem:
 
     References
     ----------
-    002: Definition 8, eqs. (10)–(15), (26)–(27), Theorem 11, Algorithms 7–8.
+    Cao et al. (2019): Definition 8, eqs. (10)–(15), (26)–(27), Theorem 11, Algorithms 7–8.
 
     Examples
     --------
@@ -176,7 +176,7 @@ class BudgetAllocationProblem:
         Parameters
         ----------
         method : {"upper-bound", "quantification", "optimal"}
-            Algorithm 7, Algorithm 8 (002) or the global optimum by SCIP.
+            Algorithm 7, Algorithm 8 (Cao et al. 2019) or the global optimum by SCIP.
         **options
             Passed to the back end's ``solve`` (e.g. ``time_limit`` for ``"optimal"``).
 

@@ -184,6 +184,7 @@ def geometric_solution(
         message="; ".join(notes),
         values=out_values,
         kkt=report,
+        objective_name="peak_risk",
     )
 
 
@@ -229,4 +230,5 @@ def geometric_infeasible(
         wall_time_s=wall_time_s,
         message=f"{message}; {why}",
         values=out,
+        objective_name="peak_risk",
     )

@@ -1,6 +1,6 @@
 """Convex back end (cvxpy) for the geometric formulations (39), (41), (42) of Zhang et al.
 
-Source: ``../shared/papers/000_2a085da7b331351a.txt``, Section V-C, eqs. (38)–(42),
+Source: M. Zhang, E. Wei, R. Berry, J. Huang, "Age-Dependent Differential Privacy", IEEE Trans. Inf. Theory 70(2), 2024, Section V-C, eqs. (38)–(42),
 Proposition 4 (40), Appendix F.  Privacy in nats, time in slots.
 
 What is convex and what is not
@@ -10,11 +10,11 @@ None of (39), (41), (42) is jointly convex in (A, S̄, ε_C) (see
 does not hold).  What *is* convex is the **inner problem** at a fixed ε_C.  With
 L = ln(1/ρ), o the AoI offset and T_max(ε_C) = ``penalty.max_age(ε_C, f̄)`` (the monotone
 inverse of f in the peak age, which turns (39c) into a linear constraint), the log of the
-ratio inside (39a) is
+ratio inside (39a) is::
 
     ln c + ln(e^{ε_C} − 1) + F(A, S̄),   F(A, S̄) = −L·A − ln(1 − e^{u}),   u = ln c + ε_C − L·S̄,
 
-and the inner problem is
+and the inner problem is::
 
     minimise    F(A, S̄)
     subject to  A + S̄ ≤ T_max(ε_C) + o                 (39c), "age_39c"
@@ -455,9 +455,9 @@ def kkt_report(problem: GeometricScheduleProblem, epsilon_c: float, x: dict, dua
     Returns
     -------
     dict
-        ``primal_feasibility`` (max violation of g_i ≤ 0, relative to max(1, |b_i|)),
+        ``primal_feasibility`` (max violation of g_i ≤ 0, relative to max(1, ``|b_i|``)),
         ``dual_feasibility`` (most negative λ_i, relative to max(1, ‖∇F‖)),
-        ``complementarity`` (max |λ_i g_i|, relative to max(1, |F|)), ``stationarity``
+        ``complementarity`` (max ``|λ_i g_i|``, relative to max(1, ``|F|``)), ``stationarity``
         (‖∇F + Σ λ_i ∇g_i‖, relative to max(1, ‖∇F‖)) and ``passed`` (all ≤ ``KKT_TOL``).
     """
     cons = _linear_constraints(problem, epsilon_c)
@@ -508,7 +508,7 @@ class CvxpySolver:
         tol : float
             Tolerance of the outer search: Brent's ``xatol = tol·max(1, ε_C)`` nats, with ε_C
             the best grid point (reported as ``values["epsilon_xatol"]``).  scipy's bounded
-            method adds √(machine ε)·|ε_C| ≈ 1.5e-8·ε_C to it, so the bracket is resolved to
+            method adds √(machine ε)·``|ε_C|`` ≈ 1.5e-8·ε_C to it, so the bracket is resolved to
             about xatol + 1.5e-8·ε_C.
         n_bracket : int
             Points of the log-spaced (geometric) grid over the feasible ε_C range, ≥ 3.

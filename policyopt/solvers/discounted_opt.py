@@ -1,6 +1,6 @@
 """cvxpy back end for :class:`~policyopt.problems.discounted.DiscountedScheduleProblem`.
 
-Source of the constraints: ``../shared/papers/003_4cd72d14e5290ff9.txt`` (Farokhi), Theorems 6,
+Source of the constraints: F. Farokhi, "Temporally Discounted Differential Privacy for Evolving Datasets on an Infinite Horizon", ACM/IEEE ICCPS 2020, Theorems 6,
 11, 15; the optimisation itself is beyond the paper.
 
 The problem is compiled in scaled variables u = r/ρ_ref (``to_cvxpy``), solved with Clarabel
@@ -105,7 +105,7 @@ def kkt_report(problem: DiscountedScheduleProblem, r, lam) -> dict:
     -------
     dict
         ``primal_feasibility`` max_t ((A r)_t − ε)/ε (≤ 0 is feasible); for the solver duals
-        ``dual_feasibility`` max(0, −min λ)/max |λ|, ``complementarity`` Σ_t |λ_t (ε − (A r)_t)| / F,
+        ``dual_feasibility`` max(0, −min λ)/max ``|λ|``, ``complementarity`` Σ_t ``|λ_t (ε − (A r)_t)|`` / F,
         ``stationarity`` ‖−∇F + Aᵀλ‖_∞ / ‖∇F‖_∞ over active steps; the same three with the prefix
         ``recovered_`` for λ*; ``tolerance``; ``passed`` (primal and one of the two triples all
         ≤ ``KKT_TOL``).
@@ -342,7 +342,7 @@ class DiscountedDualSolver(_Base):
     Only products with A and Aᵀ are needed; they are FFT convolutions (O(T log T)), so the dense
     hyperbolic case scales to T = 10⁴ and beyond where the cvxpy model (T²/2 nonzeros) does not.
     The primal point r(λ) is then scaled to feasibility and certified exactly like the cvxpy
-    answer (duality gap and KKT report).  Beyond 003.
+    answer (duality gap and KKT report).  Beyond Farokhi (2020).
     """
 
     name = "discounted-dual"

@@ -147,6 +147,7 @@ class ExactScheduleSolver:
             wall_time_s=time.perf_counter() - start,
             message="; ".join(notes),
             values=values,
+            objective_name="peak_risk",
         )
 
     def _solve_geometric(self, problem: GeometricScheduleProblem) -> Solution:
@@ -238,6 +239,7 @@ class ExactScheduleSolver:
             wall_time_s=time.perf_counter() - start,
             message=msg,
             values={"max_penalty": f_bar, "min_penalty": best},
+            objective_name="peak_risk",
         )
 
 

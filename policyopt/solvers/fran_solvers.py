@@ -1,4 +1,4 @@
-"""Back ends of problem P1 (004, eqs. 23–24) and the baselines of 004's Fig. 5.
+"""Back ends of problem P1 (Luo et al. 2025, eqs. 23–24) and the baselines of Luo et al.'s (2025) Fig. 5.
 
 * :class:`EnumerationSolver` — every AoI vector in {0..A_max}^s with its smallest feasible ε_C
   in closed form (every bound increases in ε_C); exhaustive, so ``optimal``.  Supports the
@@ -61,7 +61,7 @@ def _solution(problem: FRANProblem, idx: int, eps: float, *, status, method, bac
                      "spectral_failure_probability": cert.failure_probability})
         if status == Status.OPTIMAL:
             status = Status.FEASIBLE
-        message = (f"Δ_k is the matrix-free spectral upper bound (000 eq. 55 on the joint chain at min A), not exact: "
+        message = (f"Δ_k is the matrix-free spectral upper bound (Zhang et al. 2024 eq. 55 on the joint chain at min A), not exact: "
                    f"ε_S is a proven upper bound (certificate failure probability ≤ {cert.failure_probability:g}), "
                    f"the design is optimal for that bound only; {message}")
         bound = None
@@ -382,7 +382,7 @@ class ScipSolver:
 
 
 def fig5_baselines(problem: FRANProblem) -> dict:
-    """Minimum leakage of each method of 004's Fig. 5 under the same MSE bound l̄, nats.
+    """Minimum leakage of each method of Luo et al.'s (2025) Fig. 5 under the same MSE bound l̄, nats.
 
     Every method releases f(aged snapshot) + Lap(Δf/ε_C) with the smallest ε_C meeting (24) on
     the true CMC; what differs is the aging allowed and the accounting:
@@ -392,7 +392,7 @@ def fig5_baselines(problem: FRANProblem) -> dict:
       level is charged d(k) times, ε_S = d(k)·ε_C.  Both bounds agree when Δ = 1.
     * ``adp`` — uniform aging A ∈ 0..A_max, sequences treated as independent Markov chains
       P^(ii) (temporal correlation only; Zhang et al. Theorem 1): sound ln(1 + Δ(A)(e^{ε_C} − 1))
-      with Δ(A) = max_i Δ_i(A) of ``000`` eq. (12); paper Δ(A)·ε_C.  Not a valid CSDP guarantee
+      with Δ(A) = max_i Δ_i(A) of Zhang et al. (2024) eq. (12); paper Δ(A)·ε_C.  Not a valid CSDP guarantee
       when the sequences are coupled (it ignores the coupling).
     * ``csdp`` — FRAN with P1's optimum (enumeration), sound and paper bound.  With the spectral
       distance (beyond the exact limit) the sound value uses the spectral upper bound on Δ_k and the
@@ -428,7 +428,7 @@ def fig5_baselines(problem: FRANProblem) -> dict:
     adp = {"sound": None, "paper": None}
     try:
         deltas = [max(float(c.max_tv(a)) for c in chains) for a in range(problem.max_age + 1)]
-    except InvalidModelError as exc:  # a reducible P^(ii): ADP's Δ(t) (000, eq. 12) is undefined
+    except InvalidModelError as exc:  # a reducible P^(ii): ADP's Δ(t) (Zhang et al. 2024, eq. 12) is undefined
         deltas, reason = None, f"ADP needs irreducible P^(ii): {exc}"
     if deltas is not None:
         for a, i in enumerate(uni):

@@ -1,6 +1,6 @@
 """Global solution of (39), (41), (42) with SCIP through Pyomo's ``scip_direct`` interface.
 
-Source: ``../shared/papers/000_2a085da7b331351a.txt``, Section V-C, eqs. (38)–(42).  Privacy
+Source: M. Zhang, E. Wei, R. Berry, J. Huang, "Age-Dependent Differential Privacy", IEEE Trans. Inf. Theory 70(2), 2024, Section V-C, eqs. (38)–(42).  Privacy
 in nats, time in slots.
 
 The formulations are nonconvex (see :mod:`policyopt.problems.geometric`), so a local solver
@@ -102,7 +102,7 @@ def to_pyomo(problem: GeometricScheduleProblem):
 
     References
     ----------
-    ``../shared/papers/000_2a085da7b331351a.txt``, Section V-C, eqs. (38)–(42).
+    M. Zhang, E. Wei, R. Berry, J. Huang, "Age-Dependent Differential Privacy", IEEE Trans. Inf. Theory 70(2), 2024, Section V-C, eqs. (38)–(42).
     """
     if not isinstance(problem, PyomoSCIPSolver.SUPPORTED_PROBLEMS):
         raise InvalidInputError(
@@ -182,7 +182,7 @@ class PyomoSCIPSolver:
 
     References
     ----------
-    ``../shared/papers/000_2a085da7b331351a.txt``, Section V-C, eqs. (38)–(42).
+    M. Zhang, E. Wei, R. Berry, J. Huang, "Age-Dependent Differential Privacy", IEEE Trans. Inf. Theory 70(2), 2024, Section V-C, eqs. (38)–(42).
     """
 
     name = "pyomo"

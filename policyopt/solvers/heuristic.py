@@ -1,6 +1,6 @@
-"""Algorithms 1 and 2 of Zhang et al., corrected, for the geometric formulations (39), (41), (42).
+"""Algorithms 1 and 2 of Zhang et al. (2024), corrected, for the geometric formulations (39), (41), (42).
 
-Source: ``../shared/papers/000_2a085da7b331351a.txt``, Section V-C, Algorithms 1–2.
+Source: M. Zhang, E. Wei, R. Berry, J. Huang, "Age-Dependent Differential Privacy", IEEE Trans. Inf. Theory 70(2), 2024, Section V-C, Algorithms 1–2.
 
 Corrections to the printed algorithms
 -------------------------------------

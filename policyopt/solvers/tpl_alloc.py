@@ -1,6 +1,6 @@
 """Budget allocation back ends for :class:`~policyopt.problems.tpl_budget.BudgetAllocationProblem`.
 
-Source: ``../shared/papers/002_f4b37d3d1aa1909e.txt`` (Cao et al., TKDE 2019), Theorem 11,
+Source: Y. Cao, M. Yoshikawa, Y. Xiao, L. Xiong, "Quantifying Differential Privacy in Continuous Data Release under Temporal Correlations", IEEE Trans. Knowl. Data Eng. 31(7), 2019, Theorem 11,
 Algorithms 6–8, eqs. (26)–(27).
 
 * :class:`UpperBoundAllocator` — Algorithm 7: the constant ε with
@@ -235,7 +235,7 @@ def upper_bound_budget(loss_B, loss_F, alpha: float) -> tuple[float | None, str,
 
 
 class UpperBoundAllocator(_Base):
-    """Algorithm 7 of 002: one constant budget whose supremum TPL equals α.
+    """Algorithm 7 of Cao et al. (2019): one constant budget whose supremum TPL equals α.
 
     Class constants declare what the back end can do, as cvxpy's solver interfaces do.
     """
@@ -342,7 +342,7 @@ def quantification_budgets(loss_B, loss_F, alpha: float, T: int):
 
 
 class QuantificationAllocator(_Base):
-    """Algorithm 8 of 002: ε_1 = α^B, ε_T = α^F, constant ε_m in between, TPL_t = α for all t."""
+    """Algorithm 8 of Cao et al. (2019): ε_1 = α^B, ε_T = α^F, constant ε_m in between, TPL_t = α for all t."""
 
     name = "tpl-quantification"
 
@@ -1023,7 +1023,7 @@ def _warm_start_solver(start_values, objective: float):
 class OptimalAllocator:
     """Minimum total Laplace variance subject to α-DP_T at every step, solved globally by SCIP.
 
-    Beyond 002: Algorithms 7 and 8 are heuristics for this problem.  The model is
+    Beyond Cao et al. (2019): Algorithms 7 and 8 are heuristics for this problem.  The model is
     :func:`to_pyomo`; SCIP's spatial branch-and-bound proves a dual bound.  Before SCIP runs,
     a local optimum (:func:`local_optimum`, from Algorithm 8) gives a cutoff V, and
     optimality-based bound tightening (:func:`tighten_bounds`) shrinks every variable's

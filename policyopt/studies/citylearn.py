@@ -31,7 +31,7 @@ DEFAULT_DAILY_CLIP = 100.0
 
 @dataclass(frozen=True)
 class DailyMeans:
-    """Daily mean consumption across homes, the released query of 003, Section IV.
+    """Daily mean consumption across homes, the released query of Farokhi (2020), Section IV.
 
     Attributes
     ----------
@@ -115,7 +115,7 @@ def daily_means(df=None, clip: float = DEFAULT_DAILY_CLIP, slots_per_day: int = 
 
 
 def exponential_infinite_horizon(epsilon, alpha, horizons=(10, 100, 1000), sensitivity=1.0) -> dict:
-    """Is Corollary 12's constant schedule optimal over an infinite horizon?  (Beyond 003.)
+    """Is Corollary 12's constant schedule optimal over an infinite horizon?  (Beyond Farokhi (2020).)
 
     Answer, proved here and checked numerically:
 
@@ -183,7 +183,7 @@ def exponential_infinite_horizon(epsilon, alpha, horizons=(10, 100, 1000), sensi
 
 def citylearn_study(epsilon=1.0, *, alpha=0.9, beta=0.1, clip: float = DEFAULT_DAILY_CLIP, kinds=("corollary", "optimal"),
                     df=None) -> dict:
-    """Expected relative error of the daily mean over the year (003, Section IV, Fig. 2 analogue).
+    """Expected relative error of the daily mean over the year (Farokhi 2020, Section IV, Fig. 2 analogue).
 
     The released query is the daily mean of the homes' clipped daily consumption
     (:func:`daily_means`, Δf = clip/n); the horizon is the number of days.  For each notion
@@ -244,7 +244,7 @@ def citylearn_study(epsilon=1.0, *, alpha=0.9, beta=0.1, clip: float = DEFAULT_D
 
 def citylearn_sweep(epsilon=1.0, *, alphas=(0.5, 0.8, 0.9, 0.95, 0.99), betas=(0.01, 0.1, 1.0, 10.0),
                     clip: float = DEFAULT_DAILY_CLIP, kinds=("corollary", "optimal"), df=None):
-    """Average expected relative error over the year versus α and β (003, Fig. 3 analogue).
+    """Average expected relative error over the year versus α and β (Farokhi 2020, Fig. 3 analogue).
 
     Parameters
     ----------

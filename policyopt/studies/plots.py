@@ -5,7 +5,7 @@ when a figure is drawn.  Figures are built on a bare :class:`matplotlib.figure.F
 Agg canvas (no pyplot, no global backend switch, no display needed) and are readable in
 grayscale: every curve differs by line style and marker, not by colour alone.
 
-Sources: Zhang et al., ``../shared/papers/000_2a085da7b331351a.txt`` — Fig. 2 (risk and AoI of
+Sources: M. Zhang, E. Wei, R. Berry, J. Huang, "Age-Dependent Differential Privacy", IEEE Trans. Inf. Theory 70(2), 2024 — Fig. 2 (risk and AoI of
 a multi-query mechanism), Fig. 3 (risk over time of an equal-spacing policy, peak risk (30)),
 Figs. 4–6 (peak privacy risk against the utility bound, with the noise-only benchmark).
 """
@@ -150,7 +150,7 @@ def plot_sweep(rows, path, *, title: str | None = None, penalty_unit: str | None
 
     References
     ----------
-    ``000_2a085da7b331351a.txt``: eq. (30), problem (42), Corollary 3, Figs. 4–6.
+    Zhang et al. (2024): eq. (30), problem (42), Corollary 3, Figs. 4–6.
     """
     path = check_plot_path(path)
     rows = list(rows)
@@ -211,7 +211,7 @@ def plot_sweep(rows, path, *, title: str | None = None, penalty_unit: str | None
 
 def plot_schedule(A, S_bar, epsilon_c, max_tv, path, *, epochs: int = 4, peak_risk: float | None = None,
                   title: str | None = None):
-    """Risk ε(t) and AoI(t) of an equal-spacing schedule over its first epochs (Figs. 2–3 of 000).
+    """Risk ε(t) and AoI(t) of an equal-spacing schedule over its first epochs (Figs. 2–3 of Zhang et al. (2024)).
 
     Publications at S_n = A + n·S̄ (n = 0..epochs−1) release the input of slot n·S̄ with
     budget ε_C; ε(t) is eq. (25) (Theorem 3) and AoI(t) = t − (S_n − A) on [S_n, S_{n+1})
@@ -250,7 +250,7 @@ def plot_schedule(A, S_bar, epsilon_c, max_tv, path, *, epochs: int = 4, peak_ri
 
     References
     ----------
-    ``000_2a085da7b331351a.txt``: Theorem 3 (25), AoI (24), Proposition 3 (30), Figs. 2–3.
+    Zhang et al. (2024): Theorem 3 (25), AoI (24), Proposition 3 (30), Figs. 2–3.
     """
     import numpy as np
 

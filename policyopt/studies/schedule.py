@@ -1,6 +1,6 @@
 """The main job: an optimal aging/publishing schedule with its benchmarks.
 
-Source: ``../shared/papers/000_2a085da7b331351a.txt`` (problem (28), Theorem 4,
+Source: M. Zhang, E. Wei, R. Berry, J. Huang, "Age-Dependent Differential Privacy", IEEE Trans. Inf. Theory 70(2), 2024 (problem (28), Theorem 4,
 Proposition 3, Section VI).  :func:`design_schedule` is what ``policyopt schedule`` runs.
 """
 
@@ -12,12 +12,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from policyopt.errors import InvalidInputError, fmt
-from policyopt.formatting import json_clean
+from policyopt.formatting import fmt_upper, fmt_value, json_clean
 from policyopt.models.markov import Population
 from policyopt.utility.penalty import MSEPenalty, Penalty, check_max_penalty
 from policyopt.result import Solution
 
-__all__ = ["ScheduleReport", "design_schedule", "staleness_profile", "noise_only_benchmark", "geometric_problem", "compare_methods", "METHODS"]
+__all__ = ["ScheduleReport", "design_schedule", "format_report", "staleness_profile", "noise_only_benchmark", "geometric_problem", "compare_methods", "METHODS"]
 
 
 def noise_only_benchmark(penalty: Penalty, max_penalty: float, releases: int) -> dict:
@@ -147,6 +147,49 @@ class ScheduleReport:
             out["comparison"] = self.comparison
         out.update(self.extra)
         return json_clean(out)
+
+    @property
+    def peak_risk(self) -> float | None:
+        """Peak age-dependent risk ε* (nats) of the chosen schedule (eq. (30)); ``None`` without a schedule."""
+        return self.solution.objective
+
+    @property
+    def status(self) -> str:
+        """``optimal``, ``unbounded``, ``feasible``, ``infeasible`` or ``unknown`` (see the JSON contract)."""
+        return self.solution.status.value
+
+    def __str__(self) -> str:
+        """The text ``policyopt schedule`` prints (:func:`format_report`), without the command's plain-words
+        explanation and posterior checks (:mod:`policyopt.studies.deployment`), which it adds to the report."""
+        return format_report(self.to_dict())
+
+    def _repr_html_(self) -> str:
+        """A small HTML table for notebooks: the schedule, its risk and penalty, and both benchmarks."""
+        from html import escape
+
+        r = self.to_dict()
+        m = r["model"]
+        unit = f" {m['penalty_unit']}" if m.get("penalty_unit") else ""
+        na, no = r["benchmarks"]["no_aging"], r["benchmarks"]["noise_only"]
+        rows = [
+            ("model", f"{m.get('source') or 'population given in Python'}; {m['users']} users, {m['states']} states"),
+            ("status", r["status"]),
+            ("A (slots)", fmt_value(r["A"], 10)),
+            ("S̄ (slots)", fmt_value(r["S_bar"], 10)),
+            ("ε_C (nats per release)", fmt_value(r["epsilon_c"], 10)),
+            ("peak risk ε* (nats)", fmt_upper(r["peak_risk"])),
+            (f"penalty (≤ f̄ = {fmt_value(r['max_penalty'])}{unit})", f"{fmt_value(r['penalty'])}{unit}"),
+            ("peak AoI (slots)", fmt_value(r["peak_aoi"])),
+            ("no aging (A = 0): ε*", f"{fmt_upper(na['peak_risk'])} ({na['status']})"),
+            (f"noise only: risk after {no['releases']} releases", fmt_upper(no["risk_after_releases"])),
+            ("method", f"{r['method']} ({r['backend']})"),
+            ("message", r["message"]),
+        ]
+        body = "".join(
+            f"<tr><th style='text-align:left'>{escape(k)}</th><td style='text-align:left'>{escape(str(v))}</td></tr>"
+            for k, v in rows
+        )
+        return f"<table class='policyopt-report'>{body}</table>"
 
 
 METHODS = ("exact", "heuristic", "cvxpy", "pyomo")
@@ -296,7 +339,7 @@ def design_schedule(
 
     References
     ----------
-    ``000_2a085da7b331351a.txt``: (28), Theorem 4, (30)–(31), (38), (39), (42).
+    Zhang et al. (2024): (28), Theorem 4, (30)–(31), (38), (39), (42).
     """
     from policyopt.problems import ScheduleProblem
 
@@ -368,3 +411,160 @@ def design_schedule(
         wall_time_s=time.perf_counter() - start,
         comparison=comparison,
     )
+
+
+def format_report(r: dict) -> str:
+    """The text ``policyopt schedule`` prints, from the JSON object of :meth:`ScheduleReport.to_dict`.
+
+    Privacy numbers are rounded outward (:func:`~policyopt.formatting.fmt_upper`).  ``str(report)`` of a
+    :class:`ScheduleReport` is this text.
+
+    Parameters
+    ----------
+    r : dict
+        The report's fields (``to_dict()``, optionally with ``plot`` and a command-level ``wall_time_s``).
+
+    Returns
+    -------
+    str
+        One line per item, as the command line prints it.
+    """
+    m = r["model"]
+    unit = f" {m['penalty_unit']}" if m.get("penalty_unit") else ""
+    vunit = " kWh" if m.get("penalty_unit") == "kWh^2" else ""
+    users, pilot = m.get("users"), m.get("pilot_users")
+    lines = [
+        "policyopt schedule: peak age-dependent privacy risk (Zhang et al. 2024, problem (28))",
+    ]
+    if pilot is not None and users != pilot:
+        lines.append(f"model       : {m.get('source') or 'population given in Python'}; {pilot} pilot users, {m['states']} states")
+        lines.append(f"deployment  : I = {users} users, each following one of the {pilot} pilot chains in equal shares")
+    else:
+        lines.append(f"model       : {m.get('source') or 'population given in Python'}; {m['users']} users, {m['states']} states")
+    if m.get("value_range") is not None:
+        lo, hi = m["value_range"]
+        how = "declared, public" if m.get("value_range_declared") else "from the data (NOT private)"
+        clip = f"; {m['clipped_readings']} readings clipped" if m.get("clipped_readings") else ""
+        lines.append(
+            f"value range : [{fmt_value(lo)}, {fmt_value(hi)}]{vunit} ({how}{clip}); sensitivity of the mean "
+            f"Δf = (HI − LO)/I = {fmt_value(m.get('sensitivity'))}{vunit}"
+        )
+    if m.get("delta_source"):
+        lines.append(f"Δ(t)        : {m['delta_source']}")
+    lines.append(
+        f"envelope    : Δ(t) ≤ c·ρ^t with c = {fmt_upper(m['c'])}, ρ = {fmt_upper(m['rho'])} (t ≤ {m['envelope_horizon']} slots, ρ = λ*)"
+    )
+    if m.get("excluded_users"):
+        lines.append(f"excluded    : {len(m['excluded_users'])} users: " + "; ".join(f"{u} ({why})" for u, why in m["excluded_users"].items()))
+    if m.get("sparse_states") is not None:
+        sp = m["sparse_states"]
+        lines.append(
+            f"estimation  : {len(sp)} (user, state) rows observed fewer than {m['min_row_transitions']} times"
+            + (": " + ", ".join(f"{x['user']}/{x['state']} ({x['transitions']})" for x in sp[:6]) + (" …" if len(sp) > 6 else "") if sp else "")
+        )
+    lines.append(f"bound       : MSE of the released mean ≤ f̄ = {fmt_value(r['max_penalty'])}{unit}")
+    low, high = (m.get("tradeoff_range") or [None, None])[:2]
+    if low is not None:
+        lines.append(
+            f"trade-off   : a finite optimum exists for f̄ between {fmt_value(low)}{unit} (smallest MSE reachable under (31)) "
+            f"and {fmt_value(high)}{unit} (staleness limit)"
+        )
+    lines.append(f"status      : {r['status']}")
+    if r["A"] is not None:
+        lines += [
+            f"schedule    : A = {fmt_value(r['A'], 10)} slots, S̄ = {fmt_value(r['S_bar'], 10)} slots, ε_C = {fmt_value(r['epsilon_c'], 10)} nats per release",
+            f"peak risk   : ε* = {fmt_upper(r['peak_risk'])} nats"
+            + ("" if r["method"] == "exact" else " ((39a) with the envelope: an upper bound on the exact ε* of integer schedules)"),
+            f"penalty     : {fmt_value(r['penalty'])}{unit} at peak AoI {r['peak_aoi']} slots",
+        ]
+        if m.get("sensitivity") is not None and r["method"] == "exact":
+            scale = m["sensitivity"] / r["epsilon_c"]
+            which = "the current readings" if r["A"] == 0 else f"the readings taken {r['A']} slots earlier"
+            lines.append(
+                f"design      : every {r['S_bar']} slots, release the mean of {which} of the {users} users plus "
+                f"Laplace noise of scale Δf/ε_C = {fmt_upper(scale)}{vunit}; no user's age-dependent risk ever "
+                f"exceeds ε* = {fmt_upper(r['peak_risk'])} nats "
+                + ("for any chains whose Δ(t) lies below the posterior band" if m.get("delta_source") else "under the estimated chains")
+            )
+    else:
+        lines.append(f"min penalty : {fmt_value(r.get('min_penalty'))}{unit} (smallest achievable)")
+    lines.append(f"message     : {r['message']}")
+    na = r["benchmarks"]["no_aging"]
+    if na["A"] is not None:
+        lines.append(
+            f"no aging    : S̄ = {na['S_bar']}, ε_C = {fmt_value(na['epsilon_c'], 10)}, ε* = {fmt_upper(na['peak_risk'])} nats ({na['status']})"
+        )
+    else:
+        lines.append(f"no aging    : {na['status']}")
+    no = r["benchmarks"]["noise_only"]
+    if no["epsilon_c"] is not None:
+        lines.append(
+            f"noise only  : ε_C = {fmt_value(no['epsilon_c'], 10)} nats every slot; risk after {no['releases']} releases "
+            f"= {fmt_upper(no['risk_after_releases'])} nats (Δ ≡ 1, grows without bound)"
+        )
+    else:
+        lines.append("noise only  : infeasible")
+    if r["A"] is not None and r.get("peak_risk") is not None:
+        best = r["peak_risk"]
+        if na["A"] is not None and na.get("peak_risk") is not None:
+            if r["A"] == 0:
+                lines.append("vs no aging : this schedule publishes fresh data (A = 0): it is the no-aging optimum itself")
+            else:
+                lines.append(
+                    f"vs no aging : the best schedule without aging has ε* = {fmt_upper(na['peak_risk'])} nats, "
+                    f"{na['peak_risk'] / best:.3g} times this schedule's" if best > 0 else
+                    f"vs no aging : the best schedule without aging has ε* = {fmt_upper(na['peak_risk'])} nats"
+                )
+        else:
+            lines.append("vs no aging : no schedule without aging meets f̄; aging is what makes this design possible")
+        if no["epsilon_c"] is not None:
+            n = no["risk_after_releases"] / no["epsilon_c"] if no["epsilon_c"] else None
+            k = None if not no["epsilon_c"] else max(1, int(-(-best // no["epsilon_c"])))
+            lines.append(
+                f"vs fresh    : fresh noisy data every slot needs ε_C = {fmt_value(no['epsilon_c'], 6)} nats per slot and, "
+                f"composed without temporal decay, passes this schedule's ε* after {k} slots and keeps growing "
+                f"({fmt_upper(no['risk_after_releases'])} nats after {int(n)} slots)"
+            )
+        else:
+            lines.append("vs fresh    : fresh noisy data every slot cannot meet f̄ at any budget")
+    for sentence in r.get("explanation") or []:
+        lines.append(f"meaning     : {sentence}")
+    cred = r.get("credible")
+    if "credible" in r and cred is None:
+        lines.append("credible    : no schedule to check")
+    if cred:
+        lines.append(
+            f"credible    : posterior median ε* = {fmt_upper(cred['median'])} nats, {100 * cred['level']:g}% upper "
+            f"= {fmt_upper(cred['upper']) if cred['upper'] is not None else 'inf'} nats over {cred['draws']} simulated pilots "
+            f"(seed {cred.get('seed')}); a Bayesian credible statement under the Dirichlet posterior of the chains, not a proof"
+        )
+    if r.get("robust"):
+        rb = r["robust"]
+        lines.append(
+            f"robust      : designed against a Δ(t) band that holds for the whole curve in {100 * rb['coverage']:.1f}% of "
+            f"{rb['draws']} posterior draws (level {rb['level']:g}; at most {fmt_upper(rb.get('max_ratio'))} × the point estimate)"
+        )
+    for w in r.get("warnings") or []:
+        lines.append(f"warning     : {w}")
+    if r.get("kkt"):
+        k = r["kkt"]
+        res = k.get("residual_40")
+        lines.append(
+            f"KKT         : branch {k.get('branch')}, (40) residual {fmt_value(res, 3)}, "
+            f"{'passed' if k.get('passed') else 'FAILED'} (tolerance {fmt_value(k.get('tolerance'), 2)})"
+        )
+    if r.get("comparison"):
+        lines.append("comparison  :")
+        head = f"  {'method':<28} {'status':<11} {'objective':>12} {'bound':>12} {'gap':>9} {'time s':>8} {'KKT res':>9}"
+        lines.append(head)
+        for row in r["comparison"]:
+            lines.append(
+                f"  {row['method']:<28} {row['status']:<11} {fmt_upper(row['objective'], 8):>12} {fmt_value(row['bound'], 8):>12} "
+                f"{fmt_value(row['gap'], 2):>9} {fmt_value(row['wall_time_s'], 3):>8} {fmt_value(row.get('kkt_residual'), 2):>9}"
+            )
+            if row["status"] == "unavailable":
+                lines.append(f"    ({row['message']})")
+    if r.get("plot"):
+        lines.append(f"plot        : {r['plot']} (ε(t) and AoI(t) over the first epochs)")
+    lines.append(f"wall time   : {r['wall_time_s']:.3f} s")
+    return "\n".join(lines)

@@ -10,7 +10,7 @@ penalty) are built once and shipped to the workers once, and every row is a dete
 function of its inputs, so serial and parallel sweeps write identical rows (only
 ``wall_time_s`` differs).
 
-Corollary 3 of Zhang et al. (``../shared/papers/000_2a085da7b331351a.txt``) gives a sufficient
+Corollary 3 of M. Zhang, E. Wei, R. Berry, J. Huang, "Age-Dependent Differential Privacy", IEEE Trans. Inf. Theory 70(2), 2024 gives a sufficient
 condition under which raising f̄ does not lower the minimal peak risk ("no trade-off").  The
 sweep detects the property itself on the grid: :func:`no_tradeoff_flags` marks each interval
 [f̄_i, f̄_{i+1}] on which the optimal ε* does not decrease, and :func:`no_tradeoff_ranges` merges
@@ -309,7 +309,7 @@ def solve_point(model: SweepModel, max_penalty: float, settings: SweepSettings) 
 
     References
     ----------
-    ``000_2a085da7b331351a.txt``: problem (28), Theorem 4, eq. (30); benchmarks of Section VI.
+    Zhang et al. (2024): problem (28), Theorem 4, eq. (30); benchmarks of Section VI.
     """
     from policyopt.studies.schedule import design_schedule
 
@@ -380,7 +380,7 @@ def no_tradeoff_flags(max_penalties: Sequence[float], peak_risks: Sequence, *, r
 
     References
     ----------
-    ``000_2a085da7b331351a.txt``, Corollary 3 and Appendix H: under its condition an increase
+    Zhang et al. (2024), Corollary 3 and Appendix H: under its condition an increase
     of f̄ does not decrease the minimal objective of (39); this function checks the property
     itself on the computed optima rather than the sufficient condition.
     """

@@ -1,4 +1,4 @@
-"""MSE penalties of the AR(1) model of Appendix I of Zhang et al. (eqs. (89)–(92)); the model is in
+"""MSE penalties of the AR(1) model of Appendix I of Zhang et al. (2024, eqs. (89)–(92)); the model is in
 :mod:`policyopt.models.ar1` (see its module docstring for clipping and the two estimators).
 """
 
@@ -39,7 +39,7 @@ class AR1MSEPenalty(Penalty):
 
     References
     ----------
-    ``000_2a085da7b331351a.txt``, (82)–(84), (90)–(92).
+    Zhang et al. (2024), (82)–(84), (90)–(92).
     """
 
     unit = "reading²"

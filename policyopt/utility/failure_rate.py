@@ -1,6 +1,6 @@
-"""Failure rate f_MLE of the two-state example: eqs. (50)–(51) of Zhang et al., computed exactly.
+"""Failure rate f_MLE of the two-state example: eqs. (50)–(51) of Zhang et al. (2024), computed exactly.
 
-Source: ``../shared/papers/000_2a085da7b331351a.txt``, Example 1, eqs. (43)–(44), (48), (50)–(51),
+Source: M. Zhang, E. Wei, R. Berry, J. Huang, "Age-Dependent Differential Privacy", IEEE Trans. Inf. Theory 70(2), 2024, Example 1, eqs. (43)–(44), (48), (50)–(51),
 Figs. 5 and 6(b).
 
 Model.  I users follow the chain (43) on the states −1/+1 (P(−1 → +1) = p, P(+1 → −1) = q) and
@@ -106,7 +106,7 @@ class FailureRatePenalty(Penalty):
 
     References
     ----------
-    ``000_2a085da7b331351a.txt``, Example 1, (43)–(44), (48), (50)–(51), Fig. 5.
+    Zhang et al. (2024), Example 1, (43)–(44), (48), (50)–(51), Fig. 5.
     """
 
     name = "failure-rate"

@@ -1,7 +1,7 @@
 """Utility penalties f(t, ε_C): the accuracy lost by publishing data that is t slots old
 with a per-release budget ε_C.
 
-Source: ``../shared/papers/000_2a085da7b331351a.txt``, eqs. (27), (48)–(49).
+Source: M. Zhang, E. Wei, R. Berry, J. Huang, "Age-Dependent Differential Privacy", IEEE Trans. Inf. Theory 70(2), 2024, eqs. (27), (48)–(49).
 
 Every penalty here is non-increasing in ε_C (more budget, less noise).  It need not be
 monotone in t (a chain with a negative eigenvalue oscillates), so the penalty of a
@@ -296,8 +296,10 @@ class MSEPenalty(Penalty):
     population : Population
         Users' chains with numeric state values (units of the values, e.g. kWh; the
         penalty is in those units squared).
-    unit : str
-        Unit of the penalty, for reports.
+    unit : str, optional
+        Unit of the penalty, e.g. ``"kWh^2"``.  Default: the square of the population's
+        ``value_unit`` (``"kWh^2"`` for a population fitted to the bundled data by
+        :func:`~policyopt.models.estimation.fit_population`), or ``""`` when that is unknown.
     users : int, optional
         Deployment size I ≥ 1 (default ``population.n_users``).
     value_range : (float, float), optional
@@ -312,8 +314,8 @@ class MSEPenalty(Penalty):
         If all state values are equal and no `value_range` is given (the mean then carries no
         information and its sensitivity is 0).
     InvalidInputError
-        If `users` is not an integer ≥ 1, or `value_range` is not (LO, HI) with finite LO < HI
-        containing every state value.
+        If `unit` is not a string, `users` is not an integer ≥ 1, or `value_range` is not (LO, HI)
+        with finite LO < HI containing every state value.
 
     Notes
     -----
@@ -330,9 +332,14 @@ class MSEPenalty(Penalty):
 
     name = "mse"
 
-    def __init__(self, population: Population, unit: str = "", *, users: int | None = None, value_range=None):
+    def __init__(self, population: Population, unit: str | None = None, *, users: int | None = None, value_range=None):
         if not isinstance(population, Population):
             raise InvalidModelError(f"`population` must be a Population, got {fmt(population)}")
+        if unit is None:
+            value_unit = getattr(population, "value_unit", "")
+            unit = f"{value_unit}^2" if value_unit else ""
+        if not isinstance(unit, str):
+            raise InvalidInputError(f"`unit` must be a string such as 'kWh^2', got {fmt(unit)}")
         if users is None:
             n_users = population.n_users
         elif isinstance(users, bool) or not isinstance(users, (int, np.integer)) or users < 1:
@@ -507,7 +514,7 @@ class ContinuousPenalty(ABC):
 
     References
     ----------
-    ``000_2a085da7b331351a.txt``, eq. (27), (39c).
+    Zhang et al. (2024), eq. (27), (39c).
     """
 
     name = "continuous"
@@ -740,7 +747,7 @@ class StepPenalty(ContinuousPenalty):
 
     References
     ----------
-    ``000_2a085da7b331351a.txt``, (39c), Algorithms 1–2.
+    Zhang et al. (2024), (39c), Algorithms 1–2.
     """
 
     jointly_convex = False

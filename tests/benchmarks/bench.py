@@ -41,6 +41,10 @@ Measured, each printed with its target and OK / OVER TARGET:
    own measurements): optimal TPL allocation, discounted DP, FRAN / problem P1, the sweep serial vs Dask,
    publish / ledger.
 
+``--quick`` (``make bench-quick``, under 2 minutes): the headline figures only — 1 (demo), 2 without the memory
+run and the one-by-one check, 3, item 4 at n = 200 (no n = 1000, no T = 10^5), and instead of the topic modules one optimal TPL allocation (Fig. 8 setting of Cao et al.
+(2019), T = 10) and the discounted-DP accounting of a 365-day schedule.
+
 Over-target numbers do not fail the script; it exits non-zero only if the demo fails
 or a correctness check fails.
 """
@@ -117,7 +121,7 @@ def matmul_lower_bound(np, phat) -> float:
     return time.perf_counter() - start
 
 
-def bench_delta() -> None:
+def bench_delta(quick: bool = False) -> None:
     import numpy as np
 
     from policyopt.models.markov import Population
@@ -143,6 +147,10 @@ def bench_delta() -> None:
     print(f"  baseline batched np.matmul lower bound ({T_MAX} products of a ({N_USERS}, {N_STATES}, {N_STATES}) "
           f"stack, best of 2): {base:.3f} s; ratio Δ(t) / baseline = {ratio:.2f}  "
           f"[target ≤ {DELTA_RATIO_TARGET:g}] {verdict(ratio, DELTA_RATIO_TARGET + 1e-12)}")
+    if quick:
+        print("  " + ", ".join(f"Δ({t}) = {delta[t]:.6g}" for t in (0, 1, 24, 168, 336))
+              + "  (peak memory and the one-by-one check: make bench)")
+        return
 
     tracemalloc.start()
     start = time.perf_counter()
@@ -315,7 +323,7 @@ def bench_tpl_alg8() -> None:
           f"[target ≥ 10] {'OK' if ratio >= 10 else 'OVER TARGET'}")
 
 
-def bench_tpl() -> None:
+def bench_tpl(quick: bool = False) -> None:
     import numpy as np
 
     from policyopt.privacy.temporal import LossFunction, leakage, supremum
@@ -349,6 +357,8 @@ def bench_tpl() -> None:
             assert np.allclose(other, ex, rtol=1e-12, atol=1e-15), f"TPL methods disagree: {ex} vs {other}"
     print("  check ok (exact = piecewise = per_pair = fresh exact within 1e-12 at α in "
           f"{alphas.tolist()}, n = 200 and two n = 30 matrices)")
+    if quick:
+        return
 
     P1000 = random_matrix(1000, SEED)
     tracemalloc.start()  # one traced run: time and peak memory (the construction takes tens of seconds)
@@ -382,31 +392,59 @@ TOPIC_BENCHMARKS: tuple[str, ...] = ("bench_tpl_optimal", "bench_discounted", "b
                                       "bench_failure_rate", "bench_fran_groups")
 
 
+def bench_quick_topics() -> None:
+    """Headline figures of the topic modules: one optimal TPL allocation and one discounted-DP accounting."""
+    from policyopt.privacy.discounted import discounted_loss
+    from policyopt.privacy.discounted_schedules import corollary_schedule
+    from policyopt.problems.tpl_budget import BudgetAllocationProblem
+
+    problem = BudgetAllocationProblem([[0.8, 0.2], [0.2, 0.8]], [[0.8, 0.2], [0.1, 0.9]], 1.0, 10)
+    start = time.perf_counter()
+    sol = problem.solve("optimal", time_limit=60.0)
+    elapsed = time.perf_counter() - start
+    print(f"optimal TPL allocation, Fig. 8 setting, T = 10: {elapsed:.3f} s, {sol.status.value}, "
+          f"gap {sol.values.get('gap')}, saves {sol.values.get('savings_vs_upper_bound', float('nan')):.1%} vs Algorithm 7")
+    b = corollary_schedule("exponential", 1.0, 365, alpha=0.9)
+    start = time.perf_counter()
+    loss = discounted_loss(b, 1.0, "exponential", alpha=0.9)
+    elapsed = time.perf_counter() - start
+    worst = float((loss.values + loss.error_bound).max())
+    print(f"discounted-DP accounting, exponential, T = 365: {elapsed * 1000:.2f} ms, worst loss ≤ {worst:.6g} nats (ε = 1)")
+    assert worst <= 1.0, f"Corollary 12's schedule exceeds ε = 1: {worst}"
+
+
 SECTIONS = ("demo", "delta", "backends", "tpl", "topics")
 
 
 def main(argv=None) -> int:
-    """Run every section, or only those named on the command line (e.g. ``bench.py tpl delta``)."""
-    wanted = list(sys.argv[1:] if argv is None else argv) or list(SECTIONS)
+    """Run every section, or only those named (e.g. ``bench.py tpl delta``); ``--quick``: headline figures only."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    quick = "--quick" in args
+    wanted = [a for a in args if a != "--quick"] or list(SECTIONS)
     unknown = [w for w in wanted if w not in SECTIONS]
     if unknown:
-        print(f"unknown section(s) {unknown}; choose from {list(SECTIONS)}")
+        print(f"unknown section(s) {unknown}; choose from {list(SECTIONS)} (and --quick)")
         return 2
     wall = time.perf_counter()
     print(f"python {platform.python_version()} ({sys.executable}), "
           f"numpy {importlib.metadata.version('numpy')}, os.cpu_count() = {os.cpu_count()}")
     print(f"load average at start (1, 5, 15 min): {os.getloadavg()}")
-    runs = {"demo": bench_demo, "delta": bench_delta, "backends": bench_backends, "tpl": bench_tpl}
+    runs = {"demo": bench_demo, "delta": lambda: bench_delta(quick), "backends": bench_backends,
+            "tpl": lambda: bench_tpl(quick)}
     for name in SECTIONS:
         if name not in wanted:
             continue
         if name == "topics":
+            if quick:
+                bench_quick_topics()
+                continue
             for module in TOPIC_BENCHMARKS:
                 print(f"--- {module} ---")
                 importlib.import_module(module).bench()
         else:
             runs[name]()
-    print(f"total benchmark wall time: {time.perf_counter() - wall:.1f} s; load average at end: {os.getloadavg()}")
+    print(f"total benchmark wall time{' (quick)' if quick else ''}: {time.perf_counter() - wall:.1f} s; "
+          f"load average at end: {os.getloadavg()}")
     return 0
 
 

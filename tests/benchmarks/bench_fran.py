@@ -1,4 +1,4 @@
-"""Benchmark of problem P1 (004, eqs. 23–24) and of the FRAN release (Algorithm 1).
+"""Benchmark of problem P1 (Luo et al. 2025, eqs. 23–24) and of the FRAN release (Algorithm 1).
 
 Run: ``.venv/bin/python tests/benchmarks/bench_fran.py``.
 
@@ -8,11 +8,11 @@ Run: ``.venv/bin/python tests/benchmarks/bench_fran.py``.
    distortion (so every AoI vector is feasible and aging pays).  Cold time includes building
    the joint chain and the per-vector table; agreement of the three optima is asserted.
    Target: < 10 s per solve.
-2. FRAN release per snapshot for s = 10^5 sequences (004 §IV-C2 claims O(sd)): aging + mean
+2. FRAN release per snapshot for s = 10^5 sequences (Luo et al. 2025 §IV-C2 claims O(sd)): aging + mean
    query + one OpenDP Laplace draw (d = 1), and aging + identity query + 10^5 OpenDP draws
    (d = s, vector-domain ``make_laplace``).  Target < 50 ms (median of 5; 3 for d = s).  The numpy
    Laplace path (simulation only, not private) is timed for comparison.
-3. Matrix-free spectral bound (55) of ``000`` on the joint chain beyond the exact limit: the
+3. Matrix-free spectral bound (55) of Zhang et al. (2024) on the joint chain beyond the exact limit: the
    certificate (stationary vector, top-12 Ritz pairs, 60-step randomized Lanczos) for s = 13, 14
    and 16 binary sequences (8192, 16384 and 65536 = SPECTRAL_SNAPSHOT_LIMIT snapshots), random CMC
    (seed 3), cold.  Targets < 30 s (2^13, 2^14) and < 300 s (2^16).  Spot check: the bound is a

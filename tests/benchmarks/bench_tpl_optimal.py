@@ -2,7 +2,7 @@
 
 Run with ``.venv/bin/python tests/benchmarks/bench_tpl_optimal.py``.
 
-For T ∈ {10, 24, 50} on the Fig. 8 setting of ``../shared/papers/002_f4b37d3d1aa1909e.txt``
+For T ∈ {10, 24, 50} on the Fig. 8 setting of Y. Cao, M. Yoshikawa, Y. Xiao, L. Xiong, "Quantifying Differential Privacy in Continuous Data Release under Temporal Correlations", IEEE Trans. Knowl. Data Eng. 31(7), 2019
 (P_B = [[0.8,0.2],[0.2,0.8]], P_F = [[0.8,0.2],[0.1,0.9]], α = 1 nat) and on a 3-state
 example, prints the wall time of :class:`policyopt.solvers.tpl_alloc.OptimalAllocator`
 (local search, bound tightening and SCIP separately), the status, SCIP's status, the
@@ -26,7 +26,7 @@ TARGET_S = 60.0
 TIME_LIMIT_S = 120.0
 HORIZONS = (10, 24, 50)
 CASES = {
-    # source: 002, Section 6.3, Fig. 8
+    # source: Cao et al. (2019), Section 6.3, Fig. 8
     "fig8": ([[0.8, 0.2], [0.2, 0.8]], [[0.8, 0.2], [0.1, 0.9]]),
     "3-state": ([[0.6, 0.3, 0.1], [0.2, 0.6, 0.2], [0.1, 0.3, 0.6]],
                 [[0.7, 0.2, 0.1], [0.1, 0.8, 0.1], [0.2, 0.2, 0.6]]),

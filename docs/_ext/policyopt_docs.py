@@ -1,0 +1,143 @@
+"""Sphinx directives that render policyopt's command line from the code at build time.
+
+``.. policyopt-help:: schedule``
+    The ``policyopt schedule --help`` text, from :func:`policyopt.cli.main.build_parser` (no argument: the top level).
+
+``.. policyopt-json:: schedule --chain two-state:p=0.1,q=0.1 --max-age 12 --max-interval 12``
+    Runs the command in-process with ``--json`` and renders a table of the top-level fields of its output with
+    their type, next to the descriptions given in the directive's content (``field: description`` per line).
+    A field of the output without a description, or a description of a field the output lacks, is a warning
+    (an error under ``-W``): the JSON contract on the page cannot drift from the code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import shlex
+import tempfile
+
+from docutils import nodes
+from docutils.parsers.rst import Directive
+from docutils.statemachine import StringList
+from sphinx.util import logging
+
+logger = logging.getLogger(__name__)
+
+
+def _subparsers(parser):
+    import argparse
+
+    for action in parser._actions:  # argparse keeps sub-parsers only here
+        if isinstance(action, argparse._SubParsersAction):
+            return action.choices
+    return {}
+
+
+class PolicyoptHelp(Directive):
+    optional_arguments = 1
+    has_content = False
+
+    def run(self):
+        from policyopt.cli.main import build_parser
+
+        old = os.environ.get("COLUMNS")
+        os.environ["COLUMNS"] = "110"
+        try:
+            parser = build_parser()
+            if self.arguments:
+                name = self.arguments[0]
+                choices = _subparsers(parser)
+                if name not in choices:
+                    raise self.error(f"policyopt has no sub-command {name!r} (known: {sorted(choices)})")
+                parser = choices[name]
+            text = parser.format_help()
+        finally:
+            if old is None:
+                os.environ.pop("COLUMNS", None)
+            else:
+                os.environ["COLUMNS"] = old
+        block = nodes.literal_block(text, text)
+        block["language"] = "text"
+        return [block]
+
+
+def _kind(value) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "list"
+    return "object"
+
+
+_WORKDIR: list[str] = []
+
+
+def _workdir() -> str:
+    """A fresh temporary directory for this build's examples (files they write land there, not in the tree)."""
+    if not _WORKDIR:
+        _WORKDIR.append(tempfile.mkdtemp(prefix="policyopt-docs-"))
+    return _WORKDIR[0]
+
+
+def _strict_constant(name):
+    raise ValueError(f"non-standard JSON constant {name}")
+
+
+class PolicyoptJson(Directive):
+    required_arguments = 1
+    final_argument_whitespace = True
+    has_content = True
+
+    def run(self):
+        from policyopt.cli.main import main
+
+        argv = shlex.split(self.arguments[0]) + ["--json"]
+        out, err = io.StringIO(), io.StringIO()
+        cwd = os.getcwd()
+        os.chdir(_workdir())  # one directory per build: an example may read what an earlier one wrote
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                code = main(argv)
+        finally:
+            os.chdir(cwd)
+        if code != 0:
+            raise self.error(f"policyopt {' '.join(argv)} exited with {code}: {err.getvalue().strip()}")
+        data = json.loads(out.getvalue(), parse_constant=_strict_constant)
+        described = {}
+        for line in self.content:
+            if not line.strip():
+                continue
+            key, sep, text = line.partition(":")
+            if not sep:
+                raise self.error(f"expected 'field: description', got {line!r}")
+            for k in key.split(","):
+                described[k.strip()] = text.strip()
+        missing = [k for k in data if k not in described]
+        extra = [k for k in described if k not in data]
+        where = f"{self.state.document.current_source}:{self.lineno}"
+        if missing:
+            logger.warning(f"{where}: JSON fields of `policyopt {argv[0]}` without a description: {missing}")
+        if extra:
+            logger.warning(f"{where}: described fields that `policyopt {argv[0]}` does not output: {extra}")
+        rows = ["   * - field", "     - type", "     - meaning"]
+        for key, value in data.items():
+            rows += [f"   * - ``{key}``", f"     - {_kind(value)}", f"     - {described.get(key, '')}"]
+        text = [".. list-table::", "   :header-rows: 1", "   :widths: 18 8 74", ""] + rows
+        node = nodes.container()
+        self.state.nested_parse(StringList(text, source=where), self.content_offset, node)
+        return node.children
+
+
+def setup(app):
+    app.add_directive("policyopt-help", PolicyoptHelp)
+    app.add_directive("policyopt-json", PolicyoptJson)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
