@@ -113,7 +113,7 @@ def geometric_reference(problem, n_grid: int = 20001):
 
 
 def theorem5_loss(P, alpha: float) -> float:
-    """L(α) of Cao et al. (IEEE TKDE 2019) eq. (24), paper-literal: Theorem 5 by full sorting per row pair.
+    """L(α) of Cao et al. (2019, IEEE TKDE 2019) eq. (24), paper-literal: Theorem 5 by full sorting per row pair.
 
     For every ordered pair of distinct rows (q, d): sort all n ratios q_k/d_k in decreasing
     order (a full sort of d_k/q_k, ascending, so that subnormal entries cannot overflow), form the prefix sums Q, D over the entries with

@@ -1,4 +1,4 @@
-"""The O(I) evaluation of f_MLE (Zhang et al., eqs. (50)–(51)) against the O(I²) interval algebra over all counts."""
+"""The O(I) evaluation of f_MLE (Zhang et al. 2024, eqs. (50)–(51)) against the O(I²) interval algebra over all counts."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""P1 of 004 by the group search (problems/fran_groups.py) against full enumeration on the joint chain."""
+"""P1 of Luo et al. (2025) by the group search (problems/fran_groups.py) against full enumeration on the joint chain."""
 
 from __future__ import annotations
 

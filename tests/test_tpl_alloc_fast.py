@@ -17,7 +17,7 @@ from policyopt.solvers.tpl_alloc import (
 )
 from policyopt.privacy.temporal import leakage
 
-P_B = [[0.8, 0.2], [0.2, 0.8]]  # source: 002, Section 6.3, Fig. 8
+P_B = [[0.8, 0.2], [0.2, 0.8]]  # source: Cao et al. (2019), Section 6.3, Fig. 8
 P_F = [[0.8, 0.2], [0.1, 0.9]]
 P3_B = [[0.6, 0.3, 0.1], [0.2, 0.6, 0.2], [0.1, 0.3, 0.6]]
 P3_F = [[0.7, 0.2, 0.1], [0.1, 0.8, 0.1], [0.2, 0.2, 0.6]]

@@ -212,7 +212,7 @@ def _cmd_fran_groups(args, cmc, label) -> int:
     from policyopt.problems.fran_groups import GroupedFRANProblem
 
     if args.bound == "paper":
-        print("policyopt: warning: --bound paper uses 004's eq. (15), which is NOT an upper bound of the leakage "
+        print("policyopt: warning: --bound paper uses Luo et al.'s (2025) eq. (15), which is NOT an upper bound of the leakage "
               "(its proof uses ln(1 + x(e^y − 1)) ≤ xy, false for 0 < x < 1); the sound bound is the default",
               file=sys.stderr)
     prob = GroupedFRANProblem(cmc, args.max_mse, query=args.query, max_age=args.max_age, bound=args.bound)
@@ -244,9 +244,9 @@ def _cmd_fran_groups(args, cmc, label) -> int:
         print(json.dumps(out, indent=2, ensure_ascii=False))
         return 0
     what = ("sound bound ln(1 + Δ_k(e^{d(k)ε_C} − 1))" if args.bound == "sound"
-            else "004 eq. (15) d(k)Δ_kε_C — NOT an upper bound")
+            else "Luo et al. (2025) eq. (15) d(k)Δ_kε_C — NOT an upper bound")
     print("\n".join([
-        "FRAN design, problem P1 of Luo et al. (004, eqs. 23–24), group search",
+        "FRAN design, problem P1 of Luo et al. (2025, eqs. 23–24), group search",
         f"model       : {label}; s = {cmc.n_sequences}, m = {cmc.n_states}, k = {cmc.correlation_degree}, "
         f"d(k) = {prob.d_k:g}, Δf = {prob.sensitivity:.6g} ({args.query})",
         f"status      : {sol.status.value} ({sol.method}: {sol.message})",

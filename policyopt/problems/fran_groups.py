@@ -8,7 +8,7 @@ the paper.
 P1 over s sequences has (A_max + 1)^s AoI vectors, so :class:`~policyopt.problems.fran.FRANProblem`
 enumerates them (up to 2^20) and needs the joint chain on m^s snapshots.  When the coupling graph
 (λ_jk > 0 or λ_kj > 0 links j and k) has several connected components ("groups") — the correlation
-degree k of 004 is the size of the largest one — the problem separates exactly:
+degree k of Luo et al. (2025) is the size of the largest one — the problem separates exactly:
 
 * **Independence.**  No λ links two groups, so each group's snapshot evolves on its own and the
   stationary joint law is the product of the groups' stationary laws (each group's joint chain must be
@@ -71,7 +71,7 @@ def coupling_groups(cmc: CouplingMarkovChain) -> list[np.ndarray]:
 
 
 class GroupedFRANProblem:
-    """Problem P1 (23)–(24) of 004 solved group by group on a CMC with independent groups.
+    """Problem P1 (23)–(24) of Luo et al. (2025) solved group by group on a CMC with independent groups.
 
     Parameters
     ----------
@@ -85,7 +85,7 @@ class GroupedFRANProblem:
     max_age : int, keyword-only
         A_max ≥ 0 (slots).
     bound : {"sound", "paper"}, keyword-only
-        Leakage minimised (default ``"sound"``; ``"paper"`` is 004's unsound eq. (15)).
+        Leakage minimised (default ``"sound"``; ``"paper"`` is Luo et al.'s (2025) unsound eq. (15)).
 
     Raises
     ------

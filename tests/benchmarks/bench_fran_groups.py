@@ -1,4 +1,4 @@
-"""Benchmark of problem P1 (Luo et al., "Correlated-Sequence Differential Privacy", eqs. (23)–(24)) by the group search (policyopt.problems.fran_groups) vs full enumeration.
+"""Benchmark of problem P1 (Luo et al. 2025, "Correlated-Sequence Differential Privacy", eqs. (23)–(24)) by the group search (policyopt.problems.fran_groups) vs full enumeration.
 
 Run: ``.venv/bin/python tests/benchmarks/bench_fran_groups.py`` (also run by ``make bench``).
 
@@ -28,7 +28,7 @@ TARGET_S = 10.0
 
 
 def paired_cmc(n_pairs: int, rng):
-    """CMC of `n_pairs` independent two-binary-sequence groups (004 eq. (25) per pair, random p, q, λ)."""
+    """CMC of `n_pairs` independent two-binary-sequence groups (Luo et al. 2025 eq. (25) per pair, random p, q, λ)."""
     from policyopt.models.cmc import CouplingMarkovChain, two_binary_cmc
 
     s = 2 * n_pairs
