@@ -14,7 +14,7 @@ from policyopt.cli.options import (
     positive_float,
 )
 from policyopt.errors import InvalidInputError
-from policyopt.formatting import fmt_upper, fmt_value
+from policyopt.formatting import fmt_exact, fmt_upper, fmt_value
 
 __all__ = ["add_command", "run_schedule", "format_report"]
 
@@ -105,7 +105,7 @@ def format_report(r: dict) -> str:
     lines.append(f"status      : {r['status']}")
     if r["A"] is not None:
         lines += [
-            f"schedule    : A = {fmt_value(r['A'], 10)} slots, S̄ = {fmt_value(r['S_bar'], 10)} slots, ε_C = {fmt_value(r['epsilon_c'], 10)} nats per release",
+            f"schedule    : A = {fmt_value(r['A'], 10)} slots, S̄ = {fmt_value(r['S_bar'], 10)} slots, ε_C = {fmt_exact(r['epsilon_c'])} nats per release",
             f"peak risk   : ε* = {fmt_upper(r['peak_risk'])} nats"
             + ("" if r["method"] == "exact" else " ((39a) with the envelope: an upper bound on the exact ε* of integer schedules)"),
             f"penalty     : {fmt_value(r['penalty'])}{unit} at peak AoI {r['peak_aoi']} slots",
@@ -116,14 +116,14 @@ def format_report(r: dict) -> str:
     na = r["benchmarks"]["no_aging"]
     if na["A"] is not None:
         lines.append(
-            f"no aging    : S̄ = {na['S_bar']}, ε_C = {fmt_value(na['epsilon_c'], 10)}, ε* = {fmt_upper(na['peak_risk'])} nats ({na['status']})"
+            f"no aging    : S̄ = {na['S_bar']}, ε_C = {fmt_exact(na['epsilon_c'])}, ε* = {fmt_upper(na['peak_risk'])} nats ({na['status']})"
         )
     else:
         lines.append(f"no aging    : {na['status']}")
     no = r["benchmarks"]["noise_only"]
     if no["epsilon_c"] is not None:
         lines.append(
-            f"noise only  : ε_C = {fmt_value(no['epsilon_c'], 10)} nats every slot; risk after {no['releases']} releases "
+            f"noise only  : ε_C = {fmt_exact(no['epsilon_c'])} nats every slot; risk after {no['releases']} releases "
             f"= {fmt_upper(no['risk_after_releases'])} nats (Δ ≡ 1, grows without bound)"
         )
     else:
