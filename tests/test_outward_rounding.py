@@ -258,3 +258,21 @@ def test_peak_risk_margin_grows_near_divergence():
     near = peak_risk_margin(math.log(0.5), math.log1p(-1e-9) - 1.0, 1.0, 5, 5)
     assert near > 1e8 * far and far < 1e-12
     assert peak_risk_margin(0.0, 0.0, 1.0, 0, 1) == math.inf  # condition (31) fails: no finite bound
+
+
+def test_cli_fran_sound_leakage_is_rounded_outward():
+    """ε_S = ln(1 + Δ_k(e^{d(k)ε_C} − 1)) (Luo et al., FRAN, eq. (45)) in 60-digit mpmath at the reported
+    Δ_k and ε_C is ≤ the printed value (the main answer and the sound baselines)."""
+    out = strict_json(cli("fran", "--two-binary", "p=0.3,q=0.3,lambda=0.5", "--max-mse", "0.8", "--json"))
+    d_k = mp.mpf(out["d_k"])
+    exact = mp.log(1 + mp.mpf(out["distance"]) * (mp.e ** (d_k * mp.mpf(out["epsilon_c"])) - 1))
+    assert mp.mpf(out["epsilon_s"]) >= exact
+    dp = out["baselines"]["dp"]["sound"]  # Δ = 1, d = 1: ε_S = ε_C exactly
+    assert mp.mpf(dp["epsilon_s"]) >= mp.mpf(dp["epsilon_c"])
+
+
+def test_discounted_upper_is_rounded_up():
+    from policyopt.privacy.discounted import DiscountedLoss
+
+    loss = DiscountedLoss("dp", None, np.array([0.1, 0.0]), np.array([1e-17, 0.0]), "cumsum")
+    assert mp.mpf(loss.upper[0]) >= mp.mpf(0.1) + mp.mpf(1e-17) and loss.upper[1] == 0.0
