@@ -64,8 +64,10 @@ def max_tv(P, t: int):
     while True:
         with mp.workdps(dps):
             value = _max_tv(P, t)
-        if value == 0 or mp.log10(value) > 40 - dps:
+        if value > 0 and mp.log10(value) > 40 - dps:
             return +value
+        if value == 0 and dps >= 4000:  # rows equal to 4000 digits: Δ(t) = 0 (e.g. p + q = 1)
+            return value
         dps = int(-mp.log10(value)) + 60 if value > 0 else 2 * dps
 
 
