@@ -99,7 +99,7 @@ def peak_risk(dA, dS, eps):
     r = dS * mp.e**eps
     if r >= 1:
         return mp.inf
-    return mp.log(1 + dA * (mp.e**eps - 1) / (1 - r))
+    return mp.log1p(dA * mp.expm1(eps) / (1 - r))
 
 
 def loss(P, alpha):

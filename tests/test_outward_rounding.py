@@ -265,7 +265,7 @@ def test_cli_fran_sound_leakage_is_rounded_outward():
     Δ_k and ε_C is ≤ the printed value (the main answer and the sound baselines)."""
     out = strict_json(cli("fran", "--two-binary", "p=0.3,q=0.3,lambda=0.5", "--max-mse", "0.8", "--json"))
     d_k = mp.mpf(out["d_k"])
-    exact = mp.log(1 + mp.mpf(out["distance"]) * (mp.e ** (d_k * mp.mpf(out["epsilon_c"])) - 1))
+    exact = mp.log1p(mp.mpf(out["distance"]) * mp.expm1(d_k * mp.mpf(out["epsilon_c"])))
     assert mp.mpf(out["epsilon_s"]) >= exact
     dp = out["baselines"]["dp"]["sound"]  # Δ = 1, d = 1: ε_S = ε_C exactly
     assert mp.mpf(dp["epsilon_s"]) >= mp.mpf(dp["epsilon_c"])
