@@ -202,8 +202,8 @@ class BudgetAllocationProblem:
 
         The rounded-up leakage (:func:`~policyopt.privacy.temporal.leakage_upper`, which adds a proven
         bound on the rounding error of the recursions (13), (15), (10)) is computed for
-        (1 − κ)·budgets with κ = 0, then κ = ``SHRINK_START`` = 2⁻⁴⁶, doubled until its max TPL is
-        ≤ α.  Shrinking every ε_t lowers every TPL_t by at least (1 − s)·ε_t (L is non-decreasing),
+        (1 − κ)·budgets with κ = 0, then κ = max(``SHRINK_START`` = 2⁻⁴⁶, excess / min_t ε_t) (the
+        excess of the rounded-up max TPL over α), doubled until its max TPL is ≤ α.  Shrinking every ε_t lowers every TPL_t by at least (1 − s)·ε_t (L is non-decreasing),
         so a few doublings suffice; Algorithm 8, whose TPL_t equals α to rounding, typically needs
         κ ≈ 1e-13.  The budgets then meet α-DP_T in exact arithmetic, not only to a tolerance.
 
@@ -231,7 +231,14 @@ class BudgetAllocationProblem:
             lk = leakage_upper(list(self.loss_B), list(self.loss_F), cand)
             if lk.tpl_level <= self.tpl_level:
                 return BudgetCertificate(cand, kappa, lk)
-            kappa = SHRINK_START if kappa == 0.0 else 2.0 * kappa
+            if kappa == 0.0:
+                # first guess: TPL_t falls by ≥ κ·ε_t, so κ = excess / min ε_t removes the excess
+                # (to first order; the doubling below covers the rest)
+                lo = float(np.min(eps))
+                guess = (lk.tpl_level - self.tpl_level) / lo if lo > 0 else SHRINK_START
+                kappa = min(max(SHRINK_START, guess), SHRINK_MAX)
+            else:
+                kappa = 2.0 * kappa
             if kappa > SHRINK_MAX:
                 raise RuntimeError(
                     f"budgets could not be certified α-DP_T by shrinking them up to {SHRINK_MAX:g}: "
