@@ -276,3 +276,17 @@ def test_discounted_upper_is_rounded_up():
 
     loss = DiscountedLoss("dp", None, np.array([0.1, 0.0]), np.array([1e-17, 0.0]), "cumsum")
     assert mp.mpf(loss.upper[0]) >= mp.mpf(0.1) + mp.mpf(1e-17) and loss.upper[1] == 0.0
+
+
+@pytest.mark.parametrize("method", ["heuristic", "pyomo"])
+def test_cli_schedule_envelope_backends_meet_the_utility_bound(method):
+    """The (39) back ends: the integer schedule's ε_C meets f̄ in mpmath (SCIP's point passed the float
+    check of (39c) while exceeding f̄ by 4e-18 in exact arithmetic before its ε_C was held to the
+    certified inverse), and (39a) is ≥ the exact eq. (30)."""
+    p, q, f_bar = 0.1, 0.2, 0.15
+    out = strict_json(cli("schedule", "--chain", f"two-state:p={p},q={q}", "--max-age", "10", "--max-interval", "10",
+                          "--max-penalty", repr(f_bar), "--method", method, "--json"))
+    P = [[1 - p, p], [q, 1 - q]]
+    A, S, e = int(out["A"]), int(out["S_bar"]), out["epsilon_c"]
+    assert R.schedule_penalty([P], [20], [[-1.0, 1.0]], A, S, e) <= mp.mpf(f_bar)
+    assert mp.mpf(out["peak_risk"]) >= R.peak_risk(R.max_tv(P, A), R.max_tv(P, S), e)
