@@ -1,6 +1,18 @@
 """Formatting of numbers for people: privacy bounds rounded outward, plain values, strict JSON.
 
 Bottom layer: imports nothing from policyopt.  Used by the studies (reports, plots) and the command line.
+
+Two directions of safe rounding
+-------------------------------
+* A **privacy bound** (ε*, BPL/FPL/TPL, max TPL, …) is reported as :func:`round_up` of the computed
+  float: enlarged by a stated margin (relative and/or absolute, chosen by the module that knows the
+  computation's error, e.g. :func:`policyopt.privacy.age_dependent.peak_risk_margin`) and then one
+  more float step towards +∞ (``math.nextafter``), so the reported number is ≥ the exact value.
+* A **value to deploy** (ε_C, budgets ε_t) is never rounded for display: text output prints it with
+  :func:`fmt_exact` (``repr``, the same digits as the JSON), and the value itself is moved in the
+  direction that keeps its constraint true in exact arithmetic (see
+  :meth:`policyopt.problems.tpl_budget.BudgetAllocationProblem.certify` and
+  :meth:`policyopt.utility.penalty.MSEPenalty.min_epsilon_c`).
 """
 
 from __future__ import annotations
@@ -10,7 +22,55 @@ from decimal import ROUND_CEILING, Decimal
 
 import numpy as np
 
-__all__ = ["fmt_value", "fmt_upper", "json_clean"]
+__all__ = ["fmt_value", "fmt_upper", "fmt_exact", "json_clean", "round_up", "round_down", "UNIT_ROUNDOFF"]
+
+#: u = 2⁻⁵³, the unit roundoff of IEEE double precision (half the spacing of floats in [1, 2)).
+UNIT_ROUNDOFF = 2.0**-53
+
+
+def round_up(x, rel: float = 0.0, abs_: float = 0.0):
+    """An upper bound on a quantity whose computed value `x` has error ≤ rel·|x| + abs_.
+
+    Returns ``nextafter(x + rel·|x| + abs_, +inf)``: the final step up covers the rounding of the
+    addition itself (rel and abs_ are ≪ 1, so the sum rounds once, to within half a float step).
+    ``None`` stays ``None``; non-finite values are returned unchanged; exact zeros stay 0 when
+    ``abs_`` is 0 (a zero computed in closed form, e.g. Δ = 0, is exact).
+
+    Parameters
+    ----------
+    x : float or None
+    rel, abs_ : float
+        Relative and absolute error bounds of the computation of `x` (≥ 0).
+
+    Returns
+    -------
+    float or None
+    """
+    if x is None:
+        return None
+    x = float(x)
+    if not math.isfinite(x) or (x == 0.0 and abs_ == 0.0):
+        return x
+    return math.nextafter(x + rel * abs(x) + abs_, math.inf)
+
+
+def round_down(x, rel: float = 0.0):
+    """``nextafter(x − rel·|x|, −inf)``: a value below `x` by at least the relative margin `rel`."""
+    if x is None:
+        return None
+    x = float(x)
+    if not math.isfinite(x) or x == 0.0:
+        return x
+    return math.nextafter(x - rel * abs(x), -math.inf)
+
+
+def fmt_exact(x) -> str:
+    """A value to deploy (ε_C, a budget) in full: ``repr`` of the float, the digits the JSON carries."""
+    if x is None:
+        return "—"
+    if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
+        return str(int(x))
+    return repr(float(x))
 
 
 def fmt_value(x, digits: int = 6) -> str:

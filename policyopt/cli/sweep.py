@@ -77,6 +77,8 @@ def add_command(sub) -> None:
                      help="run points on an existing Dask cluster (e.g. tcp://host:8786; its workers need policyopt)")
     cmd.add_argument("--tradeoff-rtol", type=non_negative_float("--tradeoff-rtol"), default=None, metavar="R",
                      help="relative tolerance under which ε* counts as not lowered between neighbouring f̄ (default 1e-9)")
+    cmd.add_argument("--wait", action="store_true",
+                     help="if another sweep is writing --out, wait for it to finish (default: refuse with exit 2)")
     cmd.add_argument("--json", action="store_true", help="print the summary as one JSON object instead of text")
     cmd.set_defaults(handler=_cmd_sweep)
 
@@ -162,6 +164,11 @@ def _cmd_sweep(args) -> int:
         max_age=args.max_age, max_interval=args.max_interval, releases=args.releases, method=args.method, relax=args.relax
     )
     rtol = DEFAULT_TRADEOFF_RTOL if args.tradeoff_rtol is None else args.tradeoff_rtol
+    input_files = {"--data": args.data, "--matrix": args.matrix}
+    if args.data is None and args.chain is None and args.matrix is None:
+        from policyopt.data import CITYLEARN_PATH
+
+        input_files["bundled data"] = CITYLEARN_PATH
     result = run_sweep(
         models,
         args.max_penalty,
@@ -171,6 +178,8 @@ def _cmd_sweep(args) -> int:
         scheduler=args.scheduler,
         progress=sys.stderr.isatty(),
         tradeoff_rtol=rtol,
+        input_files=input_files,
+        wait=args.wait,
     )
     if args.plot is not None:
         from policyopt.studies.plots import plot_sweep

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import math
 import time
 
 from policyopt.cli.options import DEFAULT_SMOOTHING, DEFAULT_STATES, int_at_least, positive_float
 from policyopt.errors import InvalidInputError
-from policyopt.formatting import fmt_upper, fmt_value
+from policyopt.formatting import fmt_exact, fmt_upper, fmt_value
 
 __all__ = ["add_command"]
 
@@ -75,8 +76,8 @@ def _tpl_matrices(args):
 
 
 def _suprema(P_B, P_F, epsilon: float) -> dict:
-    """Theorem 11 suprema of BPL, FPL and TPL for a constant budget; ``"divergent"`` where infinite."""
-    from policyopt.privacy.temporal import supremum
+    """Theorem 11 suprema of BPL, FPL and TPL for a constant budget, rounded up; ``"divergent"`` where infinite."""
+    from policyopt.privacy.temporal import supremum_upper
 
     def sup(P):
         """Theorem 11 supremum per user (ε where L ≡ 0); None if any user diverges."""
@@ -86,10 +87,10 @@ def _suprema(P_B, P_F, epsilon: float) -> dict:
             if m is None:
                 vals.append(epsilon)
                 continue
-            res = supremum(m, epsilon)
-            if res.value is None:
+            value = supremum_upper(m, epsilon)
+            if value is None:
                 return None
-            vals.append(res.value)
+            vals.append(value)
         return vals
 
     b, f = sup(P_B), sup(P_F)
@@ -100,14 +101,15 @@ def _suprema(P_B, P_F, epsilon: float) -> dict:
     else:
         b = b * n if len(b) == 1 else b
         f = f * n if len(f) == 1 else f
-        out["tpl"] = max(x + y - epsilon for x, y in zip(b, f))  # per user, then the max (eq. 3)
+        # per user, then the max (eq. 3); x, y are rounded up, the sum is rounded up once more
+        out["tpl"] = max(math.nextafter(x + y - epsilon, math.inf) for x, y in zip(b, f))
     return out
 
 
 def _cmd_tpl(args) -> int:
     import numpy as np
 
-    from policyopt.privacy.temporal import leakage
+    from policyopt.privacy.temporal import leakage_upper
 
     start = time.perf_counter()
     if args.budgets is not None:
@@ -121,7 +123,7 @@ def _cmd_tpl(args) -> int:
             raise InvalidInputError("give --epsilon E and --horizon T (or --budgets FILE)")
         budgets = np.full(args.horizon, args.epsilon)
     P_B, P_F, source = _tpl_matrices(args)
-    res = leakage(P_B, P_F, budgets)
+    res = leakage_upper(P_B, P_F, budgets)  # every value rounded up (Cao et al. eqs. (13), (15), (10))
     eps_sup = float(np.max(budgets))
     out = {
         "source": source,
@@ -130,6 +132,7 @@ def _cmd_tpl(args) -> int:
         "fpl": res.fpl.tolist(),
         "tpl": res.tpl.tolist(),
         "max_tpl": res.tpl_level,
+        "rounding_margin": res.margin,
         "supremum": _suprema(P_B, P_F, eps_sup),
         "supremum_epsilon": eps_sup,
         "wall_time_s": time.perf_counter() - start,
@@ -148,13 +151,13 @@ def _cmd_tpl_budget(args) -> int:
 
     from policyopt.problems.tpl_budget import BudgetAllocationProblem
 
-    from policyopt.privacy.temporal import leakage
+    from policyopt.privacy.temporal import leakage_upper
 
     start = time.perf_counter()
     P_B, P_F, source = _tpl_matrices(args)
     problem = BudgetAllocationProblem(P_B, P_F, args.alpha, args.horizon)
     sol = problem.solve(args.method)
-    naive = leakage(P_B, P_F, np.full(args.horizon, args.alpha))  # ε_t = α, ignoring the correlations
+    naive = leakage_upper(P_B, P_F, np.full(args.horizon, args.alpha))  # ε_t = α, ignoring the correlations
     out = {
         "source": source,
         "status": sol.status.value,
@@ -169,7 +172,7 @@ def _cmd_tpl_budget(args) -> int:
     }
     if sol.decision is not None:
         budgets = np.asarray(sol.decision["budgets"], dtype=float)
-        after = leakage(P_B, P_F, budgets)
+        after = leakage_upper(P_B, P_F, budgets)  # certified by the solver: after.tpl_level ≤ α
         out.update(
             budgets=budgets.tolist(),
             max_tpl=after.tpl_level,
@@ -177,6 +180,8 @@ def _cmd_tpl_budget(args) -> int:
             bpl=after.bpl.tolist(),
             fpl=after.fpl.tolist(),
             tpl=after.tpl.tolist(),
+            budget_shrink=sol.values.get("budget_shrink"),
+            rounding_margin=after.margin,
         )
         out.update({k: v for k, v in sol.values.items() if k.startswith("savings")})
     out["wall_time_s"] = time.perf_counter() - start
@@ -195,8 +200,8 @@ def _cmd_tpl_budget(args) -> int:
         if out["budgets"] is not None:
             b = out["budgets"]
             lines += [
-                f"budgets    : ε_1 = {fmt_value(b[0], 10)}, ε_2..ε_{{T−1}} = {fmt_value(b[len(b) // 2], 10)}, ε_T = {fmt_value(b[-1], 10)} nats",
-                f"after      : max TPL = {fmt_upper(out['max_tpl'], 15)} nats (verified ≤ α within 1e-9 relative)",
+                f"budgets    : ε_1 = {fmt_exact(b[0])}, ε_2..ε_{{T−1}} = {fmt_exact(b[len(b) // 2])}, ε_T = {fmt_exact(b[-1])} nats",
+                f"after      : max TPL = {fmt_upper(out['max_tpl'], 15)} nats (rounded up; ≤ α in exact arithmetic)",
                 f"variance   : Σ 2(Δf/ε_t)² = {fmt_value(out['total_variance'])} (Δf = 1)",
             ]
         lines.append(f"wall time  : {out['wall_time_s']:.3f} s")

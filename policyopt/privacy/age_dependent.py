@@ -27,6 +27,7 @@ from typing import Callable
 import numpy as np
 
 from policyopt.errors import InvalidInputError, fmt
+from policyopt.formatting import UNIT_ROUNDOFF, round_up
 from policyopt.models.markov import as_slots
 
 __all__ = [
@@ -38,6 +39,9 @@ __all__ = [
     "PeakRisk",
     "peak_risk_iteration",
     "PeakRiskIteration",
+    "max_tv_rel_error",
+    "peak_risk_margin",
+    "peak_risk_upper",
 ]
 
 def log_expm1(x):
@@ -470,3 +474,87 @@ def peak_risk_iteration(
     # The iterates approach the fixed point from below; report the proven upper end.
     upper = float(_leak(dA, eps + prior + bound)) if math.isfinite(bound) else math.inf
     return PeakRiskIteration(status, upper, np.asarray(peaks), bound)
+
+
+# ----------------------------------------------------------------------------------------
+# outward rounding of the reported peak risk
+# ----------------------------------------------------------------------------------------
+
+
+def max_tv_rel_error(t) -> float:
+    """Relative error bound 64·(t + 1)·u assumed for Δ(t) as computed by ``Population.log_max_tv``.
+
+    u = 2⁻⁵³.  Measured against a 60-digit mpmath evaluation of eq. (12) of Zhang et al. (reversed
+    chain, exactly normalised rows, working precision raised until Δ(t) has 40 correct digits) on
+    30 random chains with K ∈ {2, 3, 5, 8, 12} states (a third of them slowly mixing) at
+    t ∈ {1, 3, 10, 30, 60, 100, 168}: the largest error was 7.2·(t + 1)·u, so the factor 64 leaves a
+    margin of about 9.  This is a measured bound, not a proof: the propagated row differences keep
+    relative accuracy for these chains, and the tests (``tests/test_outward_rounding.py``) keep checking
+    it on generated chains.
+
+    Parameters
+    ----------
+    t : float
+        Age in slots (≥ 0; a relaxed, non-integer age is allowed).
+    """
+    return 64.0 * (float(t) + 1.0) * UNIT_ROUNDOFF
+
+
+def peak_risk_margin(log_max_tv_a: float, log_max_tv_s: float, epsilon_c: float, A: float, S_bar: float) -> float:
+    """Relative error bound of a computed eq. (30) value, for :func:`peak_risk_upper`.
+
+    With x = Δ(A)(e^{ε_C} − 1)/(1 − r), r = Δ(S̄)e^{ε_C} < 1, and ε* = ln(1 + x), a relative error
+    δ_A of Δ(A) and δ_S of Δ(S̄) give, to first order, a relative error of x of at most
+    δ_A + δ_S·r/(1 − r), and x/((1 + x) ln(1 + x)) ≤ 1 carries it to ε*.  The log-space evaluation
+    (:func:`peak_risk_values_log`) adds at most a few u per operation, times the magnitude of the
+    logarithms it handles (ln Δ, ε_C).  The margin returned is the generous
+
+        m = [64(A + 1) + 64(S̄ + 1) + 16·(8 + |ln Δ(A)| + |ln Δ(S̄)| + 2ε_C)] · u / (1 − r),
+
+    (δ from :func:`max_tv_rel_error`, every term divided by 1 − r ≤ 1), which grows as condition (31)
+    approaches equality, as the true error does.  Infinite (no finite bound) when r ≥ 1.
+
+    Parameters
+    ----------
+    log_max_tv_a, log_max_tv_s : float
+        ln Δ(A), ln Δ(S̄) (−inf for Δ = 0), or the envelope's ln c + t ln ρ for problem (39).
+    epsilon_c : float
+        ε_C (nats).
+    A, S_bar : float
+        The ages (slots) at which the Δ were computed.
+
+    Returns
+    -------
+    float
+        The relative margin m (dimensionless).
+
+    References
+    ----------
+    Zhang, Wei, Berry, Huang, "Age-Dependent Differential Privacy", IEEE Trans. Inf. Theory, 2024,
+    eqs. (30)–(31).
+    """
+    u = UNIT_ROUNDOFF
+    la = abs(log_max_tv_a) if math.isfinite(log_max_tv_a) else 0.0
+    ls = abs(log_max_tv_s) if math.isfinite(log_max_tv_s) else 0.0
+    log_r = log_max_tv_s + epsilon_c if math.isfinite(log_max_tv_s) else -math.inf
+    if not log_r < 0:
+        return math.inf
+    one_minus_r = -math.expm1(log_r)
+    terms = max_tv_rel_error(A) + max_tv_rel_error(S_bar) + 16.0 * (8.0 + la + ls + 2.0 * abs(epsilon_c)) * u
+    return terms / one_minus_r
+
+
+def peak_risk_upper(value, log_max_tv_a: float, log_max_tv_s: float, epsilon_c: float, A: float, S_bar: float):
+    """The reported peak risk: a computed eq. (30) `value` rounded up by :func:`peak_risk_margin`.
+
+    Returns ``None`` for ``None`` and `value` itself when it is not finite or exactly 0 (Δ(A) = 0 or
+    ε_C = 0: then ε* = 0 exactly).
+
+    References
+    ----------
+    Zhang, Wei, Berry, Huang, "Age-Dependent Differential Privacy", IEEE Trans. Inf. Theory, 2024,
+    eq. (30).
+    """
+    if value is None:
+        return None
+    return round_up(value, peak_risk_margin(log_max_tv_a, log_max_tv_s, epsilon_c, A, S_bar))

@@ -221,8 +221,10 @@ class DiscountedLoss:
 
     @property
     def upper(self) -> np.ndarray:
-        """values + error_bound, shape (T,): upper bounds on the exact sums, nats (proved iff :attr:`certified`)."""
-        return self.values + self.error_bound
+        """values + error_bound rounded up one float step, shape (T,): upper bounds on the exact sums, nats
+        (proved iff :attr:`certified`; the step covers the rounding of this addition)."""
+        total = self.values + self.error_bound
+        return np.where(self.error_bound > 0, np.nextafter(total, np.inf), total)  # a zero bound: exact
 
     @property
     def worst(self) -> float:

@@ -33,11 +33,13 @@ import warnings
 
 import numpy as np
 
-from policyopt.privacy.age_dependent import risk_after_aging
+from policyopt.formatting import UNIT_ROUNDOFF, round_up
+from policyopt.privacy.age_dependent import max_tv_rel_error, risk_after_aging
 from policyopt.models.cmc import CouplingMarkovChain
 from policyopt.errors import InvalidInputError, check_positive, fmt
 
 __all__ = [
+    "sound_leakage_upper",
     "Query",
     "sound_leakage",
     "paper_leakage",
@@ -239,6 +241,38 @@ def sound_leakage(distance, epsilon_c, d_k=1.0):
     if not np.all(np.isfinite(eps)) or np.any(eps < 0):
         raise InvalidInputError(f"`epsilon_c` must be finite and ≥ 0 (nats), got {fmt(epsilon_c)}")
     return risk_after_aging(distance, d_k * eps)  # same form as Theorem 1 (14) of Zhang et al. (2024) with d(k)·ε_C
+
+
+def sound_leakage_upper(value, epsilon_c, d_k, max_age):
+    """A computed sound leakage `value` rounded outward, for reports (nats; ``None`` stays ``None``).
+
+    ε_S = ln(1 + Δ_k(e^{d(k)ε_C} − 1)) is computed in log space like Theorem 1 of Zhang et al.; its
+    relative error is at most δ_Δ + 16·(8 + |ln Δ_k| + d(k)ε_C)·u, δ_Δ the relative error of Δ_k and
+    u = 2⁻⁵³ (x/((1 + x) ln(1 + x)) ≤ 1 carries a relative error of x = Δ_k(e^{d(k)ε_C} − 1) to ε_S).
+    Without Δ_k at hand the margin uses |ln Δ_k| ≤ 745 (every positive double) and
+    δ_Δ = :func:`~policyopt.privacy.age_dependent.max_tv_rel_error` at `max_age`; that δ_Δ was measured
+    for ``Population.log_max_tv``, and is assumed, not measured, for the coupled chain's distances.
+
+    Parameters
+    ----------
+    value : float or None
+        The computed ε_S (nats).
+    epsilon_c : float
+        ε_C (nats).
+    d_k : float
+        k-sensitivity d(k).
+    max_age : int
+        Largest AoI (slots) at which Δ_k was evaluated.
+
+    References
+    ----------
+    Luo et al., FRAN (004), eq. (45); Zhang, Wei, Berry, Huang, "Age-Dependent Differential Privacy",
+    IEEE Trans. Inf. Theory, 2024, eq. (14).
+    """
+    if value is None or epsilon_c is None:
+        return value
+    m = max_tv_rel_error(max_age) + 16.0 * (8.0 + 745.0 + abs(d_k * epsilon_c)) * UNIT_ROUNDOFF
+    return round_up(value, m)
 
 
 def paper_leakage(distance, epsilon_c, d_k=1.0, *, warn: bool = True):

@@ -25,12 +25,39 @@ from dataclasses import dataclass
 import numpy as np
 
 from policyopt.errors import InvalidInputError, check_positive, fmt
-from policyopt.privacy.temporal import LossFunction, TemporalLeakage, leakage, paired_users
+from policyopt.privacy.temporal import LossFunction, TemporalLeakage, leakage, leakage_upper, paired_users
 
-__all__ = ["BudgetAllocationProblem", "BudgetEvaluation", "TPL_RTOL"]
+__all__ = ["BudgetAllocationProblem", "BudgetEvaluation", "BudgetCertificate", "TPL_RTOL", "SHRINK_START", "SHRINK_MAX"]
 
-#: Relative tolerance of the α-DP_T check: max_t TPL_t ≤ α·(1 + TPL_RTOL).
+#: Relative tolerance of the α-DP_T check inside the solvers: max_t TPL_t ≤ α·(1 + TPL_RTOL).
+#: Returned budgets do not rely on it: they pass :meth:`BudgetAllocationProblem.certify`.
 TPL_RTOL = 1e-9
+#: First relative shrink κ tried by :meth:`BudgetAllocationProblem.certify` when the budgets as
+#: computed are not certified (2⁻⁴⁶ ≈ 1.4e-14; then doubled).
+SHRINK_START = 2.0**-46
+#: Largest relative shrink κ :meth:`BudgetAllocationProblem.certify` tries before giving up (2⁻¹⁰).
+SHRINK_MAX = 2.0**-10
+
+
+@dataclass(frozen=True)
+class BudgetCertificate:
+    """Budgets whose exact max TPL is proven ≤ α (Definition 8), and how they were obtained.
+
+    Attributes
+    ----------
+    budgets : numpy.ndarray, shape (T,)
+        ε_t (nats) to deploy: the candidate's budgets times (1 − κ).
+    shrink : float
+        κ ≥ 0, the relative amount by which every budget was reduced (0 when the candidate was
+        certified as it was).
+    leakage : TemporalLeakage
+        :func:`~policyopt.privacy.temporal.leakage_upper` of `budgets`: rounded-up BPL/FPL/TPL,
+        ``leakage.tpl_level`` ≤ α.
+    """
+
+    budgets: np.ndarray
+    shrink: float
+    leakage: TemporalLeakage
 
 _METHODS = {
     "upper-bound": "UpperBoundAllocator",
@@ -170,6 +197,54 @@ class BudgetAllocationProblem:
         feasible = bool(np.all(eps > 0)) and max_tpl <= self.tpl_level * (1.0 + TPL_RTOL)  # Definition 8
         return BudgetEvaluation(max_tpl, feasible, self.total_variance(eps), lk)
 
+    def certify(self, budgets) -> BudgetCertificate:
+        """Shrink `budgets` until their exact max TPL is proven ≤ α.
+
+        The rounded-up leakage (:func:`~policyopt.privacy.temporal.leakage_upper`, which adds a proven
+        bound on the rounding error of the recursions (13), (15), (10)) is computed for
+        (1 − κ)·budgets with κ = 0, then κ = max(``SHRINK_START`` = 2⁻⁴⁶, excess / min_t ε_t) (the
+        excess of the rounded-up max TPL over α), doubled until its max TPL is ≤ α.  Shrinking every ε_t lowers every TPL_t by at least (1 − s)·ε_t (L is non-decreasing),
+        so a few doublings suffice; Algorithm 8, whose TPL_t equals α to rounding, typically needs
+        κ ≈ 1e-13.  The budgets then meet α-DP_T in exact arithmetic, not only to a tolerance.
+
+        Parameters
+        ----------
+        budgets : array_like, shape (T,)
+            Candidate ε_1..ε_T (nats), > 0.
+
+        Returns
+        -------
+        BudgetCertificate
+
+        Raises
+        ------
+        InvalidInputError
+            If `budgets` is not ``horizon`` finite non-negative numbers.
+        RuntimeError
+            If even κ = ``SHRINK_MAX`` does not certify them (the candidate was far from feasible: a bug
+            of the solver that produced it).
+        """
+        eps = self.evaluate(budgets).leakage.budgets  # validates shape and values
+        kappa = 0.0
+        while True:
+            cand = eps * (1.0 - kappa) if kappa else eps.copy()
+            lk = leakage_upper(list(self.loss_B), list(self.loss_F), cand)
+            if lk.tpl_level <= self.tpl_level:
+                return BudgetCertificate(cand, kappa, lk)
+            if kappa == 0.0:
+                # first guess: TPL_t falls by ≥ κ·ε_t, so κ = excess / min ε_t removes the excess
+                # (to first order; the doubling below covers the rest)
+                lo = float(np.min(eps))
+                guess = (lk.tpl_level - self.tpl_level) / lo if lo > 0 else SHRINK_START
+                kappa = min(max(SHRINK_START, guess), SHRINK_MAX)
+            else:
+                kappa = 2.0 * kappa
+            if kappa > SHRINK_MAX:
+                raise RuntimeError(
+                    f"budgets could not be certified α-DP_T by shrinking them up to {SHRINK_MAX:g}: "
+                    f"rounded-up max TPL {lk.tpl_level!r} > α = {self.tpl_level!r}"
+                )
+
     def solve(self, method: str = "quantification", **options):
         """Allocate the budgets.
 
@@ -183,7 +258,10 @@ class BudgetAllocationProblem:
         Returns
         -------
         policyopt.result.Solution
-            ``decision["budgets"]`` is the list ε_1..ε_T (nats).
+            ``decision["budgets"]`` is the list ε_1..ε_T (nats), certified by :meth:`certify`
+            (exact max TPL ≤ α); ``values["max_tpl"]`` is the rounded-up max TPL (≤ α),
+            ``values["budget_shrink"]`` the κ applied and ``values["tpl_rounding_margin"]`` the
+            absolute error bound E of the recursion (nats).
 
         Raises
         ------

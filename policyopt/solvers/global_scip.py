@@ -528,7 +528,17 @@ def _raise_epsilon(problem, point, A, e):
 
 
 def _better(problem, cand, best, tol):
-    """`cand` + its (39a) if it passes ``evaluate`` at tolerance `tol` and beats `best`, else `best`."""
+    """`cand` + its (39a) if it passes ``evaluate`` at tolerance `tol` and beats `best`, else `best`.
+
+    For (39) and (42), a candidate whose ε_C is below ``penalty.min_epsilon`` at its peak age (the
+    inverse of (39c), rounded up so that the bound holds in exact arithmetic) is refused even when
+    the float evaluation of (39c) passes: ε_C is deployed, and (39c) must hold exactly, not to
+    rounding.  (The KKT branch problem (41), used to check KKT points, keeps the float check.)
+    """
+    if not isinstance(problem, KKTBranchProblem):  # (41): S̄ follows ε_C by (40), a branch of the KKT check only
+        e_min = float(problem.penalty.min_epsilon(problem.peak_age(cand[0], cand[1]), problem.max_penalty))
+        if cand[2] < e_min:
+            return best
     ev = problem.evaluate(*cand, tol=tol)
     if ev.feasible and ev.objective is not None and (best is None or ev.objective < best[3]):
         return (*cand, ev.objective)

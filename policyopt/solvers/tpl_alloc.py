@@ -30,8 +30,13 @@ Paper errors and pitfalls handled here
   never terminates in floating point unless the equality happens to be hit exactly.  Here
   the equation is bracketed and solved by Brent's method to a stated tolerance
   (``xtol = 1e-15``, ``rtol = 4·2⁻⁵²``), and the end of the final bracket on the feasible
-  side is returned, so the allocation satisfies TPL ≤ α exactly (up to rounding of the
-  leakage recursion; checked with :func:`policyopt.privacy.temporal.leakage` at 1e-9 relative).
+  side is returned, so the allocation satisfies TPL ≤ α up to rounding of the leakage
+  recursion.  Every allocator then passes its budgets through
+  :meth:`~policyopt.problems.tpl_budget.BudgetAllocationProblem.certify`, which shrinks them by the
+  smallest relative κ ∈ {0, 2⁻⁴⁶, 2⁻⁴⁵, …} for which the rounded-up max TPL
+  (:func:`policyopt.privacy.temporal.leakage_upper`) is ≤ α: the returned budgets meet α-DP_T in
+  exact arithmetic, and the reported ``max_tpl`` is that rounded-up value (≤ α).  Before this,
+  Algorithm 8 at α = 1 reported max TPL = 1.0000000000000002.
 * Algorithm 8 starts a^B at α/2 with step α/4, α/8, ...; the reachable points are then
   confined to (0, α) and the search can only approach the root; Brent's method on [0, α]
   (h(0) ≤ 0 ≤ h(α), see :func:`_quantification_root`) needs no such start.
@@ -156,15 +161,21 @@ class _Base:
         return True, ""
 
     def _solution(self, problem, budgets, start, message, values):
-        ev = _verify(problem, budgets, f"method {self.name!r}")
+        _verify(problem, budgets, f"method {self.name!r}")
+        cert = problem.certify(budgets)  # exact max TPL ≤ α: shrunk by κ if needed
+        ev = _verify(problem, cert.budgets, f"method {self.name!r}")
+        lk = cert.leakage
         values = dict(values)
         values.update(
-            max_tpl=ev.max_tpl, alpha=problem.tpl_level, total_variance=ev.total_variance,
-            tpl=ev.leakage.tpl.tolist(), bpl=ev.leakage.bpl.tolist(), fpl=ev.leakage.fpl.tolist(),
+            max_tpl=lk.tpl_level, alpha=problem.tpl_level, total_variance=ev.total_variance,
+            tpl=lk.tpl.tolist(), bpl=lk.bpl.tolist(), fpl=lk.fpl.tolist(),
+            budget_shrink=cert.shrink, tpl_rounding_margin=lk.margin,
         )
+        if cert.shrink:
+            message = f"{message}; budgets shrunk by κ = {cert.shrink:.3g} (relative) so that max TPL ≤ α exactly"
         return Solution(
             status=Status.FEASIBLE, termination=Termination.COMPLETED,
-            decision={"budgets": [float(e) for e in budgets]}, objective=ev.total_variance, bound=None,
+            decision={"budgets": [float(e) for e in cert.budgets]}, objective=ev.total_variance, bound=None,
             method=self.name, backend=self.BACKEND, backend_version=_versions(),
             wall_time_s=time.perf_counter() - start, message=message, values=values,
         )
@@ -1240,6 +1251,9 @@ class OptimalAllocator:
             notes.append(f"SCIP found no incumbent ({scip_status!r}); the {best_ref} allocation is returned")
         cand, f = _scale_to_feasible(problem, np.asarray(cand, dtype=float))  # Algorithm 8 meets α to 1e-9 only
         factor *= f
+        cert = problem.certify(cand)  # exact max TPL ≤ α (rounding of the recursion bounded, κ shrink)
+        cand = cert.budgets
+        factor *= 1.0 - cert.shrink
         ev = _verify(problem, cand, "method 'tpl-optimal'")
         obj = ev.total_variance
         valid = [b for b in (sbound, lp_bound) if b is not None and b > 0]
@@ -1250,8 +1264,8 @@ class OptimalAllocator:
         proof = "scip" if by_scip else ("relaxation" if by_lp else None)
         proven = proof is not None
         values.update(
-            max_tpl=ev.max_tpl, total_variance=obj, gap=gap, proof=proof, scale_factor=factor,
-            tpl=ev.leakage.tpl.tolist(),
+            max_tpl=cert.leakage.tpl_level, total_variance=obj, gap=gap, proof=proof, scale_factor=factor,
+            tpl=cert.leakage.tpl.tolist(), budget_shrink=cert.shrink, tpl_rounding_margin=cert.leakage.margin,
             savings_vs_upper_bound=None if var["upper-bound"] is None else 1.0 - obj / var["upper-bound"],
             savings_vs_quantification=None if var["quantification"] is None else 1.0 - obj / var["quantification"],
         )

@@ -12,12 +12,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from policyopt.errors import InvalidInputError, fmt
-from policyopt.formatting import fmt_upper, fmt_value, json_clean
+from policyopt.formatting import fmt_exact, fmt_upper, fmt_value, json_clean, round_up
+from policyopt.privacy.age_dependent import peak_risk_margin
 from policyopt.models.markov import Population
 from policyopt.utility.penalty import MSEPenalty, Penalty, check_max_penalty
 from policyopt.result import Solution
 
-__all__ = ["ScheduleReport", "design_schedule", "format_report", "staleness_profile", "noise_only_benchmark", "geometric_problem", "compare_methods", "METHODS"]
+__all__ = ["ScheduleReport", "design_schedule", "format_report", "staleness_profile", "certify_peak_risk", "noise_only_benchmark", "geometric_problem", "compare_methods", "METHODS"]
 
 
 def noise_only_benchmark(penalty: Penalty, max_penalty: float, releases: int) -> dict:
@@ -55,7 +56,8 @@ def noise_only_benchmark(penalty: Penalty, max_penalty: float, releases: int) ->
         "status": "divergent",
         "epsilon_c": eps,
         "releases": int(releases),
-        "risk_after_releases": releases * eps,  # Proposition 2: ε_C summed over releases
+        # Proposition 2: ε_C summed over releases; the exact product N·ε_C, rounded up one float step
+        "risk_after_releases": round_up(releases * eps),
         "penalty": float(np.max(penalty.value(np.arange(1), eps))),
     }
 
@@ -78,14 +80,49 @@ def staleness_profile(penalty: MSEPenalty, population, horizon: int, fraction: f
     return {"t": t, "fraction": float(st[t] / limit), "max_tv": float(population.max_tv(t))}
 
 
-def _schedule_fields(sol: Solution) -> dict:
+
+def certify_peak_risk(sol: Solution, log_max_tv) -> dict:
+    """The reported (rounded-up) peak risk of a schedule and the relative margin used.
+
+    Parameters
+    ----------
+    sol : Solution
+        A schedule (decision ``A``, ``S_bar``, ``epsilon_c``) whose ``objective`` is eq. (30) (exact
+        solver) or (39a) (envelope back ends) as computed in floating point.
+    log_max_tv : callable
+        t ↦ ln Δ(t) used by the objective: the exact Δ for the exact solver, the envelope
+        ln c + t ln ρ for problem (39) (t may be non-integer for a relaxation).
+
+    Returns
+    -------
+    dict
+        ``peak_risk`` (≥ the exact value, nats; ``None`` without a schedule) and ``peak_risk_margin``
+        (relative margin of :func:`policyopt.privacy.age_dependent.peak_risk_margin`, ``None``
+        without a schedule).
+
+    References
+    ----------
+    Zhang, Wei, Berry, Huang, "Age-Dependent Differential Privacy", IEEE Trans. Inf. Theory, 2024,
+    eqs. (30)–(31), (39a).
+    """
     d = sol.decision or {}
+    if sol.objective is None or d.get("A") is None:
+        return {"peak_risk": sol.objective, "peak_risk_margin": None}
+    A, S, eps = float(d["A"]), float(d["S_bar"]), float(d["epsilon_c"])
+    m = peak_risk_margin(float(log_max_tv(A)), float(log_max_tv(S)), eps, A, S)
+    return {"peak_risk": round_up(sol.objective, m), "peak_risk_margin": m}
+
+
+def _schedule_fields(sol: Solution, certified: dict | None = None) -> dict:
+    d = sol.decision or {}
+    cert = certified or {"peak_risk": round_up(sol.objective), "peak_risk_margin": None}
     return {
         "status": sol.status.value,
         "A": d.get("A"),
         "S_bar": d.get("S_bar"),
         "epsilon_c": d.get("epsilon_c"),
-        "peak_risk": sol.objective,
+        "peak_risk": cert["peak_risk"],
+        "peak_risk_margin": cert["peak_risk_margin"],
         "penalty": sol.values.get("penalty"),
         "peak_aoi": sol.values.get("peak_aoi", sol.values.get("peak_age")),
     }
@@ -113,6 +150,9 @@ class ScheduleReport:
         Seconds from model to report (excluding interpreter start and data loading).
     comparison : list of dict or None
         With ``method="all"``: one row per back end (see :func:`compare_methods`).
+    certified : dict
+        ``solution`` and ``no_aging``: the outputs of :func:`certify_peak_risk` (the reported,
+        rounded-up peak risks); a missing entry is rounded up by one float step only.
     """
 
     solution: Solution
@@ -122,11 +162,12 @@ class ScheduleReport:
     wall_time_s: float
     comparison: list | None = None
     extra: dict = field(default_factory=dict)
+    certified: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         """The JSON object documented in the README (field names are a public interface)."""
         sol = self.solution.to_dict()
-        out = _schedule_fields(self.solution)
+        out = _schedule_fields(self.solution, self.certified.get("solution"))
         out.update(
             {
                 "max_penalty": self.solution.values.get("max_penalty"),
@@ -139,7 +180,10 @@ class ScheduleReport:
                 "message": self.solution.message,
                 "wall_time_s": self.wall_time_s,
                 "model": self.model,
-                "benchmarks": {"no_aging": _schedule_fields(self.no_aging), "noise_only": self.noise_only},
+                "benchmarks": {
+                    "no_aging": _schedule_fields(self.no_aging, self.certified.get("no_aging")),
+                    "noise_only": self.noise_only,
+                },
                 "kkt": sol["kkt"],
             }
         )
@@ -230,17 +274,18 @@ def geometric_problem(population: Population, penalty: MSEPenalty, max_penalty: 
     return PeakRiskProblem(env.c, rho, cont, max_penalty, A_max=A_max, S_max=S_max, integer=not relax)
 
 
-def _row(name: str, sol: Solution | None, note: str = "") -> dict:
+def _row(name: str, sol: Solution | None, note: str = "", log_max_tv=None) -> dict:
     if sol is None:
         return {"method": name, "status": "unavailable", "objective": None, "bound": None, "gap": None,
                 "wall_time_s": None, "kkt_residual": None, "A": None, "S_bar": None, "epsilon_c": None, "message": note}
     d = sol.decision or {}
     kkt = sol.kkt or {}
     residuals = [v for k, v in kkt.items() if k not in ("tolerance", "passed", "branch") and isinstance(v, (int, float)) and v is not None]
+    objective = round_up(sol.objective) if log_max_tv is None else certify_peak_risk(sol, log_max_tv)["peak_risk"]
     return {
         "method": name,
         "status": sol.status.value,
-        "objective": sol.objective,
+        "objective": objective,
         "bound": sol.bound,
         "gap": sol.gap,
         "wall_time_s": sol.wall_time_s,
@@ -253,7 +298,16 @@ def _row(name: str, sol: Solution | None, note: str = "") -> dict:
     }
 
 
-def compare_methods(exact_solution: Solution, geometric, *, relax: bool) -> tuple[list, dict]:
+def _envelope_log(geometric):
+    """t ↦ ln(c ρ^t), the envelope of problem (39) (ln c for t = 0)."""
+    import math
+
+    log_c = math.log(geometric.c)
+    log_rho = math.log(geometric.rho) if geometric.rho > 0 else -math.inf
+    return lambda t: log_c + (t * log_rho if t > 0 else 0.0)
+
+
+def compare_methods(exact_solution: Solution, geometric, *, relax: bool, exact_log_max_tv=None) -> tuple[list, dict]:
     """Run every available back end on the geometric problem; one row per method.
 
     The first row is the exact solver on the exact Δ(t) table (the main job's reference);
@@ -267,7 +321,7 @@ def compare_methods(exact_solution: Solution, geometric, *, relax: bool) -> tupl
     from policyopt.errors import PolicyOptError
     from policyopt.solvers import get_solver
 
-    rows = [_row("exact (exact Δ, integer)", exact_solution)]
+    rows = [_row("exact (exact Δ, integer)", exact_solution, log_max_tv=exact_log_max_tv)]
     sols = {}
     for name in ("exact", "heuristic", "cvxpy", "pyomo"):
         label = f"{name} ((39), {'relaxed' if relax else 'integer'})"
@@ -284,7 +338,7 @@ def compare_methods(exact_solution: Solution, geometric, *, relax: bool) -> tupl
             rows.append(_row(label, None, " ".join(str(exc).split())))
             continue
         sols[name] = sol
-        rows.append(_row(label, sol))
+        rows.append(_row(label, sol, log_max_tv=_envelope_log(geometric)))
     return rows, sols
 
 
@@ -368,12 +422,20 @@ def design_schedule(
     env = population.envelope(horizon)
     comparison = None
     solution = exact
+    table = problem.log_max_tv_table
+
+    def exact_log(t):
+        return table[int(t)]
+
+    solution_log = exact_log
     if method != "exact":
         geo = geometric_problem(population, penalty, problem.max_penalty, problem.A_max, problem.S_max, relax=relax)
         if method == "all":
-            comparison, _ = compare_methods(exact, geo, relax=relax)
+            comparison, _ = compare_methods(exact, geo, relax=relax, exact_log_max_tv=exact_log)
         else:
             solution = geo.solve(method=method)
+            solution_log = _envelope_log(geo)
+    certified = {"solution": certify_peak_risk(solution, solution_log), "no_aging": certify_peak_risk(no_aging, exact_log)}
     from policyopt.studies.deployment import tradeoff_range
 
     low, high = tradeoff_range(problem)
@@ -410,6 +472,7 @@ def design_schedule(
         model=model,
         wall_time_s=time.perf_counter() - start,
         comparison=comparison,
+        certified=certified,
     )
 
 
@@ -472,7 +535,7 @@ def format_report(r: dict) -> str:
     lines.append(f"status      : {r['status']}")
     if r["A"] is not None:
         lines += [
-            f"schedule    : A = {fmt_value(r['A'], 10)} slots, S̄ = {fmt_value(r['S_bar'], 10)} slots, ε_C = {fmt_value(r['epsilon_c'], 10)} nats per release",
+            f"schedule    : A = {fmt_value(r['A'], 10)} slots, S̄ = {fmt_value(r['S_bar'], 10)} slots, ε_C = {fmt_exact(r['epsilon_c'])} nats per release",
             f"peak risk   : ε* = {fmt_upper(r['peak_risk'])} nats"
             + ("" if r["method"] == "exact" else " ((39a) with the envelope: an upper bound on the exact ε* of integer schedules)"),
             f"penalty     : {fmt_value(r['penalty'])}{unit} at peak AoI {r['peak_aoi']} slots",
@@ -492,14 +555,14 @@ def format_report(r: dict) -> str:
     na = r["benchmarks"]["no_aging"]
     if na["A"] is not None:
         lines.append(
-            f"no aging    : S̄ = {na['S_bar']}, ε_C = {fmt_value(na['epsilon_c'], 10)}, ε* = {fmt_upper(na['peak_risk'])} nats ({na['status']})"
+            f"no aging    : S̄ = {na['S_bar']}, ε_C = {fmt_exact(na['epsilon_c'])}, ε* = {fmt_upper(na['peak_risk'])} nats ({na['status']})"
         )
     else:
         lines.append(f"no aging    : {na['status']}")
     no = r["benchmarks"]["noise_only"]
     if no["epsilon_c"] is not None:
         lines.append(
-            f"noise only  : ε_C = {fmt_value(no['epsilon_c'], 10)} nats every slot; risk after {no['releases']} releases "
+            f"noise only  : ε_C = {fmt_exact(no['epsilon_c'])} nats every slot; risk after {no['releases']} releases "
             f"= {fmt_upper(no['risk_after_releases'])} nats (Δ ≡ 1, grows without bound)"
         )
     else:

@@ -16,16 +16,35 @@ sweep detects the property itself on the grid: :func:`no_tradeoff_flags` marks e
 [f̄_i, f̄_{i+1}] on which the optimal ε* does not decrease, and :func:`no_tradeoff_ranges` merges
 them into ranges.  With the exact solver ε* is a global optimum, so it is non-increasing in f̄
 and "does not decrease" means "stays equal" (within a relative tolerance).
+
+Rows are never lost or mixed:
+
+* **one writer per output.**  :func:`run_sweep` holds an exclusive ``fcntl.flock`` on
+  ``FILE.csv.lock`` (next to the CSV) from reading the existing files to the final rewrite.  A
+  second sweep on the same ``--out`` is refused at once (:class:`SweepLockedError`) or, with
+  ``wait=True`` (``--wait``), blocks until the first finishes and then resumes from its rows.  The
+  lock file is left in place (removing it would let two processes lock two different files).
+* **no resume across changed inputs.**  ``FILE.meta.json`` records the sha256 of every input file
+  (``--data``, ``--matrix``; the bundled data file when no model option is given) and the
+  policyopt version that wrote the rows; a rerun whose inputs hash differently (an edited data
+  file) or whose version differs is refused (:class:`SweepInputsChangedError`) before any row is
+  read or written.
+* **unique temporary files.**  Every rewrite goes through a ``tempfile.mkstemp`` file in the
+  output's directory and ``os.replace``, so concurrent sweeps on different outputs in one
+  directory never share a temporary name.
 """
 
 from __future__ import annotations
 
 import contextlib
 import csv
+import fcntl
+import hashlib
 import io
 import json
 import math
 import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
@@ -46,6 +65,12 @@ __all__ = [
     "no_tradeoff_ranges",
     "read_sweep_csv",
     "jsonl_path",
+    "lock_path",
+    "meta_path",
+    "file_sha256",
+    "sweep_metadata",
+    "SweepLockedError",
+    "SweepInputsChangedError",
     "tabulate_population",
     "TabulatedPopulation",
 ]
@@ -265,6 +290,123 @@ def jsonl_path(csv_path) -> Path:
     if path.suffix.lower() != ".csv":
         raise InvalidInputError(f"--out must name a .csv file (the JSON lines go next to it), got {fmt(str(csv_path))}")
     return path.with_suffix(".jsonl")
+
+
+def lock_path(csv_path) -> Path:
+    """The lock file of a sweep output: ``FILE.csv.lock`` next to ``FILE.csv`` (never deleted)."""
+    path = Path(csv_path)
+    return path.with_name(path.name + ".lock")
+
+
+def meta_path(csv_path) -> Path:
+    """The metadata file of a sweep output: ``FILE.meta.json`` next to ``FILE.csv``."""
+    return jsonl_path(csv_path).with_suffix(".meta.json")
+
+
+class SweepLockedError(InvalidInputError):
+    """Another process holds the lock of the sweep output (and ``wait`` was not requested)."""
+
+
+class SweepInputsChangedError(InvalidInputError):
+    """The existing sweep output was computed from other input files or another policyopt version."""
+
+
+def file_sha256(path) -> str:
+    """sha256 (hex) of a file's bytes, read in 1 MiB blocks.
+
+    Raises
+    ------
+    OSError
+        If the file cannot be read.
+    """
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _package_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("policyopt")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree without install
+        return "unknown"
+
+
+def sweep_metadata(input_files: dict | None = None) -> dict:
+    """The metadata a sweep output is tied to: policyopt's version and each input file's sha256.
+
+    Parameters
+    ----------
+    input_files : dict, optional
+        Option name (e.g. ``"--data"``) → path of the file it named.  ``None`` values are skipped.
+
+    Returns
+    -------
+    dict
+        ``{"format": 1, "policyopt_version": str, "inputs": {option: {"path": str, "sha256": str}}}``.
+
+    Raises
+    ------
+    OSError
+        If an input file cannot be read.
+    """
+    inputs = {}
+    for option, path in sorted((input_files or {}).items()):
+        if path is not None:
+            inputs[option] = {"path": str(path), "sha256": file_sha256(path)}
+    return {"format": 1, "policyopt_version": _package_version(), "inputs": inputs}
+
+
+def _meta_mismatch(old: dict, new: dict) -> str | None:
+    """One-line description of the first difference between two metadata dicts, or None."""
+    if old.get("policyopt_version") != new["policyopt_version"]:
+        return f"policyopt {old.get('policyopt_version')!r} wrote its rows, this is policyopt {new['policyopt_version']!r}"
+    old_in = old.get("inputs") if isinstance(old.get("inputs"), dict) else {}
+    for option in sorted(set(old_in) | set(new["inputs"])):
+        a, b = old_in.get(option), new["inputs"].get(option)
+        if a is None or b is None:
+            return f"its rows were computed {'without' if a is None else 'with'} {option}, this run is {'with' if a is None else 'without'} it"
+        if not isinstance(a, dict) or a.get("sha256") != b["sha256"]:
+            old_sha = a.get("sha256") if isinstance(a, dict) else None
+            return (f"{option} {b['path']} has changed since its rows were computed "
+                    f"(sha256 {str(old_sha)[:12]}… then, {b['sha256'][:12]}… now)")
+    return None
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    """Write `text` to `path` through a unique temporary file in the same directory and ``os.replace``."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def _exclusive_lock(csv_path: Path, *, wait: bool):
+    """Hold ``fcntl.flock(LOCK_EX)`` on ``FILE.csv.lock`` for the block; refuse at once unless `wait`."""
+    path = lock_path(csv_path)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            raise SweepLockedError(
+                f"--out {fmt(str(csv_path))} is being written by another policyopt sweep (lock {path} is held); "
+                "add --wait to wait for it, or give another --out"
+            ) from None
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
 
 
 def _key(inputs: dict) -> tuple:
@@ -522,7 +664,32 @@ class _Store:
         self.jsonl_path = jsonl_path(csv_path)
         if not self.csv_path.parent.is_dir():
             raise InvalidInputError(f"--out {fmt(str(csv_path))}: directory {fmt(str(self.csv_path.parent))} does not exist")
+        self.meta_path = meta_path(csv_path)
         self._csv = self._jsonl = None
+
+    def check_meta(self, meta: dict, has_rows: bool) -> None:
+        """Refuse to resume rows computed from other inputs; record `meta` (atomically) otherwise."""
+        if self.meta_path.exists():
+            try:
+                old = json.loads(self.meta_path.read_bytes().decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError):
+                old = None
+            if not isinstance(old, dict):
+                raise SweepInputsChangedError(
+                    f"{self.meta_path} is not a policyopt sweep metadata file; delete the sweep files or give another --out"
+                )
+            why = _meta_mismatch(old, meta) if has_rows else None
+            if why is not None:
+                raise SweepInputsChangedError(
+                    f"cannot resume --out {self.csv_path}: {why}; delete {self.csv_path.name}, "
+                    f"{self.jsonl_path.name} and {self.meta_path.name} or give another --out"
+                )
+        elif has_rows:
+            raise SweepInputsChangedError(
+                f"cannot resume --out {self.csv_path}: it has rows but no {self.meta_path.name} recording the inputs "
+                "they were computed from (written by an older policyopt?); give another --out or delete the files"
+            )
+        _atomic_write(self.meta_path, json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
 
     def load(self) -> dict:
         """key → (row, record) for points present in both files, in CSV order (first copy wins)."""
@@ -546,9 +713,7 @@ class _Store:
             (self.jsonl_path, "".join(_json_line(rec) for _, rec in entries)),
             (self.csv_path, _header() + "".join(_csv_line(row) for row, _ in entries)),
         ):
-            tmp = path.with_name(path.name + ".tmp")
-            tmp.write_text(text, encoding="utf-8")
-            os.replace(tmp, path)
+            _atomic_write(path, text)
 
     def __enter__(self):
         self._jsonl = open(self.jsonl_path, "a", encoding="utf-8")
@@ -690,6 +855,8 @@ def run_sweep(
     scheduler: str | None = None,
     progress: bool = False,
     tradeoff_rtol: float = DEFAULT_TRADEOFF_RTOL,
+    input_files: dict | None = None,
+    wait: bool = False,
 ) -> SweepResult:
     """Solve every (model, f̄) point, appending rows to `out` (CSV) and its ``.jsonl`` companion.
 
@@ -717,6 +884,12 @@ def run_sweep(
         Show a tqdm progress bar on stderr.
     tradeoff_rtol : float
         Relative tolerance of :func:`no_tradeoff_flags`.
+    input_files : dict, optional
+        Option name → path of every input file the models were built from (e.g.
+        ``{"--data": "readings.csv"}``); their sha256 and the policyopt version are recorded in
+        ``FILE.meta.json`` and checked on resume (:func:`sweep_metadata`).
+    wait : bool
+        If another process holds the output's lock, wait for it (default: refuse at once).
 
     Returns
     -------
@@ -729,6 +902,12 @@ def run_sweep(
         ``.csv`` in an existing directory, an existing file that is not a sweep file or holds
         points that are not on this grid (other options or another grid: the message shows one),
         or an error of a point (the message names the point; finished points stay in the files).
+    SweepLockedError
+        If another process is writing `out` and `wait` is False (an :class:`InvalidInputError`).
+    SweepInputsChangedError
+        If `out` holds rows computed from input files with other content (sha256), from other
+        input options, or by another policyopt version, or rows without a metadata file (an
+        :class:`InvalidInputError`).
     OSError
         If the files cannot be written or the scheduler cannot be reached.
     """
@@ -751,60 +930,63 @@ def run_sweep(
     if len(set(keys)) != len(keys):
         raise InvalidInputError("the sweep grid has repeated points (two models with identical inputs)")
     index = {k: i for i, k in enumerate(keys)}
-    done = store.load()
-    foreign = [k for k in done if k not in index]
-    if foreign:
-        row = done[foreign[0]][0]
-        shown = ", ".join(f"{c}={_cell(row.get(c))}" for c in INPUT_COLUMNS if _cell(row.get(c)))
-        raise InvalidInputError(
-            f"--out {fmt(str(store.csv_path))} holds {len(foreign)} point(s) that are not on this sweep's grid "
-            f"(first: {shown}); rerun with the same options to resume, or give another --out"
-        )
-    resumed = len(done)
-    store.rewrite(list(done.values()))  # drop partial lines and points missing from either file
-    todo = [i for i, k in enumerate(keys) if k not in done]
+    meta = sweep_metadata(input_files)
+    with _exclusive_lock(store.csv_path, wait=wait):
+        done = store.load()
+        store.check_meta(meta, has_rows=bool(done))
+        foreign = [k for k in done if k not in index]
+        if foreign:
+            row = done[foreign[0]][0]
+            shown = ", ".join(f"{c}={_cell(row.get(c))}" for c in INPUT_COLUMNS if _cell(row.get(c)))
+            raise InvalidInputError(
+                f"--out {fmt(str(store.csv_path))} holds {len(foreign)} point(s) that are not on this sweep's grid "
+                f"(first: {shown}); rerun with the same options to resume, or give another --out"
+            )
+        resumed = len(done)
+        store.rewrite(list(done.values()))  # drop partial lines and points missing from either file
+        todo = [i for i, k in enumerate(keys) if k not in done]
 
-    bar = None
-    if progress:
-        from tqdm import tqdm
+        bar = None
+        if progress:
+            from tqdm import tqdm
 
-        bar = tqdm(total=len(keys), initial=resumed, unit="point", desc="sweep", dynamic_ncols=True)
-    try:
-        runner = _serial(todo, grid, models, settings) if workers == 1 and scheduler is None else _dask(
-            todo, grid, models, settings, workers, scheduler
-        )
-        with store, contextlib.closing(runner) as results:
-            try:
-                for i, payload in results:
-                    row = {"point": i, **inputs[i], **payload["row"], "no_tradeoff": None}
-                    record = {"point": i, "inputs": inputs[i], "no_tradeoff": None, "report": payload["report"]}
-                    store.append(row, record)
-                    done[keys[i]] = (row, record)
-                    if bar is not None:
-                        bar.update(1)
-            except PolicyOptError as exc:
-                i = getattr(exc, "point_index", None)
-                where = "" if i is None else "point " + ", ".join(
-                    f"{c}={_cell(inputs[i][c])}" for c in ("max_penalty", "p", "q", "users", "states") if inputs[i][c] is not None
-                ) + ": "
-                raise type(exc)(f"{where}{exc} ({len(done)} finished point(s) kept in {store.csv_path})") from None
-    finally:
-        if bar is not None:
-            bar.close()
+            bar = tqdm(total=len(keys), initial=resumed, unit="point", desc="sweep", dynamic_ncols=True)
+        try:
+            runner = _serial(todo, grid, models, settings) if workers == 1 and scheduler is None else _dask(
+                todo, grid, models, settings, workers, scheduler
+            )
+            with store, contextlib.closing(runner) as results:
+                try:
+                    for i, payload in results:
+                        row = {"point": i, **inputs[i], **payload["row"], "no_tradeoff": None}
+                        record = {"point": i, "inputs": inputs[i], "no_tradeoff": None, "report": payload["report"]}
+                        store.append(row, record)
+                        done[keys[i]] = (row, record)
+                        if bar is not None:
+                            bar.update(1)
+                except PolicyOptError as exc:
+                    i = getattr(exc, "point_index", None)
+                    where = "" if i is None else "point " + ", ".join(
+                        f"{c}={_cell(inputs[i][c])}" for c in ("max_penalty", "p", "q", "users", "states") if inputs[i][c] is not None
+                    ) + ": "
+                    raise type(exc)(f"{where}{exc} ({len(done)} finished point(s) kept in {store.csv_path})") from None
+        finally:
+            if bar is not None:
+                bar.close()
 
-    final_rows, final_records, ranges = [], [], []
-    for mi in range(len(models)):
-        ids = [i for i, (m, _) in enumerate(grid) if m == mi]
-        flags = no_tradeoff_flags(fs, [done[keys[i]][0]["peak_risk"] for i in ids], rtol=tradeoff_rtol)
-        for i, flag in zip(ids, flags):
-            row, record = done[keys[i]]
-            final_rows.append({**row, "point": i, "no_tradeoff": flag})
-            final_records.append({**record, "point": i, "no_tradeoff": flag})
-        varied = {k: models[mi].inputs.get(k) for k in ("p", "q", "users", "states")}
-        for lo, hi in no_tradeoff_ranges(fs, flags):
-            risk = done[keys[ids[fs.index(lo)]]][0]["peak_risk"]
-            ranges.append({"model": varied, "from": lo, "to": hi, "peak_risk": risk})
-    store.rewrite(list(zip(final_rows, final_records)))
+        final_rows, final_records, ranges = [], [], []
+        for mi in range(len(models)):
+            ids = [i for i, (m, _) in enumerate(grid) if m == mi]
+            flags = no_tradeoff_flags(fs, [done[keys[i]][0]["peak_risk"] for i in ids], rtol=tradeoff_rtol)
+            for i, flag in zip(ids, flags):
+                row, record = done[keys[i]]
+                final_rows.append({**row, "point": i, "no_tradeoff": flag})
+                final_records.append({**record, "point": i, "no_tradeoff": flag})
+            varied = {k: models[mi].inputs.get(k) for k in ("p", "q", "users", "states")}
+            for lo, hi in no_tradeoff_ranges(fs, flags):
+                risk = done[keys[ids[fs.index(lo)]]][0]["peak_risk"]
+                ranges.append({"model": varied, "from": lo, "to": hi, "peak_risk": risk})
+        store.rewrite(list(zip(final_rows, final_records)))
     return SweepResult(
         rows=final_rows,
         records=final_records,

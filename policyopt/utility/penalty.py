@@ -421,15 +421,34 @@ class MSEPenalty(Penalty):
         """The staleness term alone (ε_C → ∞)."""
         return self.staleness(t)
 
+    @property
+    def staleness_rel_error(self) -> float:
+        """Relative error bound of the computed staleness table, 4·(K·(n + 1) + K² + 8)·u.
+
+        n is the largest age tabulated so far, K the largest number of states and u = 2⁻⁵³.  Every
+        term of the staleness sum is a product of non-negative numbers (π(x), entries of P^t formed by
+        t products of non-negative matrices, squared value differences), so no cancellation occurs and
+        the classical bound γ_m = m·u/(1 − m·u) on m chained roundings applies with
+        m ≤ K(t + 1) + K² + 8; the factor 4 also covers the stationary distribution (GTH, accurate
+        componentwise) and the row normalisation.
+        """
+        K = max(c.n_states for c in self.population.chains)
+        n = max(int(self._table.size), 1)
+        return 4.0 * (K * (n + 1) + K * K + 8) * 2.0**-53
+
     def min_epsilon_c(self, staleness_bound, max_penalty):
         """Closed-form inverse: smallest ε_C with staleness + 2(s/ε_C)² ≤ f̄, i.e. s·sqrt(2/(f̄ − W)).
 
-        The result is rounded up by a relative 1e-12 (``ROUND_UP``), so that the bound still
-        holds when the penalty is re-evaluated with a different order of floating-point
-        operations.  Returns ``inf`` where f̄ ≤ W: no budget can meet the bound.
+        The bound must hold in exact arithmetic at the returned ε_C (a value to deploy), so the
+        slack f̄ − W is first reduced by the error bound of the computed W
+        (:attr:`staleness_rel_error` · W) and of the subtraction (4u·f̄), and the result is then rounded
+        up by a relative 1e-12 (``ROUND_UP``), which covers the square root, the division and the
+        sensitivity s.  Returns ``inf`` where the reduced slack is ≤ 0: no budget is certified to meet
+        the bound (f̄ ≤ W, or f̄ exceeds W by less than W's rounding error).
         """
         f_bar = check_max_penalty(max_penalty)
-        slack = f_bar - np.asarray(staleness_bound, dtype=float)
+        W = np.asarray(staleness_bound, dtype=float)
+        slack = f_bar - W - self.staleness_rel_error * np.abs(W) - 4.0 * 2.0**-53 * f_bar
         with np.errstate(divide="ignore", invalid="ignore"):
             eps = np.where(slack > 0, self.sensitivity * np.sqrt(2.0 / slack) * (1.0 + ROUND_UP), np.inf)
         return eps
