@@ -78,6 +78,10 @@ MAX_CHUNK = 16
 _TRADEOFF_ATOL = 1e-12
 
 
+#: Largest number of values in one grid, and of points in a whole sweep (grid × varied parameters).
+MAX_GRID_POINTS = 100_000
+
+
 def parse_grid(text: str, name: str, *, integer: bool = False, lower: float | None = None) -> list:
     """Parse a sweep grid ``START:STOP:N`` (N evenly spaced values, ends included) or ``V1,V2,...``.
 
@@ -100,7 +104,8 @@ def parse_grid(text: str, name: str, *, integer: bool = False, lower: float | No
     Raises
     ------
     InvalidInputError
-        If the text is not of either form, N < 1, a value is not finite, the values are not
+        If the text is not of either form, N < 1 or N > :data:`MAX_GRID_POINTS` (checked before any
+        allocation), a value is not finite, the values are not
         strictly increasing, violate `lower`, or are not integers when `integer` is set.
     """
     import numpy as np
@@ -119,10 +124,14 @@ def parse_grid(text: str, name: str, *, integer: bool = False, lower: float | No
             ) from None
         if n < 1:
             raise InvalidInputError(f"{name}: the number of points N must be ≥ 1, got {fmt(text)}")
+        if n > MAX_GRID_POINTS:
+            raise InvalidInputError(f"{name}: the number of points N must be ≤ {MAX_GRID_POINTS}, got {fmt(text)}")
         if n == 1 and start != stop:
             raise InvalidInputError(f"{name}: N = 1 needs START = STOP, got {fmt(text)}")
         raw = [float(v) for v in np.linspace(start, stop, n)]
     else:
+        if text.count(",") >= MAX_GRID_POINTS:
+            raise InvalidInputError(f"{name} lists more than {MAX_GRID_POINTS} values")
         try:
             raw = [float(v) for v in text.split(",")]
         except ValueError:
