@@ -109,7 +109,23 @@ def format_report(r: dict) -> str:
         lines.append(f"excluded    : {len(m['excluded_users'])} users: " + "; ".join(f"{u} ({why})" for u, why in m["excluded_users"].items()))
     lines.append(f"bound       : MSE of the released mean ≤ f̄ = {fmt_value(r['max_penalty'])}{unit}")
     lines.append(f"status      : {r['status']}")
-    if r["A"] is not None:
+    if r["A"] is not None and r.get("relaxed"):
+        lines += [
+            f"relaxation  : A = {fmt_value(r['A'], 10)} slots, S̄ = {fmt_value(r['S_bar'], 10)} slots, ε_C = "
+            f"{fmt_value(r['epsilon_c'], 10)} nats — continuous relaxation of (39): a bound, NOT a deployable schedule "
+            "(A and S̄ must be whole slots)",
+            f"(39a) value : {fmt_value(r['peak_risk'])} nats at the relaxed point (envelope Δ(t) ≤ c·ρ^t)",
+        ]
+        d = r.get("deployable")
+        if d is not None:
+            lines.append(
+                f"deployable  : A = {d['A']} slots, S̄ = {d['S_bar']} slots, ε_C = {fmt_value(d['epsilon_c'], 10)} nats, "
+                f"exact ε* = {fmt_upper(d['peak_risk'])} nats, penalty {fmt_value(d['penalty'])}{unit} "
+                "(best integer neighbour of the relaxation; exact eq. (30))")
+        else:
+            lines.append("deployable  : no integer neighbour of the relaxation meets the bound (see --json "
+                         "deployable_neighbours; --method exact gives the integer optimum)")
+    elif r["A"] is not None:
         lines += [
             f"schedule    : A = {fmt_value(r['A'], 10)} slots, S̄ = {fmt_value(r['S_bar'], 10)} slots, ε_C = {fmt_value(r['epsilon_c'], 10)} nats per release",
             f"peak risk   : ε* = {fmt_upper(r['peak_risk'])} nats"

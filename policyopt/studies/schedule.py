@@ -6,6 +6,7 @@ Proposition 3, Section VI).  :func:`design_schedule` is what ``policyopt schedul
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -69,8 +70,57 @@ def _schedule_fields(sol: Solution) -> dict:
         "epsilon_c": d.get("epsilon_c"),
         "peak_risk": sol.objective,
         "penalty": sol.values.get("penalty"),
-        "peak_aoi": sol.values.get("peak_aoi", sol.values.get("peak_age")),
+        "peak_aoi": _whole(sol.values.get("peak_aoi", sol.values.get("peak_age"))),
     }
+
+
+def _whole(v):
+    """An integral float (a peak AoI of an integer schedule) as int; anything else unchanged."""
+    if isinstance(v, (float, np.floating)) and math.isfinite(v) and float(v).is_integer():
+        return int(v)
+    return v
+
+
+def nearest_integer_schedules(problem: ScheduleProblem, A: float, S_bar: float) -> dict:
+    """The deployable integer schedules around a relaxed (A, S̄): each with its smallest ε_C and exact risk.
+
+    The candidates are (⌊A⌋ or ⌈A⌉, ⌊S̄⌋ or ⌈S̄⌉) inside the box; for each, the smallest ε_C meeting f̄ with the
+    exact epoch penalty and the exact peak risk ε* of eq. (30) with the exact Δ(t) (Zhang, Wei, Berry, Huang,
+    'Age-Dependent Differential Privacy', IEEE Trans. Inf. Theory, 2024, eq. (30)).
+
+    Parameters
+    ----------
+    problem : ScheduleProblem
+        The exact problem (28) of the same population, penalty, f̄ and box.
+    A, S_bar : float
+        The relaxed aging and inter-publish time, slots.
+
+    Returns
+    -------
+    dict
+        ``best`` (the feasible neighbour of least exact ε*, or None) and ``neighbours`` (list of dicts with ``A``,
+        ``S_bar``, ``epsilon_c``, ``peak_risk``, ``penalty``, ``peak_aoi``, ``feasible``, ``why``).
+    """
+    a_set = sorted({a for a in (math.floor(A), math.ceil(A)) if 0 <= a <= problem.A_max})
+    s_set = sorted({s for s in (math.floor(S_bar), math.ceil(S_bar)) if 1 <= s <= problem.S_max})
+    rows = []
+    if a_set and s_set:
+        table = np.asarray(problem.penalty.min_epsilon_c_table(a_set[-1], s_set[-1], problem.max_penalty), dtype=float)
+        for a in a_set:
+            for s in s_set:
+                e = float(table[a, s - 1])
+                if not math.isfinite(e):
+                    rows.append({"A": a, "S_bar": s, "epsilon_c": None, "peak_risk": None, "penalty": None,
+                                 "peak_aoi": a + s - 1, "feasible": False,
+                                 "why": "no ε_C meets the penalty bound at this (A, S̄)"})
+                    continue
+                ev = problem.evaluate(a, s, e)
+                rows.append({"A": a, "S_bar": s, "epsilon_c": e, "peak_risk": ev.peak_risk, "penalty": ev.penalty,
+                             "peak_aoi": a + s - 1, "feasible": bool(ev.feasible and ev.peak_risk is not None),
+                             "why": "; ".join(ev.violations)})
+    feasible = [r for r in rows if r["feasible"]]
+    best = min(feasible, key=lambda r: (r["peak_risk"], r["A"], r["S_bar"])) if feasible else None
+    return {"best": best, "neighbours": rows}
 
 
 @dataclass(frozen=True)
@@ -280,7 +330,7 @@ def design_schedule(
     if method == "cvxpy" and not relax:
         raise InvalidInputError(
             "method 'cvxpy' solves the continuous relaxation of (39) only: add `relax` (--relax), "
-            "or use 'exact', 'pyomo' or 'heuristic' for integer A and S̄"
+            "or use 'exact' or 'heuristic' for integer A and S̄"
         )
     if relax and method == "exact":
         raise InvalidInputError("`relax` applies to the (39) back ends (heuristic, cvxpy, pyomo, all), not to the exact solver")
@@ -300,12 +350,21 @@ def design_schedule(
     env = population.envelope(horizon)
     comparison = None
     solution = exact
+    extra: dict = {}
     if method != "exact":
         geo = geometric_problem(population, penalty, problem.max_penalty, problem.A_max, problem.S_max, relax=relax)
         if method == "all":
             comparison, _ = compare_methods(exact, geo, relax=relax)
         else:
             solution = geo.solve(method=method)
+            if relax and solution.decision is not None:
+                near = nearest_integer_schedules(problem, float(solution.decision["A"]), float(solution.decision["S_bar"]))
+                extra["relaxed"] = True
+                extra["message"] = ("continuous relaxation of (39): A, S_bar, epsilon_c and peak_risk are a bound, not a "
+                                    "deployable schedule; `deployable` is the best integer neighbour with its exact "
+                                    f"risk (eq. (30)); {solution.message}")
+                extra["deployable"] = near["best"]
+                extra["deployable_neighbours"] = near["neighbours"]
     model = {
         "users": population.n_users,
         "states": max(c.n_states for c in population.chains) if isinstance(population, Population) else None,
@@ -329,4 +388,5 @@ def design_schedule(
         model=model,
         wall_time_s=time.perf_counter() - start,
         comparison=comparison,
+        extra=extra,
     )

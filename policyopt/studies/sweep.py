@@ -460,14 +460,26 @@ def read_sweep_csv(path) -> list:
     OSError
         If the file cannot be read.
     """
-    text = _complete_lines(Path(path).read_bytes())
+    text = _complete_lines(Path(path).read_bytes(), Path(path))
     return [row for _, row in _parse_csv(text, Path(path))]
 
 
-def _complete_lines(data: bytes) -> str:
-    """Text up to and including the last newline (drops a partially written last line)."""
+def _complete_lines(data: bytes, path: Path | None = None) -> str:
+    """Text up to and including the last newline (drops a partially written last line).
+
+    Raises
+    ------
+    InvalidInputError
+        If those bytes are not UTF-8 (the file is not a sweep output of policyopt).
+    """
     end = data.rfind(b"\n")
-    return data[: end + 1].decode("utf-8") if end >= 0 else ""
+    try:
+        return data[: end + 1].decode("utf-8") if end >= 0 else ""
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(
+            f"--out: the existing {fmt(str(path))} is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}), "
+            "so it is not a policyopt sweep file; give another --out or delete the file"
+        ) from None
 
 
 def _parse_csv(text: str, path: Path) -> list:
@@ -537,10 +549,10 @@ class _Store:
         """key → (row, record) for points present in both files, in CSV order (first copy wins)."""
         rows = []
         if self.csv_path.exists():
-            rows = [r for _, r in _parse_csv(_complete_lines(self.csv_path.read_bytes()), self.csv_path)]
+            rows = [r for _, r in _parse_csv(_complete_lines(self.csv_path.read_bytes(), self.csv_path), self.csv_path)]
         records = {}
         if self.jsonl_path.exists():
-            for rec in _parse_jsonl(_complete_lines(self.jsonl_path.read_bytes()), self.jsonl_path):
+            for rec in _parse_jsonl(_complete_lines(self.jsonl_path.read_bytes(), self.jsonl_path), self.jsonl_path):
                 records.setdefault(_key(rec["inputs"]), rec)
         done: dict = {}
         for row in rows:
