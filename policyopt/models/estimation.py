@@ -126,6 +126,18 @@ def _py(v):
     return v.item() if hasattr(v, "item") else v
 
 
+class _Shown(str):
+    """A field read as text, shown in messages without quotes (as it appears in the file)."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def _field(v):
+    v = _py(v)
+    return _Shown(v) if isinstance(v, str) else v
+
+
 #: Largest magnitude of a reading accepted by :func:`validate_readings` (squares and sums of squares stay finite).
 MAX_ABS_READING = 1e100
 
@@ -147,10 +159,10 @@ def _integer_times(column, source: str) -> np.ndarray:
             except ValueError:
                 f = float("nan")
             if not (np.isfinite(f) and f == np.round(f) and abs(f) < 2.0**53):
-                raise InvalidInputError(f"{source} line {i + 2}: `time` {_py(raw)!r} is not an integer slot") from None
+                raise InvalidInputError(f"{source} line {i + 2}: `time` {_field(raw)!r} is not an integer slot") from None
             t = int(f)
         if not lo <= t <= hi:
-            raise InvalidInputError(f"{source} line {i + 2}: `time` {_py(raw)!r} is outside the 64-bit integer range")
+            raise InvalidInputError(f"{source} line {i + 2}: `time` {_field(raw)!r} is outside the 64-bit integer range")
         out[i] = t
     return out
 
@@ -189,13 +201,13 @@ def validate_readings(df, *, source: str = "`data`"):
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise InvalidInputError(
-            f"{source} line {i + 2}: `value` {_py(df['value'].iloc[i])!r} is not a finite number (NaN readings are not allowed)"
+            f"{source} line {i + 2}: `value` {_field(df['value'].iloc[i])!r} is not a finite number (NaN readings are not allowed)"
         )
     big = np.abs(value) > MAX_ABS_READING
     if big.any():
         i = int(np.flatnonzero(big)[0])
         raise InvalidInputError(
-            f"{source} line {i + 2}: `value` {_py(df['value'].iloc[i])!r} exceeds ±{MAX_ABS_READING:g} in magnitude "
+            f"{source} line {i + 2}: `value` {_field(df['value'].iloc[i])!r} exceeds ±{MAX_ABS_READING:g} in magnitude "
             "(squared errors of such readings overflow; rescale the unit)"
         )
     time = _integer_times(df["time"], source)
