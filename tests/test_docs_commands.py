@@ -15,13 +15,15 @@ Conventions (for whoever writes the docs)
     * Usage synopses are not run: a ``policyopt`` line with an unquoted token starting with ``[`` or ``(`` or holding
       ``|`` (``[--json]``, ``(--alpha A | --beta B)``, ``--notion dp|exponential``) is grammar, not a command.  Each
       synopsis must still name a real sub-command (``policyopt CMD --help`` exits 0), which is checked.
+    * Printed output pasted into a block is not a command: a line whose first or second word ends with ``:``
+      (``policyopt: error: …``, ``policyopt tpl: temporal privacy leakage …``) is skipped.
     * ``make …`` lines are not executed here (they would rebuild the venv or rerun the whole suite); each must name a
       target of the Makefile, which is checked.  ``make demo`` itself is covered by
       :func:`test_make_demo_command_runs`, which runs the Makefile's demo recipe through the installed entry point.
     * Commands run through ``bash -c`` with the venv's ``bin`` first on ``PATH`` (so ``policyopt`` is the installed
-      entry point), in a fresh temporary directory holding links to the repository's ``examples/`` and ``tests/``
-      folders: refer to shipped inputs as ``examples/NAME`` (or ``tests/data/NAME``); outputs land in the temporary
-      directory.
+      entry point), in page order, in one temporary directory per page holding links to the repository's
+      ``examples/`` and ``tests/`` folders: refer to shipped inputs as ``examples/NAME`` (or ``tests/data/NAME``);
+      outputs land in the temporary directory, where later examples of the same page can read them.
     * Under ``--json`` stdout must parse with ``json.loads(..., parse_constant=<raise>)`` (no NaN/Infinity).
 """
 
@@ -100,6 +102,8 @@ def extract_examples(page: Path, root: Path = ROOT) -> list[dict]:
                 raw = raw[2:].strip()
             if not raw.startswith(("policyopt ", "make ")) and raw not in ("policyopt", "make"):
                 continue
+            if _is_output(raw):
+                continue
             while raw.endswith("\\") and k < len(body):
                 raw = raw[:-1].rstrip() + " " + body[k].strip()
                 k += 1
@@ -115,6 +119,12 @@ def extract_examples(page: Path, root: Path = ROOT) -> list[dict]:
             out.append({"page": page.relative_to(root).as_posix(), "line": lineno, "command": command,
                         "expect": expect, "kind": kind})
     return out
+
+
+def _is_output(line: str) -> bool:
+    """A line the program printed (``policyopt: error: …``, ``policyopt tpl: temporal …``), not a command."""
+    words = line.split()
+    return words[0].endswith(":") or (len(words) > 1 and words[1].endswith(":") and not words[1].startswith("-"))
 
 
 def _split_comment(line: str) -> tuple[str, str]:
@@ -160,12 +170,26 @@ def _reject_constant(name):
     raise ValueError(f"non-standard JSON constant {name}")
 
 
+_PAGE_DIRS: dict = {}
+
+
+def _workdir(factory, page: str) -> Path:
+    """One working directory per page, shared by its examples in page order (a later example may read what an
+    earlier one wrote), with links to the shipped ``examples/`` and ``tests/``."""
+    if page not in _PAGE_DIRS:
+        d = factory.mktemp("docs")
+        for name in ("examples", "tests"):
+            if (ROOT / name).is_dir():
+                (d / name).symlink_to(ROOT / name, target_is_directory=True)
+        _PAGE_DIRS[page] = d
+    return _PAGE_DIRS[page]
+
+
 @pytest.fixture
-def docs_cwd(tmp_path):
-    for name in ("examples", "tests"):
-        if (ROOT / name).is_dir():
-            (tmp_path / name).symlink_to(ROOT / name, target_is_directory=True)
-    return tmp_path
+def docs_cwd(request, tmp_path_factory):
+    example = getattr(request.node, "callspec", None)
+    page = example.params["example"]["page"] if example is not None and "example" in example.params else "-"
+    return _workdir(tmp_path_factory, page)
 
 
 def run_shell(command: str, cwd: Path, timeout: float = TIMEOUT):
@@ -189,7 +213,8 @@ def test_the_extractor_finds_the_readme_examples():
 
 def test_extractor_reads_markdown_and_rst(tmp_path):
     md = tmp_path / "page.md"
-    md.write_text("```bash\n$ policyopt tpl --pb a.csv \\\n  --epsilon 1 --horizon 2   # exit 2\nmake test\n```\n"
+    md.write_text("```bash\n$ policyopt tpl --pb a.csv \\\n  --epsilon 1 --horizon 2   # exit 2\nmake test\n"
+                  "policyopt: error: --pb file not found\npolicyopt tpl: temporal privacy leakage (Cao et al.)\n```\n"
                   "```python\npolicyopt = 1\n```\n```console\npolicyopt tpl [--json]\n```\n", encoding="utf-8")
     rst = tmp_path / "page.rst"
     rst.write_text("Run::\n\n    policyopt schedule --json\n\n.. code-block:: bash\n\n   make demo\n", encoding="utf-8")

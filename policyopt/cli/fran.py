@@ -78,7 +78,8 @@ def add_command(sub) -> None:
     cmd.add_argument("--max-mse", type=positive_float("--max-mse"), required=True, metavar="L",
                      help="bound l̄ on l_MSE (22), squared query units")
     cmd.add_argument("--max-age", type=int_at_least("--max-age", 0), default=DEFAULT_MAX_AGE, metavar="A",
-                     help=f"largest age per sequence, slots (default {DEFAULT_MAX_AGE})")
+                     help=f"largest age per sequence, slots (default {DEFAULT_MAX_AGE}; (A + 1)^s at most 2^20 AoI "
+                     "vectors for s sequences)")
     cmd.add_argument("--bound", choices=("sound", "paper", "exact"), default="sound",
                      help="leakage minimised: sound (default), paper (eq. 15, NOT an upper bound; warns), exact "
                      "(exact leakage of small systems, scalar query)")
