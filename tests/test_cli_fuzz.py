@@ -218,7 +218,7 @@ SPECIAL = {
     "homes": (["Building_1,Building_2", "Building_1"], ["Nope", ",", "Building_1,Building_1"]),
     "vary": (["p=0.05:0.3:3", "users=10,20", "states=2:4:2", "q=0.1,0.2"],
              ["users=1:1000000:1000000", "q=nan:1:2", "x=1", "p=1e-300,5e-324", "states=1e400", "p=0.1:0.2:1000000000"]),
-    "scheduler": ([], ["not a url", "tcp://", "inproc://x", "tcp://host:notaport"]),
+    "scheduler": ([], ["not a url", "tcp://", "inproc://x", "tcp://host:notaport", "inproc://x/1/2"]),
     "sweep_grid": (["0.1:0.2:3", "0.1,0.2", "0.05:0.5:2"],
                    ["0.1:0.2:1000000000", "1e308:1e308:2", "5e-324,1e-300", "nan:1:2", "0.2:0.1:3", "abc", "0.1:0.2:1e400"]),
 }

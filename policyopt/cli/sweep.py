@@ -24,8 +24,10 @@ __all__ = ["add_command", "VARY_PARAMETERS"]
 #: Largest --workers (processes of a local Dask cluster).
 MAX_WORKERS = 256
 
-#: A Dask scheduler address: PROTOCOL://HOST:PORT (HOST a name, an IPv4 address or a bracketed IPv6 address).
-_SCHEDULER_ADDRESS = re.compile(r"^(tcp|tls|ws|wss|ucx)://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):[0-9]{1,5}$")
+#: A Dask scheduler address: PROTOCOL://HOST:PORT (HOST a name, an IPv4 address or a bracketed IPv6 address), or an
+#: in-process address inproc://HOST/PID/N.
+_SCHEDULER_ADDRESS = re.compile(r"^((tcp|tls|ws|wss|ucx)://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):[0-9]{1,5}"
+                                r"|inproc://[A-Za-z0-9._-]+/[0-9]+/[0-9]+)$")
 
 #: Parameters ``--vary`` accepts: name → (integer?, lower bound, what it applies to).
 VARY_PARAMETERS = {

@@ -609,7 +609,10 @@ def _dask(todo, grid, models, settings, workers, scheduler) -> Iterator:
 
     with contextlib.ExitStack() as stack:
         if scheduler is not None:
-            client = stack.enter_context(Client(scheduler, timeout=SCHEDULER_TIMEOUT))
+            try:
+                client = stack.enter_context(Client(scheduler, timeout=SCHEDULER_TIMEOUT))
+            except ValueError as exc:  # an address Dask cannot use from here (e.g. another process's inproc://)
+                raise InvalidInputError(f"--scheduler {fmt(scheduler)}: {' '.join(str(exc).split())}") from None
         else:
             cluster = stack.enter_context(
                 LocalCluster(
