@@ -14,6 +14,7 @@ __all__ = [
     "InvalidModelError",
     "InfeasibleProblemError",
     "BackendUnavailableError",
+    "SolverFailedError",
 ]
 
 
@@ -35,6 +36,10 @@ class InfeasibleProblemError(PolicyOptError):
 
 class BackendUnavailableError(PolicyOptError, ImportError):
     """A solver back end cannot be used here (missing library or licence)."""
+
+
+class SolverFailedError(PolicyOptError):
+    """A back end failed numerically on an otherwise valid problem; the message names it and an alternative."""
 
 
 def fmt(value) -> str:

@@ -7,6 +7,7 @@ for CSV, the line number (the header is line 1).
 from __future__ import annotations
 
 import csv
+import math
 from pathlib import Path
 
 import numpy as np
@@ -14,14 +15,63 @@ import numpy as np
 from .errors import InvalidInputError, fmt
 from .models.markov import MarkovChain
 
-__all__ = ["read_readings_csv", "read_matrix", "parse_matrix_arg", "read_budgets"]
+__all__ = ["read_readings_csv", "read_matrix", "parse_matrix_arg", "read_budgets", "read_text", "MAX_FILE_BYTES"]
+
+#: Largest input file read (bytes), checked before reading: 2 GiB.
+MAX_FILE_BYTES = 2 * 1024**3
 
 
 def _existing(path, option: str) -> Path:
     p = Path(path)
-    if not p.is_file():
-        raise InvalidInputError(f"{option} file not found: {str(p)!r}")
+    try:
+        is_file = p.is_file()
+    except OSError as exc:  # e.g. a name longer than the file system allows
+        raise InvalidInputError(f"{option} {fmt(str(p))} is not a usable file name ({exc.strerror})") from None
+    if not is_file:
+        raise InvalidInputError(f"{option} file not found: {fmt(str(p))}")
+    size = p.stat().st_size
+    if size > MAX_FILE_BYTES:
+        raise InvalidInputError(f"{option} {fmt(str(p))} is {size} bytes; at most {MAX_FILE_BYTES} are read")
     return p
+
+
+def read_text(path, option: str) -> str:
+    """The text of a user file, decoded strictly: UTF-8 (a UTF-8 or UTF-16 byte-order mark is honoured).
+
+    Parameters
+    ----------
+    path : str or Path
+    option : str
+        Option name for messages.
+
+    Returns
+    -------
+    str
+        The decoded text (byte-order mark removed).
+
+    Raises
+    ------
+    InvalidInputError
+        Missing file, a file larger than :data:`MAX_FILE_BYTES`, a binary file (NUL bytes without a UTF-16
+        byte-order mark) or bytes that are not UTF-8 (the message gives the offset of the first bad byte).
+    """
+    p = _existing(path, option)
+    raw = p.read_bytes()
+    name = fmt(str(p))
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        try:
+            return raw.decode("utf-16")
+        except UnicodeDecodeError as exc:
+            raise InvalidInputError(f"{option} {name} starts with a UTF-16 byte-order mark but is not valid UTF-16 "
+                                    f"(byte {exc.start}); save it as UTF-8 text") from None
+    if b"\x00" in raw:
+        raise InvalidInputError(f"{option} {name} is a binary file (NUL byte at offset {raw.index(0)}); "
+                                "expected UTF-8 text")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(f"{option} {name} is not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset "
+                                f"{exc.start}); save it as UTF-8") from None
 
 
 def read_readings_csv(path, option: str = "--data"):
@@ -48,19 +98,29 @@ def read_readings_csv(path, option: str = "--data"):
 
     from .models.estimation import validate_readings
 
-    p = _existing(path, option)
-    with p.open(newline="", encoding="utf-8") as fh:
-        reader = csv.reader(fh)
+    import io
+
+    p = Path(path)
+    text = read_text(p, option)
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
         header = next(reader, None)
         if header is None:
-            raise InvalidInputError(f"{option} {str(p)!r} is empty; expected a header user,time,value")
+            raise InvalidInputError(f"{option} {fmt(str(p))} is empty; expected a header user,time,value")
+        rows = 0
         for line, row in enumerate(reader, start=2):
             if len(row) != len(header):
                 raise InvalidInputError(
-                    f"{option} {str(p)!r} line {line}: expected {len(header)} fields ({','.join(header)}), got {len(row)}"
+                    f"{option} {fmt(str(p))} line {line}: expected {len(header)} fields ({','.join(header)}), got {len(row)}"
                 )
-    df = pd.read_csv(p, dtype={"user": str}, keep_default_na=True)
-    return validate_readings(df, source=f"{option} {str(p)!r}")
+            rows += 1
+    except csv.Error as exc:
+        raise InvalidInputError(f"{option} {fmt(str(p))} line {reader.line_num}: not CSV ({exc})") from None
+    if rows == 0:
+        raise InvalidInputError(f"{option} {fmt(str(p))} has a header but no readings; expected rows user,time,value")
+    # every column as text: times are parsed as exact integers (not through float), values checked below
+    df = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
+    return validate_readings(df, source=f"{option} {fmt(str(p))}")
 
 
 def read_matrix(path, option: str = "--matrix") -> MarkovChain:
@@ -94,22 +154,31 @@ def read_matrix(path, option: str = "--matrix") -> MarkovChain:
     if suffix == ".npy":
         try:
             arr = np.load(p, allow_pickle=False)
-        except ValueError as exc:
-            raise InvalidInputError(f"{option} {str(p)!r} is not a numeric .npy array: {exc}") from None
-        arr = np.asarray(arr, dtype=float) if np.issubdtype(np.asarray(arr).dtype, np.number) else None
-        if arr is None:
-            raise InvalidInputError(f"{option} {str(p)!r} is not a numeric .npy array")
+        except (ValueError, EOFError, OSError) as exc:
+            raise InvalidInputError(f"{option} {fmt(str(p))} is not a numeric .npy array ({' '.join(str(exc).split())})") from None
+        arr = np.asarray(arr)
+        if np.iscomplexobj(arr):
+            raise InvalidInputError(f"{option} {fmt(str(p))} holds complex numbers (dtype {arr.dtype}); a transition "
+                                    "matrix is real")
+        if arr.dtype == bool or not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)):
+            raise InvalidInputError(f"{option} {fmt(str(p))} is not a numeric .npy array (dtype {arr.dtype})")
+        arr = arr.astype(float)
     elif suffix == ".csv":
+        import io
+
         rows = []
-        with p.open(newline="", encoding="utf-8") as fh:
-            for line, row in enumerate(csv.reader(fh), start=1):
+        text = read_text(p, option)
+        try:
+            for line, row in enumerate(csv.reader(io.StringIO(text, newline="")), start=1):
                 if not row or all(not f.strip() for f in row):
                     continue
                 try:
                     rows.append([float(f) for f in row])
                 except ValueError:
                     bad = next(f for f in row if not _is_float(f))
-                    raise InvalidInputError(f"{option} {str(p)!r} line {line}: {bad!r} is not a number") from None
+                    raise InvalidInputError(f"{option} {fmt(str(p))} line {line}: {fmt(bad)} is not a number") from None
+        except csv.Error as exc:
+            raise InvalidInputError(f"{option} {fmt(str(p))}: not CSV ({exc})") from None
         widths = {len(r) for r in rows}
         if len(widths) > 1:
             raise InvalidInputError(f"{option} {str(p)!r}: rows have different numbers of fields {sorted(widths)}")
@@ -180,7 +249,8 @@ def parse_matrix_arg(text: str, option: str) -> np.ndarray:
     InvalidModelError
         If the matrix is not square and row-stochastic.
     """
-    if text.lower().endswith((".csv", ".npy")) or Path(text).is_file():
+    inline = any(c in text for c in ",;") and not text.lower().endswith((".csv", ".npy"))
+    if not inline:
         return np.array(read_matrix(text, option).P)
     rows = []
     for r, part in enumerate(text.split(";")):
@@ -188,34 +258,37 @@ def parse_matrix_arg(text: str, option: str) -> np.ndarray:
             rows.append([float(x) for x in part.split(",")])
         except ValueError:
             raise InvalidInputError(
-                f"{option} {text!r}: row {r} is not a list of numbers; give a CSV/NPY file or rows like 0.8,0.2;0.2,0.8"
+                f"{option} {fmt(text)}: row {r} is not a list of numbers; give a CSV/NPY file or rows like 0.8,0.2;0.2,0.8"
             ) from None
     if len({len(r) for r in rows}) != 1:
-        raise InvalidInputError(f"{option} {text!r}: rows have different lengths")
+        raise InvalidInputError(f"{option} {fmt(text)}: rows have different lengths")
     return np.array(MarkovChain(rows).P)
 
 
-def read_budgets(path, option: str = "--budgets") -> np.ndarray:
+def read_budgets(path, option: str = "--budgets", *, max_budget: float = math.inf,
+                 max_count: int = 10**9) -> np.ndarray:
     """Per-step budgets ε_1..ε_T (nats) from a CSV/text file: numbers separated by commas or newlines.
 
     Raises
     ------
     InvalidInputError
         Missing file, a field that is not a number (with its line), a negative or non-finite
-        budget, or no budget at all.
+        budget or one above `max_budget` (nats), more than `max_count` budgets, or no budget at all.
     """
-    p = _existing(path, option)
+    p = Path(path)
     values = []
-    with p.open(encoding="utf-8") as fh:
-        for line, text in enumerate(fh, start=1):
-            for field in text.replace(",", " ").split():
-                try:
-                    v = float(field)
-                except ValueError:
-                    raise InvalidInputError(f"{option} {str(p)!r} line {line}: {field!r} is not a number") from None
-                if not (np.isfinite(v) and v >= 0):
-                    raise InvalidInputError(f"{option} {str(p)!r} line {line}: budget {v!r} must be finite and ≥ 0")
-                values.append(v)
+    for line, text in enumerate(read_text(p, option).splitlines(), start=1):
+        for field in text.replace(",", " ").split():
+            try:
+                v = float(field)
+            except ValueError:
+                raise InvalidInputError(f"{option} {fmt(str(p))} line {line}: {fmt(field)} is not a number") from None
+            if not (np.isfinite(v) and 0 <= v <= max_budget):
+                raise InvalidInputError(f"{option} {fmt(str(p))} line {line}: budget {field} must be finite, ≥ 0 and "
+                                        f"≤ {max_budget:g} nats")
+            values.append(v)
+            if len(values) > max_count:
+                raise InvalidInputError(f"{option} {fmt(str(p))} holds more than {max_count} budgets")
     if not values:
-        raise InvalidInputError(f"{option} {str(p)!r} holds no budget")
+        raise InvalidInputError(f"{option} {fmt(str(p))} holds no budget")
     return np.array(values)

@@ -325,7 +325,8 @@ def test_errors_are_documented(solver):
 
     pop = Population([two_state_chain(0.1, 0.1)], [20])
     pr = PeakRiskProblem(1.0, 0.8, TableMSE(MSEPenalty(pop), 60), 0.1, A_max=BOX, S_max=BOX)
-    with pytest.raises(InvalidInputError, match=r"needs a penalty with an algebraic form, and `penalty` 'mse-table' has none"):
+    with pytest.raises(InvalidInputError, match=r"needs a penalty with an algebraic form \(.*\), and the penalty 'mse-table' of this model has none; use "
+                       r"method 'exact' or 'heuristic'"):
         solver.solve(pr)
     with pytest.raises(InvalidInputError, match=r"`time_limit` must be > 0, got 0"):
         solver.solve(PeakRiskProblem(1.0, RHO, TWO_STATE, 0.0175), time_limit=0)

@@ -15,6 +15,13 @@ from policyopt.errors import InvalidInputError
 
 __all__ = ["add_command", "run", "MAX_OPTIMAL_T", "MAX_CVXPY_HYPERBOLIC_T", "AUTO_DUAL_FROM_T"]
 
+#: Largest horizon T of any schedule (a few float arrays of length T).
+MAX_HORIZON = 1_000_000
+#: Range of --epsilon, nats (outside it b_t = Δf/ε-type scales under- or overflow: all-zero or infinite noise).
+MIN_EPSILON, MAX_EPSILON = 1e-6, 1000.0
+#: Largest --clip (kWh per home and day) and --beta.
+MAX_CLIP = 1e100
+MAX_BETA = 1e100
 #: Largest hyperbolic horizon: the printed loss uses the direct O(T²) sum, whose error bound is proved (~7 s here).
 MAX_CERTIFIED_HYPERBOLIC_T = 50_000
 #: Largest horizon for ``--schedule optimal`` (solve time of either back end).
@@ -47,19 +54,24 @@ def add_command(sub) -> None:
     )
     cmd.add_argument("--notion", choices=("dp", "exponential", "hyperbolic"), required=True,
                      help="dp: Σ ρ(k) ≤ ε; exponential: Σ α^(t−k) ρ(k) ≤ ε; hyperbolic: Σ ρ(k)/(1+β(t−k)) ≤ ε")
-    cmd.add_argument("--epsilon", type=positive_float("--epsilon"), required=True, metavar="E", help="budget ε, nats")
+    cmd.add_argument("--epsilon", type=positive_float("--epsilon", MAX_EPSILON, MIN_EPSILON), required=True, metavar="E",
+                     help=f"budget ε, nats (from {MIN_EPSILON:g} to {MAX_EPSILON:g})")
     par = cmd.add_mutually_exclusive_group()
     par.add_argument("--alpha", type=positive_float("--alpha"), metavar="A", help="discount factor α ∈ (0, 1) (exponential)")
-    par.add_argument("--beta", type=positive_float("--beta"), metavar="B", help="discounting coefficient β > 0 (hyperbolic)")
-    cmd.add_argument("--horizon", type=int_at_least("--horizon", 1), required=True, metavar="T", help="number of releases (days)")
+    par.add_argument("--beta", type=positive_float("--beta", MAX_BETA), metavar="B",
+                     help=f"discounting coefficient β > 0 (hyperbolic; at most {MAX_BETA:g})")
+    cmd.add_argument("--horizon", type=int_at_least("--horizon", 1, MAX_HORIZON), required=True, metavar="T",
+                     help=f"number of releases (days; at most {MAX_HORIZON}, {MAX_OPTIMAL_T} with --schedule optimal, "
+                     f"{MAX_CERTIFIED_HYPERBOLIC_T} with --notion hyperbolic)")
     cmd.add_argument("--schedule", choices=("corollary", "optimal", "paper"), default="corollary",
                      help="corollary: Corollaries 8 / 12 / corrected 16 (default); optimal: least total variance "
                      "(cvxpy); paper: the corollaries exactly as printed (warns where invalid)")
     cmd.add_argument("--solver", choices=("auto", "cvxpy", "dual"), default="auto",
                      help="back end of --schedule optimal: cvxpy (Clarabel) or dual (L-BFGS-B on the Lagrange dual, FFT "
                      f"products); auto: dual for hyperbolic T > {AUTO_DUAL_FROM_T}, else cvxpy")
-    cmd.add_argument("--clip", type=positive_float("--clip"), default=DEFAULT_DAILY_CLIP, metavar="D",
-                     help=f"clip bound per home and day, kWh; Δf = D / homes (default {DEFAULT_DAILY_CLIP:g})")
+    cmd.add_argument("--clip", type=positive_float("--clip", MAX_CLIP), default=DEFAULT_DAILY_CLIP, metavar="D",
+                     help=f"clip bound per home and day, kWh; Δf = D / homes (default {DEFAULT_DAILY_CLIP:g}, at most "
+                     f"{MAX_CLIP:g})")
     cmd.add_argument("--data", metavar="CSV", help="long CSV user,time,value (hourly kWh); bundled CityLearn data by default")
     cmd.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     cmd.set_defaults(handler=run)

@@ -73,11 +73,13 @@ def add_command(sub) -> None:
     src.add_argument("--homes", metavar="U1,U2[,...]",
                      help="fit a CMC to these bundled CityLearn homes (e.g. Building_1,Building_2)")
     cmd.add_argument("--states", type=int_at_least("--states", 2), metavar="M",
-                     help=f"quantile states per home with --homes (default {DEFAULT_STATES})")
+                     help=f"quantile states per home with --homes (default {DEFAULT_STATES}; states^homes at most "
+                     f"{MAX_HOMES_SNAPSHOTS})")
     cmd.add_argument("--max-mse", type=positive_float("--max-mse"), required=True, metavar="L",
                      help="bound l̄ on l_MSE (22), squared query units")
     cmd.add_argument("--max-age", type=int_at_least("--max-age", 0), default=DEFAULT_MAX_AGE, metavar="A",
-                     help=f"largest age per sequence, slots (default {DEFAULT_MAX_AGE})")
+                     help=f"largest age per sequence, slots (default {DEFAULT_MAX_AGE}; (A + 1)^s at most 2^20 AoI "
+                     "vectors for s sequences)")
     cmd.add_argument("--bound", choices=("sound", "paper", "exact"), default="sound",
                      help="leakage minimised: sound (default), paper (eq. 15, NOT an upper bound; warns), exact "
                      "(exact leakage of small systems, scalar query)")
@@ -89,6 +91,38 @@ def add_command(sub) -> None:
                      "baselines)")
     cmd.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     cmd.set_defaults(handler=_cmd_fran)
+
+
+#: Largest joint state count states^homes fitted by --homes (the exact Δ_k works on dense matrices of that order).
+MAX_HOMES_SNAPSHOTS = 1024
+#: Largest magnitude of a state value in --model.
+MAX_ABS_VALUE = 1e100
+#: Largest n_sequences of a --model (the joint chain has m^s snapshots; beyond 65536 nothing is computed anyway).
+MAX_SEQUENCES = 64
+#: Deepest JSON nesting read from --model (checked on the text before parsing, so no RecursionError).
+MAX_JSON_DEPTH = 32
+
+
+def _max_nesting(text: str) -> int:
+    """Deepest bracket nesting of a JSON text (brackets inside strings ignored)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
 
 
 def load_model(args):
@@ -108,13 +142,27 @@ def load_model(args):
         if len(users) < 1:
             raise InvalidInputError(f"--homes must name at least one home, got {args.homes!r}")
         states = DEFAULT_STATES if args.states is None else args.states
+        if states ** len(users) > MAX_HOMES_SNAPSHOTS:
+            raise InvalidInputError(
+                f"--homes with {len(users)} homes and --states {states} gives {states}^{len(users)} joint snapshots; at "
+                f"most {MAX_HOMES_SNAPSHOTS} are fitted (fewer states or homes)")
         cmc = fit_cmc_from_readings(load_citylearn(), users, states)
         return cmc, f"CityLearn homes {', '.join(users)} ({states} quantile states each, fitted CMC)"
+    from policyopt.io import read_text
+
+    text = read_text(args.model, "--model")
+    depth = _max_nesting(text)
+    if depth > MAX_JSON_DEPTH:
+        raise InvalidInputError(f"--model {fmt(args.model)}: JSON nested {depth} levels deep; at most {MAX_JSON_DEPTH} "
+                                "(a CMC is at most 4-D)")
+
+    def no_constant(name):
+        raise InvalidInputError(f"--model {fmt(args.model)}: {name} is not a number JSON allows (use finite numbers)")
+
     try:
-        with open(args.model, encoding="utf-8") as fh:
-            spec = json.load(fh)
+        spec = json.loads(text, parse_constant=no_constant)
     except json.JSONDecodeError as exc:
-        raise InvalidInputError(f"--model {args.model}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+        raise InvalidInputError(f"--model {fmt(args.model)}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
     if not isinstance(spec, dict):
         raise InvalidInputError(f"--model {args.model}: expected a JSON object, got {fmt(spec)}")
     unknown = sorted(set(spec) - {"transitions", "coupling", "state_values", "n_sequences"})
@@ -124,12 +172,40 @@ def load_model(args):
     for key in ("transitions", "coupling"):
         if key not in spec:
             raise InvalidInputError(f"--model {args.model}: missing key {key!r}")
+    values = spec.get("state_values")
+    if isinstance(values, list) and any(isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) > MAX_ABS_VALUE
+                                        for v in values):
+        raise InvalidInputError(f"--model {fmt(args.model)}: state_values must lie within ±{MAX_ABS_VALUE:g} (the "
+                                f"query's sensitivity and MSE must stay finite), got {fmt(values)}")
+    n_seq = spec.get("n_sequences")
+    if n_seq is not None and (isinstance(n_seq, bool) or not isinstance(n_seq, int) or not 1 <= n_seq <= MAX_SEQUENCES):
+        raise InvalidInputError(f"--model {fmt(args.model)}: n_sequences must be an integer from 1 to {MAX_SEQUENCES}, "
+                                f"got {fmt(n_seq)}")
     try:
         cmc = CouplingMarkovChain(spec["transitions"], spec["coupling"], spec.get("state_values"),
                                   n_sequences=spec.get("n_sequences"))
     except InvalidInputError as exc:
         raise InvalidInputError(f"--model {args.model}: {exc}") from None
     return cmc, f"model {args.model}"
+
+
+def _probe_age_limit(args, cmc, prob, sol, status, message):
+    """Like ``schedule``'s A = A_MAX + 1 probe: when the optimum uses the age limit, solve once with the limit one
+    higher; if that lowers ε_S the answer is ``unbounded`` (best within the limit returned), else it stays optimal."""
+    from policyopt.problems.fran import AOI_VECTOR_LIMIT, FRANProblem
+
+    wider_count = (args.max_age + 2) ** cmc.n_sequences
+    if wider_count > AOI_VECTOR_LIMIT:
+        return status, (message + f"; the age limit {args.max_age} binds and was not probed beyond ((A+2)^s = "
+                        f"{wider_count} AoI vectors > {AOI_VECTOR_LIMIT}): a larger --max-age may lower ε_S")
+    wider = FRANProblem(cmc, args.max_mse, query=args.query, max_age=args.max_age + 1, bound=args.bound,
+                        distance=prob.distance_kind).solve(args.method)
+    if wider.objective is not None and sol.objective is not None and wider.objective < sol.objective * (1 - 1e-12):
+        return "unbounded", (
+            f"unbounded: the age limit binds and --max-age {args.max_age + 1} lowers ε_S from "
+            f"{fmt_upper(sol.objective)} to {fmt_upper(wider.objective)} nats; best design within --max-age "
+            f"{args.max_age} returned ({message})")
+    return status, message + f"; the age limit {args.max_age} is reached, but --max-age {args.max_age + 1} does not lower ε_S"
 
 
 def _cmd_fran(args) -> int:
@@ -149,7 +225,10 @@ def _cmd_fran(args) -> int:
                   file=sys.stderr)
         sol = prob.solve(args.method)
         baselines = fig5_baselines(prob)
-    feasible = sol.decision is not None
+        feasible = sol.decision is not None
+        status, message = sol.status.value, sol.message
+        if feasible and args.max_age > 0 and max(sol.decision["aoi"]) >= args.max_age and status == "optimal":
+            status, message = _probe_age_limit(args, cmc, prob, sol, status, message)
     if args.bound == "sound":  # printed sound leakages are rounded outward (privacy.fran.sound_leakage_upper)
         from policyopt.privacy.fran import sound_leakage_upper
 
@@ -164,7 +243,7 @@ def _cmd_fran(args) -> int:
     else:
         sol_eps_s = sol.objective
     out = {
-        "status": sol.status.value,
+        "status": status,
         "aoi": list(sol.decision["aoi"]) if feasible else None,
         "epsilon_c": sol.decision["epsilon_c"] if feasible else None,
         "epsilon_s": sol_eps_s,
@@ -182,7 +261,7 @@ def _cmd_fran(args) -> int:
         "sensitivity": prob.sensitivity,
         "distance": sol.values.get("distance"),
         "distance_kind": prob.distance_kind,
-        "message": sol.message,
+        "message": message,
         "baselines": baselines,
     }
     if args.json:
@@ -196,7 +275,7 @@ def _cmd_fran(args) -> int:
         "FRAN design, problem P1 of Luo et al. (2025, eqs. 23–24)",
         f"model       : {label}; s = {cmc.n_sequences}, m = {cmc.n_states}, k = {cmc.correlation_degree}, "
         f"d(k) = {prob.d_k:g}, Δf = {prob.sensitivity:.6g} ({args.query})",
-        f"status      : {sol.status.value} ({sol.method}: {sol.message})",
+        f"status      : {status} ({sol.method}: {message})",
     ]
     if feasible:
         lines += [

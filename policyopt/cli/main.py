@@ -21,34 +21,123 @@ __all__ = ["main", "build_parser"]
 COMMANDS = (schedule, tpl, discounted, fran, sweep, publish)
 
 
+def _version() -> str:
+    """The installed package's version (``importlib.metadata``; no heavy import)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("policyopt")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree without installing
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``policyopt`` command (every sub-command registered)."""
     parser = OneLineParser(
         prog="policyopt",
         description="Privacy-utility policy design for time-varying personal data (privacy in nats, time in slots).",
+        epilog="Exit codes: 0 success; 2 bad input or an answer that cannot be given (one line on stderr); "
+        "1 internal error (a bug: please report it); 130 interrupted (Ctrl-C).",
     )
+    parser.add_argument("--version", action="version", version=f"policyopt {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
     for command in COMMANDS:
         command.add_command(sub)
     return parser
 
 
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _print_warnings(caught, ok: bool) -> None:
+    """Re-print warnings raised while a command ran, one line each (only when it succeeded).
+
+    policyopt's own warnings print as ``policyopt: warning: …``; any other (a numpy ``RuntimeWarning`` such as an
+    overflow) means an input reached arithmetic unchecked, so it is printed on one line with "please report".
+    On an error exit nothing but the error line is printed.
+    """
+    if not ok:
+        return
+    seen = set()
+    for w in caught:
+        text = _one_line(w.message)
+        if text in seen:
+            continue
+        seen.add(text)
+        if (getattr(w.category, "__module__", "") or "").startswith("policyopt"):
+            print(f"policyopt: warning: {text}", file=sys.stderr)
+        elif issubclass(w.category, (DeprecationWarning, PendingDeprecationWarning, FutureWarning, ImportWarning,
+                                     ResourceWarning)):
+            continue  # about a library's future, not about this result
+        else:
+            print(f"policyopt: warning: unexpected numerical warning ({text}); the result may be inaccurate "
+                  "(please report)", file=sys.stderr)
+
+
 def main(argv=None) -> int:
-    """Entry point of the ``policyopt`` command; returns the exit code."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.command is None:
-        parser.print_help()
-        return 2
+    """Entry point of the ``policyopt`` command; returns the exit code.
+
+    Exit codes: 0 success; 2 bad input, or a problem the command cannot answer, with exactly one line on stderr
+    (``policyopt: error: …``); 1 an unexpected exception, which is a bug (one line ``policyopt: internal error: …
+    (please report)``, never a traceback); 130 interrupted by Ctrl-C (one line ``policyopt: interrupted``).
+    Without a sub-command the usage goes to stderr and the exit code is 2.
+    """
+    import warnings
+
     try:
-        return args.handler(args)
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if args.command is None:
+            parser.print_usage(sys.stderr)
+            print("policyopt: error: a COMMAND is required (policyopt --help lists them)", file=sys.stderr)
+            return 2
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            ok = False
+            try:
+                code = args.handler(args)
+                ok = True
+            finally:
+                _print_warnings(caught, ok)
+        return code
+    except KeyboardInterrupt:
+        _quiet_print("policyopt: interrupted")
+        return 130
     except BrokenPipeError:  # output piped into e.g. `head`: not an error of the input
-        sys.stderr.close()
+        _silence_stdio()
         return 0
     except (PolicyOptError, OSError) as exc:
-        text = " ".join(str(exc).split())
-        print(f"policyopt: error: {text}", file=sys.stderr)
+        _quiet_print(f"policyopt: error: {_one_line(exc)}")
         return 2
+    except RecursionError:
+        _quiet_print("policyopt: internal error: input nested too deeply for an unguarded reader (please report)")
+        return 1
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: a bug, reported on one line
+        _quiet_print(f"policyopt: internal error: {type(exc).__name__}: {_one_line(exc)[:500]} (please report)")
+        return 1
+
+
+def _quiet_print(line: str) -> None:
+    try:
+        sys.stdout.flush()
+    except (BrokenPipeError, ValueError, OSError):
+        _silence_stdio()
+    try:
+        print(line, file=sys.stderr)
+    except (BrokenPipeError, ValueError, OSError):  # pragma: no cover - stderr itself gone
+        pass
+
+
+def _silence_stdio() -> None:
+    """After a broken pipe: point stdout at /dev/null so the interpreter's final flush does not fail."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # pragma: no cover
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover

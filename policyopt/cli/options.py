@@ -19,6 +19,7 @@ __all__ = [
     "add_model_options",
     "load_model",
     "load_deployment",
+    "check_table_size",
     "deployment_penalty",
     "value_range_arg",
     "probability",
@@ -36,6 +37,18 @@ DEFAULT_RELEASES = 24
 DEFAULT_SMOOTHING = 0.01
 DEFAULT_PLOT_EPOCHS = 4
 
+# Limits of the size parameters (stated in --help; checked while parsing, before anything is allocated).
+#: Largest --max-age / --max-interval of schedule and sweep, slots.
+MAX_AGE_LIMIT = 100_000
+#: Largest (A_MAX + 1) · S_MAX table the exact solver enumerates (a few float64 tables of this size are held).
+MAX_TABLE_CELLS = 10_000_000
+#: Largest number of quantile states fitted to data (a K×K chain per user, Δ(t) over hundreds of slots).
+MAX_STATES = 200
+#: Largest --users / --releases.
+MAX_COUNT = 10**9
+#: Largest --plot-epochs.
+MAX_PLOT_EPOCHS = 100
+
 #: Deployment size I of the bundled pilot's documented deployment (homes); see policyopt/data/PROVENANCE.md.
 BUNDLED_USERS = 100_000
 #: Public a-priori range of one bundled reading (kWh in one hour): 0 to a 200 A, 240 V service's 48 kW for an hour.
@@ -52,8 +65,9 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def positive_float(name):
-    """An argparse ``type`` accepting a positive finite float; errors name the option `name`."""
+def positive_float(name, upper=None, lower=None):
+    """argparse type: a positive finite float, optionally within [`lower`, `upper`] (stated in the option's help)."""
+
     def parse(text):
         """Parse a positive finite float or raise ArgumentTypeError naming the option."""
         try:
@@ -62,21 +76,28 @@ def positive_float(name):
             raise argparse.ArgumentTypeError(f"{name} must be a number, got {text!r}") from None
         if not (math.isfinite(value) and value > 0):
             raise argparse.ArgumentTypeError(f"{name} must be a positive finite number, got {text!r}")
+        if upper is not None and value > upper:
+            raise argparse.ArgumentTypeError(f"{name} must be ≤ {upper:g}, got {text!r}")
+        if lower is not None and value < lower:
+            raise argparse.ArgumentTypeError(f"{name} must be ≥ {lower:g}, got {text!r}")
         return value
 
     return parse
 
 
-def int_at_least(name, lower):
-    """An argparse ``type`` accepting an integer ≥ `lower`; errors name the option `name`."""
+def int_at_least(name, lower, upper=None):
+    """argparse type: an integer ≥ `lower` and, if given, ≤ `upper` (checked before anything is allocated)."""
+
     def parse(text):
-        """Parse an integer ≥ `lower` or raise ArgumentTypeError naming the option."""
+        """Parse an integer in [lower, upper] or raise ArgumentTypeError naming the option."""
         try:
             value = int(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{name} must be an integer, got {text!r}") from None
         if value < lower:
             raise argparse.ArgumentTypeError(f"{name} must be ≥ {lower}, got {text!r}")
+        if upper is not None and value > upper:
+            raise argparse.ArgumentTypeError(f"{name} must be ≤ {upper}, got {text!r}")
         return value
 
     return parse
@@ -139,23 +160,27 @@ def add_model_options(cmd) -> None:
     src.add_argument("--data", metavar="CSV", help="long CSV with header user,time,value (time in integer slots)")
     src.add_argument("--chain", metavar="SPEC", help="two-state:p=P,q=Q (states valued -1/+1), eq. (43)")
     src.add_argument("--matrix", metavar="FILE", help="CSV/NPY transition matrix, K×K or (K+1)×K with state values first")
-    cmd.add_argument("--states", type=int_at_least("--states", 2), metavar="K",
-                     help=f"quantile states for data (default {DEFAULT_STATES} for --data, {BUNDLED_STATES} for the bundled pilot)")
-    cmd.add_argument("--users", type=int_at_least("--users", 1), metavar="I",
+    cmd.add_argument("--states", type=int_at_least("--states", 2, MAX_STATES), metavar="K",
+                     help=f"quantile states for data (default {DEFAULT_STATES} for --data, {BUNDLED_STATES} for the bundled "
+                     f"pilot; at most {MAX_STATES})")
+    cmd.add_argument("--users", type=int_at_least("--users", 1, MAX_COUNT), metavar="I",
                      help=f"deployment size: users whose mean is released (default {BUNDLED_USERS} for the bundled pilot, "
                      f"the usable pilot users for --data, {DEFAULT_USERS} for --chain/--matrix); with data, the I users "
-                     "follow the pilot's chains in equal shares")
+                     f"follow the pilot's chains in equal shares; at most {MAX_COUNT:.0e}")
     cmd.add_argument("--value-range", type=value_range_arg("--value-range"), metavar="LO:HI",
                      help="public range of one reading (data units): readings are clipped into it before estimation and "
                      "the sensitivity of the mean is (HI-LO)/I (default for the bundled pilot: "
                      f"{BUNDLED_VALUE_RANGE[0]:g}:{BUNDLED_VALUE_RANGE[1]:g} kWh; otherwise the data's own range, "
                      "which is not private)")
-    cmd.add_argument("--max-age", type=int_at_least("--max-age", 0), default=DEFAULT_MAX_AGE, metavar="A_MAX",
-                     help=f"largest aging A considered, slots (default {DEFAULT_MAX_AGE})")
-    cmd.add_argument("--max-interval", type=int_at_least("--max-interval", 1), default=DEFAULT_MAX_INTERVAL,
-                     metavar="S_MAX", help=f"largest inter-publish time S_bar considered, slots (default {DEFAULT_MAX_INTERVAL})")
-    cmd.add_argument("--releases", type=int_at_least("--releases", 1), default=DEFAULT_RELEASES, metavar="N",
-                     help=f"releases after which the noise-only benchmark's risk is reported (default {DEFAULT_RELEASES})")
+    cmd.add_argument("--max-age", type=int_at_least("--max-age", 0, MAX_AGE_LIMIT), default=DEFAULT_MAX_AGE,
+                     metavar="A_MAX", help=f"largest aging A considered, slots (default {DEFAULT_MAX_AGE}, at most "
+                     f"{MAX_AGE_LIMIT}; (A_MAX + 1)·S_MAX at most {MAX_TABLE_CELLS:.0e})")
+    cmd.add_argument("--max-interval", type=int_at_least("--max-interval", 1, MAX_AGE_LIMIT), default=DEFAULT_MAX_INTERVAL,
+                     metavar="S_MAX", help=f"largest inter-publish time S_bar considered, slots (default "
+                     f"{DEFAULT_MAX_INTERVAL}, at most {MAX_AGE_LIMIT})")
+    cmd.add_argument("--releases", type=int_at_least("--releases", 1, MAX_COUNT), default=DEFAULT_RELEASES, metavar="N",
+                     help=f"releases after which the noise-only benchmark's risk is reported (default {DEFAULT_RELEASES}, "
+                     f"at most {MAX_COUNT:.0e})")
     cmd.add_argument("--smoothing", type=non_negative_float("--smoothing"), default=None, metavar="S",
                      help=f"additive smoothing pseudo-count for estimated chains (default {DEFAULT_SMOOTHING})")
     cmd.add_argument("--method", choices=("exact", "heuristic", "cvxpy", "pyomo", "all"), default="exact",
@@ -163,6 +188,16 @@ def add_model_options(cmd) -> None:
                      "with the envelope Δ(t) ≤ c·ρ^t; all: every back end side by side")
     cmd.add_argument("--relax", action="store_true",
                      help="continuous relaxation of A and S_bar for the (39) back ends (cvxpy needs it)")
+
+
+def check_table_size(args) -> None:
+    """Refuse a search box whose (A_MAX + 1) · S_MAX table exceeds :data:`MAX_TABLE_CELLS` (before any work)."""
+    cells = (args.max_age + 1) * args.max_interval
+    if cells > MAX_TABLE_CELLS:
+        raise InvalidInputError(
+            f"--max-age {args.max_age} with --max-interval {args.max_interval} gives a table of {cells} (A, S_bar) "
+            f"pairs; at most {MAX_TABLE_CELLS} are enumerated (lower either)"
+        )
 
 
 @dataclass(frozen=True)
@@ -204,6 +239,7 @@ def load_deployment(args) -> Deployment:
     """
     from policyopt.models.markov import Population
 
+    check_table_size(args)
     uses_data = args.chain is None and args.matrix is None
     value_range = getattr(args, "value_range", None)
     if not uses_data:

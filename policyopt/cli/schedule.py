@@ -10,7 +10,9 @@ from policyopt.cli.options import (
     BUNDLED_VALUE_RANGE,
     DEFAULT_MAX_PENALTY,
     DEFAULT_PLOT_EPOCHS,
+    MAX_PLOT_EPOCHS,
     add_model_options,
+    check_table_size,
     deployment_penalty,
     int_at_least,
     load_deployment,
@@ -64,8 +66,9 @@ def add_command(sub) -> None:
     sched.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     sched.add_argument("--plot", metavar="FILE", help="draw ε(t) and AoI(t) of the chosen schedule over a few epochs "
                        "into FILE (.png, .pdf or .svg; needs matplotlib, the 'plot' extra)")
-    sched.add_argument("--plot-epochs", type=int_at_least("--plot-epochs", 1), default=DEFAULT_PLOT_EPOCHS, metavar="N",
-                       help=f"epochs drawn by --plot (default {DEFAULT_PLOT_EPOCHS})")
+    sched.add_argument("--plot-epochs", type=int_at_least("--plot-epochs", 1, MAX_PLOT_EPOCHS), default=None, metavar="N",
+                       help=f"epochs drawn by --plot (default {DEFAULT_PLOT_EPOCHS}, at most {MAX_PLOT_EPOCHS}; only "
+                       "with --plot)")
     sched.set_defaults(handler=run_schedule)
 
 
@@ -104,6 +107,9 @@ def run_schedule(args) -> int:
     from policyopt.studies.schedule import design_schedule, format_report
 
     start = time.perf_counter()
+    check_table_size(args)
+    if args.plot_epochs is not None and args.plot is None:
+        raise InvalidInputError(f"--plot-epochs {args.plot_epochs} applies to --plot only; add --plot FILE or omit it")
     if args.plot is not None:
         from policyopt.studies.plots import check_plot_path, require_matplotlib
 
@@ -181,7 +187,7 @@ def run_schedule(args) -> int:
 
             plot_schedule(
                 out["A"], out["S_bar"], out["epsilon_c"], population, args.plot,
-                epochs=args.plot_epochs, peak_risk=out["peak_risk"], title=dep.info["source"],
+                epochs=DEFAULT_PLOT_EPOCHS if args.plot_epochs is None else args.plot_epochs, peak_risk=out["peak_risk"], title=dep.info["source"],
             )
             out["plot"] = str(args.plot)
     from policyopt.formatting import json_clean

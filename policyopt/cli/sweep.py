@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import re
 import sys
 import time
 
@@ -19,6 +20,14 @@ from policyopt.formatting import fmt_upper, fmt_value
 from policyopt.errors import InvalidInputError, fmt
 
 __all__ = ["add_command", "VARY_PARAMETERS"]
+
+#: Largest --workers (processes of a local Dask cluster).
+MAX_WORKERS = 256
+
+#: A Dask scheduler address: PROTOCOL://HOST:PORT (HOST a name, an IPv4 address or a bracketed IPv6 address), or an
+#: in-process address inproc://HOST/PID/N.
+_SCHEDULER_ADDRESS = re.compile(r"^((tcp|tls|ws|wss|ucx)://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):[0-9]{1,5}"
+                                r"|inproc://[A-Za-z0-9._-]+/[0-9]+/[0-9]+)$")
 
 #: Parameters ``--vary`` accepts: name → (integer?, lower bound, what it applies to).
 VARY_PARAMETERS = {
@@ -63,7 +72,8 @@ def add_command(sub) -> None:
     add_model_options(cmd)
     cmd.add_argument("--max-penalty", type=_grid_arg("--max-penalty"), required=True, metavar="START:STOP:N",
                      help="grid of bounds f̄ on the MSE of the released mean (squared value units): N evenly spaced "
-                     "values from START to STOP, or a list V1,V2,... (strictly increasing)")
+                     "values from START to STOP, or a list V1,V2,... (strictly increasing); at most 100000 points in "
+                     "the whole sweep (grid × --vary)")
     cmd.add_argument("--vary", action="append", default=[], metavar="NAME=START:STOP:N",
                      help="also sweep a model parameter (repeatable; the grid is the product, f̄ innermost): "
                      "p=... or q=... (two-state --chain), users=... (--chain/--matrix), states=... (data); "
@@ -71,8 +81,9 @@ def add_command(sub) -> None:
     cmd.add_argument("--out", required=True, metavar="FILE.csv",
                      help="CSV of one row per point; JSON lines go to FILE.jsonl; an existing pair is resumed")
     cmd.add_argument("--plot", metavar="FILE", help="draw the trade-off curves into FILE (.png, .pdf or .svg; needs matplotlib)")
-    cmd.add_argument("--workers", type=int_at_least("--workers", 1), default=1, metavar="N",
-                     help="N > 1: run points on a local Dask cluster of N worker processes (default 1: serial)")
+    cmd.add_argument("--workers", type=int_at_least("--workers", 1, MAX_WORKERS), default=1, metavar="N",
+                     help="N > 1: run points on a local Dask cluster of N worker processes (default 1: serial; at "
+                     f"most {MAX_WORKERS})")
     cmd.add_argument("--scheduler", metavar="ADDRESS",
                      help="run points on an existing Dask cluster (e.g. tcp://host:8786; its workers need policyopt)")
     cmd.add_argument("--tradeoff-rtol", type=non_negative_float("--tradeoff-rtol"), default=None, metavar="R",
@@ -151,6 +162,9 @@ def _cmd_sweep(args) -> int:
 
     start = time.perf_counter()
     jsonl_path(args.out)  # a .csv name, checked before any work
+    if args.scheduler is not None and not _SCHEDULER_ADDRESS.match(args.scheduler):
+        raise InvalidInputError(f"--scheduler {fmt(args.scheduler)} is not a Dask scheduler address; expected "
+                                "PROTOCOL://HOST:PORT such as tcp://127.0.0.1:8786")
     if args.scheduler is not None and args.workers > 1:
         raise InvalidInputError(f"give either --workers {args.workers} (a local cluster) or --scheduler {args.scheduler}, not both")
     if args.plot is not None:
@@ -158,7 +172,14 @@ def _cmd_sweep(args) -> int:
 
         check_plot_path(args.plot, "--plot")
         require_matplotlib("--plot")
+    from policyopt.studies.sweep import MAX_GRID_POINTS
+
     vary = _parse_vary(args.vary, args)
+    points = len(args.max_penalty)
+    for values in vary.values():
+        points *= len(values)
+    if points > MAX_GRID_POINTS:
+        raise InvalidInputError(f"the sweep has {points} points (--max-penalty × --vary); at most {MAX_GRID_POINTS}")
     models = _build_models(args, vary)
     settings = SweepSettings(
         max_age=args.max_age, max_interval=args.max_interval, releases=args.releases, method=args.method, relax=args.relax

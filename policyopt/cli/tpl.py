@@ -6,11 +6,20 @@ import json
 import math
 import time
 
-from policyopt.cli.options import DEFAULT_SMOOTHING, DEFAULT_STATES, int_at_least, positive_float
+from policyopt.cli.options import DEFAULT_SMOOTHING, DEFAULT_STATES, MAX_STATES, int_at_least, positive_float
 from policyopt.errors import InvalidInputError
 from policyopt.formatting import fmt_exact, fmt_upper, fmt_value
 
-__all__ = ["add_command"]
+__all__ = ["add_command", "MAX_HORIZON", "MAX_OPTIMAL_HORIZON", "MAX_BUDGET", "MIN_ALPHA"]
+
+#: Largest number of steps T of ``tpl`` and ``tpl-budget`` (a few float arrays of length T per user).
+MAX_HORIZON = 1_000_000
+#: Largest T of ``tpl-budget --method optimal`` (bound tightening solves 6T LPs per round).
+MAX_OPTIMAL_HORIZON = 1000
+#: Largest per-step budget or α, nats (the loss function is evaluated in log space up to 10³).
+MAX_BUDGET = 1000.0
+#: Smallest α of ``tpl-budget``, nats (smaller budgets mean noise variance > 10¹² per unit sensitivity).
+MIN_ALPHA = 1e-6
 
 
 def _add_tpl_source(cmd) -> None:
@@ -18,8 +27,8 @@ def _add_tpl_source(cmd) -> None:
     cmd.add_argument("--pb", metavar="M", help="backward matrix P_B: CSV/NPY file or inline rows \"0.8,0.2;0.2,0.8\"")
     cmd.add_argument("--pf", metavar="M", help="forward matrix P_F: CSV/NPY file or inline rows")
     cmd.add_argument("--data", metavar="CSV", help="estimate P_B, P_F per user from readings (bundled data by default)")
-    cmd.add_argument("--states", type=int_at_least("--states", 2), metavar="K",
-                     help=f"quantile states for data (default {DEFAULT_STATES})")
+    cmd.add_argument("--states", type=int_at_least("--states", 2, MAX_STATES), metavar="K",
+                     help=f"quantile states for data (default {DEFAULT_STATES}, at most {MAX_STATES})")
     cmd.add_argument("--json", action="store_true", help="print one JSON object instead of text")
 
 
@@ -32,9 +41,13 @@ def add_command(sub) -> None:
         "Without --pb/--pf the matrices are estimated per home from the data (bundled data by default).",
     )
     _add_tpl_source(tpl)
-    tpl.add_argument("--epsilon", type=positive_float("--epsilon"), metavar="E", help="constant budget per step, nats")
-    tpl.add_argument("--horizon", type=int_at_least("--horizon", 1), metavar="T", help="number of steps (with --epsilon)")
-    tpl.add_argument("--budgets", metavar="FILE", help="budgets ε_1..ε_T, comma/newline separated")
+    tpl.add_argument("--epsilon", type=positive_float("--epsilon", MAX_BUDGET), metavar="E",
+                     help=f"constant budget per step, nats (at most {MAX_BUDGET:g})")
+    tpl.add_argument("--horizon", type=int_at_least("--horizon", 1, MAX_HORIZON), metavar="T",
+                     help=f"number of steps (with --epsilon; at most {MAX_HORIZON})")
+    tpl.add_argument("--budgets", metavar="FILE",
+                     help=f"budgets ε_1..ε_T, comma/newline separated (each in [0, {MAX_BUDGET:g}] nats, at most "
+                     f"{MAX_HORIZON} of them)")
     tpl.set_defaults(handler=_cmd_tpl)
     bud = sub.add_parser(
         "tpl-budget",
@@ -43,8 +56,10 @@ def add_command(sub) -> None:
         "'optimal' minimises the total Laplace noise variance globally with SCIP).",
     )
     _add_tpl_source(bud)
-    bud.add_argument("--alpha", type=positive_float("--alpha"), required=True, metavar="A", help="target α of α-DP_T, nats")
-    bud.add_argument("--horizon", type=int_at_least("--horizon", 1), required=True, metavar="T", help="number of steps")
+    bud.add_argument("--alpha", type=positive_float("--alpha", MAX_BUDGET, MIN_ALPHA), required=True, metavar="A",
+                     help=f"target α of α-DP_T, nats (from {MIN_ALPHA:g} to {MAX_BUDGET:g})")
+    bud.add_argument("--horizon", type=int_at_least("--horizon", 1, MAX_HORIZON), required=True, metavar="T",
+                     help=f"number of steps (at most {MAX_HORIZON}; {MAX_OPTIMAL_HORIZON} with --method optimal)")
     bud.add_argument("--method", choices=("upper-bound", "quantification", "optimal"), default="quantification",
                      help="Algorithm 7 (upper-bound), Algorithm 8 (quantification, default) or the utility-optimal allocation")
     bud.set_defaults(handler=_cmd_tpl_budget)
@@ -59,6 +74,9 @@ def _tpl_matrices(args):
 
         P_B = None if args.pb is None else parse_matrix_arg(args.pb, "--pb")
         P_F = None if args.pf is None else parse_matrix_arg(args.pf, "--pf")
+        if P_B is not None and P_F is not None and P_B.shape != P_F.shape:
+            raise InvalidInputError(f"--pb is {P_B.shape[0]}×{P_B.shape[1]} but --pf is {P_F.shape[0]}×{P_F.shape[1]}; "
+                                    "both describe the same states, so they must have the same size")
         return P_B, P_F, "matrices" + ("" if args.pb and args.pf else " (the missing one: correlation unknown, L ≡ 0)")
     from policyopt.models.estimation import fit_population
 
@@ -117,13 +135,16 @@ def _cmd_tpl(args) -> int:
             raise InvalidInputError("give either --budgets FILE or --epsilon E --horizon T, not both")
         from policyopt.io import read_budgets
 
-        budgets = read_budgets(args.budgets)
+        budgets = read_budgets(args.budgets, max_budget=MAX_BUDGET, max_count=MAX_HORIZON)
     else:
         if args.epsilon is None or args.horizon is None:
             raise InvalidInputError("give --epsilon E and --horizon T (or --budgets FILE)")
         budgets = np.full(args.horizon, args.epsilon)
     P_B, P_F, source = _tpl_matrices(args)
     res = leakage_upper(P_B, P_F, budgets)  # every value rounded up (Cao et al. eqs. (13), (15), (10))
+    if not (np.all(np.isfinite(res.tpl)) and np.all(np.isfinite(res.bpl)) and np.all(np.isfinite(res.fpl))):
+        raise InvalidInputError("the leakage overflows a float for these budgets (TPL is not finite); use smaller "
+                                "budgets or a shorter horizon")
     eps_sup = float(np.max(budgets))
     out = {
         "source": source,
@@ -138,7 +159,7 @@ def _cmd_tpl(args) -> int:
         "wall_time_s": time.perf_counter() - start,
     }
     if args.json:
-        print(json.dumps(out, indent=2, ensure_ascii=False))
+        print(json.dumps(out, indent=2, ensure_ascii=False, allow_nan=False))
     else:
         from policyopt.privacy.temporal import format_leakage
 
@@ -154,6 +175,9 @@ def _cmd_tpl_budget(args) -> int:
     from policyopt.privacy.temporal import leakage_upper
 
     start = time.perf_counter()
+    if args.method == "optimal" and args.horizon > MAX_OPTIMAL_HORIZON:
+        raise InvalidInputError(f"--horizon {args.horizon} is too large for --method optimal (at most "
+                                f"{MAX_OPTIMAL_HORIZON}); use --method quantification")
     P_B, P_F, source = _tpl_matrices(args)
     problem = BudgetAllocationProblem(P_B, P_F, args.alpha, args.horizon)
     sol = problem.solve(args.method)
@@ -183,7 +207,9 @@ def _cmd_tpl_budget(args) -> int:
             budget_shrink=sol.values.get("budget_shrink"),
             rounding_margin=after.margin,
         )
-        out.update({k: v for k, v in sol.values.items() if k.startswith("savings")})
+        # every reported solver field (README: gap, proof, dual_bound, lp_bound, obbt_rounds, eps_lo, eps_hi, phase
+        # times, warm_start_accepted, scip_status, nodes, ...); the verified values above are never overwritten
+        out.update({k: v for k, v in sol.values.items() if k not in out and k != "alpha"})
     out["wall_time_s"] = time.perf_counter() - start
     if args.json:
         from policyopt.formatting import json_clean
@@ -199,11 +225,25 @@ def _cmd_tpl_budget(args) -> int:
         ]
         if out["budgets"] is not None:
             b = out["budgets"]
+            mid = b[1:-1]
+            if len(b) == 1:
+                shown = f"ε_1 = {fmt_exact(b[0])} nats"
+            elif not mid:
+                shown = f"ε_1 = {fmt_exact(b[0])}, ε_T = {fmt_exact(b[-1])} nats"
+            elif min(mid) == max(mid):
+                shown = (f"ε_1 = {fmt_exact(b[0])}, ε_2..ε_{{T−1}} = {fmt_exact(mid[0])}, "
+                         f"ε_T = {fmt_exact(b[-1])} nats")
+            else:
+                shown = (f"ε_1 = {fmt_exact(b[0])}, ε_2..ε_{{T−1}} from {fmt_exact(min(mid))} to "
+                         f"{fmt_exact(max(mid))} (varying; all T in --json), ε_T = {fmt_exact(b[-1])} nats")
             lines += [
-                f"budgets    : ε_1 = {fmt_exact(b[0])}, ε_2..ε_{{T−1}} = {fmt_exact(b[len(b) // 2])}, ε_T = {fmt_exact(b[-1])} nats",
+                f"budgets    : {shown}",
                 f"after      : max TPL = {fmt_upper(out['max_tpl'], 15)} nats (rounded up; ≤ α in exact arithmetic)",
                 f"variance   : Σ 2(Δf/ε_t)² = {fmt_value(out['total_variance'])} (Δf = 1)",
             ]
+            if out.get("gap") is not None:
+                lines.append(f"proof      : relative gap {fmt_value(out['gap'], 3)} ({out.get('proof') or 'no proof'}; "
+                             f"lower bound {fmt_value(out.get('dual_bound') if out.get('proof') == 'scip' else out.get('lp_bound'))})")
         lines.append(f"wall time  : {out['wall_time_s']:.3f} s")
         print("\n".join(lines))
     return 0

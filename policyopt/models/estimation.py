@@ -181,6 +181,47 @@ def _py(v):
     return v.item() if hasattr(v, "item") else v
 
 
+class _Shown(str):
+    """A field read as text, shown in messages without quotes (as it appears in the file)."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def _field(v):
+    v = _py(v)
+    return _Shown(v) if isinstance(v, str) else v
+
+
+#: Largest magnitude of a reading accepted by :func:`validate_readings` (squares and sums of squares stay finite).
+MAX_ABS_READING = 1e100
+
+
+def _integer_times(column, source: str) -> np.ndarray:
+    """Times as exact int64: integers are parsed as integers (never through float, which merges times ≥ 2^53);
+    integral floats such as ``3.0`` are accepted below 2^53, where float is exact."""
+    lo, hi = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+    if column.dtype.kind in "iu":
+        return column.to_numpy(dtype=np.int64)
+    out = np.empty(len(column), dtype=np.int64)
+    for i, raw in enumerate(column.tolist()):
+        text = str(raw).strip()
+        try:
+            t = int(text)
+        except ValueError:
+            try:
+                f = float(text)
+            except ValueError:
+                f = float("nan")
+            if not (np.isfinite(f) and f == np.round(f) and abs(f) < 2.0**53):
+                raise InvalidInputError(f"{source} line {i + 2}: `time` {_field(raw)!r} is not an integer slot") from None
+            t = int(f)
+        if not lo <= t <= hi:
+            raise InvalidInputError(f"{source} line {i + 2}: `time` {_field(raw)!r} is outside the 64-bit integer range")
+        out[i] = t
+    return out
+
+
 def validate_readings(df, *, source: str = "`data`"):
     """Check a long table of readings (columns user, time, value) and return a clean copy.
 
@@ -210,23 +251,27 @@ def validate_readings(df, *, source: str = "`data`"):
     extra = [c for c in df.columns if c not in ("user", "time", "value")]
     if extra:
         raise InvalidInputError(f"{source} has unexpected columns {extra}; expected exactly user,time,value")
-    value = pd.to_numeric(df["value"], errors="coerce")
-    bad = ~np.isfinite(value.to_numpy(dtype=float))
+    value = pd.to_numeric(df["value"], errors="coerce").to_numpy(dtype=float)
+    bad = ~np.isfinite(value)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise InvalidInputError(
-            f"{source} line {i + 2}: `value` {_py(df['value'].iloc[i])!r} is not a finite number (NaN readings are not allowed)"
+            f"{source} line {i + 2}: `value` {_field(df['value'].iloc[i])!r} is not a finite number (NaN readings are not allowed)"
         )
-    time = pd.to_numeric(df["time"], errors="coerce").to_numpy(dtype=float)
-    bad = ~np.isfinite(time) | (time != np.round(time))
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise InvalidInputError(f"{source} line {i + 2}: `time` {_py(df['time'].iloc[i])!r} is not an integer slot")
+    big = np.abs(value) > MAX_ABS_READING
+    if big.any():
+        i = int(np.flatnonzero(big)[0])
+        raise InvalidInputError(
+            f"{source} line {i + 2}: `value` {_field(df['value'].iloc[i])!r} exceeds ±{MAX_ABS_READING:g} in magnitude "
+            "(squared errors of such readings overflow; rescale the unit)"
+        )
+    time = _integer_times(df["time"], source)
     user = df["user"]
-    if user.isna().any():
-        i = int(np.flatnonzero(user.isna().to_numpy())[0])
+    empty = user.isna().to_numpy() | (user.astype(str).str.strip() == "").to_numpy()
+    if empty.any():
+        i = int(np.flatnonzero(empty)[0])
         raise InvalidInputError(f"{source} line {i + 2}: `user` is empty")
-    out = pd.DataFrame({"user": user.astype(str), "time": time.astype(np.int64), "value": value.astype(float)})
+    out = pd.DataFrame({"user": user.astype(str), "time": time, "value": value})
     dup = out.duplicated(["user", "time"])
     if dup.any():
         i = int(np.flatnonzero(dup.to_numpy())[0])

@@ -1060,7 +1060,11 @@ def format_leakage(res: TemporalLeakage, *, source: str | None = None, supremum:
                      f"(Theorem 11, constant budget {fmt_value(eps_sup)})")
     lines.append("   t        ε_t        BPL        FPL        TPL")
     T = budgets.size
+    previous = -1
     for t in sorted(set(list(range(min(T, 5))) + list(range(max(0, T - 3), T)))):
+        if t > previous + 1:
+            lines.append(f"{'…':>4} ({t - previous - 1} steps not shown; all T in --json)")
+        previous = t
         lines.append(f"{t + 1:>4} {budgets[t]:>10.6g} {fmt_upper(res.bpl[t]):>10} {fmt_upper(res.fpl[t]):>10} {fmt_upper(res.tpl[t]):>10}")
     if wall_time_s is not None:
         lines.append(f"wall time: {wall_time_s:.3f} s")

@@ -52,7 +52,7 @@ from functools import cached_property
 import numpy as np
 
 from policyopt.models.cmc import EXACT_SNAPSHOT_LIMIT, CouplingMarkovChain
-from policyopt.errors import InvalidInputError, fmt
+from policyopt.errors import InfeasibleProblemError, InvalidInputError, fmt
 from policyopt.privacy.fran import PaperBoundWarning, Query, exact_leakage, paper_leakage, sound_leakage
 
 __all__ = ["FRANProblem", "FRANEvaluation", "BOUNDS", "DISTANCES", "AOI_VECTOR_LIMIT"]
@@ -348,6 +348,8 @@ class FRANProblem:
         ------
         InvalidInputError
             For ``bound="exact"`` (not a function of Δ_k).
+        InfeasibleProblemError
+            If no AoI vector has a finite smallest ε_C (l̄ so small that ε_C overflows a float).
         """
         bound = self.bound if bound is None else bound
         if bound not in ("sound", "paper"):
@@ -358,6 +360,10 @@ class FRANProblem:
         t = self.table
         eps = self.min_epsilon(t["distortion"])
         feas = np.flatnonzero(np.isfinite(eps))
+        if feas.size == 0:  # only when the ε_C that l̄ needs overflows a float (A_t = 0 is feasible in exact arithmetic)
+            raise InfeasibleProblemError(
+                f"`max_mse` = {self.max_mse:g} is too small: the Laplace level ε_C it needs overflows a float for every "
+                "AoI vector (no finite design)")
         lb_obj = np.asarray(self.leakage_from(t["distance_lb"][feas], eps[feas], bound), dtype=float).reshape(-1)
         order = np.argsort(lb_obj, kind="stable")
         best, visited, objs = math.inf, [], []

@@ -26,7 +26,14 @@ import time
 
 import numpy as np
 
-from policyopt.errors import BackendUnavailableError, InfeasibleProblemError, InvalidInputError, InvalidModelError, fmt
+from policyopt.errors import (
+    BackendUnavailableError,
+    InfeasibleProblemError,
+    InvalidInputError,
+    InvalidModelError,
+    SolverFailedError,
+    fmt,
+)
 from policyopt.problems.fran import FRANProblem
 from policyopt.result import Solution, Status, Termination
 from policyopt.solvers._common import cvxpy_available
@@ -194,7 +201,9 @@ class CvxpyInnerSolver:
                 note = _clarabel_solve(prob, self.CLARABEL_OPTIONS)
                 inaccurate += prob.status != "optimal"
                 if prob.status not in ("optimal", "optimal_inaccurate") or eps.value is None:
-                    raise AssertionError(f"cvxpy inner problem of AoI {t['aoi'][i].tolist()} ended {prob.status!r}")
+                    raise SolverFailedError(
+                        f"method 'cvxpy': Clarabel could not solve the inner problem of AoI {t['aoi'][i].tolist()} "
+                        f"(status {prob.status!r}, l̄ = {problem.max_mse:g}); use method 'enumeration'")
                 e = float(eps.value)
                 mu = float(cons[0].dual_value) / (problem.max_mse - D)  # multiplier of the unscaled (24)
                 if prob is linear:  # undo the objective scaling: multiplier of d(k)Δ·ε_C (paper) or d(k)ε_C
@@ -225,14 +234,21 @@ def _clarabel_solve(prob, options) -> str:
 
     import cvxpy as cp
 
-    with warnings.catch_warnings(record=True):
-        warnings.simplefilter("always")
-        prob.solve(solver=cp.CLARABEL, **options)
-    if prob.status == "optimal":
-        return "optimal (tight tolerances)"
-    with warnings.catch_warnings(record=True):
-        warnings.simplefilter("always")
-        prob.solve(solver=cp.CLARABEL)
+    try:
+        with warnings.catch_warnings(record=True):
+            warnings.simplefilter("always")
+            prob.solve(solver=cp.CLARABEL, **options)
+        if prob.status == "optimal":
+            return "optimal (tight tolerances)"
+    except cp.error.SolverError:
+        pass  # retried with the defaults below
+    try:
+        with warnings.catch_warnings(record=True):
+            warnings.simplefilter("always")
+            prob.solve(solver=cp.CLARABEL)
+    except cp.error.SolverError:
+        raise SolverFailedError("method 'cvxpy': Clarabel failed on an inner problem with tight and with default "
+                                "tolerances (numerically too hard for this MSE bound); use method 'enumeration'") from None
     return f"{prob.status} (Clarabel default tolerances after an inaccurate tight solve)"
 
 
@@ -418,11 +434,14 @@ def fig5_baselines(problem: FRANProblem) -> dict:
     zero = tuple([0] * s)
     i0 = int(np.flatnonzero((t["aoi"] == 0).all(axis=1))[0])
     e0 = float(problem.min_epsilon(t["distortion"][i0]))
-    mse0 = float(problem.mse(t["distortion"][i0], e0))
-    for name, val in (("dp", e0), ("ddp", problem.d_k * e0)):
-        row = {"epsilon_s": val, "aoi": list(zero), "epsilon_c": e0, "mse": mse0}
-        out[name] = {"sound": dict(row), "paper": dict(row)}
     empty = {"epsilon_s": None, "aoi": None, "epsilon_c": None, "mse": None}
+    for name, factor in (("dp", 1.0), ("ddp", problem.d_k)):
+        if math.isfinite(e0):
+            row = {"epsilon_s": factor * e0, "aoi": list(zero), "epsilon_c": e0,
+                   "mse": float(problem.mse(t["distortion"][i0], e0))}
+        else:  # without aging the staleness alone breaks l̄: this baseline has no feasible release
+            row = dict(empty, note="cannot meet the MSE bound without aging (no ε_C is large enough)")
+        out[name] = {"sound": dict(row), "paper": dict(row)}
     chains = [MarkovChain(problem.cmc.transitions[i, i]) for i in range(s)]
     uni = [int(np.flatnonzero((t["aoi"] == a).all(axis=1))[0]) for a in range(problem.max_age + 1)]
     adp = {"sound": None, "paper": None}
@@ -433,11 +452,14 @@ def fig5_baselines(problem: FRANProblem) -> dict:
     if deltas is not None:
         for a, i in enumerate(uni):
             e = float(problem.min_epsilon(t["distortion"][i]))
+            if not math.isfinite(e):  # this uniform age cannot meet l̄ with any ε_C
+                continue
             for kind, val in (("sound", float(risk_after_aging(deltas[a], e))), ("paper", deltas[a] * e)):
                 if adp[kind] is None or val < adp[kind]["epsilon_s"]:
                     adp[kind] = {"epsilon_s": val, "aoi": [a] * s, "epsilon_c": e,
                                  "mse": float(problem.mse(t["distortion"][i], e))}
-        out["adp"] = adp
+        out["adp"] = {k: v if v is not None else dict(empty, note="no uniform age ≤ max_age meets the MSE bound")
+                      for k, v in adp.items()}
     else:
         out["adp"] = {k: dict(empty, note=reason) for k in ("sound", "paper")}
     out["csdp"] = {}

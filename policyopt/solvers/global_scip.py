@@ -134,9 +134,9 @@ def to_pyomo(problem: GeometricScheduleProblem):
         f = problem.penalty.pyomo_expression(m.A + m.S_bar - o, m.epsilon_c)
     except NotImplementedError as exc:
         raise InvalidInputError(
-            f"the pyomo back end needs a penalty with an algebraic form, and `penalty` {problem.penalty.name!r} "
-            f"has none ({exc}); use TwoStateMSE or LinearPenalty, or method 'cvxpy', 'heuristic' or "
-            "(integer problems) 'exact'"
+            f"the pyomo back end needs a penalty with an algebraic form (the two-state MSE closed form of a single "
+            f"±1 two-state chain, or a linear penalty), and the penalty {problem.penalty.name!r} of this model has "
+            "none; use method 'exact' or 'heuristic' (or 'cvxpy' with relax)"
         ) from exc
     # Scaled by f̄ so that SCIP's (absolute, for right-hand sides below 1) feasibility
     # tolerance acts on f/f̄, i.e. relative to f̄ (f̄ can be 1e-3 or smaller).

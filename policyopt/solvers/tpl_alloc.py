@@ -55,6 +55,8 @@ Paper errors and pitfalls handled here
 
 from __future__ import annotations
 
+import contextlib
+
 import math
 import time
 
@@ -718,6 +720,40 @@ def over_cuts(lf, lo: float, hi: float, k: int = 3):
     return out
 
 
+
+@contextlib.contextmanager
+def _stdout_fd_silenced():
+    """Send file descriptor 1 to ``/dev/null`` while the block runs (C-level output such as HiGHS' banner).
+
+    Python's ``sys.stdout`` is flushed before, and C's stdio buffers (``fflush(NULL)``) before the descriptor is
+    restored, so nothing printed inside leaks onto stdout later and nothing printed before is lost.
+    """
+    import ctypes
+    import os
+    import sys
+
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # stdout replaced (e.g. captured by pytest): nothing to silence
+        yield
+        return
+    sys.stdout.flush()
+    saved = os.dup(fd)
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, fd)
+        finally:
+            os.close(devnull)
+        yield
+    finally:
+        try:
+            ctypes.CDLL(None).fflush(None)
+        except (OSError, AttributeError):  # pragma: no cover - no C library handle on this platform
+            pass
+        os.dup2(saved, fd)
+        os.close(saved)
+
 class _Relaxation:
     """Linear relaxation of the allocation problem on a box, solved by HiGHS (highspy).
 
@@ -793,8 +829,9 @@ class _Relaxation:
         self.A, self.rhs = A, np.asarray(rhs, dtype=float)
         self.lo = np.concatenate([e_lo, b_lo.ravel(), f_lo.ravel(), np.zeros(T)])
         self.hi = np.concatenate([e_hi, b_hi.ravel(), f_hi.ravel(), np.full(T, v_cut)])
-        h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
+        with _stdout_fd_silenced():  # highspy prints its banner when the object is created, before any option
+            h = highspy.Highs()
+            h.setOptionValue("output_flag", False)
         # only the cost changes between the OBBT solves: the last basis stays primal feasible,
         # so primal simplex from it (no presolve, which would discard it) is fastest
         h.setOptionValue("presolve", "off")

@@ -6,7 +6,9 @@ Proposition 3, Section VI).  :func:`design_schedule` is what ``policyopt schedul
 
 from __future__ import annotations
 
+import math
 import time
+from typing import TYPE_CHECKING
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -14,6 +16,9 @@ import numpy as np
 from policyopt.errors import InvalidInputError, fmt
 from policyopt.formatting import fmt_exact, fmt_upper, fmt_value, json_clean, round_up
 from policyopt.privacy.age_dependent import peak_risk_margin
+
+if TYPE_CHECKING:  # annotations only: the problem is imported where it is built
+    from policyopt.problems.age_dependent import ScheduleProblem
 from policyopt.models.markov import Population
 from policyopt.utility.penalty import MSEPenalty, Penalty, check_max_penalty
 from policyopt.result import Solution
@@ -124,8 +129,57 @@ def _schedule_fields(sol: Solution, certified: dict | None = None) -> dict:
         "peak_risk": cert["peak_risk"],
         "peak_risk_margin": cert["peak_risk_margin"],
         "penalty": sol.values.get("penalty"),
-        "peak_aoi": sol.values.get("peak_aoi", sol.values.get("peak_age")),
+        "peak_aoi": _whole(sol.values.get("peak_aoi", sol.values.get("peak_age"))),
     }
+
+
+def _whole(v):
+    """An integral float (a peak AoI of an integer schedule) as int; anything else unchanged."""
+    if isinstance(v, (float, np.floating)) and math.isfinite(v) and float(v).is_integer():
+        return int(v)
+    return v
+
+
+def nearest_integer_schedules(problem: ScheduleProblem, A: float, S_bar: float) -> dict:
+    """The deployable integer schedules around a relaxed (A, S̄): each with its smallest ε_C and exact risk.
+
+    The candidates are (⌊A⌋ or ⌈A⌉, ⌊S̄⌋ or ⌈S̄⌉) inside the box; for each, the smallest ε_C meeting f̄ with the
+    exact epoch penalty and the exact peak risk ε* of eq. (30) with the exact Δ(t) (Zhang, Wei, Berry, Huang,
+    'Age-Dependent Differential Privacy', IEEE Trans. Inf. Theory, 2024, eq. (30)).
+
+    Parameters
+    ----------
+    problem : ScheduleProblem
+        The exact problem (28) of the same population, penalty, f̄ and box.
+    A, S_bar : float
+        The relaxed aging and inter-publish time, slots.
+
+    Returns
+    -------
+    dict
+        ``best`` (the feasible neighbour of least exact ε*, or None) and ``neighbours`` (list of dicts with ``A``,
+        ``S_bar``, ``epsilon_c``, ``peak_risk``, ``penalty``, ``peak_aoi``, ``feasible``, ``why``).
+    """
+    a_set = sorted({a for a in (math.floor(A), math.ceil(A)) if 0 <= a <= problem.A_max})
+    s_set = sorted({s for s in (math.floor(S_bar), math.ceil(S_bar)) if 1 <= s <= problem.S_max})
+    rows = []
+    if a_set and s_set:
+        table = np.asarray(problem.penalty.min_epsilon_c_table(a_set[-1], s_set[-1], problem.max_penalty), dtype=float)
+        for a in a_set:
+            for s in s_set:
+                e = float(table[a, s - 1])
+                if not math.isfinite(e):
+                    rows.append({"A": a, "S_bar": s, "epsilon_c": None, "peak_risk": None, "penalty": None,
+                                 "peak_aoi": a + s - 1, "feasible": False,
+                                 "why": "no ε_C meets the penalty bound at this (A, S̄)"})
+                    continue
+                ev = problem.evaluate(a, s, e)
+                rows.append({"A": a, "S_bar": s, "epsilon_c": e, "peak_risk": ev.peak_risk, "penalty": ev.penalty,
+                             "peak_aoi": a + s - 1, "feasible": bool(ev.feasible and ev.peak_risk is not None),
+                             "why": "; ".join(ev.violations)})
+    feasible = [r for r in rows if r["feasible"]]
+    best = min(feasible, key=lambda r: (r["peak_risk"], r["A"], r["S_bar"])) if feasible else None
+    return {"best": best, "neighbours": rows}
 
 
 @dataclass(frozen=True)
@@ -402,7 +456,7 @@ def design_schedule(
     if method == "cvxpy" and not relax:
         raise InvalidInputError(
             "method 'cvxpy' solves the continuous relaxation of (39) only: add `relax` (--relax), "
-            "or use 'exact', 'pyomo' or 'heuristic' for integer A and S̄"
+            "or use 'exact' or 'heuristic' for integer A and S̄"
         )
     if relax and method == "exact":
         raise InvalidInputError("`relax` applies to the (39) back ends (heuristic, cvxpy, pyomo, all), not to the exact solver")
@@ -428,6 +482,7 @@ def design_schedule(
         return table[int(t)]
 
     solution_log = exact_log
+    extra: dict = {}
     if method != "exact":
         geo = geometric_problem(population, penalty, problem.max_penalty, problem.A_max, problem.S_max, relax=relax)
         if method == "all":
@@ -435,6 +490,14 @@ def design_schedule(
         else:
             solution = geo.solve(method=method)
             solution_log = _envelope_log(geo)
+            if relax and solution.decision is not None:
+                near = nearest_integer_schedules(problem, float(solution.decision["A"]), float(solution.decision["S_bar"]))
+                extra["relaxed"] = True
+                extra["message"] = ("continuous relaxation of (39): A, S_bar, epsilon_c and peak_risk are a bound, not a "
+                                    "deployable schedule; `deployable` is the best integer neighbour with its exact "
+                                    f"risk (eq. (30)); {solution.message}")
+                extra["deployable"] = near["best"]
+                extra["deployable_neighbours"] = near["neighbours"]
     certified = {"solution": certify_peak_risk(solution, solution_log), "no_aging": certify_peak_risk(no_aging, exact_log)}
     from policyopt.studies.deployment import tradeoff_range
 
@@ -473,6 +536,7 @@ def design_schedule(
         wall_time_s=time.perf_counter() - start,
         comparison=comparison,
         certified=certified,
+        extra=extra,
     )
 
 
@@ -533,7 +597,23 @@ def format_report(r: dict) -> str:
             f"and {fmt_value(high)}{unit} (staleness limit)"
         )
     lines.append(f"status      : {r['status']}")
-    if r["A"] is not None:
+    if r["A"] is not None and r.get("relaxed"):
+        lines += [
+            f"relaxation  : A = {fmt_value(r['A'], 10)} slots, S̄ = {fmt_value(r['S_bar'], 10)} slots, ε_C = "
+            f"{fmt_exact(r['epsilon_c'])} nats — continuous relaxation of (39): a bound, NOT a deployable schedule "
+            "(A and S̄ must be whole slots)",
+            f"(39a) value : {fmt_upper(r['peak_risk'])} nats at the relaxed point (envelope Δ(t) ≤ c·ρ^t)",
+        ]
+        d = r.get("deployable")
+        if d is not None:
+            lines.append(
+                f"deployable  : A = {d['A']} slots, S̄ = {d['S_bar']} slots, ε_C = {fmt_exact(d['epsilon_c'])} nats, "
+                f"exact ε* = {fmt_upper(d['peak_risk'])} nats, penalty {fmt_value(d['penalty'])}{unit} "
+                "(best integer neighbour of the relaxation; exact eq. (30))")
+        else:
+            lines.append("deployable  : no integer neighbour of the relaxation meets the bound (see --json "
+                         "deployable_neighbours; --method exact gives the integer optimum)")
+    elif r["A"] is not None:
         lines += [
             f"schedule    : A = {fmt_value(r['A'], 10)} slots, S̄ = {fmt_value(r['S_bar'], 10)} slots, ε_C = {fmt_exact(r['epsilon_c'])} nats per release",
             f"peak risk   : ε* = {fmt_upper(r['peak_risk'])} nats"

@@ -103,6 +103,10 @@ MAX_CHUNK = 16
 _TRADEOFF_ATOL = 1e-12
 
 
+#: Largest number of values in one grid, and of points in a whole sweep (grid × varied parameters).
+MAX_GRID_POINTS = 100_000
+
+
 def parse_grid(text: str, name: str, *, integer: bool = False, lower: float | None = None) -> list:
     """Parse a sweep grid ``START:STOP:N`` (N evenly spaced values, ends included) or ``V1,V2,...``.
 
@@ -125,7 +129,8 @@ def parse_grid(text: str, name: str, *, integer: bool = False, lower: float | No
     Raises
     ------
     InvalidInputError
-        If the text is not of either form, N < 1, a value is not finite, the values are not
+        If the text is not of either form, N < 1 or N > :data:`MAX_GRID_POINTS` (checked before any
+        allocation), a value is not finite, the values are not
         strictly increasing, violate `lower`, or are not integers when `integer` is set.
     """
     import numpy as np
@@ -144,10 +149,14 @@ def parse_grid(text: str, name: str, *, integer: bool = False, lower: float | No
             ) from None
         if n < 1:
             raise InvalidInputError(f"{name}: the number of points N must be ≥ 1, got {fmt(text)}")
+        if n > MAX_GRID_POINTS:
+            raise InvalidInputError(f"{name}: the number of points N must be ≤ {MAX_GRID_POINTS}, got {fmt(text)}")
         if n == 1 and start != stop:
             raise InvalidInputError(f"{name}: N = 1 needs START = STOP, got {fmt(text)}")
         raw = [float(v) for v in np.linspace(start, stop, n)]
     else:
+        if text.count(",") >= MAX_GRID_POINTS:
+            raise InvalidInputError(f"{name} lists more than {MAX_GRID_POINTS} values")
         try:
             raw = [float(v) for v in text.split(",")]
         except ValueError:
@@ -593,14 +602,26 @@ def read_sweep_csv(path) -> list:
     OSError
         If the file cannot be read.
     """
-    text = _complete_lines(Path(path).read_bytes())
+    text = _complete_lines(Path(path).read_bytes(), Path(path))
     return [row for _, row in _parse_csv(text, Path(path))]
 
 
-def _complete_lines(data: bytes) -> str:
-    """Text up to and including the last newline (drops a partially written last line)."""
+def _complete_lines(data: bytes, path: Path | None = None) -> str:
+    """Text up to and including the last newline (drops a partially written last line).
+
+    Raises
+    ------
+    InvalidInputError
+        If those bytes are not UTF-8 (the file is not a sweep output of policyopt).
+    """
     end = data.rfind(b"\n")
-    return data[: end + 1].decode("utf-8") if end >= 0 else ""
+    try:
+        return data[: end + 1].decode("utf-8") if end >= 0 else ""
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(
+            f"--out: the existing {fmt(str(path))} is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}), "
+            "so it is not a policyopt sweep file; give another --out or delete the file"
+        ) from None
 
 
 def _parse_csv(text: str, path: Path) -> list:
@@ -695,10 +716,10 @@ class _Store:
         """key → (row, record) for points present in both files, in CSV order (first copy wins)."""
         rows = []
         if self.csv_path.exists():
-            rows = [r for _, r in _parse_csv(_complete_lines(self.csv_path.read_bytes()), self.csv_path)]
+            rows = [r for _, r in _parse_csv(_complete_lines(self.csv_path.read_bytes(), self.csv_path), self.csv_path)]
         records = {}
         if self.jsonl_path.exists():
-            for rec in _parse_jsonl(_complete_lines(self.jsonl_path.read_bytes()), self.jsonl_path):
+            for rec in _parse_jsonl(_complete_lines(self.jsonl_path.read_bytes(), self.jsonl_path), self.jsonl_path):
                 records.setdefault(_key(rec["inputs"]), rec)
         done: dict = {}
         for row in rows:
@@ -753,7 +774,10 @@ def _dask(todo, grid, models, settings, workers, scheduler) -> Iterator:
 
     with contextlib.ExitStack() as stack:
         if scheduler is not None:
-            client = stack.enter_context(Client(scheduler, timeout=SCHEDULER_TIMEOUT))
+            try:
+                client = stack.enter_context(Client(scheduler, timeout=SCHEDULER_TIMEOUT))
+            except ValueError as exc:  # an address Dask cannot use from here (e.g. another process's inproc://)
+                raise InvalidInputError(f"--scheduler {fmt(scheduler)}: {' '.join(str(exc).split())}") from None
         else:
             cluster = stack.enter_context(
                 LocalCluster(
