@@ -26,7 +26,7 @@ BACKENDS = {
     "tpl": {
         "upper-bound": "policyopt.solvers.tpl_alloc:UpperBoundAllocator",
         "quantification": "policyopt.solvers.tpl_alloc:QuantificationAllocator",
-        "optimal": "policyopt.solvers.tpl_alloc:OptimalAllocator",
+        "optimal": "policyopt.solvers.tpl_optimal:OptimalAllocator",
     },
     "discounted": {
         "cvxpy": "policyopt.solvers.discounted_opt:DiscountedCvxpySolver",

@@ -1,4 +1,4 @@
-"""Budget-only bound tightening with monotone propagation (solvers/tpl_alloc.py) against the all-column path."""
+"""Budget-only bound tightening with monotone propagation (policyopt/solvers/tpl_optimal.py) against the all-column path."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from policyopt.problems.tpl_budget import BudgetAllocationProblem
 from policyopt.result import Status
-from policyopt.solvers.tpl_alloc import (
+from policyopt.solvers.tpl_optimal import (
     OptimalAllocator,
     propagate_bounds,
     tighten_budget_bounds,

@@ -17,10 +17,9 @@ from scipy.optimize import brentq, minimize, minimize_scalar
 from policyopt.errors import InvalidInputError, InvalidModelError
 from policyopt.problems.tpl_budget import BudgetAllocationProblem
 from policyopt.result import Status
-from policyopt.solvers.tpl_alloc import (
+from policyopt.solvers.tpl_alloc import QuantificationAllocator, UpperBoundAllocator
+from policyopt.solvers.tpl_optimal import (
     OptimalAllocator,
-    QuantificationAllocator,
-    UpperBoundAllocator,
     local_optimum,
     over_cuts,
     tighten_bounds,

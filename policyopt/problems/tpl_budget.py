@@ -15,7 +15,7 @@ is a difference of two convex functions; for Fig. 8's P_B, L is concave on [0, â
 feasible set is not convex (``is_convex`` is False).  The paper gives two heuristics,
 Algorithm 7 (constant budget bounded by the supremum of TPL, Theorem 11) and Algorithm 8
 (TPL_t = Î± at every t); ``method="optimal"`` solves the problem above globally with SCIP,
-after a local search and bound tightening (see :mod:`policyopt.solvers.tpl_alloc`).
+after a local search and bound tightening (see :mod:`policyopt.solvers.tpl_optimal`).
 """
 
 from __future__ import annotations

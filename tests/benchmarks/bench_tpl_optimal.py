@@ -4,7 +4,7 @@ Run with ``.venv/bin/python tests/benchmarks/bench_tpl_optimal.py``.
 
 For T ∈ {10, 24, 50} on the Fig. 8 setting of Y. Cao, M. Yoshikawa, Y. Xiao, L. Xiong, "Quantifying Differential Privacy in Continuous Data Release under Temporal Correlations", IEEE Trans. Knowl. Data Eng. 31(7), 2019
 (P_B = [[0.8,0.2],[0.2,0.8]], P_F = [[0.8,0.2],[0.1,0.9]], α = 1 nat) and on a 3-state
-example, prints the wall time of :class:`policyopt.solvers.tpl_alloc.OptimalAllocator`
+example, prints the wall time of :class:`policyopt.solvers.tpl_optimal.OptimalAllocator`
 (local search, bound tightening and SCIP separately), the status, SCIP's status, the
 relative gap and the noise saving (1 − V_opt/V_alg, total Laplace variance) over
 Algorithms 7 and 8.  Target: status ``optimal`` (relative gap ≤ 1e-6) within 60 s each, with a
@@ -78,7 +78,7 @@ def bench_population() -> None:
 
     from policyopt.data import load_citylearn
     from policyopt.models.estimation import fit_population
-    from policyopt.solvers.tpl_alloc import OptimalAllocator
+    from policyopt.solvers.tpl_optimal import OptimalAllocator
 
     class AllColumns(OptimalAllocator):
         TIGHTEN = "all"
