@@ -14,7 +14,7 @@ is negligible against the margins under test (≥ 2⁻⁴⁰ ≈ 9e-13).
   L(α) = max over ordered pairs of distinct rows (q, d) and over all index sets S of
   log((q_S e^α + q_{S̄})/(d_S e^α + d_{S̄})) (S = ∅ gives 0) — enumerated, not Theorem 5's ordering.
 * BPL/FPL/TPL recursions eqs. (13), (15), (10), maximised over users (3), (7), (9).
-* The MSE penalty of the released mean (Zhang et al., eqs. (48)–(49) with sensitivity
+* The MSE penalty of the released mean (Zhang et al. 2024, eqs. (48)–(49) with sensitivity
   (max − min)/I): staleness (1/I²)Σ_i Σ_{x,y} π(x)P^t(x,y)(v_x − v_y)² plus 2(s/ε_C)².
 """
 
@@ -55,7 +55,7 @@ def stationary(P) -> list:
 
 
 def max_tv(P, t: int):
-    """Δ(t), eq. (12) of Zhang et al., from the reversed chain's t-step rows, to ≥ 40 significant digits.
+    """Δ(t), eq. (12) of Zhang et al. (2024), from the reversed chain's t-step rows, to ≥ 40 significant digits.
 
     The rows of P̂^t agree to about −log10 Δ(t) digits, so the working precision is raised until it
     exceeds that by 40 digits (Δ(168) of a fast-mixing chain is far below 1e-60).
@@ -103,7 +103,7 @@ def peak_risk(dA, dS, eps):
 
 
 def loss(P, alpha):
-    """L(α), eqs. (18)–(21) of Cao et al., by enumerating every vertex of the box (20)."""
+    """L(α), eqs. (18)–(21) of Cao et al. (2019), by enumerating every vertex of the box (20)."""
     M = mpf_matrix(P)
     n = M.rows
     ea = mp.e ** mp.mpf(alpha)
@@ -177,7 +177,7 @@ def schedule_penalty(chains, counts, values, A: int, S_bar: int, eps):
 
 
 def supremum(P, eps):
-    """sup_t BPL_t for the constant budget ε (Cao et al., Theorem 11): the fixed point α = L(α) + ε
+    """sup_t BPL_t for the constant budget ε (Cao et al. 2019, Theorem 11): the fixed point α = L(α) + ε
     that the increasing recursion (13) converges to, by bisection on the sign of L(α) + ε − α
     (positive below it, negative above); ``mp.inf`` if no sign change up to 2⁶⁰·(1 + ε)."""
     eps = mp.mpf(float(eps))

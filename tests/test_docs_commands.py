@@ -214,7 +214,7 @@ def test_the_extractor_finds_the_readme_examples():
 def test_extractor_reads_markdown_and_rst(tmp_path):
     md = tmp_path / "page.md"
     md.write_text("```bash\n$ policyopt tpl --pb a.csv \\\n  --epsilon 1 --horizon 2   # exit 2\nmake test\n"
-                  "policyopt: error: --pb file not found\npolicyopt tpl: temporal privacy leakage (Cao et al.)\n```\n"
+                  "policyopt: error: --pb file not found\npolicyopt tpl: temporal privacy leakage (Cao et al. 2019)\n```\n"
                   "```python\npolicyopt = 1\n```\n```console\npolicyopt tpl [--json]\n```\n", encoding="utf-8")
     rst = tmp_path / "page.rst"
     rst.write_text("Run::\n\n    policyopt schedule --json\n\n.. code-block:: bash\n\n   make demo\n", encoding="utf-8")

@@ -200,7 +200,7 @@ def test_budgets_meet_alpha_in_mpmath(seed, n, alpha, T, method):
 
 @pytest.mark.parametrize("T", [2, 4])
 def test_optimal_budgets_meet_alpha_in_mpmath(T):
-    # source: Cao et al., Section 6.3, Fig. 8 matrices, goal 1-DP_T
+    # source: Cao et al. (2019), Section 6.3, Fig. 8 matrices, goal 1-DP_T
     PB, PF = np.array([[0.8, 0.2], [0.2, 0.8]]), np.array([[0.8, 0.2], [0.1, 0.9]])
     sol = BudgetAllocationProblem(PB, PF, 1.0, T).solve("optimal", time_limit=30)
     _, _, tpl = R.leakage(PB, PF, sol.decision["budgets"])
@@ -261,7 +261,7 @@ def test_peak_risk_margin_grows_near_divergence():
 
 
 def test_cli_fran_sound_leakage_is_rounded_outward():
-    """ε_S = ln(1 + Δ_k(e^{d(k)ε_C} − 1)) (Luo et al., FRAN, eq. (45)) in 60-digit mpmath at the reported
+    """ε_S = ln(1 + Δ_k(e^{d(k)ε_C} − 1)) (Luo et al. 2025, FRAN, eq. (45)) in 60-digit mpmath at the reported
     Δ_k and ε_C is ≤ the printed value (the main answer and the sound baselines)."""
     out = strict_json(cli("fran", "--two-binary", "p=0.3,q=0.3,lambda=0.5", "--max-mse", "0.8", "--json"))
     d_k = mp.mpf(out["d_k"])

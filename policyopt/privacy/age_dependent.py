@@ -484,7 +484,7 @@ def peak_risk_iteration(
 def max_tv_rel_error(t) -> float:
     """Relative error bound 64·(t + 1)·u assumed for Δ(t) as computed by ``Population.log_max_tv``.
 
-    u = 2⁻⁵³.  Measured against a 60-digit mpmath evaluation of eq. (12) of Zhang et al. (reversed
+    u = 2⁻⁵³.  Measured against a 60-digit mpmath evaluation of eq. (12) of Zhang et al. (2024, reversed
     chain, exactly normalised rows, working precision raised until Δ(t) has 40 correct digits) on
     30 random chains with K ∈ {2, 3, 5, 8, 12} states (a third of them slowly mixing) at
     t ∈ {1, 3, 10, 30, 60, 100, 168}: the largest error was 7.2·(t + 1)·u, so the factor 64 leaves a

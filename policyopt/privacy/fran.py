@@ -266,7 +266,7 @@ def sound_leakage_upper(value, epsilon_c, d_k, max_age):
 
     References
     ----------
-    Luo et al., FRAN (004), eq. (45); Zhang, Wei, Berry, Huang, "Age-Dependent Differential Privacy",
+    Luo et al. (2025), FRAN, eq. (45); Zhang, Wei, Berry, Huang, "Age-Dependent Differential Privacy",
     IEEE Trans. Inf. Theory, 2024, eq. (14).
     """
     if value is None or epsilon_c is None:
