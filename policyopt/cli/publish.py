@@ -15,7 +15,7 @@ import time
 
 from policyopt.cli.options import int_at_least, non_negative_float, positive_float
 from policyopt.errors import InvalidInputError
-from policyopt.formatting import fmt_upper, fmt_value
+from policyopt.formatting import fmt_exact, fmt_upper, fmt_value
 
 __all__ = ["add_command", "run_publish", "run_ledger", "parse_value_range"]
 
@@ -243,7 +243,7 @@ def run_publish(args) -> int:
     s = rep.schedule
     lines = [
         "policyopt publish: releases with OpenDP Laplace noise (Zhang et al. 2024, Theorem 3; ledger in SQLite)",
-        f"schedule    : A = {s.A} slots, S̄ = {s.S_bar} slots, ε_C = {fmt_value(s.epsilon_c, 10)} nats, value range "
+        f"schedule    : A = {s.A} slots, S̄ = {s.S_bar} slots, ε_C = {fmt_exact(s.epsilon_c)} nats, value range "
         f"{fmt_value(s.value_range[0])}:{fmt_value(s.value_range[1])}, first input slot {s.origin} (id {rep.schedule_id})",
         f"stream      : complete through slot {rep.through}",
     ]
@@ -337,7 +337,7 @@ def run_ledger(args) -> int:
     lines = [
         "policyopt ledger: age-dependent risk of the releases made (Zhang et al. 2024, Theorem 3, eq. (25); nats, slots)",
         f"ledger      : {args.ledger} (schema {out['schema_version']}, created {out['created_at']}, policyopt {out['package_version']})",
-        f"schedule    : A = {sch.A} slots, S̄ = {sch.S_bar} slots, ε_C = {fmt_value(sch.epsilon_c, 10)} nats, value range "
+        f"schedule    : A = {sch.A} slots, S̄ = {sch.S_bar} slots, ε_C = {fmt_exact(sch.epsilon_c)} nats, value range "
         f"{fmt_value(sch.value_range[0])}:{fmt_value(sch.value_range[1])}, first input slot {sch.origin} (id {led.schedule_id})",
         f"model       : {model.describe()}" + ("" if out["model_is_recorded"] else " (not the ledger's recorded model)"),
         f"releases    : {risk.released} made, {risk.skipped} skipped, up to slot {risk.at}",
