@@ -227,8 +227,10 @@ def test_cli_tpl_budget_meets_alpha(alpha, method):
 
 
 def test_cli_tpl_values_and_suprema_are_upper_bounds():
-    PB, PF = np.array([[0.8, 0.2], [0.2, 0.8]]), np.array([[0.7, 0.2, 0.1], [0.1, 0.8, 0.1], [0.25, 0.25, 0.5]])
-    out = strict_json(cli("tpl", "--pb", "0.8,0.2;0.2,0.8", "--pf", "0.7,0.2,0.1;0.1,0.8,0.1;0.25,0.25,0.5",
+    # P_B and P_F describe the same three states (the CLI refuses matrices of different sizes)
+    PB = np.array([[0.8, 0.15, 0.05], [0.2, 0.7, 0.1], [0.1, 0.3, 0.6]])
+    PF = np.array([[0.7, 0.2, 0.1], [0.1, 0.8, 0.1], [0.25, 0.25, 0.5]])
+    out = strict_json(cli("tpl", "--pb", "0.8,0.15,0.05;0.2,0.7,0.1;0.1,0.3,0.6", "--pf", "0.7,0.2,0.1;0.1,0.8,0.1;0.25,0.25,0.5",
                           "--epsilon", "0.3", "--horizon", "12", "--json"))
     bpl, fpl, tpl = R.leakage(PB, PF, [0.3] * 12)
     for key, ref in (("bpl", bpl), ("fpl", fpl), ("tpl", tpl)):
