@@ -29,10 +29,10 @@ UNIT_ROUNDOFF = 2.0**-53
 
 
 def round_up(x, rel: float = 0.0, abs_: float = 0.0):
-    """An upper bound on a quantity whose computed value `x` has error ≤ rel·|x| + abs_.
+    """An upper bound on a quantity whose computed value `x` has error ≤ ``rel·|x| + abs_``.
 
     Returns ``nextafter(x + rel·|x| + abs_, +inf)``: the final step up covers the rounding of the
-    addition itself (rel and abs_ are ≪ 1, so the sum rounds once, to within half a float step).
+    addition itself (``rel`` and ``abs_`` are ≪ 1, so the sum rounds once, to within half a float step).
     ``None`` stays ``None``; non-finite values are returned unchanged; exact zeros stay 0 when
     ``abs_`` is 0 (a zero computed in closed form, e.g. Δ = 0, is exact).
 

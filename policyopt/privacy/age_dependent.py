@@ -509,7 +509,7 @@ def peak_risk_margin(log_max_tv_a: float, log_max_tv_s: float, epsilon_c: float,
     (:func:`peak_risk_values_log`) adds at most a few u per operation, times the magnitude of the
     logarithms it handles (ln Δ, ε_C).  The margin returned is the generous
 
-        m = [64(A + 1) + 64(S̄ + 1) + 16·(8 + |ln Δ(A)| + |ln Δ(S̄)| + 2ε_C)] · u / (1 − r),
+        m = [64(A + 1) + 64(S̄ + 1) + 16·(8 + ``|ln Δ(A)|`` + ``|ln Δ(S̄)|`` + 2ε_C)] · u / (1 − r),
 
     (δ from :func:`max_tv_rel_error`, every term divided by 1 − r ≤ 1), which grows as condition (31)
     approaches equality, as the true error does.  Infinite (no finite bound) when r ≥ 1.

@@ -615,7 +615,7 @@ def inverse_discount_kernel(notion: str, T: int, *, alpha=None, beta=None, metho
     """Kernel h of A⁻¹ (lower-triangular Toeplitz): Σ_{j≤n} d_j h_{n−j} = [n = 0] for n < T, shape (T,).
 
     dp: h = (1, −1, 0, …); exponential: (1, −α, 0, …).  Hyperbolic: the power-series reciprocal of
-    d_j = 1/(1 + βj); by Kaluza's theorem (d is log-convex) h_0 = 1, h_n ≤ 0 and Σ_{n≥1} |h_n| ≤ 1.
+    d_j = 1/(1 + βj); by Kaluza's theorem (d is log-convex) h_0 = 1, h_n ≤ 0 and Σ_{n≥1} ``|h_n|`` ≤ 1.
     ``"direct"``: the recursion h_n = −Σ_{j=1}^n d_j h_{n−j} (O(T²)); ``"fft"``: Newton's iteration
     h ← h (2 − d h) mod z^{2k}, doubling k, with FFT products (O(T log T)); the two agree to ~1e-16
     absolute (tested).  ``"auto"``: direct for T ≤ ``DIRECT_MAX_T``, else fft.

@@ -247,9 +247,9 @@ def sound_leakage_upper(value, epsilon_c, d_k, max_age):
     """A computed sound leakage `value` rounded outward, for reports (nats; ``None`` stays ``None``).
 
     ε_S = ln(1 + Δ_k(e^{d(k)ε_C} − 1)) is computed in log space like Theorem 1 of Zhang et al.; its
-    relative error is at most δ_Δ + 16·(8 + |ln Δ_k| + d(k)ε_C)·u, δ_Δ the relative error of Δ_k and
+    relative error is at most δ_Δ + 16·(8 + ``|ln Δ_k|`` + d(k)ε_C)·u, δ_Δ the relative error of Δ_k and
     u = 2⁻⁵³ (x/((1 + x) ln(1 + x)) ≤ 1 carries a relative error of x = Δ_k(e^{d(k)ε_C} − 1) to ε_S).
-    Without Δ_k at hand the margin uses |ln Δ_k| ≤ 745 (every positive double) and
+    Without Δ_k at hand the margin uses ``|ln Δ_k|`` ≤ 745 (every positive double) and
     δ_Δ = :func:`~policyopt.privacy.age_dependent.max_tv_rel_error` at `max_age`; that δ_Δ was measured
     for ``Population.log_max_tv``, and is assumed, not measured, for the coupled chain's distances.
 

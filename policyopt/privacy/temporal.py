@@ -1190,7 +1190,7 @@ def leakage_rounding_error(P_B, P_F, result: TemporalLeakage) -> float:
     The recursion (13) computes B̂_1 = ε_1 exactly and B̂_t = fl(L̂(B̂_{t−1}) + ε_t).  L is
     non-decreasing with slope ≤ 1 (each sub-function of eq. (24) has derivative
     (Q − D)e^α/((Q(e^α − 1) + 1)(D(e^α − 1) + 1)) ≤ 1), so
-    |B̂_t − B_t| ≤ |B̂_{t−1} − B_{t−1}| + e_L + u·B_t: after k steps the error is at most
+    ``|B̂_t − B_t| ≤ |B̂_{t−1} − B_{t−1}| + e_L + u·B_t``: after k steps the error is at most
     k·(e_L + u·B_max).  One evaluation of L in log space (Algorithm 5 with
     log(Q + Q̄e^{−α}) − log(D + D̄e^{−α})) errs by e_L ≤ u·(4α + 2Λ + 2n + 16), Λ the largest sum of
     the magnitudes of the four logarithms of a sub-function and n the number of states (the prefix

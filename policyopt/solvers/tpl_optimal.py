@@ -96,7 +96,7 @@ def to_pyomo(problem: BudgetAllocationProblem, bounds):
     """Pyomo model of the allocation problem with finite bounds on everything SCIP sees.
 
     Variables: ε_t (nats), BPL_{u,t}, FPL_{u,t} per user u, with the finite bounds of
-    :func:`variable_bounds` (all within [0, α]), passed as `bounds`.
+    :func:`variable_bounds` (all within [0, α]), passed as `bounds`::
 
         minimise   Σ_t 2Δf² / ε_t²
         s.t.       BPL_{u,1} ≥ ε_1,  BPL_{u,t} ≥ log f_c(BPL_{u,t−1}) + ε_t  for every c     (13), (24)
