@@ -8,10 +8,13 @@ import time
 from policyopt.cli.options import (
     DEFAULT_MAX_PENALTY,
     DEFAULT_PLOT_EPOCHS,
+    add_distributed_options,
     add_model_options,
     int_at_least,
+    load_distributed_model,
     load_model,
     positive_float,
+    wants_distributed,
 )
 from policyopt.errors import InvalidInputError
 from policyopt.formatting import fmt_upper, fmt_value
@@ -39,6 +42,7 @@ def add_command(sub) -> None:
                        "into FILE (.png, .pdf or .svg; needs matplotlib, the 'plot' extra)")
     sched.add_argument("--plot-epochs", type=int_at_least("--plot-epochs", 1), default=DEFAULT_PLOT_EPOCHS, metavar="N",
                        help=f"epochs drawn by --plot (default {DEFAULT_PLOT_EPOCHS})")
+    add_distributed_options(sched)
     sched.set_defaults(handler=run_schedule)
 
 
@@ -55,8 +59,11 @@ def run_schedule(args) -> int:
             raise InvalidInputError("--plot draws integer schedules (time in whole slots); omit --relax")
         check_plot_path(args.plot, "--plot")
         require_matplotlib("--plot")
-    population, info, unit = load_model(args)
-    penalty = MSEPenalty(population, unit=unit)
+    if wants_distributed(args):
+        population, info, unit, penalty = load_distributed_model(args)
+    else:
+        population, info, unit = load_model(args)
+        penalty = MSEPenalty(population, unit=unit)
     report = design_schedule(
         population,
         max_penalty=args.max_penalty,

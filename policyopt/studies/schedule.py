@@ -153,7 +153,7 @@ def geometric_problem(population: Population, penalty: MSEPenalty, max_penalty: 
         # Any other discrete penalty (failure rate, AR(1) MSE): its running max over ages, a step
         # function that is ≥ the exact epoch penalty; refused if not proven monotone in ε_C.
         cont = StepPenalty(penalty, A_max + S_max + 1)
-    elif len(population.chains) == 1 and population.chains[0].n_states == 2:
+    elif isinstance(population, Population) and len(population.chains) == 1 and population.chains[0].n_states == 2:
         chain = population.chains[0]
         p, q = float(chain.P[0, 1]), float(chain.P[1, 0])
         if list(chain.state_values) == [-1.0, 1.0] and 0.0 < 1.0 - p - q < 1.0:
