@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import math
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -713,15 +714,18 @@ def dask_client(workers: int | None = None, scheduler: str | None = None):
         else:
             if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 1:
                 raise InvalidInputError(f"`workers` must be an integer ≥ 1, got {fmt(workers)}")
-            cluster = stack.enter_context(
-                LocalCluster(
-                    n_workers=int(workers),
-                    threads_per_worker=1,
-                    processes=True,
-                    dashboard_address=None,
-                    silence_logs=logging.CRITICAL,
+            with warnings.catch_warnings():
+                # the scheduler's HTTP endpoint falls back to a free port when 8787 is taken, and says so
+                warnings.filterwarnings("ignore", message="Port .* is already in use", category=UserWarning)
+                cluster = stack.enter_context(
+                    LocalCluster(
+                        n_workers=int(workers),
+                        threads_per_worker=1,
+                        processes=True,
+                        dashboard_address=None,
+                        silence_logs=logging.CRITICAL,
+                    )
                 )
-            )
             client = stack.enter_context(Client(cluster))
         yield client
 
