@@ -27,7 +27,8 @@ Measured, each printed with its target and OK / OVER TARGET:
    public MATLAB reference).
 
 5. The topic modules listed in ``TOPIC_BENCHMARKS`` (each ``tests/benchmarks/bench_<topic>.py`` documents its
-   own measurements): optimal TPL allocation, discounted DP, FRAN / problem P1, the sweep serial vs Dask.
+   own measurements): optimal TPL allocation, discounted DP, FRAN / problem P1, the sweep serial vs Dask,
+   the schedule model of 10^6 Parquet meters serial vs Dask (bench_dask).
 
 Over-target numbers do not fail the script; it exits non-zero only if the demo fails
 or a correctness check fails.
@@ -269,7 +270,7 @@ def bench_tpl() -> None:
 
 
 # Benchmarks of the later topics, one module each (tests/benchmarks/bench_<topic>.py, each exposing bench()).
-TOPIC_BENCHMARKS: tuple[str, ...] = ("bench_tpl_optimal", "bench_discounted", "bench_fran", "bench_sweep")
+TOPIC_BENCHMARKS: tuple[str, ...] = ("bench_tpl_optimal", "bench_discounted", "bench_fran", "bench_sweep", "bench_dask")
 
 
 def main() -> int:
