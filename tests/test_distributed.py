@@ -196,6 +196,23 @@ def test_fit_partitions_argument_errors(meters):
             pass
 
 
+def test_reduced_tables_refuse_ages_beyond_them():
+    from policyopt.errors import InvalidModelError
+    from policyopt.studies.distributed import TabulatedMaxTV, TabulatedMSEPenalty
+
+    tv = TabulatedMaxTV(3, 2, [0.0, -1.0, -2.0], 0.5)
+    assert tv.max_tv(2) == pytest.approx(np.exp(-2.0), rel=1e-15)
+    with pytest.raises(InvalidInputError, match=r"`t` = 3 is beyond the distributed Δ\(t\) table \(ages 0..2\)"):
+        tv.log_max_tv([0, 3])
+    pen = TabulatedMSEPenalty(2, (0.0, 1.0), [0.0, 0.4], 0.8)
+    assert pen.staleness(1) == pytest.approx(0.1, rel=1e-15) and pen.staleness_limit == pytest.approx(0.2, rel=1e-15)
+    assert pen.sensitivity == 0.5
+    with pytest.raises(InvalidInputError, match=r"`t` = 2 is beyond the distributed staleness table \(ages 0..1\)"):
+        pen.staleness(2)
+    with pytest.raises(InvalidModelError, match=r"all state values equal 1.0"):
+        TabulatedMSEPenalty(2, (1.0, 1.0), [0.0], 0.0)
+
+
 def test_ties_leave_a_bin_empty(tmp_path):
     _write(tmp_path / "a.parquet", ["u"] * 300, list(range(300)), [1.0] * 299 + [2.0])
     with pytest.raises(InvalidInputError, match=r"`n_states`=4 quantile bins are not all distinct .* only 1 bins hold readings"):
@@ -272,6 +289,7 @@ def test_cli_dask_and_serial_print_the_same_schedule(meters):
         ("missing", ["--workers", "1"], r"must have columns user,time,value; missing \['time'\]"),
         ("ok", ["--workers", "1", "--scheduler", "tcp://127.0.0.1:1"], r"give either --workers 1 .* not both"),
         ("csv", ["--workers", "1"], r"--workers/--scheduler need a Parquet --data"),
+        ("ok", ["--workers", "1", "--plot", "s.png"], r"--plot is not available with --workers/--scheduler"),
     ],
 )
 def test_cli_parquet_errors_one_line_exit_2(tmp_path, make, extra, match):

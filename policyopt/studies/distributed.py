@@ -573,7 +573,7 @@ class TabulatedMSEPenalty(MSEPenalty):
         self.sensitivity = (hi - lo) / self.n_users
         table = np.asarray(staleness_sum, dtype=float) / self.n_users**2  # as MSEPenalty: total / I²
         table.setflags(write=False)
-        self._table = table
+        self._reduced = table
         self._limit = float(variance_sum) / self.n_users**2
 
     def staleness(self, t):
@@ -585,11 +585,11 @@ class TabulatedMSEPenalty(MSEPenalty):
             If an age is beyond the table.
         """
         ts = as_slots(t, "t")
-        if ts.size and int(ts.max()) >= self._table.size:
+        if ts.size and int(ts.max()) >= self._reduced.size:
             raise InvalidInputError(
-                f"`t` = {int(ts.max())} is beyond the distributed staleness table (ages 0..{self._table.size - 1})"
+                f"`t` = {int(ts.max())} is beyond the distributed staleness table (ages 0..{self._reduced.size - 1})"
             )
-        out = self._table[ts]
+        out = self._reduced[ts]
         return float(out) if out.ndim == 0 else out
 
     @property
