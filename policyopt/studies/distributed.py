@@ -307,6 +307,8 @@ class PartitionSummary:
         One 64-bit hash per distinct user (pandas ``hash_array`` of the user text).
     seconds : float
         Time spent in the task.
+    peak_rss_mib : float
+        Peak resident set size of the process that ran the task, MiB, when it finished.
     """
 
     readings: int
@@ -325,6 +327,18 @@ class PartitionSummary:
 
 
 def _peak_rss_mib() -> float:
+    """Peak resident set size of this process, MiB: VmHWM of /proc/self/status where there is one.
+
+    ``getrusage``'s ru_maxrss is not used first: on Linux it survives fork + exec, so a worker spawned by a
+    large parent would report the parent's size at spawn time instead of its own peak.
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
     import resource
 
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0

@@ -18,7 +18,7 @@ Measured, each printed:
    run partition after partition in this process (``fit_partitions(client=None)``: the library's serial path
    cannot hold 10^6 users — ``fit_population`` compares every reading with every user); *Dask* is
    ``fit_partitions`` on a LocalCluster of W worker processes (one thread each; cluster start-up timed
-   separately).  The ratio serial / Dask, the peak RSS of each worker (``resource.getrusage`` in the tasks),
+   separately).  The ratio serial / Dask, the peak RSS of each worker (VmHWM of /proc/self/status, read in the tasks),
    the peak RSS of this process, and the load average (``os.getloadavg``) before and after are printed;
    the two results are checked to agree as in 2.  The optimal schedule of the reduced model is solved
    and printed too.
@@ -130,7 +130,7 @@ def run(n_users: int, users_per_file: int, workers: int, slots: int = 168) -> in
         start = time.perf_counter()
         serial = fit_partitions(paths, 12, smoothing=0.01, horizon=horizon, n_staleness=n_stale, client=None)
         t_serial = time.perf_counter() - start
-        rss_self = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+        rss_self = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # this process: no exec since start
         print(f"serial (same map-reduce, in process): {t_serial:.1f} s  "
               f"(edges {serial.timings['edges_s']:.1f} s, state values {serial.timings['state_values_s']:.1f} s, "
               f"chains + Δ + staleness {serial.timings['chains_s']:.1f} s); peak RSS of this process {rss_self:.0f} MiB; {_load()}")
