@@ -15,7 +15,20 @@ import numpy as np
 from .errors import InvalidInputError, fmt
 from .models.markov import MarkovChain
 
-__all__ = ["read_readings_csv", "read_matrix", "parse_matrix_arg", "read_budgets", "read_text", "MAX_FILE_BYTES"]
+__all__ = [
+    "read_readings_csv",
+    "read_matrix",
+    "parse_matrix_arg",
+    "read_budgets",
+    "read_text",
+    "MAX_FILE_BYTES",
+    "read_readings",
+    "read_readings_parquet",
+    "read_parquet_partition",
+    "parquet_files",
+    "is_parquet_source",
+    "check_parquet_schema",
+]
 
 #: Largest input file read (bytes), checked before reading: 2 GiB.
 MAX_FILE_BYTES = 2 * 1024**3
@@ -292,3 +305,226 @@ def read_budgets(path, option: str = "--budgets", *, max_budget: float = math.in
     if not values:
         raise InvalidInputError(f"{option} {fmt(str(p))} holds no budget")
     return np.array(values)
+
+
+# --------------------------------------------------------------------------------------------------
+# Partitioned Parquet readings (user,time,value), read with pyarrow.
+# --------------------------------------------------------------------------------------------------
+
+#: File name endings taken as Parquet by :func:`is_parquet_source` (any other file is read as CSV).
+PARQUET_SUFFIXES = (".parquet", ".pq")
+
+
+def is_parquet_source(spec) -> bool:
+    """True if the ``--data`` argument `spec` names Parquet: a directory, a glob pattern or a ``.parquet``/``.pq`` file.
+
+    Anything else (e.g. ``readings.csv``) is a CSV file and keeps going to :func:`read_readings_csv`.
+    """
+    text = str(spec)
+    return Path(text).is_dir() or any(ch in text for ch in "*?[") or text.lower().endswith(PARQUET_SUFFIXES)
+
+
+def parquet_files(spec, option: str = "--data") -> list:
+    """The Parquet files (partitions) named by `spec`, sorted by path.
+
+    Parameters
+    ----------
+    spec : str or Path
+        A directory (every ``*.parquet``/``*.pq`` file below it, recursively), a glob pattern
+        (``data/part-*.parquet``; ``**`` recurses) or one Parquet file.
+    option : str
+        Option name for messages.
+
+    Returns
+    -------
+    list of Path
+        At least one file.
+
+    Raises
+    ------
+    InvalidInputError
+        If nothing matches, or a named file does not exist.
+    """
+    import glob
+
+    text = str(spec)
+    p = Path(text)
+    if p.is_dir():
+        files = sorted(f for f in p.rglob("*") if f.is_file() and f.name.lower().endswith(PARQUET_SUFFIXES))
+        if not files:
+            raise InvalidInputError(f"{option} directory {text!r} holds no Parquet file (*.parquet, *.pq)")
+        return files
+    if any(ch in text for ch in "*?["):
+        files = sorted(Path(f) for f in glob.glob(text, recursive=True) if Path(f).is_file())
+        if not files:
+            raise InvalidInputError(f"{option} pattern {text!r} matches no file")
+        return files
+    return [_existing(p, option)]
+
+
+def _arrow_kind(dtype) -> str:
+    import pyarrow as pa
+
+    if pa.types.is_integer(dtype):
+        return "integer"
+    if pa.types.is_floating(dtype):
+        return "floating"
+    if pa.types.is_string(dtype) or pa.types.is_large_string(dtype):
+        return "string"
+    if pa.types.is_dictionary(dtype):
+        return _arrow_kind(dtype.value_type)
+    return str(dtype)
+
+
+#: Arrow type kinds accepted per column of a Parquet reading table.
+PARQUET_COLUMN_KINDS = {"user": ("string", "integer"), "time": ("integer", "floating"), "value": ("integer", "floating")}
+
+
+def check_parquet_schema(schema, source: str) -> None:
+    """Check that a Parquet schema has exactly the columns user, time, value with usable types.
+
+    user: strings or integers (taken as their decimal text, like the CSV reader's ``str``);
+    time: integers (or integral floats, checked per row later); value: integers or floats.
+
+    Raises
+    ------
+    InvalidInputError
+        Missing or unexpected columns (the message lists those found), or a column of another
+        type (the message shows the Arrow type).
+    """
+    names = list(schema.names)
+    missing = [c for c in ("user", "time", "value") if c not in names]
+    if missing:
+        raise InvalidInputError(f"{source} must have columns user,time,value; missing {missing} (found {names})")
+    extra = [c for c in names if c not in ("user", "time", "value")]
+    if extra:
+        raise InvalidInputError(f"{source} has unexpected columns {extra}; expected exactly user,time,value")
+    for name, kinds in PARQUET_COLUMN_KINDS.items():
+        kind = _arrow_kind(schema.field(name).type)
+        if kind not in kinds:
+            raise InvalidInputError(
+                f"{source}: column `{name}` has type {schema.field(name).type}; expected {' or '.join(kinds)}"
+            )
+
+
+def read_parquet_partition(path, option: str = "--data", columns=("user", "time", "value")) -> dict:
+    """Read and check one Parquet file of readings (one partition of a data set).
+
+    Parameters
+    ----------
+    path : str or Path
+        A Parquet file with columns user, time, value (see :func:`check_parquet_schema`).
+    option : str
+        Option name for messages.
+    columns : sequence of str
+        Columns to load (the schema is always checked in full).
+
+    Returns
+    -------
+    dict
+        ``value``: float64 array (finite); ``time``: int64 array (integer slots);
+        ``user_code``: int64 array, index into ``users``; ``users``: list of str, the distinct
+        users of the file in first-appearance order.  Only the requested columns' entries.
+
+    Raises
+    ------
+    InvalidInputError
+        Not a Parquet file; bad columns or types; a null user; a null, NaN or infinite value; a
+        null or non-integral time.  Row numbers count from 1 within the file.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    p = _existing(path, option)
+    source = f"{option} {str(p)!r}"
+    try:
+        schema = pq.read_schema(p)
+        check_parquet_schema(schema, source)
+        table = pq.read_table(p, columns=list(columns))
+    except (pa.ArrowException, OSError) as exc:
+        raise InvalidInputError(f"{source} is not a readable Parquet file: {' '.join(str(exc).split())}") from None
+    out = {}
+    if "value" in columns:
+        col = table.column("value")
+        value = col.to_numpy(zero_copy_only=False).astype(float, copy=False) if col.null_count == 0 else None
+        if value is None or not np.all(np.isfinite(value)):
+            bad = np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False)) if value is None else np.flatnonzero(~np.isfinite(value))
+            i = int(bad[0])
+            raise InvalidInputError(
+                f"{source} row {i + 1}: `value` {col[i].as_py()!r} is not a finite number (NaN readings are not allowed)"
+            )
+        out["value"] = value
+    if "time" in columns:
+        col = table.column("time")
+        if col.null_count:
+            i = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
+            raise InvalidInputError(f"{source} row {i + 1}: `time` is empty")
+        raw = col.to_numpy(zero_copy_only=False)
+        if np.issubdtype(raw.dtype, np.floating):
+            bad = ~np.isfinite(raw) | (raw != np.round(raw))
+            if bad.any():
+                i = int(np.flatnonzero(bad)[0])
+                raise InvalidInputError(f"{source} row {i + 1}: `time` {raw[i].item()!r} is not an integer slot")
+        out["time"] = raw.astype(np.int64)
+    if "user" in columns:
+        col = table.column("user")
+        if col.null_count:
+            i = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
+            raise InvalidInputError(f"{source} row {i + 1}: `user` is empty")
+        if pa.types.is_dictionary(col.type):
+            col = col.cast(col.type.value_type)
+        enc = pc.dictionary_encode(col).combine_chunks()
+        out["user_code"] = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        out["users"] = [str(u) for u in enc.dictionary.to_pylist()]
+    return out
+
+
+def read_readings_parquet(spec, option: str = "--data"):
+    """Read a Parquet data set of readings (all its files) into one table, as :func:`read_readings_csv` does for CSV.
+
+    Parameters
+    ----------
+    spec : str or Path
+        Directory, glob pattern or file (see :func:`parquet_files`).
+    option : str
+        Option name for messages.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Validated readings (see :func:`policyopt.models.estimation.validate_readings`): columns
+        user (str), time (int64), value (float64), sorted by user and time.
+
+    Raises
+    ------
+    InvalidInputError
+        No file; a file that is not Parquet or fails :func:`read_parquet_partition`; no reading
+        at all; a repeated (user, time) pair (within or across files).
+    """
+    import pandas as pd
+
+    from .models.estimation import validate_readings
+
+    frames = []
+    for path in parquet_files(spec, option):
+        part = read_parquet_partition(path, option)
+        users = np.array(part["users"], dtype=object)
+        frames.append(pd.DataFrame({"user": users[part["user_code"]], "time": part["time"], "value": part["value"]}))
+    df = pd.concat(frames, ignore_index=True)
+    if len(df) == 0:
+        raise InvalidInputError(f"{option} {str(spec)!r} holds no readings (every Parquet file is empty)")
+    dup = df.duplicated(["user", "time"])
+    if dup.any():
+        i = int(np.flatnonzero(dup.to_numpy())[0])
+        raise InvalidInputError(
+            f"{option} {str(spec)!r}: user {df['user'].iloc[i]!r} has a second reading at time {int(df['time'].iloc[i])}"
+        )
+    return validate_readings(df, source=f"{option} {str(spec)!r}")
+
+
+def read_readings(spec, option: str = "--data"):
+    """Readings from CSV (:func:`read_readings_csv`) or Parquet (:func:`read_readings_parquet`, see :func:`is_parquet_source`)."""
+    if is_parquet_source(spec):
+        return read_readings_parquet(spec, option)
+    return read_readings_csv(spec, option)

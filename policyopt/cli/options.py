@@ -26,6 +26,9 @@ __all__ = [
     "Deployment",
     "BUNDLED_USERS",
     "BUNDLED_VALUE_RANGE",
+    "add_distributed_options",
+    "wants_distributed",
+    "load_distributed_model",
 ]
 
 DEFAULT_MAX_PENALTY = 0.15
@@ -157,7 +160,8 @@ def add_model_options(cmd) -> None:
     ``--relax``; each command adds its own ``--max-penalty`` (a value or a grid).
     """
     src = cmd.add_mutually_exclusive_group()
-    src.add_argument("--data", metavar="CSV", help="long CSV with header user,time,value (time in integer slots)")
+    src.add_argument("--data", metavar="CSV_OR_PARQUET", help="long CSV with header user,time,value (time in integer "
+                     "slots), or Parquet with those columns: a .parquet file, a directory or a glob of files")
     src.add_argument("--chain", metavar="SPEC", help="two-state:p=P,q=Q (states valued -1/+1), eq. (43)")
     src.add_argument("--matrix", metavar="FILE", help="CSV/NPY transition matrix, K×K or (K+1)×K with state values first")
     cmd.add_argument("--states", type=int_at_least("--states", 2, MAX_STATES), metavar="K",
@@ -279,9 +283,9 @@ def load_deployment(args) -> Deployment:
             value_range = BUNDLED_VALUE_RANGE
         states = BUNDLED_STATES if args.states is None else args.states
     else:
-        from policyopt.io import read_readings_csv
+        from policyopt.io import read_readings
 
-        df = read_readings_csv(args.data)
+        df = read_readings(args.data)
         source, unit = f"data {args.data}", ""
         states = DEFAULT_STATES if args.states is None else args.states
     smoothing = DEFAULT_SMOOTHING if args.smoothing is None else args.smoothing
@@ -316,3 +320,78 @@ def load_model(args):
     """Population plus model facts from the command-line options (see :func:`load_deployment`)."""
     dep = load_deployment(args)
     return dep.population, dep.info, dep.unit
+
+
+def add_distributed_options(cmd) -> None:
+    """``--workers`` / ``--scheduler``: fit a Parquet ``--data`` set as a map-reduce over its files on Dask."""
+    group = cmd.add_argument_group("distributed estimation (Parquet --data, one file per group of whole users)")
+    group.add_argument("--workers", type=int_at_least("--workers", 1), default=None, metavar="N",
+                       help="estimate the chains, Δ(t), the envelope and the MSE terms on a local Dask cluster of N "
+                       "worker processes, one Parquet file at a time per worker (memory bounded by the file size)")
+    group.add_argument("--scheduler", metavar="ADDRESS",
+                       help="the same on an existing Dask cluster (e.g. tcp://host:8786; its workers need policyopt "
+                       "and the --data files at the same paths)")
+
+
+def wants_distributed(args) -> bool:
+    """True when ``--workers`` or ``--scheduler`` was given."""
+    return getattr(args, "workers", None) is not None or getattr(args, "scheduler", None) is not None
+
+
+def load_distributed_model(args):
+    """(population, info, unit, penalty) of a Parquet ``--data`` set reduced on Dask (see :mod:`policyopt.studies.distributed`).
+
+    The population is a :class:`~policyopt.studies.distributed.TabulatedMaxTV` and the penalty a
+    :class:`~policyopt.studies.distributed.TabulatedMSEPenalty`, tabulated over the ages the
+    schedule search needs; the numbers equal those of the serial path (tested).
+
+    Raises
+    ------
+    InvalidInputError
+        Both ``--workers`` and ``--scheduler``; no Parquet ``--data``; ``--chain``/``--matrix``; ``--plot``;
+        ``--users`` that disagrees with the data; any error of
+        :func:`~policyopt.studies.distributed.fit_partitions`.
+    """
+    from policyopt.io import is_parquet_source
+    from policyopt.studies.distributed import dask_client, fit_partitions
+
+    if args.workers is not None and args.scheduler is not None:
+        raise InvalidInputError(f"give either --workers {args.workers} (a local cluster) or --scheduler {args.scheduler}, not both")
+    if args.data is None or not is_parquet_source(args.data):
+        raise InvalidInputError(
+            f"--workers/--scheduler need a Parquet --data (a directory, a glob or a .parquet file), got --data {args.data!r}"
+        )
+    if getattr(args, "value_range", None) is not None:
+        raise InvalidInputError(f"--value-range {args.value_range[0]:g}:{args.value_range[1]:g} is not available with "
+                                "--workers/--scheduler yet (the distributed fit uses the data's own state values); "
+                                "run serially or omit it")
+    if getattr(args, "plot", None) is not None:
+        raise InvalidInputError("--plot is not available with --workers/--scheduler (the Δ(t) table covers the search box only); "
+                                "draw it from a serial run")
+    states = DEFAULT_STATES if args.states is None else args.states
+    smoothing = DEFAULT_SMOOTHING if args.smoothing is None else args.smoothing
+    with dask_client(workers=args.workers, scheduler=args.scheduler) as client:
+        fit = fit_partitions(
+            args.data, states, smoothing=smoothing, client=client,
+            horizon=max(args.max_age, args.max_interval) + 1, n_staleness=args.max_age + args.max_interval + 2,
+        )
+    if args.users is not None and args.users != fit.population.n_users:
+        raise InvalidInputError(
+            f"--users {args.users} disagrees with the data, which has {fit.population.n_users} usable users; "
+            "omit --users when giving data"
+        )
+    info = {
+        "source": f"data {args.data}",
+        "smoothing": smoothing,
+        "state_values": fit.state_values.tolist(),
+        "excluded_users": dict(fit.excluded),
+        "states": states,
+        "distributed": {
+            "workers": args.workers,
+            "scheduler": args.scheduler,
+            "partitions": fit.partitions,
+            "readings": fit.readings,
+            "users_read": fit.users,
+        },
+    }
+    return fit.population, info, "", fit.penalty

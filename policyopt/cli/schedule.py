@@ -6,18 +6,22 @@ import json
 import time
 
 from policyopt.cli.options import (
+    Deployment,
     BUNDLED_USERS,
     BUNDLED_VALUE_RANGE,
     DEFAULT_MAX_PENALTY,
     DEFAULT_PLOT_EPOCHS,
     MAX_PLOT_EPOCHS,
+    add_distributed_options,
     add_model_options,
     check_table_size,
     deployment_penalty,
     int_at_least,
     load_deployment,
+    load_distributed_model,
     positive_float,
     probability,
+    wants_distributed,
 )
 from policyopt.errors import InvalidInputError
 
@@ -69,6 +73,7 @@ def add_command(sub) -> None:
     sched.add_argument("--plot-epochs", type=int_at_least("--plot-epochs", 1, MAX_PLOT_EPOCHS), default=None, metavar="N",
                        help=f"epochs drawn by --plot (default {DEFAULT_PLOT_EPOCHS}, at most {MAX_PLOT_EPOCHS}; only "
                        "with --plot)")
+    add_distributed_options(sched)
     sched.set_defaults(handler=run_schedule)
 
 
@@ -117,16 +122,21 @@ def run_schedule(args) -> int:
             raise InvalidInputError("--plot draws integer schedules (time in whole slots); omit --relax")
         check_plot_path(args.plot, "--plot")
         require_matplotlib("--plot")
-    dep = load_deployment(args)
+    penalty = None
+    if wants_distributed(args):  # a Parquet set reduced on Dask (policyopt.studies.distributed)
+        population, info, unit, penalty = load_distributed_model(args)
+        dep = Deployment(population=population, info=info, unit=unit, users=penalty.users, value_range=None)
+    else:
+        dep = load_deployment(args)
     post = _posterior_options(args, dep)
     bundled = args.data is None and args.chain is None and args.matrix is None
     max_penalty = args.max_penalty
     if max_penalty is None:
         max_penalty = BUNDLED_MAX_PENALTY if bundled else DEFAULT_MAX_PENALTY
     population = dep.population
-    penalty = deployment_penalty(dep)
+    penalty = deployment_penalty(dep) if penalty is None else penalty
     warnings = []
-    if dep.fitted is not None and dep.value_range is None:
+    if dep.value_range is None and (dep.fitted is not None or wants_distributed(args)):
         lo, hi = penalty.value_range
         warnings.append(
             f"the value range [{lo:.6g}, {hi:.6g}] (sensitivity (HI-LO)/I) was derived from the data, which is not "
@@ -150,7 +160,7 @@ def run_schedule(args) -> int:
     )
     out = report.to_dict()
     m = out["model"]
-    m["states"] = max(c.n_states for c in population.chains)
+    m["states"] = max(c.n_states for c in population.chains) if hasattr(population, "chains") else population.n_states
     if robust_info is not None:
         m["delta_source"] = f"simultaneous posterior upper band of Δ(t) (level {post['robust']})"
         out["robust"] = robust_info

@@ -316,7 +316,7 @@ def geometric_problem(population: Population, penalty: MSEPenalty, max_penalty: 
         # Any other discrete penalty (failure rate, AR(1) MSE): its running max over ages, a step
         # function that is ≥ the exact epoch penalty; refused if not proven monotone in ε_C.
         cont = StepPenalty(penalty, A_max + S_max + 1)
-    elif len(population.chains) == 1 and population.chains[0].n_states == 2:
+    elif isinstance(population, Population) and len(population.chains) == 1 and population.chains[0].n_states == 2:
         chain = population.chains[0]
         p, q = float(chain.P[0, 1]), float(chain.P[1, 0])
         plain = penalty.users == population.n_users and penalty.value_range == (-1.0, 1.0)  # (49)'s deployment

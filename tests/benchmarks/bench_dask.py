@@ -1,0 +1,185 @@
+"""Benchmark of the distributed schedule model: a million meters on Dask (a measurement script, not a pytest test).
+
+Run with ``.venv/bin/python tests/benchmarks/bench_dask.py [--users N] [--users-per-file M] [--workers W]``
+(``bench()`` is what ``make bench`` calls; its size comes from the environment variable
+``POLICYOPT_BENCH_DASK_USERS``, default 10^6 as issue 16 asks).
+
+Measured, each printed:
+
+1. Data: N synthetic users (``make_meters.py``: sticky random chains over 12 levels, 168 hourly slots,
+   seeded), written as Parquet files of M whole users each into a temporary directory (time reported).
+2. Agreement on a sample: the first 10^4 users (or N if fewer) through the *library's serial path*
+   (``read_readings_parquet``, ``Quantizer.fit`` on all sample readings, ``fit_population`` with those edges
+   in chunks of 500 users, one ``Population`` of all chains, ``MSEPenalty``) and through
+   ``fit_partitions`` on a local Dask cluster: the edges must be equal bit for bit, Δ(t) (t = 0..169) and
+   the staleness term (t = 0..337) equal within 1e-12 relative where Δ > 1e-12, and the envelope's c and ρ
+   within 1e-12.  A failure exits non-zero.
+3. Serial vs Dask at N users, the default search box (A_MAX = S_MAX = 168): *serial* is the same map-reduce
+   run partition after partition in this process (``fit_partitions(client=None)``: the library's serial path
+   cannot hold 10^6 users — ``fit_population`` compares every reading with every user); *Dask* is
+   ``fit_partitions`` on a LocalCluster of W worker processes (one thread each; cluster start-up timed
+   separately).  The ratio serial / Dask, the peak RSS of each worker (VmHWM of /proc/self/status, read in the tasks),
+   the peak RSS of this process, and the load average (``os.getloadavg``) before and after are printed;
+   the two results are checked to agree as in 2.  The optimal schedule of the reduced model is solved
+   and printed too.
+
+Targets: the Dask path agrees with the serial one (asserted); ratio > 1.3 on 2 workers (reached only when two
+cores are free: on a loaded machine the figure is reported as OVER TARGET, not hidden); peak RSS per worker
+< 2 GiB (bounded by the partition size, not by N).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from make_meters import write_meters  # noqa: E402
+
+SAMPLE_USERS = 10_000
+A_MAX = S_MAX = 168
+RATIO_TARGET, WORKER_MIB_TARGET = 1.3, 2048.0
+
+
+def report(label: str, value: float, unit: str, target: float, above: bool = False) -> None:
+    """Print ``label: value unit  [target < X unit] OK`` (or ``> X`` when `above`)."""
+    ok = value > target if above else value < target
+    sign = ">" if above else "<"
+    print(f"{label}: {value:.3f} {unit}  [target {sign} {target:g} {unit}] {'OK' if ok else 'OVER TARGET'}")
+
+
+def _load() -> str:
+    return "load average " + ", ".join(f"{v:.2f}" for v in os.getloadavg())
+
+
+def _agree(label, a_tv, b_tv, a_stale, b_stale, a_env, b_env, a_edges, b_edges) -> bool:
+    """Print and return whether two fits agree (edges exact; Δ, staleness, envelope to 1e-12 relative)."""
+    a_tv, b_tv = np.exp(np.asarray(a_tv)), np.exp(np.asarray(b_tv))
+    big = a_tv > 1e-12
+    tv_err = float(np.max(np.abs(b_tv[big] / a_tv[big] - 1.0))) if big.any() else 0.0
+    pos = np.asarray(a_stale) > 0
+    st_err = float(np.max(np.abs(np.asarray(b_stale)[pos] / np.asarray(a_stale)[pos] - 1.0)))
+    env_err = max(abs(b_env.c / a_env.c - 1.0), abs(b_env.rho / a_env.rho - 1.0))
+    same_edges = bool(np.array_equal(a_edges, b_edges))
+    ok = same_edges and tv_err <= 1e-12 and st_err <= 1e-12 and env_err <= 1e-12
+    print(f"{label}: edges equal {same_edges}; max rel. difference Δ(t) {tv_err:.2e}, staleness {st_err:.2e}, "
+          f"envelope {env_err:.2e}  [tolerance 1e-12] {'OK' if ok else 'MISMATCH'}")
+    return ok
+
+
+def run(n_users: int, users_per_file: int, workers: int, slots: int = 168) -> int:
+    """Generate, check agreement on a sample, time serial vs Dask; return the exit code."""
+    from policyopt.io import read_readings_parquet
+    from policyopt.models.estimation import fit_population
+    from policyopt.studies.distributed import dask_client, fit_partitions
+    from policyopt.studies.schedule import design_schedule
+    from policyopt.utility.penalty import MSEPenalty
+
+    horizon, n_stale = max(A_MAX, S_MAX) + 1, A_MAX + S_MAX + 2
+    ok = True
+    print(f"users {n_users}, {users_per_file} per file, {slots} slots, 12 states, {workers} Dask workers; "
+          f"os.cpu_count() = {os.cpu_count()}; {_load()}")
+    with tempfile.TemporaryDirectory(prefix="policyopt-meters-") as tmp:
+        start = time.perf_counter()
+        paths = write_meters(tmp, n_users, users_per_file=users_per_file, slots=slots)
+        size = sum(p.stat().st_size for p in paths) / 2**20
+        print(f"generate: {time.perf_counter() - start:.1f} s, {len(paths)} files, {size:.0f} MiB")
+
+        sample = paths[: max(1, -(-min(SAMPLE_USERS, n_users) // users_per_file))]
+        n_sample = min(n_users, len(sample) * users_per_file)
+        with dask_client(workers=workers) as client:
+            start = time.perf_counter()
+            # the library's serial path: Quantizer.fit on all sample readings (numpy.quantile), fit_population with
+            # those edges in chunks of 500 users (its per-user loop compares every reading with every user: quadratic
+            # in one call), one Population of all chains, MSEPenalty
+            from policyopt.models.estimation import Quantizer
+            from policyopt.models.markov import Population
+
+            frames = [read_readings_parquet(p) for p in sample]
+            quant = Quantizer.fit(np.concatenate([f["value"].to_numpy() for f in frames]), 12)
+            fits = []
+            for f in frames:  # chunks of 500 users (sorted), the estimate of each user being independent of the others
+                codes = f["user"].factorize()[0] // 500
+                fits += [fit_population(chunk, smoothing=0.01, quantizer=quant) for _, chunk in f.groupby(codes, sort=True)]
+            pop = Population([c for f in fits for c in f.population.chains])
+            pen = MSEPenalty(pop)
+            ser_tv = pop.log_max_tv(np.arange(horizon + 1))
+            ser_stale = pen.staleness(np.arange(n_stale))
+            ser_env = pop.envelope(max(A_MAX, S_MAX))
+            t_lib = time.perf_counter() - start
+            start = time.perf_counter()
+            dist = fit_partitions(sample, 12, smoothing=0.01, horizon=horizon, n_staleness=n_stale, client=client)
+            t_dist = time.perf_counter() - start
+            print(f"sample of {n_sample} users: library serial path {t_lib:.1f} s, Dask {t_dist:.1f} s")
+            ok &= _agree(
+                "sample agreement (library serial vs Dask)",
+                ser_tv, dist.population.log_max_tv_table, ser_stale, dist.penalty.staleness(np.arange(n_stale)),
+                ser_env, dist.population.envelope(max(A_MAX, S_MAX)), quant.edges, dist.edges,
+            )
+            del frames, fits, pop, pen
+        print(_load())
+
+        start = time.perf_counter()
+        serial = fit_partitions(paths, 12, smoothing=0.01, horizon=horizon, n_staleness=n_stale, client=None)
+        t_serial = time.perf_counter() - start
+        rss_self = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # this process: no exec since start
+        print(f"serial (same map-reduce, in process): {t_serial:.1f} s  "
+              f"(edges {serial.timings['edges_s']:.1f} s, state values {serial.timings['state_values_s']:.1f} s, "
+              f"chains + Δ + staleness {serial.timings['chains_s']:.1f} s); peak RSS of this process {rss_self:.0f} MiB; {_load()}")
+
+        start = time.perf_counter()
+        with dask_client(workers=workers) as client:
+            t_up = time.perf_counter() - start
+            start = time.perf_counter()
+            dist = fit_partitions(paths, 12, smoothing=0.01, horizon=horizon, n_staleness=n_stale, client=client)
+            t_dask = time.perf_counter() - start
+        print(f"Dask ({workers} workers): {t_dask:.1f} s with the cluster up (start-up {t_up:.1f} s)  "
+              f"(edges {dist.timings['edges_s']:.1f} s, state values {dist.timings['state_values_s']:.1f} s, "
+              f"chains + Δ + staleness {dist.timings['chains_s']:.1f} s); {_load()}")
+        report("ratio serial / Dask", t_serial / t_dask, "x", RATIO_TARGET, above=True)
+        for w, mib in sorted(dist.peak_rss_mib.items()):
+            report(f"peak RSS of worker {w}", mib, "MiB", WORKER_MIB_TARGET)
+        print(f"model: {dist.population.n_users} users kept of {dist.users}, {len(dist.excluded)} excluded, "
+              f"{dist.readings} readings, {dist.transitions} transitions, λ* = {dist.population.spectral_rate:.6f}")
+        ok &= _agree(
+            "full agreement (serial map-reduce vs Dask)",
+            serial.population.log_max_tv_table, dist.population.log_max_tv_table,
+            serial.penalty.staleness(np.arange(n_stale)), dist.penalty.staleness(np.arange(n_stale)),
+            serial.population.envelope(max(A_MAX, S_MAX)), dist.population.envelope(max(A_MAX, S_MAX)),
+            serial.edges, dist.edges,
+        )
+        start = time.perf_counter()
+        rep = design_schedule(dist.population, max_penalty=0.15, A_max=A_MAX, S_max=S_MAX, penalty=dist.penalty)
+        d = rep.solution.decision or {}
+        print(f"schedule on the reduced model: {rep.solution.status.value}, A = {d.get('A')}, S_bar = {d.get('S_bar')}, "
+              f"epsilon_c = {d.get('epsilon_c')}, peak risk = {rep.solution.objective} ({time.perf_counter() - start:.2f} s)")
+    return 0 if ok else 1
+
+
+def bench() -> None:
+    """Entry point of ``make bench`` (size from POLICYOPT_BENCH_DASK_USERS, default 10^6)."""
+    n = int(os.environ.get("POLICYOPT_BENCH_DASK_USERS", "1000000"))
+    if run(n, 10_000, 2) != 0:
+        raise SystemExit("bench_dask: the Dask and serial results disagree")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description="serial vs Dask on synthetic Parquet meters")
+    parser.add_argument("--users", type=int, default=1_000_000)
+    parser.add_argument("--users-per-file", type=int, default=10_000)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--slots", type=int, default=168)
+    args = parser.parse_args(argv)
+    return run(args.users, args.users_per_file, args.workers, args.slots)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
