@@ -157,6 +157,7 @@ def load_model(args):
                                 "(a CMC is at most 4-D)")
 
     def no_constant(name):
+        """json.loads hook: NaN/Infinity in --model are refused with a one-line InvalidInputError."""
         raise InvalidInputError(f"--model {fmt(args.model)}: {name} is not a number JSON allows (use finite numbers)")
 
     try:

@@ -122,6 +122,7 @@ def non_negative_float(name):
 
 
 def value_range_arg(name):
+    """An argparse ``type`` for ``LO:HI`` (finite, LO < HI, data units); errors name the option `name`."""
     def parse(text):
         """Parse LO:HI (two finite numbers, LO < HI) or raise ArgumentTypeError naming the option."""
         lo, sep, hi = str(text).partition(":")
@@ -139,6 +140,7 @@ def value_range_arg(name):
 
 
 def probability(name):
+    """An argparse ``type`` for a level in (0, 1) (e.g. --credible, --robust); errors name the option `name`."""
     def parse(text):
         """Parse a probability strictly between 0 and 1 or raise ArgumentTypeError naming the option."""
         try:

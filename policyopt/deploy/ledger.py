@@ -190,11 +190,13 @@ class ScheduleSpec:
         return self.origin + self.A + (n - 1) * self.S_bar
 
     def to_dict(self) -> dict:
+        """The schedule as a JSON-ready dict (value range as a list)."""
         d = asdict(self)
         d["value_range"] = list(self.value_range)
         return d
 
     def describe(self) -> str:
+        """One line for people: the schedule's or model's parameters."""
         lo, hi = self.value_range
         return (f"A = {self.A} slots, S̄ = {self.S_bar} slots, ε_C = {self.epsilon_c!r} nats, "
                 f"value range {lo!r}:{hi!r}, first input slot {self.origin}")
@@ -293,14 +295,17 @@ class ModelSpec:
             raise InvalidInputError(f"`smoothing` must be a finite number ≥ 0, got {fmt(s)}")
 
     def to_json(self) -> str:
+        """The model spec as canonical JSON (stored in the ledger's meta table)."""
         return json.dumps({"spec": self.spec, "states": self.states, "smoothing": float(self.smoothing)}, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> "ModelSpec":
+        """The model spec stored by :meth:`to_json`."""
         d = json.loads(text)
         return cls(d["spec"], d["states"], d["smoothing"])
 
     def describe(self) -> str:
+        """One line for people: the schedule's or model's parameters."""
         if self.spec.startswith(("bundled", "data:")):
             return f"{self.spec} ({self.states} states, smoothing {self.smoothing:g})"
         return self.spec
@@ -467,6 +472,7 @@ class _AgesOnly:
         self._log = np.asarray(population.log_max_tv(self.ages), dtype=float).reshape(-1)
 
     def log_max_tv(self, t):
+        """ln Δ(t) (Zhang et al. 2024, eq. (12)) at the precomputed ages; NaN elsewhere (checked by the caller)."""
         t = np.asarray(t, dtype=np.int64)
         idx = np.searchsorted(self.ages, t)
         hit = (idx < self.ages.size) & (self.ages[np.minimum(idx, self.ages.size - 1)] == t)
@@ -475,6 +481,7 @@ class _AgesOnly:
         return out
 
     def max_tv(self, t):
+        """Δ(t) = exp(ln Δ(t)) at the precomputed ages."""
         return np.exp(self.log_max_tv(t))
 
 

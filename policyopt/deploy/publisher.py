@@ -415,6 +415,7 @@ class Publisher:
         log_dtv = {}
 
         def ldtv(age: int) -> float:
+            """ln Δ(age), cached per age."""
             if age not in log_dtv:
                 log_dtv[age] = float(population.log_max_tv(int(age)))
             return log_dtv[age]

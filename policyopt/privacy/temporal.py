@@ -469,6 +469,7 @@ class _PairBounds:
         P = self.P
 
         def evaluate(idx):
+            """Largest L(α) of eq. (24) over the given row pairs (0 for none)."""
             f = flat[idx]
             return float(_pair_values(P, f // n, f % n, alpha).max()) if idx.size else 0.0
 
@@ -1254,6 +1255,7 @@ def leakage_upper(P_B, P_F, budgets) -> TemporalLeakage:
     eb, ef = c * steps, c * steps[::-1]
 
     def up(a, e):
+        """a + e rounded one float step up where the margin e is positive (exact values stay)."""
         return np.where(e > 0, np.nextafter(a + e, np.inf), a)
 
     # TPL_t = BPL_t + FPL_t − ε_t per user, with the two roundings of this sum recovered exactly

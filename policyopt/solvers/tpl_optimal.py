@@ -603,6 +603,7 @@ def propagate_bounds(problem: BudgetAllocationProblem, box, *, pad: float = 1e-9
     T, U, alpha = problem.horizon, len(problem.loss_B), problem.tpl_level
 
     def L(lf, x):
+        """L(x) of a user's loss function (0 when the correlation is unknown)."""
         return 0.0 if lf is None else float(lf(x))
 
     for u in range(U):

@@ -878,7 +878,9 @@ def fit_partitions(
     prev, nxt, gamma = quantile_indices(n, n_states)
 
     def run_pass(requests):
+        """One radix-selection pass over all partitions for the given order-statistic requests."""
         def combine(acc, p, res, w):
+            """Fold one partition's result into the accumulator."""
             if acc is None:
                 return [np.array(x) for x in res]
             return [a + b if not c else np.concatenate([a, b]) for a, b, (_, _, c) in zip(acc, res, requests)]
@@ -894,6 +896,7 @@ def fit_partitions(
     start = time.perf_counter()
 
     def add_pair(acc, p, r, w):
+        """Add one partition's (counts, sums) to the accumulator."""
         c, s = r
         return (acc[0] + c, acc[1] + s)
 
@@ -915,6 +918,7 @@ def fit_partitions(
     }
 
     def combine(acc, p, s, w):
+        """Fold one partition's result into the accumulator."""
         acc["readings"] += s.readings
         acc["users"] += s.users
         acc["kept"] += s.kept

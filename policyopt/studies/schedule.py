@@ -479,6 +479,7 @@ def design_schedule(
     table = problem.log_max_tv_table
 
     def exact_log(t):
+        """ln Δ(t) from the exact problem's table (t whole slots)."""
         return table[int(t)]
 
     solution_log = exact_log
