@@ -89,8 +89,9 @@ def main(argv=None) -> int:
         parser = build_parser()
         args = parser.parse_args(argv)
         if args.command is None:
-            parser.print_usage(sys.stderr)
-            print("policyopt: error: a COMMAND is required (policyopt --help lists them)", file=sys.stderr)
+            sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+            print(f"policyopt: error: a COMMAND is required, one of {', '.join(sub.choices)} (policyopt --help lists them)",
+                  file=sys.stderr)
             return 2
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
