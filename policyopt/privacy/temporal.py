@@ -1,8 +1,6 @@
 """Temporal privacy leakage (BPL / FPL / TPL) of continuous releases under Markov correlations.
 
-Source: Cao, Yoshikawa, Xiao, Xiong, "Quantifying Differential Privacy in Continuous Data
-Release under Temporal Correlations", IEEE TKDE 31(7), 2019,
-Y. Cao, M. Yoshikawa, Y. Xiao, L. Xiong, "Quantifying Differential Privacy in Continuous Data Release under Temporal Correlations", IEEE Trans. Knowl. Data Eng. 31(7), 2019 (cited below as *Cao et al. (2019)*).  Privacy is in nats,
+Source: Y. Cao, M. Yoshikawa, Y. Xiao, L. Xiong, "Quantifying Differential Privacy in Continuous Data Release under Temporal Correlations", IEEE Trans. Knowl. Data Eng. 31(7), 2019 (cited below as *Cao et al. (2019)*).  Privacy is in nats,
 time in steps (t = 1..T).  ``tpl_level`` (α of α-DP_T, Definition 8) is a leakage level in
 nats, not a Rényi order.
 
@@ -22,7 +20,7 @@ Paper errors and pitfalls handled here
 * Algorithm 1, line 10, tests q_j/d_j ≤ f(α) in floating point.  For Example 4's matrix at
   α = 40 the ratio f(40) rounds to exactly q_1/d_1 = 5, the last index is removed and the
   public MATLAB code returns 0 instead of ≈ log 5; it returns NaN for α ≥ 710 (e^α overflows).
-  Here the test is cross-multiplied and scaled by e^{−α}, the index of largest ratio is never
+  Here the test is made in logs, log q_j − log d_j > log f(α), the index of largest ratio is never
   removed (f(S) is a mediant of the ratios in S and of (1 − Q)/(1 − D) < 1, so it is strictly
   below the largest ratio in S), and the value returned is the largest over all index sets the
   loop visits (each is a feasible point of (19)–(21), so this never overshoots).
@@ -45,6 +43,12 @@ Paper errors and pitfalls handled here
   form stated in Theorem 11 is the positive root of the correct equation.
 * Theorem 11, case 2, allows ε ≤ log(1/q) when d = 0; at ε = log(1/q) the fixed point is
   infinite and the recursion diverges.  The finite case needs ε < log(1/q) strictly.
+
+* Subnormal entries (not in the paper): with d_k ≈ 1e-318 the ratio q_k/d_k overflows to inf and
+  ties with a true d_k = 0, and products of entries with e^{−α} underflow; sorting or testing in
+  that arithmetic loses the best index set (the envelope printed 731.24 for a true L(741) =
+  740.10).  Ratios are sorted by (d_k/q_k)·2^600, which is exact to 2^−53 for all entries,
+  inequality (22) is tested in logs, and Theorem 9's transition points are summed in logs.
 
 Beyond the paper: one L(α) on a fresh matrix
 --------------------------------------------
@@ -145,6 +149,26 @@ def _complements(total_rest: float, sorted_vals: np.ndarray, prefix: np.ndarray)
     return np.where(prefix < 0.5, 1.0 - prefix, tail)
 
 
+#: 2^600: d_k·2^600 is exact (a power-of-two scaling of a number ≤ 1), and (d_k·2^600)/q_k ≥ 2^−474
+#: is a normal float whenever d_k > 0, so the key below keeps 53 bits even for subnormal entries.
+_KEY_SCALE = 2.0 ** 600
+_LOG_KEY_SCALE = 600 * math.log(2.0)
+
+
+def _inverse_ratio_key(q: np.ndarray, d: np.ndarray, plus: np.ndarray) -> np.ndarray:
+    """Sort key of Algorithm 2, line 7: (d_k/q_k)·2^600 where q_k > d_k, +inf elsewhere; ascending = ratio descending.
+
+    Sorting by q_k/d_k itself fails with subnormal entries: 0.48/2.4e-318 overflows to inf and ties
+    with a true d_k = 0, and plain d_k/q_k is then subnormal with a few significant bits.  The
+    scaled inverse ratio is correctly rounded (relative error 2^−53) for every q_k > d_k ≥ 0 and
+    is 0 exactly when d_k = 0.
+    """
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        key = np.divide(d * _KEY_SCALE, q)
+    np.copyto(key, np.inf, where=~plus)
+    return key
+
+
 @dataclass(frozen=True)
 class _PairTable:
     """Algorithm 2 output for one ordered pair (q, d): coefficients and transition points.
@@ -173,23 +197,28 @@ def _pair_table(P: np.ndarray, i: int, j: int) -> _PairTable | None:
     if not np.any(plus):
         return None
     qp, dp = q[plus], d[plus]
-    with np.errstate(divide="ignore", over="ignore"):
-        ratio = np.where(dp > 0, qp / np.where(dp > 0, dp, 1.0), np.inf)
-    order = np.lexsort((-qp, -ratio))  # Algorithm 2 line 7: q_1/d_1 ≥ ... ≥ q_K/d_K
+    key = _inverse_ratio_key(qp, dp, np.ones(qp.size, dtype=bool))
+    order = np.lexsort((-qp, key))  # Algorithm 2 line 7: q_1/d_1 ≥ ... ≥ q_K/d_K, ties by larger q
     qs, ds = qp[order], dp[order]
     Q, D = np.cumsum(qs), np.cumsum(ds)  # Algorithm 2 lines 8–9: qArr, dArr
     Qc = _complements(float(q[~plus].sum()), qs, Q)
     Dc = _complements(float(d[~plus].sum()), ds, D)
     K = qs.size
     points = np.full(K, np.inf)
+    r = key[order]  # (d_k/q_k)·2^600, ascending
+    with np.errstate(divide="ignore"):
+        lq = np.log(qs)
+        lgap = np.log(qs - ds) - lq  # log((q_k − d_k)/q_k) = log(1 − d_k/q_k), no cancellation
     for k in range(1, K):
         # Theorem 9: f_{Q_k,D_k}(α) = q_k/d_k at α = log(1 + (q_k − d_k)/(Q_k d_k − D_k q_k));
-        # Algorithm 2 line 11 omits the "+1".  The denominator is summed term by term
-        # (each term q_i d_k − d_i q_k ≥ 0 since the ratios are sorted) to avoid cancellation.
-        den = float(np.sum(np.maximum(qs[: k + 1] * ds[k] - ds[: k + 1] * qs[k], 0.0)))
-        if den > 0:
-            with np.errstate(over="ignore"):
-                points[k] = np.log1p((qs[k] - ds[k]) / den)
+        # Algorithm 2 line 11 omits the "+1".  The denominator is Σ_{i ≤ k} (q_i d_k − d_i q_k)
+        # = q_k Σ_i q_i (r_k − r_i) with r = d/q (each term ≥ 0 since the ratios are sorted),
+        # summed in logs from the scaled r: products of subnormal entries must not underflow.
+        with np.errstate(divide="ignore"):
+            terms = lq[: k + 1] + np.log(np.maximum(r[k] - r[: k + 1], 0.0))
+        log_den = float(np.logaddexp.reduce(terms)) - _LOG_KEY_SCALE  # log(den / q_k)
+        if log_den > -math.inf:
+            points[k] = float(np.logaddexp(0.0, lgap[k] - log_den))  # log(1 + u), u may exceed 1e308
     points = np.minimum.accumulate(points)  # Theorem 9: sub-domains are nested; enforce in floats
     return _PairTable(i, j, qs, ds, Q, Qc, D, Dc, points)
 
@@ -246,9 +275,7 @@ def _scan_list(P: np.ndarray, pi: np.ndarray, pj: np.ndarray):
         if not sel.all():
             q, d, plus, K, pid = q[sel], d[sel], plus[sel], K[sel], pid[sel]
         m = q.shape[0]
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            key = np.divide(d, q)  # inverse ratio d_k/q_k, ascending = ratio descending
-        np.copyto(key, np.inf, where=~plus)
+        key = _inverse_ratio_key(q, d, plus)  # ascending = ratio q_k/d_k descending
         o = np.argsort(key, axis=1)
         o += (np.arange(m) * n)[:, None]
         qs = np.take(q, o)
@@ -388,9 +415,7 @@ def _pair_prefixes(P: np.ndarray, pi: np.ndarray, pj: np.ndarray):
     """
     q, d = P[pi], P[pj]
     plus = q > d  # Corollary 2
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        key = np.divide(d, q)  # inverse ratio, ascending = ratio descending (Algorithm 2 line 7)
-    np.copyto(key, np.inf, where=~plus)
+    key = _inverse_ratio_key(q, d, plus)  # ascending = ratio descending (Algorithm 2 line 7)
     o = np.argsort(key, axis=1)
     qs = np.take_along_axis(q, o, axis=1)
     ds = np.take_along_axis(d, o, axis=1)
@@ -730,8 +755,8 @@ class LossFunction:
 
         Notes
         -----
-        Algorithm 1 (Cao et al. 2019) with a robust test: inequality (22) is checked as
-        q_j (D + D̄e^{−α}) > d_j (Q + Q̄e^{−α}), the index of largest ratio is never removed
+        Algorithm 1 (Cao et al. 2019) with a robust test: inequality (22) is checked in logs,
+        log q_j − log d_j > log f(α) (log f formed as in eq. 24's log-space form), the index of largest ratio is never removed
         (Corollary 2 and the mediant argument in the module docstring), and the value is the
         largest over the index sets visited (all feasible for (19)–(21)).  Only the row pairs
         owning a vertex of the candidate chain (see ``_upper_chain``) are run: every other pair's
@@ -754,22 +779,25 @@ class LossFunction:
             vals = {x: (self._bounds.loss(x) if x > 0 else 0.0) for x in set(flat.tolist())}
             best = np.array([vals[x] for x in flat.tolist()])
             return self._finish(a, best.reshape(a.shape))
-        v = np.exp(-flat)[:, None]  # e^{−α}, underflows harmlessly to 0
         for t in self._tables:
             K = t.q.size
+            with np.errstate(divide="ignore"):
+                log_ratio = np.log(t.q) - np.log(t.d)  # +inf where d_j = 0
             m = np.full(flat.size, K)  # Algorithm 1 lines 3–4: start from all q_j > d_j
             val = _log_f(t.Q[m - 1], t.Qc[m - 1], t.D[m - 1], t.Dc[m - 1], flat)
+            cur = val
             for _ in range(K):
-                Q, Qc, D, Dc = (x[m - 1][:, None] for x in (t.Q, t.Qc, t.D, t.Dc))
-                # Inequality (22), cross-multiplied and scaled by e^{−α}
-                keep = t.q[None, :] * (D + Dc * v) > t.d[None, :] * (Q + Qc * v)
+                # Inequality (22), q_j/d_j > f(α), compared in logs: log f is formed in log space
+                # (eq. 24), and products of subnormal entries with e^{−α} would underflow.
+                keep = log_ratio[None, :] > cur[:, None]
                 keep[:, 0] = True  # the largest ratio always satisfies (22)
                 keep &= np.arange(K)[None, :] < m[:, None]
                 new_m = np.maximum(keep.sum(axis=1), 1)  # Algorithm 1 line 11: drop the failing pairs
                 if np.array_equal(new_m, m):
                     break
                 m = new_m
-                val = np.maximum(val, _log_f(t.Q[m - 1], t.Qc[m - 1], t.D[m - 1], t.Dc[m - 1], flat))
+                cur = _log_f(t.Q[m - 1], t.Qc[m - 1], t.D[m - 1], t.Dc[m - 1], flat)
+                val = np.maximum(val, cur)
             best = np.maximum(best, val)  # eq. (24): max over pairs (Algorithm 1 line 13)
         return self._finish(a, best.reshape(a.shape))
 
