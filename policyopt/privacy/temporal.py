@@ -205,20 +205,20 @@ def _pair_table(P: np.ndarray, i: int, j: int) -> _PairTable | None:
     Dc = _complements(float(d[~plus].sum()), ds, D)
     K = qs.size
     points = np.full(K, np.inf)
-    r = key[order]  # (d_k/q_k)·2^600, ascending
-    with np.errstate(divide="ignore"):
-        lq = np.log(qs)
-        lgap = np.log(qs - ds) - lq  # log((q_k − d_k)/q_k) = log(1 − d_k/q_k), no cancellation
-    for k in range(1, K):
+    if K > 1:
         # Theorem 9: f_{Q_k,D_k}(α) = q_k/d_k at α = log(1 + (q_k − d_k)/(Q_k d_k − D_k q_k));
         # Algorithm 2 line 11 omits the "+1".  The denominator is Σ_{i ≤ k} (q_i d_k − d_i q_k)
         # = q_k Σ_i q_i (r_k − r_i) with r = d/q (each term ≥ 0 since the ratios are sorted),
         # summed in logs from the scaled r: products of subnormal entries must not underflow.
+        r = key[order]  # (d_k/q_k)·2^600, ascending
         with np.errstate(divide="ignore"):
-            terms = lq[: k + 1] + np.log(np.maximum(r[k] - r[: k + 1], 0.0))
-        log_den = float(np.logaddexp.reduce(terms)) - _LOG_KEY_SCALE  # log(den / q_k)
-        if log_den > -math.inf:
-            points[k] = float(np.logaddexp(0.0, lgap[k] - log_den))  # log(1 + u), u may exceed 1e308
+            lq = np.log(qs)
+            lgap = np.log(qs - ds) - lq  # log((q_k − d_k)/q_k) = log(1 − d_k/q_k), no cancellation
+            terms = lq[None, :] + np.log(np.maximum(r[:, None] - r[None, :], 0.0))  # [k, i]; 0 for i ≥ k
+        log_den = np.logaddexp.reduce(terms, axis=1) - _LOG_KEY_SCALE  # log(den_k / q_k)
+        ok = log_den > -np.inf
+        ok[0] = False
+        points[ok] = np.logaddexp(0.0, lgap[ok] - log_den[ok])  # log(1 + u), u may exceed 1e308
     points = np.minimum.accumulate(points)  # Theorem 9: sub-domains are nested; enforce in floats
     return _PairTable(i, j, qs, ds, Q, Qc, D, Dc, points)
 
@@ -246,6 +246,35 @@ def _upper_chain(x, y, pid):
 
 
 _SCAN_CHUNK = 1 << 20  # matrix entries per block of ordered pairs (≈ 8 MiB per work array)
+_SEED_PAIRS = 8  # pairs of largest T whose whole chains seed the first block's filter
+#: Below this x = D every point is kept by the filter: np.interp's slope Δy/Δx would overflow
+#: across subnormal abscissae, and these points matter only at huge α (μ beyond 1e290).
+_TINY_X = 1e-290
+
+
+def _above_chain(x, y, cx, cy) -> np.ndarray:
+    """Mask of the points (x, y) not on or below the chain (cx, cy) (x increasing, y increasing).
+
+    A point left of the chain, or at x < 1e-290, is always kept; right of it, the chain continues
+    flat at its top (such points lose to the top vertex for every μ ≥ 0).
+    """
+    if cx.size == 0:
+        return np.ones(x.size, dtype=bool)
+    return (x < cx[0]) | (x < _TINY_X) | (y > np.interp(x, cx, cy))
+
+
+def _seed_chain(x, y, p, K):
+    """A chain from a cheap subset of one block's points: every pair's first and last prefix, and
+    the whole chains of the pairs of largest T (the last prefix's y).  Filtering the block against
+    it before the sort by (x, −y) leaves only the few points that can reach the final chain."""
+    ends = np.cumsum(K) - 1  # index of each pair's last point in the flattened (x, y)
+    firsts = ends - K + 1
+    idx = [ends, firsts]
+    if K.size > _SEED_PAIRS:
+        top = np.argpartition(-y[ends], _SEED_PAIRS)[:_SEED_PAIRS]
+        idx += [np.arange(firsts[t], ends[t] + 1) for t in top.tolist()]
+    sub = np.concatenate(idx)
+    return _upper_chain(x[sub], y[sub], p[sub])
 
 
 def _scan_list(P: np.ndarray, pi: np.ndarray, pj: np.ndarray):
@@ -297,9 +326,10 @@ def _scan_list(P: np.ndarray, pi: np.ndarray, pj: np.ndarray):
             rest = np.where(ar[None, :] + 1 >= npos, 0.0, rest)  # all of q in the prefix: Q̄ = 0 exactly
             ok = np.cumsum(qz > 0, axis=1) == np.arange(1, n + 1)[None, :]
             zeros.append(np.unique(np.stack([Qz[ok], rest[ok]], axis=1), axis=0))
-        if cx.size:
-            keep = (x < cx[0]) | (y > np.interp(x, cx, cy))
-            x, y, p = x[keep], y[keep], p[keep]
+        if not cx.size:
+            cx, cy, cp = _seed_chain(x, y, p, K)
+        keep = _above_chain(x, y, cx, cy)
+        x, y, p = x[keep], y[keep], p[keep]
         if x.size:
             cx, cy, cp = _upper_chain(np.concatenate([cx, x]), np.concatenate([cy, y]), np.concatenate([cp, p]))
     z = np.concatenate(zeros) if zeros else np.zeros((0, 2))
@@ -653,6 +683,7 @@ class LossFunction:
         # L(α), and Algorithm 2's tables plus the envelope (Algorithm 4) for everything else.
         self._bounds_cache = None
         self._env = None
+        self._scalar_fn = None  # scalar_piecewise's plain-float evaluator, built on first use
 
     @property
     def _bounds(self) -> _PairBounds:
@@ -1111,7 +1142,15 @@ def _logaddexp(x: float, y: float) -> float:
 
 
 def scalar_piecewise(loss: LossFunction):
-    """A plain-float version of LossFunction.piecewise for one α ≥ 0 (the recursions' fast path)."""
+    """A plain-float version of LossFunction.piecewise for one α ≥ 0 (the recursions' fast path).
+
+    Built once per LossFunction and cached on it (the envelope never changes)."""
+    if loss._scalar_fn is None:
+        loss._scalar_fn = _scalar_piecewise(loss)
+    return loss._scalar_fn
+
+
+def _scalar_piecewise(loss: LossFunction):
     if loss.is_identity:
         return lambda a: a
     if loss.breakpoints.size == 0:

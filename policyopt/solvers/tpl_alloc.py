@@ -64,7 +64,7 @@ import numpy as np
 from policyopt.errors import InvalidInputError, fmt
 from policyopt.problems.tpl_budget import TPL_RTOL, BudgetAllocationProblem
 from policyopt.result import Solution, Status, Termination
-from policyopt.privacy.temporal import supremum
+from policyopt.privacy.temporal import scalar_piecewise, supremum
 
 __all__ = ["UpperBoundAllocator", "QuantificationAllocator", "upper_bound_budget", "quantification_budgets",
            "verify_budgets", "check_budget_problem", "backend_versions", "PROOF_GAP", "XTOL", "RTOL"]
@@ -82,11 +82,11 @@ def _tolerance(x: float) -> float:
 
 
 def _loss_max(users, x: float) -> float:
-    """max over users of L_i(x) (eq. 24); None (no known correlation) contributes 0."""
+    """max over users of L_i(x) (eq. 24, Algorithm 5 in plain floats); None (no known correlation) contributes 0."""
     out = 0.0
     for lf in users:
         if lf is not None:
-            out = max(out, float(lf(x)))
+            out = max(out, scalar_piecewise(lf)(x))
     return out
 
 
