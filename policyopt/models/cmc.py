@@ -1,7 +1,6 @@
 """Coupling Markov chains (CMC) of several correlated sequences and their joint snapshot chain.
 
-Source: Luo, Zhang, Xu, Chen, Huang, "Correlated-Sequence Differential Privacy",
-Y. Luo, M. Zhang, J. Xu, J. Chen, J. Huang, "Correlated-Sequence Differential Privacy", preprint, 2025, Section III-B, eqs. (4)–(5) (after Ching,
+Source: Y. Luo, M. Zhang, J. Xu, J. Chen, J. Huang, "Correlated-Sequence Differential Privacy", preprint, 2025, Section III-B, eqs. (4)–(5) (after Ching,
 Fung & Ng, "A multivariate Markov chain model for categorical data sequences", 2002).
 
 Conventions

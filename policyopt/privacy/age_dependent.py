@@ -1,7 +1,6 @@
 """Age-dependent privacy accounting: Theorem 1, composition Theorem 3, peak risk Proposition 3.
 
-Source: Zhang, Wei, Berry, Huang, "Age-Dependent Differential Privacy",
-M. Zhang, E. Wei, R. Berry, J. Huang, "Age-Dependent Differential Privacy", IEEE Trans. Inf. Theory 70(2), 2024.  Privacy is in nats, time in slots.
+Source: M. Zhang, E. Wei, R. Berry, J. Huang, "Age-Dependent Differential Privacy", IEEE Trans. Inf. Theory 70(2), 2024.  Privacy is in nats, time in slots.
 
 Every risk is computed in log space, as ln(1 + Δ(e^ε − 1)) = logaddexp(0, ln Δ + ln(e^ε − 1)),
 so ε_C = 50 (or 5000) and Δ = 0 work.  Where Δ(t) may fall below the float range (≈1e-308)
