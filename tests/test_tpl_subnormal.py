@@ -77,3 +77,77 @@ def _tiny_matrices(draw):
 @given(P=_tiny_matrices(), alpha=st.sampled_from([0.3, 20.0, 700.0, 745.0, 1500.0]))
 def test_property_every_path_matches_brute_force_with_subnormal_entries(P, alpha):
     _check(P, alpha, rtol=1e-11)
+
+
+# ---------------------------------------------------------------------------------------------
+# LossFunction.restrict: the envelope of only the pairs that can attain L on [0, a_max]
+# ---------------------------------------------------------------------------------------------
+
+from policyopt.privacy.temporal import scalar_piecewise  # noqa: E402
+
+
+def _random_matrix(n, seed, tiny=0.0, zeros=0.0):
+    rng = np.random.default_rng(seed)
+    P = rng.random((n, n))
+    if tiny:
+        mask = rng.random((n, n)) < tiny
+        P[mask] = 10.0 ** rng.uniform(-323, -290, mask.sum())
+    if zeros:
+        P[rng.random((n, n)) < zeros] = 0.0
+    P[np.arange(n), rng.integers(0, n, n)] += 0.1
+    return P / P.sum(axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("n, seed, tiny, zeros", [
+    (50, 1, 0.0, 0.0), (50, 2, 0.0, 0.0), (12, 3, 0.0, 0.3), (8, 4, 0.3, 0.2), (120, 5, 0.0, 0.0),
+    (30, 6, 0.1, 0.1), (3, 7, 0.0, 0.0),
+])
+@pytest.mark.parametrize("a_max", [0.05, 1.0, 7.0, 45.0])
+def test_restricted_envelope_equals_the_full_envelope_on_its_range(n, seed, tiny, zeros, a_max):
+    P = _random_matrix(n, seed, tiny, zeros)
+    full = LossFunction(P)
+    ref = scalar_piecewise(full)
+    lim = LossFunction(P).restrict(a_max)
+    f = scalar_piecewise(lim)
+    assert lim._env is None  # nothing of the full envelope was built
+    alphas = np.concatenate([np.linspace(0.0, a_max, 157), [a_max * (1 + 1e-7)]])
+    for a in alphas.tolist():
+        want = ref(a)
+        assert abs(f(a) - want) <= 1e-12 * max(1.0, want), (a, f(a), want)
+        assert f(a) >= LossFunction(P).exact(a) - 1e-12 * max(1.0, want)  # never below the true L
+    # beyond the declared range the full envelope takes over: same values, nothing silently wrong
+    for a in (a_max * 3 + 1.0, 300.0):
+        assert abs(f(a) - ref(a)) <= 1e-12 * max(1.0, ref(a))
+    assert lim._env is not None
+
+
+@settings(max_examples=40, deadline=None)
+@given(P=_tiny_matrices(), a_max=st.sampled_from([0.1, 1.0, 20.0]))
+def test_property_restricted_envelope_matches_brute_force(P, a_max):
+    f = scalar_piecewise(LossFunction(P).restrict(a_max))
+    for a in (0.0, a_max / 3, a_max):
+        ref = float(R.loss(P, a))
+        assert abs(f(a) - ref) <= 1e-11 * max(1.0, ref), (a, f(a), ref)
+
+
+def test_restrict_rejects_bad_alpha_max():
+    L = LossFunction([[0.9, 0.1], [0.2, 0.8]])
+    with pytest.raises(Exception, match="alpha_max"):
+        L.restrict(-1.0)
+    with pytest.raises(Exception, match="alpha_max"):
+        L.restrict(float("nan"))
+
+
+def test_algorithm8_budgets_unchanged_by_the_restricted_envelope():
+    # Algorithm 8 restricts both loss functions to [0, α]; the budgets must agree with those found
+    # on the full envelopes (built first, so that restrict() does nothing) to 1e-12.
+    from policyopt.problems.tpl_budget import BudgetAllocationProblem
+
+    for seed in range(4):
+        PB, PF = _random_matrix(50, 100 + seed), _random_matrix(50, 200 + seed)
+        fast = BudgetAllocationProblem(PB, PF, 1.0, 10).solve("quantification")
+        LB, LF = LossFunction(PB), LossFunction(PF)
+        LB.piecewise(0.0), LF.piecewise(0.0)  # full envelopes: restrict() keeps using them
+        ref = BudgetAllocationProblem(LB, LF, 1.0, 10).solve("quantification")
+        assert np.allclose(fast.decision["budgets"], ref.decision["budgets"], rtol=1e-12, atol=0)
+        assert fast.values["max_tpl"] <= 1.0 and ref.values["max_tpl"] <= 1.0

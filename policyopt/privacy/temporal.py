@@ -573,9 +573,109 @@ class _PairBounds:
         return max(best, evaluate(cand))
 
 
+# ----------------------------------------------------------------------------------------
+# The envelope on a bounded range [0, a_max] from the row pairs that can attain L there (beyond the paper)
+# ----------------------------------------------------------------------------------------
+#
+# At α the maximiser of eq. (24) is a hull vertex supporting the direction λ* − 1, λ* = e^{L(α)}
+# (Dinkelbach: it maximises Q − λ*D).  For α ≤ a_max, λ* ≤ Λ = e^{L(a_max)}, so only pairs whose
+# φ_p(λ) = Σ_k (q_k − λd_k)⁺ = max over their prefixes of Q − λD reaches Φ(λ) = max_p φ_p(λ) for some
+# λ ∈ [1, Λ] matter.  A lower bound Φ_S ≤ Φ comes from a few seed pairs (largest T); φ_p is convex
+# and decreasing, so on [1, Λ] it lies below its chord from (1, T_p) to (Λ, φ_p(Λ)), and a pair whose
+# chord is below Φ_S at 1, at Λ and at every breakpoint of Φ_S between them (the chord minus the
+# piecewise-linear Φ_S is linear between breakpoints) cannot attain L on [0, a_max].  Two O(n³)
+# passes without sorting (T, then φ_p(Λ) for the pairs whose T is not already below Φ_S(Λ)) leave a
+# handful of pairs on typical matrices, whose tables give the same L as the full envelope there.
+
+_RANGE_SLACK = 1e-6  # a range [0, a] is built for [0, a·(1 + slack)] (recursions overshoot by ulps)
+_RANGE_MAX_ALPHA = 50.0  # beyond this the range covers most of the envelope: LossFunction.restrict builds nothing
+
+
+def _range_pairs(P: np.ndarray, bounds: _PairBounds, lam_max: float):
+    """Ids i·n + j of the ordered row pairs that can attain L(α) at some α with e^{L(α)} ≤ `lam_max`.
+
+    Every comparison is made with a margin that covers its rounding, so a pair is dropped only if
+    it provably cannot attain the maximum of eq. (24) there.  Returns (ids, chain): ``chain`` is
+    the candidate chain (x, y, pair id) of exactly those pairs when it was formed on the way
+    (only the seed pairs survive), else None.
+    """
+    n, flat, tv = bounds.n, bounds.flat, bounds.tv
+    if flat.size == 0 or not lam_max > 1.0:
+        return flat[:0], None
+    k = min(_PRUNE_SEEDS, flat.size)
+    if k == flat.size:
+        return flat, None
+    seeds = np.argpartition(-tv, k - 1)[:k]
+    f = flat[seeds]
+    sx, sy, sp, _ = _scan_list(P, f // n, f % n)  # the seeds' hull: Φ_S(λ) = max(0, max_v y_v − (λ − 1)x_v)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        hx, hy = np.concatenate([[0.0], sx]), np.concatenate([[0.0], sy])
+        lam_b = 1.0 + np.diff(hy) / np.diff(hx)  # breakpoints of Φ_S (edge slopes + 1)
+    lam = np.concatenate([[1.0], lam_b[(lam_b > 1.0) & (lam_b < lam_max)], [lam_max]])
+    u = np.finfo(float).eps
+    # Φ_S at the grid, minus its rounding (prefix sums: n + 2 ulps of each term; the subtraction: 4)
+    phi_s = np.max(hy[None, :] - (lam[:, None] - 1.0) * hx[None, :], axis=1)
+    phi_s -= 4.0 * (n + 8) * u * (1.0 + lam)
+    # Pairs with T_p ≤ Φ_S(Λ) lie below Φ_S on all of [1, Λ] (φ_p ≤ T_p, Φ_S decreasing).
+    is_seed = np.zeros(flat.size, dtype=bool)
+    is_seed[seeds] = True
+    cand = np.flatnonzero((tv > phi_s[-1]) & ~is_seed)
+    if cand.size == 0:
+        return f, (sx, sy, sp)
+    # φ_p(Λ), inflated to an upper bound as in _PairBounds.loss
+    phi_l = bounds._psi(cand, P * (1.0 + 8.0 * u), P * (lam_max * (1.0 - 8.0 * u)))
+    phi_l = phi_l * (1.0 + (n + 2) * u) + n * 2.0 ** -1074
+    t = tv[cand]
+    slope = (phi_l - t) / (lam_max - 1.0)
+    chord = t[:, None] + (lam[None, :] - 1.0) * slope[:, None]
+    chord += 4.0 * u * (t[:, None] + np.abs(chord))  # rounding of the chord itself
+    keep = np.any(chord > phi_s[None, :], axis=1)
+    if not keep.any():
+        return f, (sx, sy, sp)
+    return np.concatenate([f, flat[cand[keep]]]), None
+
+
+class _RangeEnvelope:
+    """Algorithm 2's tables and Algorithm 4's envelope of the pairs that can attain L on [0, cap]."""
+
+    def __init__(self, loss: "LossFunction", a_max: float):
+        P, n = loss.P, loss.P.shape[0]
+        self.cap = a_max * (1.0 + _RANGE_SLACK) + 1e-300
+        bounds = loss._bounds
+        # Λ ≥ e^{L(cap)}: L(α) ≤ α (Remark 1) and e^{L(α)} ≤ 1 + (e^α − 1)·max T (see _PairBounds)
+        t_max = float(bounds.tv.max()) if bounds.tv.size else 0.0
+        lam_max = min(math.exp(self.cap), 1.0 + math.expm1(self.cap) * t_max) * (1.0 + 1e-9)
+        pairs, chain = _range_pairs(P, bounds, lam_max)
+        if pairs.size:
+            cx, cy, cp = chain if chain is not None else _scan_list(P, pairs // n, pairs % n)[:3]
+            # Only the vertices supporting a direction λ − 1 ≤ Λ − 1 can be a maximiser on [0, cap]:
+            # a vertex supports the slopes between those of its right and left edges.
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                right = np.append(np.diff(cy) / np.diff(cx), 0.0)  # slope of the edge to the right
+            need = right <= (lam_max - 1.0) * (1.0 + 1e-9)
+            first = int(np.argmax(need))  # from the first such vertex on (slopes decrease)
+            rel = np.unique(cp[first:])
+            x0 = cx[max(first - 1, 0)]  # the vertex before keeps its sub-function too (a neighbour)
+        else:
+            rel = pairs
+        self.tables = [t for p in rel.tolist() if (t := _pair_table(P, p // n, p % n))]
+        cand = LossFunction._candidate_rows(self.tables)
+        if pairs.size and cand.shape[0]:
+            # Prefixes below the chain (by more than rounding) are no maximiser for any λ, and those
+            # left of the needed vertices only for λ > Λ: both dropped.
+            x, y = cand[:, 2], cand[:, 4]
+            on = (x < _TINY_X) | (y >= np.interp(x, cx, cy) * (1.0 - 1e-9))
+            cand = cand[on & (x >= x0 * (1.0 - 1e-12))]
+        self.cand = cand
+        self.breakpoints, self.seg = _envelope(self.cand, stop=self.cap)
+
+
 # Algorithm 4: upper envelope of the sub-functions on [0, ∞)
-def _envelope(C: np.ndarray):
-    """Algorithm 4 on [0, ∞): (breakpoints, candidate row of each segment) of the upper envelope of `C`."""
+def _envelope(C: np.ndarray, stop: float = math.inf):
+    """Algorithm 4 on [0, ∞): (breakpoints, candidate row of each segment) of the upper envelope of `C`.
+
+    With a finite `stop`, the sweep ends at the first breakpoint beyond it: the segments returned
+    are exact on [0, stop] (the last one is not continued to its true end)."""
     if C.shape[0] == 0:
         return np.zeros(0), np.zeros(0, dtype=int)
     Q, Qc, D, Dc, gap = C.T
@@ -614,7 +714,7 @@ def _envelope(C: np.ndarray):
             a_star = np.where(ok, np.logaddexp(0.0, np.log(-B) - logA), np.inf)  # log(1 − B/A)
         a_star[~(a_star > a_cur)] = np.inf
         a_next = float(np.min(a_star))
-        if not np.isfinite(a_next):
+        if not np.isfinite(a_next) or a_next > stop:
             break
         tied = np.flatnonzero(a_star <= a_next * (1 + _TIE_RTOL))
         # Among the functions crossing c there, the top one just after has the largest slope.
@@ -691,6 +791,7 @@ class LossFunction:
         self._bounds_cache = None
         self._env = None
         self._scalar_fn = None  # scalar_piecewise's plain-float evaluator, built on first use
+        self._range = None  # envelope of the pairs that can attain L on [0, cap] (see restrict)
 
     @property
     def _bounds(self) -> _PairBounds:
@@ -744,6 +845,37 @@ class LossFunction:
         """d⁺ of the sub-function of each segment (eq. 25), shape (m,)."""
         env = self._built()
         return env["cand"][env["seg"], 2] if env["seg"].size else np.zeros(0)
+
+    def restrict(self, alpha_max: float) -> "LossFunction":
+        """Declare that L will be evaluated on [0, `alpha_max`] by the recursions (a speed hint).
+
+        Until the full envelope is built (by :meth:`piecewise`, :meth:`per_pair` or the envelope
+        attributes), :func:`leakage` and the allocators evaluate L with the envelope of only the
+        row pairs that can attain L(α) for some α ≤ `alpha_max` (two O(n³) passes without sorting
+        select them; see ``_range_pairs``), which has the same values there.  A later α beyond the
+        range builds the full envelope, so the hint never changes a result.
+
+        Parameters
+        ----------
+        alpha_max : float
+            Largest α (nats) expected, finite and ≥ 0.
+
+        Returns
+        -------
+        LossFunction
+            self.
+
+        Raises
+        ------
+        InvalidInputError
+            If `alpha_max` is negative, non-finite or not numeric.
+        """
+        a = float(_check_nonneg(alpha_max, "alpha_max", scalar=True))
+        if self._env is None and not (self.is_identity or self.is_zero) and a <= _RANGE_MAX_ALPHA:
+            if self._range is None or self._range.cap < a:
+                self._range = _RangeEnvelope(self, a)
+                self._scalar_fn = None
+        return self
 
     @staticmethod
     def _candidate_rows(tables) -> np.ndarray:
@@ -1151,20 +1283,46 @@ def _logaddexp(x: float, y: float) -> float:
 def scalar_piecewise(loss: LossFunction):
     """A plain-float version of LossFunction.piecewise for one α ≥ 0 (the recursions' fast path).
 
-    Built once per LossFunction and cached on it (the envelope never changes)."""
+    Built once per LossFunction and cached on it.  After :meth:`LossFunction.restrict` and while
+    the full envelope is not built, it evaluates the envelope of the pairs that can attain L on the
+    declared range (same values there), and builds the full envelope on the first α beyond it."""
     if loss._scalar_fn is None:
-        loss._scalar_fn = _scalar_piecewise(loss)
+        loss._scalar_fn = _ScalarLoss(loss)
     return loss._scalar_fn
 
 
-def _scalar_piecewise(loss: LossFunction):
-    if loss.is_identity:
-        return lambda a: a
-    if loss.breakpoints.size == 0:
+class _ScalarLoss:
+    """Callable L(a) for plain floats: Algorithm 5 on the full or on a range-limited envelope."""
+
+    def __init__(self, loss: LossFunction):
+        self.loss = loss
+        self.cap = math.inf
+        self.cand = None
+        if loss.is_identity:
+            self.f = lambda a: a
+        elif loss._env is None and loss._range is not None:
+            self.cap, self.cand = loss._range.cap, loss._range.cand
+            self.f = _scalar_envelope(loss._range.breakpoints, loss._range.cand, loss._range.seg)
+        else:
+            self.f = self._full()
+
+    def _full(self):
+        loss = self.loss
+        self.cap, self.cand = math.inf, None
+        return _scalar_envelope(loss.breakpoints, loss._cand, loss._seg)
+
+    def __call__(self, a: float) -> float:
+        if a > self.cap:  # beyond the declared range: the full envelope from now on
+            self.f = self._full()
+        return self.f(a)
+
+
+def _scalar_envelope(breakpoints: np.ndarray, cand: np.ndarray, seg: np.ndarray):
+    if breakpoints.size == 0:
         return lambda a: 0.0
-    bp = loss.breakpoints.tolist()
+    bp = breakpoints.tolist()
     with np.errstate(divide="ignore"):
-        logs = np.log(loss._cand[loss._seg][:, :4]).tolist()  # log Q, log Q̄, log D, log D̄ per segment
+        logs = np.log(cand[seg][:, :4]).tolist()  # log Q, log Q̄, log D, log D̄ per segment
     last = len(logs) - 1
     lae = _logaddexp
 
@@ -1251,10 +1409,14 @@ def leakage(P_B, P_F, budgets, *, method: str = "piecewise") -> TemporalLeakage:
 def _log_magnitude(loss: LossFunction | None) -> tuple[float, int]:
     """(Λ, n): the largest |ln Q| + |ln Q̄| + |ln D| + |ln D̄| over L's candidate sub-functions
     (finite logs only) and the number of states; (0, 0) for L ≡ 0."""
-    if loss is None or loss._cand.shape[0] == 0:
-        return 0.0, 0 if loss is None else loss.P.shape[0]
+    if loss is None:
+        return 0.0, 0
+    ev = scalar_piecewise(loss)
+    cand = loss._cand if ev.cand is None else ev.cand  # the sub-functions the recursions evaluated
+    if cand.shape[0] == 0:
+        return 0.0, loss.P.shape[0]
     with np.errstate(divide="ignore"):
-        logs = np.abs(np.log(loss._cand[:, :4]))
+        logs = np.abs(np.log(cand[:, :4]))
     logs[~np.isfinite(logs)] = 0.0
     return float(logs.sum(axis=1).max()), loss.P.shape[0]
 

@@ -330,6 +330,9 @@ def quantification_budgets(loss_B, loss_F, alpha: float, T: int):
     """Algorithm 8's budgets (list) and diagnostics, or (None, reason, {})."""
     if T == 1:
         return [alpha], "", {"alpha_B": alpha, "alpha_F": alpha, "epsilon_m": None, "tolerance": 0.0}
+    for lf in (*loss_B, *loss_F):  # every L is evaluated on [0, α] only (BPL_t, FPL_t ≤ α)
+        if lf is not None:
+            lf.restrict(alpha)
     r = _quantification_root(loss_B, loss_F, alpha)
     if r is None:
         return None, (
