@@ -151,3 +151,17 @@ def test_algorithm8_budgets_unchanged_by_the_restricted_envelope():
         ref = BudgetAllocationProblem(LB, LF, 1.0, 10).solve("quantification")
         assert np.allclose(fast.decision["budgets"], ref.decision["budgets"], rtol=1e-12, atol=0)
         assert fast.values["max_tpl"] <= 1.0 and ref.values["max_tpl"] <= 1.0
+
+
+@settings(max_examples=60, deadline=None)
+@given(P=_tiny_matrices())
+def test_small_envelope_in_plain_floats_equals_the_numpy_sweep(P):
+    # Algorithm 4 in plain floats (used for the few candidates of a restricted range) must pick the
+    # same segments as the numpy sweep, with the same breakpoints to rounding.
+    from policyopt.privacy.temporal import _envelope, _envelope_small
+
+    C = LossFunction(P)._cand
+    b1, s1 = _envelope(C)
+    b2, s2 = _envelope_small(C)
+    assert s1.tolist() == s2.tolist()
+    assert np.allclose(b1, b2, rtol=1e-13, atol=0.0)

@@ -196,8 +196,10 @@ class _PairTable:
     points: np.ndarray
 
 
-def _pair_table(P: np.ndarray, i: int, j: int) -> _PairTable | None:
-    """Algorithm 2 (lines 2–11) for rows q = P[i], d = P[j]; None if no q_k > d_k (Theorem 6)."""
+def _pair_table(P: np.ndarray, i: int, j: int, with_points: bool = True) -> _PairTable | None:
+    """Algorithm 2 (lines 2–11) for rows q = P[i], d = P[j]; None if no q_k > d_k (Theorem 6).
+
+    ``with_points=False`` leaves Theorem 9's transition points (used by Algorithm 3 only) as inf."""
     q, d = P[i], P[j]
     plus = q > d  # Corollary 2: only q_k > d_k can be in q⁺
     if not np.any(plus):
@@ -211,7 +213,7 @@ def _pair_table(P: np.ndarray, i: int, j: int) -> _PairTable | None:
     Dc = _complements(float(d[~plus].sum()), ds, D)
     K = qs.size
     points = np.full(K, np.inf)
-    if K > 1:
+    if K > 1 and with_points:
         # Theorem 9: f_{Q_k,D_k}(α) = q_k/d_k at α = log(1 + (q_k − d_k)/(Q_k d_k − D_k q_k));
         # Algorithm 2 line 11 omits the "+1".  The denominator is Σ_{i ≤ k} (q_i d_k − d_i q_k)
         # = q_k Σ_i q_i (r_k − r_i) with r = d/q (each term ≥ 0 since the ratios are sorted),
@@ -253,6 +255,7 @@ def _upper_chain(x, y, pid):
 
 _SCAN_CHUNK = 1 << 20  # matrix entries per block of ordered pairs (≈ 8 MiB per work array)
 _SEED_PAIRS = 8  # pairs of largest T whose whole chains seed the first block's filter
+_SEED_MIN_POINTS = 4096  # smaller blocks go straight to the hull (the filter would cost more than it saves)
 #: Below this x = D every point is kept by the filter: np.interp's slope Δy/Δx would overflow
 #: across subnormal abscissae, and these points matter only at huge α (μ beyond 1e290).
 _TINY_X = 1e-290
@@ -333,10 +336,11 @@ def _scan_list(P: np.ndarray, pi: np.ndarray, pj: np.ndarray):
             rest = np.where(ar[None, :] + 1 >= npos, 0.0, rest)  # all of q in the prefix: Q̄ = 0 exactly
             ok = np.cumsum(qz > 0, axis=1) == np.arange(1, n + 1)[None, :]
             zeros.append(np.unique(np.stack([Qz[ok], rest[ok]], axis=1), axis=0))
-        if not cx.size:
+        if not cx.size and x.size > _SEED_MIN_POINTS:
             cx, cy, cp = _seed_chain(x, y, p, K)
-        keep = _above_chain(x, y, cx, cy)
-        x, y, p = x[keep], y[keep], p[keep]
+        if cx.size:
+            keep = _above_chain(x, y, cx, cy)
+            x, y, p = x[keep], y[keep], p[keep]
         if x.size:
             cx, cy, cp = _upper_chain(np.concatenate([cx, x]), np.concatenate([cy, y]), np.concatenate([cp, p]))
     z = np.concatenate(zeros) if zeros else np.zeros((0, 2))
@@ -658,8 +662,8 @@ class _RangeEnvelope:
             x0 = cx[max(first - 1, 0)]  # the vertex before keeps its sub-function too (a neighbour)
         else:
             rel = pairs
-        self.tables = [t for p in rel.tolist() if (t := _pair_table(P, p // n, p % n))]
-        cand = LossFunction._candidate_rows(self.tables)
+        self.tables = [t for p in rel.tolist() if (t := _pair_table(P, p // n, p % n, with_points=False))]
+        cand = LossFunction._candidate_rows(self.tables, unique=False)  # duplicates are inert in _envelope
         if pairs.size and cand.shape[0]:
             # Prefixes below the chain (by more than rounding) are no maximiser for any λ, and those
             # left of the needed vertices only for λ > Λ: both dropped.
@@ -667,7 +671,8 @@ class _RangeEnvelope:
             on = (x < _TINY_X) | (y >= np.interp(x, cx, cy) * (1.0 - 1e-9))
             cand = cand[on & (x >= x0 * (1.0 - 1e-12))]
         self.cand = cand
-        self.breakpoints, self.seg = _envelope(self.cand, stop=self.cap)
+        env = _envelope_small if cand.shape[0] <= _SMALL_ENVELOPE else _envelope
+        self.breakpoints, self.seg = env(self.cand, stop=self.cap)
 
 
 # Algorithm 4: upper envelope of the sub-functions on [0, ∞)
@@ -720,6 +725,67 @@ def _envelope(C: np.ndarray, stop: float = math.inf):
         # Among the functions crossing c there, the top one just after has the largest slope.
         slopes = _log_slope(Q[tied], Qc[tied], D[tied], Dc[tied], a_next)
         c = int(tied[np.argmax(slopes)])
+        a_cur = a_next
+        starts.append(a_next)
+        segs.append(c)
+    return np.asarray(starts), np.asarray(segs, dtype=int)
+
+
+_SMALL_ENVELOPE = 24  # up to this many candidates, Algorithm 4 runs in plain floats (no numpy overhead)
+
+
+def _flog(v: float) -> float:
+    return math.log(v) if v > 0.0 else -math.inf
+
+
+def _envelope_small(C: np.ndarray, stop: float = math.inf):
+    """:func:`_envelope` for a few candidates, the same steps in plain Python floats."""
+    if C.shape[0] == 0:
+        return np.zeros(0), np.zeros(0, dtype=int)
+    rows = C.tolist()
+    m = len(rows)
+    Q = [r[0] for r in rows]
+    Qc = [r[1] for r in rows]
+    D = [r[2] for r in rows]
+    Dc = [r[3] for r in rows]
+    gap = [r[4] for r in rows]
+    lQ, lQc, lD, lDc = ([_flog(v) for v in col] for col in (Q, Qc, D, Dc))
+
+    def log_f(i, a):  # eq. (24) in log space, as _log_f
+        return _logaddexp(lQ[i], lQc[i] - a) - _logaddexp(lD[i], lDc[i] - a)
+
+    def log_slope(i, a):  # as _log_slope
+        return _flog(Q[i] - D[i]) - a - _logaddexp(lQ[i], lQc[i] - a) - _logaddexp(lD[i], lDc[i] - a)
+
+    top = max(gap)
+    near = [i for i in range(m) if gap[i] >= top * (1.0 - _TIE_RTOL)]
+    c = min(near, key=lambda i: (Q[i] + D[i], i))
+    starts, segs = [0.0], [c]
+    a_cur = 0.0
+    for _ in range(2 * m + 2):
+        dom, a_star = [], []
+        for i in range(m):
+            l1, l2 = lQ[i] + lD[c], lQ[c] + lD[i]  # log(Q'D), log(QD')
+            b = gap[i] - gap[c]
+            a_pos, a_neg = l1 > l2, l1 < l2
+            if (a_pos and b >= 0) or (not a_neg and b > 0):
+                dom.append(i)
+            elif a_pos and b < 0:
+                log_a = l1 + math.log(-math.expm1(l2 - l1))
+                a = _logaddexp(0.0, math.log(-b) - log_a)  # log(1 − B/A)
+                if a > a_cur:
+                    a_star.append((a, i))
+        if dom:
+            c = max(dom, key=lambda i: (log_f(i, a_cur + 1.0), -i))
+            segs[-1] = c
+            continue
+        if not a_star:
+            break
+        a_next = min(a for a, _ in a_star)
+        if not math.isfinite(a_next) or a_next > stop:
+            break
+        tied = [i for a, i in a_star if a <= a_next * (1 + _TIE_RTOL)]
+        c = max(tied, key=lambda i: (log_slope(i, a_next), -i))
         a_cur = a_next
         starts.append(a_next)
         segs.append(c)
@@ -878,11 +944,11 @@ class LossFunction:
         return self
 
     @staticmethod
-    def _candidate_rows(tables) -> np.ndarray:
+    def _candidate_rows(tables, unique: bool = True) -> np.ndarray:
         if not tables:
             return np.zeros((0, 5))
         cand = np.concatenate([np.stack([t.Q, t.Qc, t.D, t.Dc, np.cumsum(t.q - t.d)], axis=1) for t in tables])
-        return np.unique(cand, axis=0)
+        return np.unique(cand, axis=0) if unique else cand
 
     @property
     def pairs(self) -> list:
