@@ -109,7 +109,10 @@ def test_restricted_envelope_equals_the_full_envelope_on_its_range(n, seed, tiny
     ref = scalar_piecewise(full)
     lim = LossFunction(P).restrict(a_max)
     f = scalar_piecewise(lim)
-    assert lim._env is None  # nothing of the full envelope was built
+    if a_max <= 1.0:  # Λ ≤ 1 + (e − 1)·max T < 4 and few pairs survive: only the range is built
+        assert lim._env is None and lim._range is not None
+    else:  # the range may need most pairs: then restrict() builds the full envelope instead
+        assert (lim._env is None) != (lim._range is None)
     alphas = np.concatenate([np.linspace(0.0, a_max, 157), [a_max * (1 + 1e-7)]])
     for a in alphas.tolist():
         want = ref(a)
@@ -118,7 +121,7 @@ def test_restricted_envelope_equals_the_full_envelope_on_its_range(n, seed, tiny
     # beyond the declared range the full envelope takes over: same values, nothing silently wrong
     for a in (a_max * 3 + 1.0, 300.0):
         assert abs(f(a) - ref(a)) <= 1e-12 * max(1.0, ref(a))
-    assert lim._env is not None
+    assert lim._env is not None  # built on the first α beyond the range
 
 
 @settings(max_examples=40, deadline=None)
@@ -165,3 +168,30 @@ def test_small_envelope_in_plain_floats_equals_the_numpy_sweep(P):
     b2, s2 = _envelope_small(C)
     assert s1.tolist() == s2.tolist()
     assert np.allclose(b1, b2, rtol=1e-13, atol=0.0)
+
+
+def test_phi_all_is_an_upper_bound_of_the_exact_sum():
+    # φ_ij(λ) = Σ_k (P_ik − λP_jk)⁺ in exact rational arithmetic against the blocked float bound.
+    from fractions import Fraction
+
+    from policyopt.privacy.temporal import _phi_all
+
+    P = _random_matrix(9, 11, tiny=0.2, zeros=0.2)
+    lam = 1.7
+    got = _phi_all(P, lam).reshape(9, 9)
+    L = Fraction(lam)
+    for i in range(9):
+        for j in range(9):
+            exact = sum(max(Fraction(P[i, k]) - L * Fraction(P[j, k]), Fraction(0)) for k in range(9))
+            assert Fraction(got[i, j]) >= exact
+            assert got[i, j] - float(exact) <= 1e-13
+
+
+@pytest.mark.parametrize("a_max", [50.0, 709.0, 1000.0, 1e300])
+def test_restrict_far_ranges_build_the_full_envelope(a_max):
+    P = _random_matrix(6, 12)
+    lim = LossFunction(P).restrict(a_max)
+    assert lim._env is not None and lim._range is None
+    ref = LossFunction(P)
+    for a in (0.5, 40.0, 900.0):
+        assert scalar_piecewise(lim)(a) == pytest.approx(float(ref.piecewise(a)), rel=1e-12)

@@ -592,7 +592,8 @@ class _PairBounds:
 # handful of pairs on typical matrices, whose tables give the same L as the full envelope there.
 
 _RANGE_SLACK = 1e-6  # a range [0, a] is built for [0, a·(1 + slack)] (recursions overshoot by ulps)
-_RANGE_MAX_ALPHA = 50.0  # beyond this the range covers most of the envelope: LossFunction.restrict builds nothing
+_RANGE_MAX_LAMBDA = 4.0  # beyond Λ = e^{L(a_max)} ≈ 4 the range envelope is not tried (restrict builds the full one)
+_RANGE_MAX_PAIRS = 256  # nor when more pairs than this (and than 2 % of all pairs) survive the tests
 
 
 def _range_pairs(P: np.ndarray, bounds: _PairBounds, lam_max: float):
@@ -626,30 +627,78 @@ def _range_pairs(P: np.ndarray, bounds: _PairBounds, lam_max: float):
     cand = np.flatnonzero((tv > phi_s[-1]) & ~is_seed)
     if cand.size == 0:
         return f, (sx, sy, sp)
-    # φ_p(Λ), inflated to an upper bound as in _PairBounds.loss
-    phi_l = bounds._psi(cand, P * (1.0 + 8.0 * u), P * (lam_max * (1.0 - 8.0 * u)))
-    phi_l = phi_l * (1.0 + (n + 2) * u) + n * 2.0 ** -1074
+    # φ_p(Λ), an upper bound (rounding covered)
+    if cand.size * n <= _PHI_DIRECT:  # few pairs: Σ(q − Λd)⁺ directly, inflated as in _PairBounds.loss
+        phi_l = bounds._psi(cand, P * (1.0 + 8.0 * u), P * (lam_max * (1.0 - 8.0 * u)))
+        phi_l = phi_l * (1.0 + (n + 2) * u) + n * 2.0 ** -1074
+    else:  # all ordered pairs by Σq − Σ min(q, Λd), row blocks and BLAS sums (no gathers)
+        phi_l = _phi_all(P, lam_max)[flat[cand]]
     t = tv[cand]
     slope = (phi_l - t) / (lam_max - 1.0)
-    chord = t[:, None] + (lam[None, :] - 1.0) * slope[:, None]
-    chord += 4.0 * u * (t[:, None] + np.abs(chord))  # rounding of the chord itself
-    keep = np.any(chord > phi_s[None, :], axis=1)
+    keep = np.zeros(cand.size, dtype=bool)
+    for lam_e, phi_e in zip(lam.tolist(), phi_s.tolist()):  # chord > Φ_S somewhere on the grid
+        chord = t + (lam_e - 1.0) * slope
+        keep |= chord + 4.0 * u * (t + np.abs(chord)) > phi_e  # with the chord's own rounding
     if not keep.any():
         return f, (sx, sy, sp)
     return np.concatenate([f, flat[cand[keep]]]), None
 
 
-class _RangeEnvelope:
-    """Algorithm 2's tables and Algorithm 4's envelope of the pairs that can attain L on [0, cap]."""
+_PHI_DIRECT = 1 << 17  # up to this many entries φ_p(Λ) is summed per listed pair; beyond, for all pairs by blocks
+_PHI_BLOCK = 1 << 18  # matrix entries per work block of _phi_all (2 MiB)
 
-    def __init__(self, loss: "LossFunction", a_max: float):
-        P, n = loss.P, loss.P.shape[0]
-        self.cap = a_max * (1.0 + _RANGE_SLACK) + 1e-300
+
+def _phi_all(P: np.ndarray, lam: float) -> np.ndarray:
+    """Upper bounds of φ_ij(λ) = Σ_k (P_ik − λP_jk)⁺ for all ordered pairs, flattened (index i·n + j).
+
+    Computed as Σ_k P_ik − Σ_k min(P_ik, λP_jk) (one minimum and one BLAS sum per entry, in row
+    blocks); the absolute rounding error of the two sums and of λP_jk, at most (2n + 8)·u·(1 + λ),
+    is added.
+    """
+    n = P.shape[0]
+    ones = np.ones(n)
+    rows = P @ ones
+    lp = P * lam
+    out = np.empty((n, n))
+    per = max(1, _PHI_BLOCK // n)
+    buf = np.empty((min(per, n), n))
+    for i in range(n):
+        for s in range(0, n, per):
+            e = min(n, s + per)
+            b = buf[: e - s]
+            np.minimum(P[i], lp[s:e], out=b)
+            out[i, s:e] = b @ ones
+    np.subtract(rows[:, None], out, out=out)
+    out += (2 * n + 8) * np.finfo(float).eps * (1.0 + lam)
+    np.maximum(out, 0.0, out=out)
+    return out.reshape(-1)
+
+
+class _RangeEnvelope:
+    """Algorithm 2's tables and Algorithm 4's envelope of the pairs that can attain L on [0, cap].
+
+    Use :meth:`build`, which returns None where the full envelope is the better buy."""
+
+    @classmethod
+    def build(cls, loss: "LossFunction", a_max: float):
+        """The range envelope, or None if [0, a_max] needs too many pairs (then build the full one)."""
+        cap = a_max * (1.0 + _RANGE_SLACK) + 1e-300
         bounds = loss._bounds
         # Λ ≥ e^{L(cap)}: L(α) ≤ α (Remark 1) and e^{L(α)} ≤ 1 + (e^α − 1)·max T (see _PairBounds)
         t_max = float(bounds.tv.max()) if bounds.tv.size else 0.0
-        lam_max = min(math.exp(self.cap), 1.0 + math.expm1(self.cap) * t_max) * (1.0 + 1e-9)
-        pairs, chain = _range_pairs(P, bounds, lam_max)
+        if cap > 700.0:  # e^cap would overflow; Λ is far beyond _RANGE_MAX_LAMBDA anyway (unless T ≈ 0)
+            return None
+        lam_max = min(math.exp(cap), 1.0 + math.expm1(cap) * t_max) * (1.0 + 1e-9)
+        if lam_max > _RANGE_MAX_LAMBDA:  # the chord test prunes little this far from λ = 1
+            return None
+        pairs, chain = _range_pairs(loss.P, bounds, lam_max)
+        if pairs.size > max(_RANGE_MAX_PAIRS, bounds.flat.size // 50):
+            return None
+        return cls(loss, cap, lam_max, pairs, chain)
+
+    def __init__(self, loss: "LossFunction", cap: float, lam_max: float, pairs: np.ndarray, chain):
+        P, n = loss.P, loss.P.shape[0]
+        self.cap = cap
         if pairs.size:
             cx, cy, cp = chain if chain is not None else _scan_list(P, pairs // n, pairs % n)[:3]
             # Only the vertices supporting a direction λ − 1 ≤ Λ − 1 can be a maximiser on [0, cap]:
@@ -918,8 +967,10 @@ class LossFunction:
         Until the full envelope is built (by :meth:`piecewise`, :meth:`per_pair` or the envelope
         attributes), :func:`leakage` and the allocators evaluate L with the envelope of only the
         row pairs that can attain L(α) for some α ≤ `alpha_max` (two O(n³) passes without sorting
-        select them; see ``_range_pairs``), which has the same values there.  A later α beyond the
-        range builds the full envelope, so the hint never changes a result.
+        select them; see ``_range_pairs``), which has the same values there.  Where that would
+        keep many pairs (e^{L(alpha_max)} may exceed 4, or more than 2 % of the pairs survive), the
+        full envelope is built instead.  A later α beyond the range builds the full envelope, so the
+        hint never changes a result.
 
         Parameters
         ----------
@@ -937,9 +988,11 @@ class LossFunction:
             If `alpha_max` is negative, non-finite or not numeric.
         """
         a = float(_check_nonneg(alpha_max, "alpha_max", scalar=True))
-        if self._env is None and not (self.is_identity or self.is_zero) and a <= _RANGE_MAX_ALPHA:
+        if self._env is None and not (self.is_identity or self.is_zero):
             if self._range is None or self._range.cap < a:
-                self._range = _RangeEnvelope(self, a)
+                self._range = _RangeEnvelope.build(self, a)
+                if self._range is None:
+                    self._built()  # the range needs most pairs: the full envelope (Algorithm 4)
                 self._scalar_fn = None
         return self
 
