@@ -428,18 +428,34 @@ def _pair_tv(P: np.ndarray) -> np.ndarray:
     else:
         T = np.empty((n, n))
         per = max(1, _STAT_BLOCK // n)
-        buf = np.empty((per, n))
-        for i in range(n - 1):
-            for s in range(i + 1, n, per):
-                e = min(n, s + per)
-                b = buf[: e - s]
-                np.minimum(P[i], P[s:e], out=b)
-                T[i, s:e] = 1.0 - b @ ones
+
+        def rows(part):
+            """T[i, j] for j > i, for the rows i of this part (each worker its own buffer)."""
+            buf = np.empty((per, n))
+            for i in part:
+                for s in range(i + 1, n, per):
+                    e = min(n, s + per)
+                    b = buf[: e - s]
+                    np.minimum(P[i], P[s:e], out=b)
+                    T[i, s:e] = 1.0 - b @ ones
+
+        _in_threads(rows, range(n - 1), n)
         iu = np.triu_indices(n, 1)
         T[iu[1], iu[0]] = T[iu]
     T += slack
     np.fill_diagonal(T, 0.0)
     return T
+
+
+def _in_threads(work, items: range, n: int) -> None:
+    """Run ``work(part)`` on interleaved parts of `items`, on 2 threads when n³ is large (numpy
+    releases the GIL in minimum and in BLAS), else in this thread."""
+    workers = min(2, os.cpu_count() or 1) if n * n * n > 4 * _SCAN_CHUNK else 1
+    if workers == 1:
+        work(items)
+        return
+    with ThreadPoolExecutor(workers) as ex:
+        list(ex.map(work, [items[w::workers] for w in range(workers)]))
 
 
 def _log_u(alpha: float) -> float:
@@ -628,7 +644,7 @@ def _range_pairs(P: np.ndarray, bounds: _PairBounds, lam_max: float):
     if cand.size == 0:
         return f, (sx, sy, sp)
     # φ_p(Λ), an upper bound (rounding covered)
-    if cand.size * n <= _PHI_DIRECT:  # few pairs: Σ(q − Λd)⁺ directly, inflated as in _PairBounds.loss
+    if cand.size * n <= _PHI_DIRECT or cand.size * 4 <= flat.size:  # Σ(q − Λd)⁺ per listed pair, inflated as in _PairBounds.loss
         phi_l = bounds._psi(cand, P * (1.0 + 8.0 * u), P * (lam_max * (1.0 - 8.0 * u)))
         phi_l = phi_l * (1.0 + (n + 2) * u) + n * 2.0 ** -1074
     else:  # all ordered pairs by Σq − Σ min(q, Λd), row blocks and BLAS sums (no gathers)
@@ -644,7 +660,8 @@ def _range_pairs(P: np.ndarray, bounds: _PairBounds, lam_max: float):
     return np.concatenate([f, flat[cand[keep]]]), None
 
 
-_PHI_DIRECT = 1 << 17  # up to this many entries φ_p(Λ) is summed per listed pair; beyond, for all pairs by blocks
+_PHI_DIRECT = 1 << 17  # up to this many entries (or a quarter of the pairs) φ_p(Λ) is summed per listed pair;
+# beyond, for all pairs by row blocks (a gather per pair costs about 4 blocked entries)
 _PHI_BLOCK = 1 << 18  # matrix entries per work block of _phi_all (2 MiB)
 
 
@@ -661,13 +678,18 @@ def _phi_all(P: np.ndarray, lam: float) -> np.ndarray:
     lp = P * lam
     out = np.empty((n, n))
     per = max(1, _PHI_BLOCK // n)
-    buf = np.empty((min(per, n), n))
-    for i in range(n):
-        for s in range(0, n, per):
-            e = min(n, s + per)
-            b = buf[: e - s]
-            np.minimum(P[i], lp[s:e], out=b)
-            out[i, s:e] = b @ ones
+
+    def fill(part):
+        """Σ_k min(P_ik, λP_jk) for the rows i of this part (each worker its own buffer)."""
+        buf = np.empty((min(per, n), n))
+        for i in part:
+            for s in range(0, n, per):
+                e = min(n, s + per)
+                b = buf[: e - s]
+                np.minimum(P[i], lp[s:e], out=b)
+                out[i, s:e] = b @ ones
+
+    _in_threads(fill, range(n), n)
     np.subtract(rows[:, None], out, out=out)
     out += (2 * n + 8) * np.finfo(float).eps * (1.0 + lam)
     np.maximum(out, 0.0, out=out)
