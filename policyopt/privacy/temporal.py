@@ -729,8 +729,9 @@ class _RangeEnvelope:
                 right = np.append(np.diff(cy) / np.diff(cx), 0.0)  # slope of the edge to the right
             need = right <= (lam_max - 1.0) * (1.0 + 1e-9)
             first = int(np.argmax(need))  # from the first such vertex on (slopes decrease)
-            rel = np.unique(cp[first:])
-            x0 = cx[max(first - 1, 0)]  # the vertex before keeps its sub-function too (a neighbour)
+            # the vertex before is kept too: its right edge's slope may be rounded just above Λ − 1
+            rel = np.unique(cp[max(first - 1, 0):])
+            x0 = cx[max(first - 1, 0)]
         else:
             rel = pairs
         self.tables = [t for p in rel.tolist() if (t := _pair_table(P, p // n, p % n, with_points=False))]
