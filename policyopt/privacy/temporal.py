@@ -247,10 +247,27 @@ def _upper_chain(x, y, pid):
     keep = y > prev  # Pareto front: strictly above everything further left
     hx, hy, hp = [], [], []
     for a, b, p in zip(x[keep].tolist(), y[keep].tolist(), pid[keep].tolist()):
-        while len(hx) >= 2 and (hx[-1] - hx[-2]) * (b - hy[-2]) - (hy[-1] - hy[-2]) * (a - hx[-2]) >= 0:
+        while len(hx) >= 2 and _not_right_turn(hx[-2], hy[-2], hx[-1], hy[-1], a, b):
             hx.pop(), hy.pop(), hp.pop()
         hx.append(a), hy.append(b), hp.append(p)
     return np.array(hx, dtype=float), np.array(hy, dtype=float), np.array(hp, dtype=np.int64)
+
+
+def _not_right_turn(x0: float, y0: float, x1: float, y1: float, x2: float, y2: float) -> bool:
+    """Whether (x1, y1) lies on or below the segment from (x0, y0) to (x2, y2) (x0 < x1 < x2).
+
+    The sign of (x1 − x0)(y2 − y0) − (y1 − y0)(x2 − x0) in floats, or exactly (rationals) when a
+    product is below 1e-290: with abscissae near 1e-320 both products underflow to 0 and the test
+    would drop a vertex (an envelope 0.05 nats below the true L at α = 741 was seen).
+    """
+    t1 = (x1 - x0) * (y2 - y0)
+    t2 = (y1 - y0) * (x2 - x0)
+    if abs(t1) > 1e-290 and abs(t2) > 1e-290:
+        return t1 - t2 >= 0
+    from fractions import Fraction
+
+    X0, Y0 = Fraction(x0), Fraction(y0)
+    return (Fraction(x1) - X0) * (Fraction(y2) - Y0) - (Fraction(y1) - Y0) * (Fraction(x2) - X0) >= 0
 
 
 _SCAN_CHUNK = 1 << 20  # matrix entries per block of ordered pairs (≈ 8 MiB per work array)
