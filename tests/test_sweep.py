@@ -338,7 +338,6 @@ def test_csv_header_is_the_documented_one(tmp_path, capsys):
     "args, match",
     [
         (["--vary", "rho=0.1:0.2:2"], r"--vary 'rho=0.1:0.2:2': expected NAME=START:STOP:N with NAME one of p, q, users, states"),
-        (["--vary", "users=5,10"], r"--vary users applies to --chain/--matrix only"),
         (["--chain", "two-state:p=0.1,q=0.1", "--vary", "states=3,4"], r"--vary states applies to data"),
         (["--vary", "p=0.1,0.2"], r"--vary p applies to --chain only"),
         (["--chain", "two-state:p=0.1,q=0.1", "--users", "5", "--vary", "users=5,10"], r"give either --users or --vary users"),

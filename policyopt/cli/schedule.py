@@ -195,11 +195,18 @@ def run_schedule(args) -> int:
         else:
             from policyopt.studies.plots import plot_schedule
 
+            # draw with the Δ(t) the design used: the --robust band when given, else the model's own Δ(t)
+            label = None
+            if robust_info is not None:
+                label = f"the simultaneous posterior upper band, level {post['robust']:g} (--robust), as in the design"
             plot_schedule(
-                out["A"], out["S_bar"], out["epsilon_c"], population, args.plot,
-                epochs=DEFAULT_PLOT_EPOCHS if args.plot_epochs is None else args.plot_epochs, peak_risk=out["peak_risk"], title=dep.info["source"],
+                out["A"], out["S_bar"], out["epsilon_c"], source, args.plot,
+                epochs=DEFAULT_PLOT_EPOCHS if args.plot_epochs is None else args.plot_epochs, peak_risk=out["peak_risk"],
+                title=dep.info["source"], max_tv_label=label,
             )
             out["plot"] = str(args.plot)
+            out["plot_max_tv"] = (f"Δ(t) = {label}" if label else
+                                  "Δ(t) of the model (eq. (12), point estimate for data), as in the design")
     from policyopt.formatting import json_clean
 
     out = json_clean(out)

@@ -33,7 +33,7 @@ _SCHEDULER_ADDRESS = re.compile(r"^((tcp|tls|ws|wss|ucx)://(\[[0-9A-Fa-f:.]+\]|[
 VARY_PARAMETERS = {
     "p": (False, None, "--chain"),
     "q": (False, None, "--chain"),
-    "users": (True, 1, "--chain/--matrix"),
+    "users": (True, 1, "every model source (with data: the deployment size I, the pilot fitted once)"),
     "states": (True, 2, "data (--data or the bundled data)"),
 }
 
@@ -76,7 +76,8 @@ def add_command(sub) -> None:
                      "the whole sweep (grid × --vary)")
     cmd.add_argument("--vary", action="append", default=[], metavar="NAME=START:STOP:N",
                      help="also sweep a model parameter (repeatable; the grid is the product, f̄ innermost): "
-                     "p=... or q=... (two-state --chain), users=... (--chain/--matrix), states=... (data); "
+                     "p=... or q=... (two-state --chain), users=... (deployment size I; with data the pilot is "
+                     "fitted once and its chains stand for I users in equal shares), states=... (data); "
                      "integers for users/states; a list NAME=V1,V2,... works too")
     cmd.add_argument("--out", required=True, metavar="FILE.csv",
                      help="CSV of one row per point; JSON lines go to FILE.jsonl; an existing pair is resumed")
@@ -110,7 +111,7 @@ def _parse_vary(items, args) -> dict:
             raise InvalidInputError(f"--vary {name} given twice")
         integer, lower, applies = VARY_PARAMETERS[name]
         uses_data = args.chain is None and args.matrix is None
-        ok = {"p": args.chain is not None, "q": args.chain is not None, "users": not uses_data, "states": uses_data}[name]
+        ok = {"p": args.chain is not None, "q": args.chain is not None, "users": True, "states": uses_data}[name]
         if not ok:
             raise InvalidInputError(f"--vary {name} applies to {applies} only")
         if name in ("users", "states") and getattr(args, name) is not None:
@@ -120,7 +121,14 @@ def _parse_vary(items, args) -> dict:
 
 
 def _build_models(args, vary: dict) -> list:
-    """One SweepModel per combination of the varied values (product, in the order given)."""
+    """One SweepModel per combination of the varied values (product, in the order given).
+
+    With data (``--data`` or the bundled pilot) the chains are fitted once per number of states K
+    and shared by every deployment size I of ``--vary users``: only the penalty (noise (HI − LO)/I,
+    staleness / I) changes with I, as in ``policyopt schedule --users I``.
+    """
+    import dataclasses
+
     from policyopt.io import parse_chain_spec
     from policyopt.studies.sweep import SweepModel, tabulate_population
 
@@ -128,7 +136,10 @@ def _build_models(args, vary: dict) -> list:
     if args.chain is not None:
         P = parse_chain_spec(args.chain).P
         base_p, base_q = float(P[0, 1]), float(P[1, 0])
+    uses_data = args.chain is None and args.matrix is None
+    horizon = max(args.max_age, args.max_interval) + 1
     names = list(vary)
+    fits: dict = {}  # data: K → (Deployment, tabulated population), fitted once per K
     models = []
     for combo in itertools.product(*(vary[n] for n in names)):
         values = dict(zip(names, combo))
@@ -140,17 +151,27 @@ def _build_models(args, vary: dict) -> list:
             ns.users = values["users"]
         if "states" in values:
             ns.states = values["states"]
-        dep = load_deployment(ns)
+        if uses_data and ns.states in fits:
+            dep, population = fits[ns.states]
+            dep = dataclasses.replace(dep, users=ns.users)  # same pilot, another deployment size I
+        else:
+            dep = load_deployment(ns)
+            # Δ(0..max(A_MAX, S_MAX) + 1) once per fitted model, shared by all its points (and workers)
+            population = tabulate_population(dep.population, horizon)
+            if uses_data:
+                fits[ns.states] = (dep, population)
         info = dep.info
-        # Δ(0..max(A_MAX, S_MAX) + 1) once per model, shared by all its points (and workers)
-        population = tabulate_population(dep.population, max(args.max_age, args.max_interval) + 1)
         penalty = deployment_penalty(dep, population)  # the deployment's I users, as `policyopt schedule`
+        lo, hi = penalty.value_range
         inputs = {
             "p": p,
             "q": q,
             "users": dep.users,
+            "pilot_users": population.n_users,
             "states": max(c.n_states for c in population.chains),
             "smoothing": info.get("smoothing"),
+            "value_range_lo": float(lo),
+            "value_range_hi": float(hi),
             "source": info["source"],
         }
         models.append(SweepModel(population=population, penalty=penalty, info=info, inputs=inputs))

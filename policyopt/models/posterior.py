@@ -209,7 +209,9 @@ class TabulatedMaxTV:
 
     def __init__(self, log_table, n_users: int, rate: float):
         tab = np.asarray(log_table, dtype=float).reshape(-1)
-        if tab.size == 0 or np.any(tab > 1e-12) or np.any(np.diff(tab) > 1e-12) or np.isnan(tab).any():
+        with np.errstate(invalid="ignore"):  # −inf − (−inf) = NaN between two Δ = 0 entries: not an increase
+            rises = np.any(np.diff(tab) > 1e-12)
+        if tab.size == 0 or np.any(tab > 1e-12) or rises or np.isnan(tab).any():
             raise InvalidModelError("`log_table` must be a non-empty, non-increasing table of ln Δ(t) ≤ 0")
         self._tab = np.minimum(tab, 0.0)
         self._tab.setflags(write=False)
@@ -233,6 +235,50 @@ class TabulatedMaxTV:
         """Δ(t) from the table."""
         out = np.exp(self.log_max_tv(t))
         return float(out) if np.ndim(out) == 0 else out
+
+    def extended(self, horizon: int) -> "TabulatedMaxTV":
+        """The table continued to age `horizon` by submultiplicativity: Δ(qH + r) ≤ Δ(H)^q · Δ(r).
+
+        Δ(t) of eq. (12) is the maximum over the users u of the Dobrushin coefficient
+        δ(P̂_u^t) = max_{x,x'} ½‖(e_x − e_x')P̂_u^t‖₁ of the reversed chain's t-step matrix, and
+        δ(PQ) ≤ δ(P)·δ(Q).  So whenever this table bounds every user's δ(P̂_u^t) for all t ≤ H at
+        once (as the simultaneous band of :func:`simultaneous_upper_band` does on its posterior
+        event), δ(P̂_u^{qH+r}) ≤ δ(P̂_u^H)^q·δ(P̂_u^r) ≤ b(H)^q·b(r) bounds it beyond H on the same
+        event.  Computed in logs: ln b(t) = q·ln b(H) + ln b(r), t = qH + r, 0 ≤ r < H; ages ≤ H
+        keep their tabulated value.  The result is non-increasing and ≤ b(H) beyond H.
+
+        Parameters
+        ----------
+        horizon : int
+            Last age (slots) of the new table; at most H returns this table unchanged.
+
+        Returns
+        -------
+        TabulatedMaxTV
+            Same ``n_users`` and ``spectral_rate``; ``horizon`` = max(`horizon`, H).
+
+        Raises
+        ------
+        InvalidInputError
+            If `horizon` is not an integer ≥ 0, or H = 0 (Δ(0) = 1 alone says nothing about later ages).
+
+        References
+        ----------
+        Zhang, Wei, Berry, Huang, "Age-Dependent Differential Privacy", IEEE Trans. Inf. Theory, 2024, eq. (12);
+        Dobrushin's ergodic coefficient is submultiplicative: E. Seneta, "Non-negative Matrices and Markov
+        Chains", Springer, 2006, Section 4.3.
+        """
+        (h,) = as_slots([horizon], "horizon")
+        H = self.horizon
+        if int(h) <= H:
+            return self
+        if H == 0:
+            raise InvalidInputError("a Δ(t) table with only Δ(0) cannot be extended (tabulate at least Δ(0..1))")
+        t = np.arange(H + 1, int(h) + 1)
+        q, r = np.divmod(t, H)
+        # ln(Δ(H)^q · Δ(r)) (q ≥ 1 and both logs ≤ 0, so −inf stays −inf, never NaN)
+        ext = np.minimum(q * self._tab[H] + self._tab[r], self._tab[H])
+        return TabulatedMaxTV(np.concatenate([self._tab, ext]), self.n_users, self.spectral_rate)
 
     def envelope(self, horizon: int, rho: float | None = None) -> GeometricEnvelope:
         """Smallest c ≥ 1 with Δ(t) ≤ c·ρ^t for t = 0..min(horizon, H) (eq. 38); ρ defaults to ``spectral_rate``."""

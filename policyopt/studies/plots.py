@@ -16,7 +16,7 @@ from pathlib import Path
 
 from policyopt.errors import BackendUnavailableError, InvalidInputError, fmt
 
-__all__ = ["plot_sweep", "plot_schedule", "check_plot_path", "require_matplotlib", "PLOT_FORMATS"]
+__all__ = ["plot_sweep", "plot_schedule", "schedule_trajectory", "check_plot_path", "require_matplotlib", "PLOT_FORMATS"]
 
 #: File suffixes a plot can be written to.
 PLOT_FORMATS = (".png", ".pdf", ".svg")
@@ -209,14 +209,71 @@ def plot_sweep(rows, path, *, title: str | None = None, penalty_unit: str | None
     return fig
 
 
+def schedule_trajectory(A, S_bar, epsilon_c, max_tv, *, epochs: int = 4):
+    """The values :func:`plot_schedule` draws: ε(t) and AoI(t) of an equal-spacing schedule (no matplotlib).
+
+    Publications at S_n = A + n·S̄ (n = 0..epochs−1) release the input of slot n·S̄ with budget
+    ε_C; ε(t) is eq. (25) of Theorem 3 and AoI(t) eq. (24), from slot 0 to the end of the last
+    epoch, T = A + epochs·S̄ − 1.  A tabulated Δ(t) source shorter than T (the ``--robust`` band,
+    :class:`~policyopt.models.posterior.TabulatedMaxTV`) is continued by
+    :meth:`~policyopt.models.posterior.TabulatedMaxTV.extended` (submultiplicativity, an upper bound
+    on the same posterior event); ages up to max(A, S̄) — all eq. (30) needs — keep their table value.
+
+    Parameters
+    ----------
+    A, S_bar : int
+        Aging and inter-publish time (slots, integers; S̄ ≥ 1).
+    epsilon_c : float
+        Budget per release (nats, ≥ 0).
+    max_tv : MarkovChain, Population, TabulatedMaxTV, callable or array_like
+        Δ(t) as accepted by :func:`policyopt.privacy.age_dependent.compose`: the Δ(t) the schedule
+        was designed with.
+    epochs : int
+        Number of publications (≥ 1).
+
+    Returns
+    -------
+    policyopt.privacy.age_dependent.Composition
+        ``times`` (0..T), ``risk`` (ε(t), nats), ``aoi`` (slots, NaN before S_0), ``epoch_peaks``
+        (ε(S_n)) and ``prior_risk``.
+
+    Raises
+    ------
+    InvalidInputError
+        Non-integer or negative A, S̄ < 1, `epochs` < 1; errors of
+        :func:`~policyopt.privacy.age_dependent.compose`.
+
+    References
+    ----------
+    Zhang, Wei, Berry, Huang, "Age-Dependent Differential Privacy", IEEE Trans. Inf. Theory, 2024, Theorem 3
+    (eq. (25)), AoI (24).
+    """
+    import numpy as np
+
+    from policyopt.models.posterior import TabulatedMaxTV
+    from policyopt.privacy.age_dependent import compose
+
+    for name, v, lo in (("A", A, 0), ("S_bar", S_bar, 1), ("epochs", epochs, 1)):
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or v != int(v) or v < lo:
+            raise InvalidInputError(f"`{name}` must be an integer ≥ {lo} (slots), got {fmt(v)}")
+    A, S_bar, epochs = int(A), int(S_bar), int(epochs)
+    publish = A + S_bar * np.arange(epochs)
+    horizon = int(publish[-1] + S_bar - 1)
+    if isinstance(max_tv, TabulatedMaxTV):
+        max_tv = max_tv.extended(horizon)
+    return compose(publish, A, float(epsilon_c), max_tv, horizon=horizon)
+
+
 def plot_schedule(A, S_bar, epsilon_c, max_tv, path, *, epochs: int = 4, peak_risk: float | None = None,
-                  title: str | None = None):
+                  title: str | None = None, max_tv_label: str | None = None):
     """Risk ε(t) and AoI(t) of an equal-spacing schedule over its first epochs (Figs. 2–3 of Zhang et al. (2024)).
 
     Publications at S_n = A + n·S̄ (n = 0..epochs−1) release the input of slot n·S̄ with
     budget ε_C; ε(t) is eq. (25) (Theorem 3) and AoI(t) = t − (S_n − A) on [S_n, S_{n+1})
-    (eq. (24)), drawn from slot 0 to the end of the last epoch.  The peak risk ε* of eq. (30),
-    the limit of the in-epoch peaks, and the peak AoI A + S̄ − 1 are drawn as dashed lines.
+    (eq. (24)), drawn from slot 0 to the end of the last epoch; the values are those of
+    :func:`schedule_trajectory`.  The peak risk ε* of eq. (30), the limit of the in-epoch peaks,
+    and the peak AoI A + S̄ − 1 are drawn as dashed lines.  Pass the Δ(t) the schedule was
+    designed with (e.g. the ``--robust`` band) and name it with `max_tv_label`.
 
     Parameters
     ----------
@@ -234,6 +291,9 @@ def plot_schedule(A, S_bar, epsilon_c, max_tv, path, *, epochs: int = 4, peak_ri
         ε* to draw (default: eq. (30) by :func:`policyopt.privacy.age_dependent.peak_risk`; not drawn when
         condition (31) fails).
     title : str, optional
+    max_tv_label : str, optional
+        Which Δ(t) `max_tv` is (e.g. "the simultaneous posterior upper band, level 0.9"): shown under
+        the title ("ε(t) drawn with Δ(t) = ...") and referred to by the ε(t) legend entry.  Default: not named.
 
     Returns
     -------
@@ -254,26 +314,23 @@ def plot_schedule(A, S_bar, epsilon_c, max_tv, path, *, epochs: int = 4, peak_ri
     """
     import numpy as np
 
-    from policyopt.privacy.age_dependent import compose
     from policyopt.formatting import fmt_upper
 
     path = check_plot_path(path)
-    for name, v, lo in (("A", A, 0), ("S_bar", S_bar, 1), ("epochs", epochs, 1)):
-        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or v != int(v) or v < lo:
-            raise InvalidInputError(f"`{name}` must be an integer ≥ {lo} (slots), got {fmt(v)}")
-    A, S_bar, epochs = int(A), int(S_bar), int(epochs)
-    publish = A + S_bar * np.arange(epochs)
-    horizon = int(publish[-1] + S_bar - 1)
-    comp = compose(publish, A, float(epsilon_c), max_tv, horizon=horizon)
+    comp = schedule_trajectory(A, S_bar, epsilon_c, max_tv, epochs=epochs)
+    A, S_bar = int(A), int(S_bar)
+    publish = A + S_bar * np.arange(int(epochs))
     if peak_risk is None:
         from policyopt.privacy.age_dependent import log_max_tv_table, peak_risk_values_log
 
-        logs = log_max_tv_table(max_tv, max(A, S_bar) + 1)
+        src = max_tv.extended(max(A, S_bar) + 1) if hasattr(max_tv, "extended") else max_tv
+        logs = log_max_tv_table(src, max(A, S_bar) + 1)
         value = float(peak_risk_values_log(logs[A], logs[S_bar], float(epsilon_c)))  # eq. (30) in log space
         peak_risk = value if np.isfinite(value) else None  # NaN: condition (31) fails, no finite ε*
     fig, (ax_risk, ax_aoi) = _figure(2, 6.0)
     t = comp.times
-    ax_risk.plot(t, comp.risk, drawstyle="steps-post", color="0.0", linestyle="-", label="ε(t), eq. (25)")
+    ax_risk.plot(t, comp.risk, drawstyle="steps-post", color="0.0", linestyle="-",
+                 label="ε(t), eq. (25)" + (", with the Δ(t) named in the title" if max_tv_label else ""))
     ax_risk.plot(publish, comp.epoch_peaks, linestyle="none", marker="o", color="0.0", markerfacecolor="white",
                  label="in-epoch peaks ε(S_n)")
     if peak_risk is not None:
@@ -289,6 +346,9 @@ def plot_schedule(A, S_bar, epsilon_c, max_tv, path, *, epochs: int = 4, peak_ri
     ax_aoi.set_ylabel("age of information (slots)")
     ax_aoi.set_xlabel("time t (slots); dotted lines: publications S_n")
     head = f"A = {A} slots, S̄ = {S_bar} slots, ε_C = {fmt_upper(float(epsilon_c), 4)} nats"
-    fig.suptitle(f"{title}: {head}" if title else head, fontsize="medium")
+    head = f"{title}: {head}" if title else head
+    if max_tv_label:
+        head += f"\nε(t) drawn with Δ(t) = {max_tv_label}"
+    fig.suptitle(head, fontsize="medium")
     fig.savefig(path, dpi=110)
     return fig, comp

@@ -709,6 +709,7 @@ def format_report(r: dict) -> str:
             if row["status"] == "unavailable":
                 lines.append(f"    ({row['message']})")
     if r.get("plot"):
-        lines.append(f"plot        : {r['plot']} (ε(t) and AoI(t) over the first epochs)")
+        drawn = "; ε(t) with the --robust Δ(t) band the design used" if r.get("robust") else ""
+        lines.append(f"plot        : {r['plot']} (ε(t) and AoI(t) over the first epochs{drawn})")
     lines.append(f"wall time   : {r['wall_time_s']:.3f} s")
     return "\n".join(lines)

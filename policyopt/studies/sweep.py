@@ -77,9 +77,11 @@ __all__ = [
 
 #: Columns that identify a point (its inputs); a row of an existing file is reused when these match.
 INPUT_COLUMNS = (
-    "max_penalty", "p", "q", "users", "states", "smoothing", "source",
+    "max_penalty", "p", "q", "users", "pilot_users", "states", "smoothing", "value_range_lo", "value_range_hi", "source",
     "max_age", "max_interval", "releases", "method", "relax",
 )
+#: The input columns a :class:`SweepModel` supplies (its ``inputs``); the others come from f̄ and the settings.
+MODEL_INPUTS = ("p", "q", "users", "pilot_users", "states", "smoothing", "value_range_lo", "value_range_hi", "source")
 #: Result columns, in file order.
 RESULT_COLUMNS = (
     "status", "A", "S_bar", "epsilon_c", "peak_risk", "penalty", "peak_aoi", "min_penalty", "bound",
@@ -191,9 +193,12 @@ class SweepModel:
         Model facts carried into every report (``source``, data notes); see
         :func:`policyopt.studies.schedule.design_schedule`'s `model_info`.
     inputs : dict
-        The model's row inputs: ``p``, ``q`` (two-state chains given by ``--chain``, else
-        ``None``), ``users`` (I), ``states`` (K), ``smoothing`` (data only, else ``None``),
-        ``source``.
+        The model's row inputs (:data:`MODEL_INPUTS`): ``p``, ``q`` (two-state chains given by
+        ``--chain``, else ``None``), ``users`` (deployment size I), ``pilot_users`` (chains the
+        Δ(t) maximum of eq. (12) runs over: the usable pilot users for data), ``states`` (K),
+        ``smoothing`` (data only, else ``None``), ``value_range_lo``, ``value_range_hi`` (the
+        range [LO, HI] of one reading behind the sensitivity (HI − LO)/I; declared or the
+        data's own), ``source``.  Missing keys are empty cells.
     """
 
     population: object
@@ -425,7 +430,7 @@ def _key(inputs: dict) -> tuple:
 def _point_inputs(model: SweepModel, max_penalty: float, settings: SweepSettings) -> dict:
     return {
         "max_penalty": float(max_penalty),
-        **{k: model.inputs.get(k) for k in ("p", "q", "users", "states", "smoothing", "source")},
+        **{k: model.inputs.get(k) for k in MODEL_INPUTS},
         "max_age": settings.max_age,
         "max_interval": settings.max_interval,
         "releases": settings.releases,
