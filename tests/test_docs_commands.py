@@ -3,7 +3,9 @@
 Which lines are examples
     Pages: ``README.md`` and, if a ``docs/`` folder exists, every ``docs/**/*.md`` and ``docs/**/*.rst``.  In Markdown,
     every fenced block (```` ``` ````) whose info string is empty or a shell (``bash``, ``sh``, ``shell``, ``console``,
-    ``zsh``) is scanned; blocks in another language (``python``, ``json``, ``text``, ...) are not.  In reStructuredText,
+    ``zsh``) is scanned; blocks in another language (``python``, ``json``, ``text``, ...) are not.  Inline code spans of
+    the prose and tables that hold ``policyopt`` and at least one more word (`` `policyopt tpl --epsilon 0.1` ``, also
+    wrapped over two lines) are examples too, in page order with the blocks.  In reStructuredText,
     the indented body of ``.. code-block:: bash|sh|shell|console`` / ``.. code:: …`` and of literal blocks (``::``).
     In a scanned block a line is an example when it starts with ``policyopt ``, ``make `` or ``$ `` (the prompt is
     stripped); a trailing ``\\`` continues it on the next line.
@@ -13,7 +15,8 @@ Conventions (for whoever writes the docs)
       ``policyopt schedule --max-penalty 0   # exit 2: f̄ must be positive``.  A non-zero expected code must come with
       exactly one line on stderr (the CLI's error contract).
     * Usage synopses are not run: a ``policyopt`` line with an unquoted token starting with ``[`` or ``(`` or holding
-      ``|`` (``[--json]``, ``(--alpha A | --beta B)``, ``--notion dp|exponential``) is grammar, not a command.  Each
+      ``|`` (``[--json]``, ``(--alpha A | --beta B)``, ``--notion dp|exponential``), or with a capitalised placeholder
+      value (``--users I``, ``--data FILE``, ``--value-range LO:HI``), is grammar, not a command.  Each
       synopsis must still name a real sub-command (``policyopt CMD --help`` exits 0), which is checked.
     * Printed output pasted into a block is not a command: a line whose first or second word ends with ``:``
       (``policyopt: error: …``, ``policyopt tpl: temporal privacy leakage …``) is skipped.
@@ -87,10 +90,37 @@ def _rst_blocks(text: str):
         yield i + 2, body
 
 
+def _markdown_inline(text: str):
+    """(line number, [command]) of every inline code span outside fenced blocks that holds a ``policyopt`` command
+    with at least one word after ``policyopt`` (a span may wrap onto the next line, as Markdown allows)."""
+    lines = text.splitlines()
+    keep, fence = [], None
+    for line in lines:  # blank out fenced blocks, keeping the line numbers
+        m = re.match(r"^\s*(`{3,}|~{3,})", line)
+        if fence is None and m:
+            fence = m.group(1)
+            keep.append("")
+        elif fence is not None:
+            if line.strip().startswith(fence):
+                fence = None
+            keep.append("")
+        else:
+            keep.append(line)
+    prose = "\n".join(keep)
+    for m in re.finditer(r"(?<!`)`(policyopt [^`]+)`(?!`)", prose):
+        command = " ".join(m.group(1).split())
+        yield prose.count("\n", 0, m.start()) + 1, [command]
+
+
 def extract_examples(page: Path, root: Path = ROOT) -> list[dict]:
-    """Every example line of `page`: {page, line, command, expect, kind ('run' | 'synopsis' | 'make')}."""
+    """Every example line of `page`: {page, line, command, expect, kind ('run' | 'synopsis' | 'make')}.
+
+    In Markdown pages, the ``policyopt …`` inline code spans of the prose and tables count too (run in page order)."""
     text = page.read_text(encoding="utf-8")
-    blocks = _rst_blocks(text) if page.suffix == ".rst" else _markdown_blocks(text)
+    if page.suffix == ".rst":
+        blocks = list(_rst_blocks(text))
+    else:
+        blocks = sorted([*_markdown_blocks(text), *_markdown_inline(text)], key=lambda b: b[0])
     out = []
     for first, body in blocks:
         k = 0
@@ -152,7 +182,9 @@ def _is_synopsis(command: str) -> bool:
         raw_tokens = list(lexer)
     except ValueError:
         raw_tokens = tokens
-    return any(t.startswith(("[", "(")) for t in tokens) or any("|" in t for t in raw_tokens)
+    placeholder = re.compile(r"^[A-Z][A-Z_]*(:[A-Z][A-Z_]*)*$")  # FILE, N, I, LO:HI: a value to fill in
+    return (any(t.startswith(("[", "(")) for t in tokens) or any("|" in t for t in raw_tokens)
+            or any(placeholder.match(t) for t in tokens[1:]))
 
 
 def all_examples() -> list[dict]:
