@@ -219,3 +219,15 @@ def test_design_fran_errors():
         design_fran(cmc, 0.8, method="brute")
     with pytest.raises(InvalidInputError, match=r"`bound` must be 'sound' or 'paper', got 'exact'"):
         design_fran(cmc, 0.8, method="groups", bound="exact")
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    import policyopt.privacy.fran
+    import policyopt.studies.discounted_report
+    import policyopt.studies.fran_report
+
+    for module in (policyopt.studies.fran_report, policyopt.studies.discounted_report, policyopt.privacy.fran):
+        result = doctest.testmod(module)
+        assert result.failed == 0 and result.attempted > 0, module.__name__

@@ -234,8 +234,8 @@ def sound_leakage(distance, epsilon_c, d_k=1.0):
 
     Examples
     --------
-    >>> round(sound_leakage(0.5, 1.0, 2.0), 6)  # ln(1 + 0.5 (e^2 − 1))
-    1.43378
+    >>> round(float(sound_leakage(0.5, 1.0, 2.0)), 6)  # ln(1 + 0.5 (e^2 − 1))
+    1.433781
     """
     if isinstance(d_k, bool) or not (isinstance(d_k, (int, float, np.integer, np.floating)) and math.isfinite(d_k) and d_k >= 0):
         raise InvalidInputError(f"`d_k` must be a finite number ≥ 0, got {fmt(d_k)}")

@@ -176,8 +176,8 @@ def design_fran(cmc, max_mse, *, query: str = "mean", max_age: int = 10, bound: 
     --------
     >>> from policyopt.models.cmc import two_binary_cmc
     >>> report = design_fran(two_binary_cmc(0.3, 0.3, 0.5), 0.5, max_age=3)
-    >>> report.status, report.to_dict()["aoi"]
-    ('optimal', [3, 3])
+    >>> report.status, report.to_dict()["aoi"]  # --max-age 4 would lower ε_S
+    ('unbounded', [3, 3])
     """
     from policyopt.privacy.fran import PaperBoundWarning
 
