@@ -102,12 +102,15 @@ def _probe_age_limit(problem, sol, method, status, message):
     if wider_count > AOI_VECTOR_LIMIT:
         return status, (message + f"; the age limit {max_age} binds and was not probed beyond ((A+2)^s = "
                         f"{wider_count} AoI vectors > {AOI_VECTOR_LIMIT}): a larger --max-age may lower ε_S")
-    wider = FRANProblem(problem.cmc, problem.max_mse, query=problem.query, max_age=max_age + 1, bound=problem.bound,
-                        distance=problem.distance_kind).solve(method)
+    wider_problem = FRANProblem(problem.cmc, problem.max_mse, query=problem.query, max_age=max_age + 1,
+                                bound=problem.bound, distance=problem.distance_kind)
+    wider = wider_problem.solve(method)
     if wider.objective is not None and sol.objective is not None and wider.objective < sol.objective * (1 - 1e-12):
+        here = _leakage_upper(problem, problem.bound, sol, max_age)  # both rounded outward, like every leakage printed
+        there = _leakage_upper(wider_problem, problem.bound, wider, max_age + 1)
         return "unbounded", (
             f"unbounded: the age limit binds and --max-age {max_age + 1} lowers ε_S from "
-            f"{fmt_upper(sol.objective)} to {fmt_upper(wider.objective)} nats; best design within --max-age "
+            f"{fmt_upper(here)} to {fmt_upper(there)} nats; best design within --max-age "
             f"{max_age} returned ({message})")
     return status, message + f"; the age limit {max_age} is reached, but --max-age {max_age + 1} does not lower ε_S"
 
