@@ -428,8 +428,8 @@ def exact_leakage_margin(cmc: CouplingMarkovChain, query: Query, aoi, epsilon_c)
     3. aged law W and kernel C = Pr[z | x_t] (``aged_joint``, ``aged_kernel``): a matrix products of
        non-negative N × N matrices add δ_P + Nu each, s recording steps Nu each, the division by π and the
        row normalisation give δ_C = 2(δ_W + δ_π + u) + (N + 1)u with δ_W = δ_π + a(δ_P + Nu) + sNu;
-    4. A = Pr[f(z) = v_i | x]: δ_A = δ_C + Nu; ln A is then off by ≤ 1.01·δ_A + 745u (|ln A| ≤ 745);
-    5. the Laplace exponents K = −|v_i − v_j|ε_C/Δf (|K| ≤ ε_C R) are off by ≤ 5u·ε_C R, and log-sum-exp adds
+    4. A = Pr[f(z) = v_i | x]: δ_A = δ_C + Nu; ln A is then off by ≤ 1.01·δ_A + 745u (``|ln A|`` ≤ 745);
+    5. the Laplace exponents K = −``|v_i − v_j|``·ε_C/Δf (``|K|`` ≤ ε_C R) are off by ≤ 5u·ε_C R, and log-sum-exp adds
        ≤ u(3(745 + ε_C R + ln n) + n + 4);
     6. the computed atoms v (sum/mean of state values) may be off by e_v ≤ (s + 1)u·s·V (sum) or (s + 1)u·V
        (mean), V = max ``|state value|`` (0 for max/min); moving every atom by ≤ e_v moves every log density
