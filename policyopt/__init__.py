@@ -13,9 +13,11 @@ The entry points of the other tasks are exported here too (imported on first use
 
 * temporal privacy leakage (Cao et al. 2019): :func:`leakage`, :func:`supremum`,
   :class:`BudgetAllocationProblem`;
-* discounted DP (Farokhi 2020): :func:`discounted_loss`, :func:`corollary_schedule`,
+* discounted DP (Farokhi 2020): :func:`design_discounted` (→ :class:`DiscountedReport`, prints as
+  ``policyopt discounted``), :func:`discounted_loss`, :func:`corollary_schedule`,
   :class:`DiscountedScheduleProblem`, :func:`daily_means`;
-* correlated sequences (Luo et al. 2025): :class:`CouplingMarkovChain`, :func:`two_binary_cmc`,
+* correlated sequences (Luo et al. 2025): :func:`design_fran` (→ :class:`FRANReport`, prints as
+  ``policyopt fran``), :class:`CouplingMarkovChain`, :func:`two_binary_cmc`,
   :func:`fit_cmc_from_readings`, :class:`FRANProblem`, :class:`Query`;
 * sensitivity sweeps: :func:`run_sweep`, :class:`SweepModel`, :class:`SweepSettings`.
 """
@@ -51,6 +53,10 @@ _LAZY = {
     "fit_cmc_from_readings": "policyopt.models.cmc",
     "FRANProblem": "policyopt.problems.fran",
     "Query": "policyopt.privacy.fran",
+    "design_fran": "policyopt.studies.fran_report",
+    "FRANReport": "policyopt.studies.fran_report",
+    "design_discounted": "policyopt.studies.discounted_report",
+    "DiscountedReport": "policyopt.studies.discounted_report",
     "run_sweep": "policyopt.studies.sweep",
     "SweepModel": "policyopt.studies.sweep",
     "SweepSettings": "policyopt.studies.sweep",

@@ -8,6 +8,11 @@ Two directions of safe rounding
   float: enlarged by a stated margin (relative and/or absolute, chosen by the module that knows the
   computation's error, e.g. :func:`policyopt.privacy.age_dependent.peak_risk_margin`) and then one
   more float step towards +∞ (``math.nextafter``), so the reported number is ≥ the exact value.
+* A **lower bound** (the proven bound of a minimisation, e.g. a MIP's dual bound, ``Solution.bound``) is
+  reported as :func:`round_down` of the computed float (one float step towards −∞) and printed with
+  :func:`fmt_lower` (``ROUND_FLOOR`` to the printed digits), so neither JSON nor text overstates it.  This fixes
+  the direction of the report's own rounding; the solver's tolerances (e.g. SCIP's feasibility tolerance)
+  are the back end's and are stated by it.
 * A **value to deploy** (ε_C, budgets ε_t) is never rounded for display: text output prints it with
   :func:`fmt_exact` (``repr``, the same digits as the JSON), and the value itself is moved in the
   direction that keeps its constraint true in exact arithmetic (see
@@ -18,11 +23,11 @@ Two directions of safe rounding
 from __future__ import annotations
 
 import math
-from decimal import ROUND_CEILING, Decimal
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 
 import numpy as np
 
-__all__ = ["fmt_value", "fmt_upper", "fmt_exact", "json_clean", "round_up", "round_down", "UNIT_ROUNDOFF"]
+__all__ = ["fmt_value", "fmt_upper", "fmt_lower", "fmt_exact", "json_clean", "round_up", "round_down", "UNIT_ROUNDOFF"]
 
 #: u = 2⁻⁵³, the unit roundoff of IEEE double precision (half the spacing of floats in [1, 2)).
 UNIT_ROUNDOFF = 2.0**-53
@@ -92,6 +97,21 @@ def fmt_upper(x, digits: int = 6) -> str:
         return f"{x:.{digits}g}"
     step = Decimal(1).scaleb(d.adjusted() - (digits - 1))
     return f"{float(d.quantize(step, rounding=ROUND_CEILING)):.{digits}g}"
+
+
+def fmt_lower(x, digits: int = 6) -> str:
+    """Format a lower bound rounded *down* to `digits` significant digits (never overstated).
+
+    The mirror of :func:`fmt_upper` (``ROUND_FLOOR``).  ``None`` prints as an em dash; zero and non-finite
+    values print unchanged.
+    """
+    if x is None:
+        return "—"
+    d = Decimal(repr(float(x)))
+    if d == 0 or not d.is_finite():
+        return f"{x:.{digits}g}"
+    step = Decimal(1).scaleb(d.adjusted() - (digits - 1))
+    return f"{float(d.quantize(step, rounding=ROUND_FLOOR)):.{digits}g}"
 
 
 def json_clean(v):

@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 
 from policyopt.cli.options import int_at_least, positive_float
-from policyopt.formatting import fmt_upper, fmt_value
 from policyopt.errors import InvalidInputError
 
 __all__ = ["add_command", "run", "MAX_OPTIMAL_T", "MAX_CVXPY_HYPERBOLIC_T", "AUTO_DUAL_FROM_T"]
@@ -110,13 +108,8 @@ def run(args) -> int:
     InvalidInputError
         On inconsistent options (turned into one line on stderr by :func:`policyopt.cli.main`).
     """
-    import numpy as np
+    from policyopt.studies.discounted_report import design_discounted
 
-    from policyopt.privacy.discounted import discounted_loss, expected_relative_error, total_variance
-    from policyopt.privacy.discounted_schedules import corollary_schedule
-    from policyopt.studies.citylearn import daily_means
-
-    start = time.perf_counter()
     par = _parameter(args)
     T = args.horizon
     solver = args.solver
@@ -139,114 +132,17 @@ def run(args) -> int:
             f"--horizon {T} is too large for --notion hyperbolic (at most {MAX_CERTIFIED_HYPERBOLIC_T}): the printed "
             "loss must be certified, and only the direct O(T²) sum is (the FFT sum's error bound is an estimate)"
         )
-    if args.data is None:
-        data = daily_means(None, args.clip)
-        source = f"bundled CityLearn 2022, {data.n_users} homes, daily kWh"
-    else:
+    df, source = None, None
+    if args.data is not None:
         from policyopt.io import read_readings_csv
 
-        data = daily_means(read_readings_csv(args.data), args.clip)
-        source = f"data {args.data}, {data.n_users} homes, daily kWh"
-    d = data.sensitivity
-    warnings = []
-    out = {
-        "notion": args.notion,
-        "epsilon": args.epsilon,
-        "alpha": par.get("alpha"),
-        "beta": par.get("beta"),
-        "horizon": T,
-        "schedule_kind": args.schedule,
-        "source": source,
-        "clip": data.clip,
-        "clipped_values": data.clipped,
-        "sensitivity": d,
-    }
-    solution = None
-    if args.schedule == "optimal":
-        from policyopt.problems.discounted import DiscountedScheduleProblem
-
-        solution = DiscountedScheduleProblem(args.notion, args.epsilon, T, sensitivity=d, **par).solve(method=solver)
-        if solution.decision is None:
-            raise InvalidInputError(f"the optimal schedule could not be computed: {solution.message}")
-        b = np.asarray(solution.decision["schedule"], dtype=float)
-    else:
-        b = corollary_schedule(args.notion, args.epsilon, T, sensitivity=d, variant=args.schedule, **par)
-    loss = discounted_loss(b, d, args.notion, method="direct", **par)  # certified error bound (never the FFT)
-    holds_until = loss.holds_until(args.epsilon)
-    if holds_until < T:
-        warnings.append(
-            f"the {args.schedule} schedule violates the guarantee: the discounted loss exceeds ε = {args.epsilon:g} "
-            f"from slot {holds_until + 1} (worst {fmt_upper(loss.worst, 17)} nats at slot {loss.worst_t})"
-            + (" — Corollary 16 as printed (eq. 14) is invalid; use --schedule corollary"
-               if args.notion == "hyperbolic" and args.schedule == "paper" else
-               " — eq. (8)/(11) as printed reach ε in the limit and rounding puts them a few ulps above it"
-               if args.schedule == "paper" else "")
-        )
-    n = min(T, data.values.size)
-    err = expected_relative_error(b[:n], data.values[:n])
-    out.update(
-        schedule=b.tolist(),
-        worst_discounted_loss=loss.worst,
-        worst_t=loss.worst_t,
-        holds=holds_until == T,
-        holds_until=holds_until,
-        accounting_method=loss.method,
-        total_variance=total_variance(b),
-        expected_relative_error={
-            "days": n,
-            "data_days": int(data.values.size),
-            "average": float(err.mean()),
-            "first_day": float(err[0]),
-            "last_day": float(err[-1]),
-            "per_day": err.tolist(),
-        },
-    )
-    if T > data.values.size:
-        warnings.append(f"the expected relative error covers the {data.values.size} days of data; slots "
-                        f"{data.values.size + 1}..{T} have no data")
-    if solution is not None:
-        out.update(
-            solver=solver,
-            status=solution.status.value,
-            message=solution.message,
-            objective=solution.objective,
-            bound=solution.bound,
-            relative_gap=solution.relative_gap,
-            kkt=dict(solution.kkt) if solution.kkt is not None else None,
-            corollary_total_variance=solution.values.get("corollary_objective"),
-            savings_vs_corollary=solution.values.get("savings_vs_corollary"),
-        )
-    out["warnings"] = warnings
-    out["wall_time_s"] = time.perf_counter() - start
-    for w in warnings:
+        df, source = read_readings_csv(args.data), f"data {args.data}"
+    report = design_discounted(args.notion, args.epsilon, T, schedule=args.schedule, solver=args.solver, data=df,
+                               clip=args.clip, source=source, **par)
+    for w in report.warnings:
         print(f"policyopt: warning: {w}", file=sys.stderr)
     if args.json:
-        from policyopt.formatting import json_clean
-
-        print(json.dumps(json_clean(out), indent=2, ensure_ascii=False))
-        return 0
-    par_text = "" if not par else ", " + ", ".join(f"{k} = {fmt_value(v)}" for k, v in par.items())
-    ere = out["expected_relative_error"]
-    lines = [
-        f"policyopt discounted: {args.notion} (ε = {fmt_value(args.epsilon)} nats{par_text}), {T} releases, "
-        f"{args.schedule} schedule (Farokhi 2020)",
-        f"data       : {source}; clip {fmt_value(data.clip)} kWh per home and day ({data.clipped} values clipped), "
-        f"Δf = {fmt_value(d)} kWh",
-        f"schedule   : b_1 = {fmt_value(b[0])}, b_{T // 2 + 1} = {fmt_value(b[T // 2])}, b_{T} = {fmt_value(b[-1])} kWh",
-        f"worst loss : {fmt_upper(loss.worst, 12)} nats at slot {loss.worst_t} (upper bound; "
-        + ("holds at every slot" if out["holds"] else f"holds up to slot {holds_until} only") + ")",
-        f"variance   : Σ 2 b_t² = {fmt_value(out['total_variance'])} kWh²",
-        f"rel. error : average {fmt_value(ere['average'])} over {ere['days']} days (first {fmt_value(ere['first_day'])}, "
-        f"last {fmt_value(ere['last_day'])})",
-    ]
-    if solution is not None:
-        sav = out["savings_vs_corollary"]
-        lines += [
-            f"status     : {out['status']} (dual bound gap {fmt_value(out['relative_gap'], 3)}, KKT "
-            f"{'passed' if out['kkt'] and out['kkt']['passed'] else 'not passed'})",
-            "savings    : " + ("no corollary for this notion" if sav is None else
-                               f"{100 * sav:.6g}% of the corollary schedule's total variance"),
-        ]
-    lines.append(f"wall time  : {out['wall_time_s']:.3f} s")
-    print("\n".join(lines))
+        print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False, allow_nan=False))
+    else:
+        print(report)
     return 0

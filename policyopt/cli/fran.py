@@ -12,7 +12,6 @@ import sys
 import warnings
 
 from policyopt.cli.options import int_at_least, positive_float
-from policyopt.formatting import fmt_upper
 from policyopt.errors import InvalidInputError, fmt
 
 __all__ = ["add_command"]
@@ -190,163 +189,23 @@ def load_model(args):
     return cmc, f"model {args.model}"
 
 
-def _probe_age_limit(args, cmc, prob, sol, status, message):
-    """Like ``schedule``'s A = A_MAX + 1 probe: when the optimum uses the age limit, solve once with the limit one
-    higher; if that lowers ε_S the answer is ``unbounded`` (best within the limit returned), else it stays optimal."""
-    from policyopt.problems.fran import AOI_VECTOR_LIMIT, FRANProblem
-
-    wider_count = (args.max_age + 2) ** cmc.n_sequences
-    if wider_count > AOI_VECTOR_LIMIT:
-        return status, (message + f"; the age limit {args.max_age} binds and was not probed beyond ((A+2)^s = "
-                        f"{wider_count} AoI vectors > {AOI_VECTOR_LIMIT}): a larger --max-age may lower ε_S")
-    wider = FRANProblem(cmc, args.max_mse, query=args.query, max_age=args.max_age + 1, bound=args.bound,
-                        distance=prob.distance_kind).solve(args.method)
-    if wider.objective is not None and sol.objective is not None and wider.objective < sol.objective * (1 - 1e-12):
-        return "unbounded", (
-            f"unbounded: the age limit binds and --max-age {args.max_age + 1} lowers ε_S from "
-            f"{fmt_upper(sol.objective)} to {fmt_upper(wider.objective)} nats; best design within --max-age "
-            f"{args.max_age} returned ({message})")
-    return status, message + f"; the age limit {args.max_age} is reached, but --max-age {args.max_age + 1} does not lower ε_S"
-
-
 def _cmd_fran(args) -> int:
-    from policyopt.problems.fran import FRANProblem
+    """Handler of ``policyopt fran``: the report of :func:`policyopt.studies.fran_report.design_fran`, as text
+    (``str(report)``) or JSON (``report.to_dict()``)."""
     from policyopt.privacy.fran import PaperBoundWarning
-    from policyopt.solvers.fran_solvers import fig5_baselines
+    from policyopt.studies.fran_report import design_fran
 
     cmc, label = load_model(args)
-    if args.method == "groups":
-        return _cmd_fran_groups(args, cmc, label)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", PaperBoundWarning)  # the CLI prints its own warning below
-        prob = FRANProblem(cmc, args.max_mse, query=args.query, max_age=args.max_age, bound=args.bound)
-        if args.bound == "paper":  # after the problem is accepted: an error stays the only stderr line
-            print("policyopt: warning: --bound paper uses Luo et al.'s (2025) eq. (15), which is NOT an upper bound of the leakage "
-                  "(its proof uses ln(1 + x(e^y − 1)) ≤ xy, false for 0 < x < 1); the sound bound is the default",
-                  file=sys.stderr)
-        sol = prob.solve(args.method)
-        baselines = fig5_baselines(prob)
-        feasible = sol.decision is not None
-        status, message = sol.status.value, sol.message
-        if feasible and args.max_age > 0 and max(sol.decision["aoi"]) >= args.max_age and status == "optimal":
-            status, message = _probe_age_limit(args, cmc, prob, sol, status, message)
-    if args.bound == "sound":  # printed sound leakages are rounded outward (privacy.fran.sound_leakage_upper)
-        from policyopt.privacy.fran import sound_leakage_upper
-
-        def _up(v, e):
-            return sound_leakage_upper(v, e, prob.d_k, args.max_age)
-
-        sol_eps_s = _up(sol.objective, sol.decision["epsilon_c"] if feasible else None)
-        for row in baselines.values():
-            snd = row.get("sound") if isinstance(row, dict) else None
-            if isinstance(snd, dict) and snd.get("epsilon_s") is not None:
-                snd["epsilon_s"] = _up(snd["epsilon_s"], snd.get("epsilon_c"))
-    else:
-        sol_eps_s = sol.objective
-    out = {
-        "status": status,
-        "aoi": list(sol.decision["aoi"]) if feasible else None,
-        "epsilon_c": sol.decision["epsilon_c"] if feasible else None,
-        "epsilon_s": sol_eps_s,
-        "bound": args.bound,
-        "mse": sol.values.get("mse"),
-        "max_mse": args.max_mse,
-        "max_age": args.max_age,
-        "query": args.query,
-        "method": sol.method,
-        "model": label,
-        "n_sequences": cmc.n_sequences,
-        "n_states": cmc.n_states,
-        "correlation_degree": cmc.correlation_degree,
-        "d_k": prob.d_k,
-        "sensitivity": prob.sensitivity,
-        "distance": sol.values.get("distance"),
-        "distance_kind": prob.distance_kind,
-        "message": message,
-        "baselines": baselines,
-    }
-    if args.json:
-        print(json.dumps(out, indent=2, ensure_ascii=False))
-        return 0
-    what = {"sound": "sound bound ln(1 + Δ_k(e^{d(k)ε_C} − 1))" + (
-                " with Δ_k ≤ the spectral upper bound (Zhang et al. 2024 eq. 55, matrix-free), not the exact Δ_k"
-                if prob.distance_kind == "spectral" else ""), "paper": "Luo et al. (2025) eq. (15) d(k)Δ_kε_C — NOT an upper bound",
-            "exact": "exact leakage of FRAN"}[args.bound]
-    lines = [
-        "FRAN design, problem P1 of Luo et al. (2025, eqs. 23–24)",
-        f"model       : {label}; s = {cmc.n_sequences}, m = {cmc.n_states}, k = {cmc.correlation_degree}, "
-        f"d(k) = {prob.d_k:g}, Δf = {prob.sensitivity:.6g} ({args.query})",
-        f"status      : {status} ({sol.method}: {message})",
-    ]
-    if feasible:
-        lines += [
-            f"AoI vector  : {list(sol.decision['aoi'])} slots (each ≤ {args.max_age})",
-            f"epsilon_c   : {sol.decision['epsilon_c']!r} nats (Laplace scale Δf/ε_C)",
-            f"epsilon_s   : {fmt_upper(sol_eps_s)} nats ({what})",
-            f"l_MSE       : {sol.values['mse']:.6g} ≤ {args.max_mse:g}",
-        ]
-    lines.append("baselines under the same MSE bound (ε_S in nats; sound | paper eq. 15):")
-    for name, text in (("dp", "standard DP (no aging)"), ("ddp", "DDP (group sensitivity, no aging)"),
-                       ("adp", "ADP (sequences as independent chains)"), ("csdp", "CSDP / FRAN (P1)")):
-        row = baselines[name]
-        snd, pap = row["sound"], row["paper"]
-        s_txt = "n/a" if snd["epsilon_s"] is None else f"{fmt_upper(snd['epsilon_s'])} (A={snd['aoi']})"
-        p_txt = "n/a" if pap["epsilon_s"] is None else f"{fmt_upper(pap['epsilon_s'])} (A={pap['aoi']})"
-        if "note" in snd:
-            p_txt += f"  ({snd['note']})"
-        lines.append(f"  {text:<38} {s_txt:<26} | {p_txt}")
-    lines.append("  (ADP ignores the coupling, so its number is not a CSDP guarantee for coupled sequences)")
-    print("\n".join(lines))
-    return 0
-
-
-def _cmd_fran_groups(args, cmc, label) -> int:
-    """``--method groups``: P1 by the exact group search (policyopt.problems.fran_groups); no Fig. 5 baselines."""
-    from policyopt.problems.fran_groups import GroupedFRANProblem
-
-    if args.bound == "paper":
+        warnings.simplefilter("ignore", PaperBoundWarning)  # the CLI prints its own one-line warning below
+        report = design_fran(cmc, args.max_mse, query=args.query, max_age=args.max_age, bound=args.bound,
+                             method=args.method, model_label=label)
+    if args.bound == "paper":  # after the design succeeded: an error stays the only stderr line
         print("policyopt: warning: --bound paper uses Luo et al.'s (2025) eq. (15), which is NOT an upper bound of the leakage "
               "(its proof uses ln(1 + x(e^y − 1)) ≤ xy, false for 0 < x < 1); the sound bound is the default",
               file=sys.stderr)
-    prob = GroupedFRANProblem(cmc, args.max_mse, query=args.query, max_age=args.max_age, bound=args.bound)
-    sol = prob.solve()
-    out = {
-        "status": sol.status.value,
-        "aoi": list(sol.decision["aoi"]),
-        "epsilon_c": sol.decision["epsilon_c"],
-        "epsilon_s": sol.objective,
-        "bound": args.bound,
-        "mse": sol.values["mse"],
-        "max_mse": args.max_mse,
-        "max_age": args.max_age,
-        "query": args.query,
-        "method": sol.method,
-        "model": label,
-        "n_sequences": cmc.n_sequences,
-        "n_states": cmc.n_states,
-        "correlation_degree": cmc.correlation_degree,
-        "d_k": prob.d_k,
-        "sensitivity": prob.sensitivity,
-        "distance": sol.values["distance"],
-        "distance_kind": prob.distance_kind,
-        "groups": sol.values["groups"],
-        "message": sol.message,
-        "baselines": None,
-    }
     if args.json:
-        print(json.dumps(out, indent=2, ensure_ascii=False))
-        return 0
-    what = ("sound bound ln(1 + Δ_k(e^{d(k)ε_C} − 1))" if args.bound == "sound"
-            else "Luo et al. (2025) eq. (15) d(k)Δ_kε_C — NOT an upper bound")
-    print("\n".join([
-        "FRAN design, problem P1 of Luo et al. (2025, eqs. 23–24), group search",
-        f"model       : {label}; s = {cmc.n_sequences}, m = {cmc.n_states}, k = {cmc.correlation_degree}, "
-        f"d(k) = {prob.d_k:g}, Δf = {prob.sensitivity:.6g} ({args.query})",
-        f"status      : {sol.status.value} ({sol.method}: {sol.message})",
-        f"AoI vector  : {list(sol.decision['aoi'])} slots (each ≤ {args.max_age})",
-        f"epsilon_c   : {sol.decision['epsilon_c']:.6g} nats (Laplace scale Δf/ε_C)",
-        f"epsilon_s   : {fmt_upper(sol.objective)} nats ({what})",
-        f"l_MSE       : {sol.values['mse']:.6g} ≤ {args.max_mse:g}",
-        "baselines   : not computed with --method groups (they need the joint chain of all sequences)",
-    ]))
+        print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False, allow_nan=False))
+    else:
+        print(report)
     return 0

@@ -8,7 +8,7 @@ import time
 
 from policyopt.cli.options import DEFAULT_SMOOTHING, DEFAULT_STATES, MAX_STATES, int_at_least, positive_float
 from policyopt.errors import InvalidInputError
-from policyopt.formatting import fmt_exact, fmt_upper, fmt_value
+from policyopt.formatting import fmt_exact, fmt_lower, fmt_upper, fmt_value, round_down
 
 __all__ = ["add_command", "MAX_HORIZON", "MAX_OPTIMAL_HORIZON", "MAX_BUDGET", "MIN_ALPHA"]
 
@@ -210,6 +210,9 @@ def _cmd_tpl_budget(args) -> int:
         # every reported solver field (README: gap, proof, dual_bound, lp_bound, obbt_rounds, eps_lo, eps_hi, phase
         # times, warm_start_accepted, scip_status, nodes, ...); the verified values above are never overwritten
         out.update({k: v for k, v in sol.values.items() if k not in out and k != "alpha"})
+        for key in ("dual_bound", "lp_bound"):  # lower bounds on the least total variance: rounded down
+            if out.get(key) is not None:
+                out[key] = round_down(out[key])
     out["wall_time_s"] = time.perf_counter() - start
     if args.json:
         from policyopt.formatting import json_clean
@@ -243,7 +246,7 @@ def _cmd_tpl_budget(args) -> int:
             ]
             if out.get("gap") is not None:
                 lines.append(f"proof      : relative gap {fmt_value(out['gap'], 3)} ({out.get('proof') or 'no proof'}; "
-                             f"lower bound {fmt_value(out.get('dual_bound') if out.get('proof') == 'scip' else out.get('lp_bound'))})")
+                             f"lower bound {fmt_lower(out.get('dual_bound') if out.get('proof') == 'scip' else out.get('lp_bound'))})")
         lines.append(f"wall time  : {out['wall_time_s']:.3f} s")
         print("\n".join(lines))
     return 0

@@ -1,8 +1,7 @@
 """FRAN (Algorithm 1 of Luo et al. (2025)), its k-sensitivity, utility (22) and leakage bounds for correlated sequences.
 
-Source: Luo, Zhang, Xu, Chen, Huang, "Correlated-Sequence Differential Privacy",
-Y. Luo, M. Zhang, J. Xu, J. Chen, J. Huang, "Correlated-Sequence Differential Privacy", preprint, 2025: Definitions 7–10, Theorems 1–2 (eqs. 15, 19),
-Algorithm 1 (eqs. 9–10), MSE (22).  Privacy in nats, time in slots.
+Source: Y. Luo, M. Zhang, J. Xu, J. Chen, J. Huang, "Correlated-Sequence Differential Privacy", preprint, 2025:
+Definitions 7–10, Theorems 1–2 (eqs. 15, 19), Algorithm 1 (eqs. 9–10), MSE (22).  Privacy in nats, time in slots.
 
 Leakage of FRAN with AoI vector A_t and Laplace level ε_C, in decreasing order of trust:
 
@@ -40,6 +39,9 @@ from policyopt.errors import InvalidInputError, check_positive, fmt
 
 __all__ = [
     "sound_leakage_upper",
+    "paper_leakage_upper",
+    "exact_leakage_margin",
+    "exact_leakage_upper",
     "Query",
     "sound_leakage",
     "paper_leakage",
@@ -232,8 +234,8 @@ def sound_leakage(distance, epsilon_c, d_k=1.0):
 
     Examples
     --------
-    >>> round(sound_leakage(0.5, 1.0, 2.0), 6)  # ln(1 + 0.5 (e^2 − 1))
-    1.43378
+    >>> round(float(sound_leakage(0.5, 1.0, 2.0)), 6)  # ln(1 + 0.5 (e^2 − 1))
+    1.433781
     """
     if isinstance(d_k, bool) or not (isinstance(d_k, (int, float, np.integer, np.floating)) and math.isfinite(d_k) and d_k >= 0):
         raise InvalidInputError(f"`d_k` must be a finite number ≥ 0, got {fmt(d_k)}")
@@ -305,6 +307,35 @@ def paper_leakage(distance, epsilon_c, d_k=1.0, *, warn: bool = True):
     return float(out) if out.ndim == 0 else out
 
 
+def paper_leakage_upper(value, max_age):
+    """A computed paper value d(k)·Δ_k·ε_C (eq. 15) rounded outward, for reports (nats; ``None`` stays ``None``).
+
+    Eq. (15) is **not** an upper bound of the leakage (see :func:`paper_leakage`); it is rounded up only so
+    that every printed leakage is rounded in the same direction.  The product of three floats has a
+    relative error of at most δ_Δ + 8u: δ_Δ = :func:`~policyopt.privacy.age_dependent.max_tv_rel_error` at
+    `max_age` for Δ_k (assumed, as in :func:`sound_leakage_upper`), at most 4u for the computed d(k)
+    (a quotient of two sensitivities) and 2u for the two products, u = 2⁻⁵³.
+
+    Parameters
+    ----------
+    value : float or None
+        The computed eq. (15) value, nats.
+    max_age : int
+        Largest AoI (slots) at which Δ_k was evaluated.
+
+    Returns
+    -------
+    float or None
+
+    References
+    ----------
+    Y. Luo, M. Zhang, J. Xu, J. Chen, J. Huang, "Correlated-Sequence Differential Privacy", preprint, 2025, eq. (15).
+    """
+    if value is None:
+        return None
+    return round_up(value, max_tv_rel_error(max_age) + 8.0 * UNIT_ROUNDOFF)
+
+
 def _scalar_values(cmc, query) -> np.ndarray:
     F = query(cmc.state_values[cmc.snapshots])
     if F.shape[1] != 1:
@@ -370,6 +401,134 @@ def exact_leakage(cmc: CouplingMarkovChain, query: Query, aoi, epsilon_c, *, ker
     L = logsumexp(logA[:, :, None] + K[None, :, :], axis=1)  # L[x, j] = ln(2b·g_x(v_j))
     pairs = cmc.neighbour_pairs()
     return float(max(0.0, np.max(L[pairs[:, 0]] - L[pairs[:, 1]])))
+
+
+def _row_defect(T) -> float:
+    """Largest ``|Σ_b T[a, b] − 1|`` over the rows of a stack of matrices, as an upper bound (fsum, + 2u)."""
+    rows = np.asarray(T, dtype=float).reshape(-1, np.asarray(T).shape[-1])
+    return max(abs(math.fsum(r) - 1.0) for r in rows) + 2.0 * UNIT_ROUNDOFF
+
+
+def exact_leakage_margin(cmc: CouplingMarkovChain, query: Query, aoi, epsilon_c) -> float:
+    """Absolute error bound (nats) of :func:`exact_leakage` at (`aoi`, `epsilon_c`), for :func:`exact_leakage_upper`.
+
+    The exact leakage is that of the chain the inputs stand for: every row of every P^(jk) and of the
+    coupling λ divided by its exact sum (rows of floats sum to 1 only within rounding, or within the
+    1e-9 the model accepts).  With u = 2⁻⁵³, N = m^s snapshots, a = max A^(i), n distinct query values
+    and R = (v_max − v_min)/Δf, the computation is followed step by step; every quantity up to the
+    log is a sum of products of non-negative numbers, so relative errors add (first order):
+
+    1. joint transition P (``CouplingMarkovChain.joint_chain``): δ_P = s·η + (3s² + s + 2)u, η the largest
+       row defect ``|Σ_b P^(jk)[a, b] − 1|`` of the inputs (measured with ``math.fsum``);
+    2. stationary π (GTH): δ_π = 2(N − 1)δ_P + 8N³u — by the Markov chain tree theorem π_x is a ratio of
+       sums of products of N − 1 off-diagonal entries, so entry-wise relative perturbations δ_P move π_x by
+       at most 2(N − 1)δ_P; GTH's own rounding is entry-wise O(N³u) (O'Cinneide, "Entrywise perturbation
+       theory and error analysis for Markov chains", Numer. Math. 65, 1993); the constant 8 is a generous
+       choice checked against 60-digit mpmath in ``tests/test_fran_report.py``, not proved here;
+    3. aged law W and kernel C = Pr[z | x_t] (``aged_joint``, ``aged_kernel``): a matrix products of
+       non-negative N × N matrices add δ_P + Nu each, s recording steps Nu each, the division by π and the
+       row normalisation give δ_C = 2(δ_W + δ_π + u) + (N + 1)u with δ_W = δ_π + a(δ_P + Nu) + sNu;
+    4. A = Pr[f(z) = v_i | x]: δ_A = δ_C + Nu; ln A is then off by ≤ 1.01·δ_A + 745u (``|ln A|`` ≤ 745);
+    5. the Laplace exponents K = −``|v_i − v_j|``·ε_C/Δf (``|K|`` ≤ ε_C R) are off by ≤ 5u·ε_C R, and log-sum-exp adds
+       ≤ u(3(745 + ε_C R + ln n) + n + 4);
+    6. the computed atoms v (sum/mean of state values) may be off by e_v ≤ (s + 1)u·s·V (sum) or (s + 1)u·V
+       (mean), V = max ``|state value|`` (0 for max/min); moving every atom by ≤ e_v moves every log density
+       by ≤ e_v ε_C/Δf, so the leakage by ≤ 2e_v ε_C/Δf;
+    7. underflow: every operation may add an absolute 2⁻¹⁰⁷⁴; through (a + s + 4)N² operations, the
+       division by π_min and log-sum-exp (whose argument is ≥ e^{−ε_C R}/n) this adds ≤
+       (a + s + 4)N²n·2⁻¹⁰⁷⁴·e^{ε_C R}/π_min to ln A — negligible unless ε_C R is several hundred.
+
+    The leakage is a difference of two log-sum-exps: margin = 1.001·(2·(errors of 4, 5, 7) + error of 6),
+    the factor 1.001 covering second-order terms (all first-order relative errors are required ≤ 10⁻³).
+
+    Parameters
+    ----------
+    cmc : CouplingMarkovChain
+    query : Query
+        A named scalar query (``sum``, ``mean``, ``max``, ``min``).
+    aoi : int or array_like of int, shape (s,)
+        AoI vector, slots.
+    epsilon_c : float
+        ε_C > 0, nats.
+
+    Returns
+    -------
+    float
+        ≥ 0, nats; ``math.inf`` for a callable query (its rounding is not analysed) or when a first-order
+        relative error exceeds 10⁻³ (then no finite margin is claimed).
+
+    Raises
+    ------
+    InvalidInputError
+        As :func:`exact_leakage` (vector query, constant query, `epsilon_c` not positive, bad `aoi`).
+
+    References
+    ----------
+    Y. Luo, M. Zhang, J. Xu, J. Chen, J. Huang, "Correlated-Sequence Differential Privacy", preprint, 2025,
+    Definition 6 and Algorithm 1 (eqs. 9–10).
+    """
+    u = UNIT_ROUNDOFF
+    eps = _check_eps(epsilon_c)
+    F = _scalar_values(cmc, query)
+    df = query.sensitivity(cmc)
+    if df <= 0:
+        raise InvalidInputError(f"query `{query.name}` is constant on this state space (s_1(f) = 0)")
+    ages = np.broadcast_to(np.asarray(aoi), (cmc.n_sequences,))
+    if query._func is not None:
+        return math.inf
+    s, N = cmc.n_sequences, cmc.n_snapshots
+    a = int(np.max(ages))
+    v = np.unique(F)
+    n = int(v.size)
+    R = float(v[-1] - v[0]) / df
+    V = float(np.max(np.abs(cmc.state_values)))
+    eta = max(_row_defect(cmc.transitions), _row_defect(cmc.coupling))
+    d_P = s * eta + (3 * s * s + s + 2) * u  # 1.
+    d_pi = 2 * (N - 1) * d_P + 8.0 * N ** 3 * u  # 2.
+    d_W = d_pi + a * (d_P + N * u) + s * N * u  # 3.
+    d_C = 2 * (d_W + d_pi + u) + (N + 1) * u
+    d_A = d_C + N * u  # 4.
+    if d_A > 1e-3:
+        return math.inf
+    e_logA = 1.01 * d_A + 745.0 * u
+    e_K = 5.0 * u * eps * R  # 5.
+    e_lse = u * (3.0 * (745.0 + eps * R + math.log(n)) + n + 4)
+    e_v = {"sum": (s + 1) * u * s * V, "mean": (s + 1) * u * V}.get(query.name, 0.0)  # 6.
+    e_atoms = 2.0 * e_v * eps / df
+    pi_min = float(np.min(cmc.joint_stationary))
+    log_uf = math.log((a + s + 4) * N * N * n) - 1074 * math.log(2.0) + eps * R - math.log(pi_min)  # 7.
+    e_uf = math.exp(log_uf) if log_uf < 700 else math.inf
+    return 1.001 * (2.0 * (e_logA + e_K + e_lse + e_uf) + e_atoms)
+
+
+def exact_leakage_upper(value, cmc: CouplingMarkovChain, query: Query, aoi, epsilon_c):
+    """A computed :func:`exact_leakage` `value` rounded outward with :func:`exact_leakage_margin` (nats).
+
+    Returns ``round_up(value, 2u, margin)``: the relative 2u covers the final subtraction of two
+    log-sum-exps, u = 2⁻⁵³.  ``None`` stays ``None``; an infinite margin gives ``inf`` (no finite bound).
+
+    Parameters
+    ----------
+    value : float or None
+        The computed exact leakage, nats.
+    cmc, query, aoi, epsilon_c
+        As in :func:`exact_leakage`.
+
+    Returns
+    -------
+    float or None
+
+    Raises
+    ------
+    InvalidInputError
+        As :func:`exact_leakage_margin`.
+    """
+    if value is None:
+        return None
+    margin = exact_leakage_margin(cmc, query, aoi, epsilon_c)
+    if not math.isfinite(margin):
+        return math.inf
+    return round_up(value, 2.0 * UNIT_ROUNDOFF, margin)
 
 
 def tight_distance(cmc: CouplingMarkovChain, aoi) -> float:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from policyopt.errors import InvalidInputError, fmt
-from policyopt.formatting import fmt_exact, fmt_upper, fmt_value, json_clean, round_up
+from policyopt.formatting import fmt_exact, fmt_lower, fmt_upper, fmt_value, json_clean, round_down, round_up
 from policyopt.privacy.age_dependent import peak_risk_margin
 
 if TYPE_CHECKING:  # annotations only: the problem is imported where it is built
@@ -228,7 +228,7 @@ class ScheduleReport:
                 "min_penalty": sol["values"].get("min_penalty"),
                 "method": self.solution.method,
                 "termination": sol["termination"],
-                "bound": sol["bound"],
+                "bound": round_down(sol["bound"]),  # a lower bound on the minimised peak risk: rounded down
                 "backend": self.solution.backend,
                 "backend_version": self.solution.backend_version,
                 "message": self.solution.message,
@@ -340,7 +340,7 @@ def _row(name: str, sol: Solution | None, note: str = "", log_max_tv=None) -> di
         "method": name,
         "status": sol.status.value,
         "objective": objective,
-        "bound": sol.bound,
+        "bound": round_down(sol.bound),  # a lower bound: rounded down (formatting module notes)
         "gap": sol.gap,
         "wall_time_s": sol.wall_time_s,
         "kkt_residual": max(residuals) if residuals else None,
@@ -703,7 +703,7 @@ def format_report(r: dict) -> str:
         lines.append(head)
         for row in r["comparison"]:
             lines.append(
-                f"  {row['method']:<28} {row['status']:<11} {fmt_upper(row['objective'], 8):>12} {fmt_value(row['bound'], 8):>12} "
+                f"  {row['method']:<28} {row['status']:<11} {fmt_upper(row['objective'], 8):>12} {fmt_lower(row['bound'], 8):>12} "
                 f"{fmt_value(row['gap'], 2):>9} {fmt_value(row['wall_time_s'], 3):>8} {fmt_value(row.get('kkt_residual'), 2):>9}"
             )
             if row["status"] == "unavailable":
