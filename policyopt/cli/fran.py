@@ -301,7 +301,8 @@ def _cmd_fran(args) -> int:
 
 
 def _cmd_fran_groups(args, cmc, label) -> int:
-    """``--method groups``: P1 by the exact group search (policyopt.problems.fran_groups); no Fig. 5 baselines."""
+    """``--method groups``: P1 by the exact group search (formulation policyopt.problems.fran_groups, back end
+    policyopt.solvers.fran_groups, reached through the registry); no Fig. 5 baselines."""
     from policyopt.problems.fran_groups import GroupedFRANProblem
 
     if args.bound == "paper":
