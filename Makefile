@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench bench-quick docs clean
+.PHONY: demo test bench bench-quick docs notebooks clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "policyopt needs Python >= 3.11, found " + sys.version.split()[0])'
@@ -42,7 +42,13 @@ $(DOCS_STAMP): $(STAMP) pyproject.toml
 
 docs: $(DOCS_STAMP)
 	$(BIN)/sphinx-build -b html -W --keep-going -q docs docs/_build/html
+	$(BIN)/python docs/check_notebook_figures.py docs/_build/html
 	@echo "documentation: docs/_build/html/index.html"
+
+# Re-execute every notebook (inline matplotlib backend) and store its outputs, figures included, in place: GitHub and
+# `make docs` show the stored outputs.  Run it after changing a notebook or the code it calls (about 1 minute).
+notebooks: $(STAMP)
+	$(BIN)/python docs/store_notebook_outputs.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis docs/_build docs/_notebooks

@@ -38,6 +38,9 @@ BACKENDS = {
         "cvxpy": "policyopt.solvers.fran_solvers:CvxpyInnerSolver",
         "scip": "policyopt.solvers.fran_solvers:ScipSolver",
     },
+    "fran-groups": {
+        "groups": "policyopt.solvers.fran_groups:GroupSearchSolver",
+    },
 }
 
 
@@ -48,7 +51,7 @@ def get_solver(method: str, family: str = "schedule"):
     ----------
     method : str
         A key of ``BACKENDS[family]``.
-    family : {"schedule", "tpl", "discounted", "fran"}
+    family : {"schedule", "tpl", "discounted", "fran", "fran-groups"}
         The problem family (default: the age-dependent schedule problems (28)/(39)/(41)).
 
     Returns

@@ -1,4 +1,5 @@
-"""P1 of Luo et al. (2025) by the group search (problems/fran_groups.py) against full enumeration on the joint chain."""
+"""P1 of Luo et al. (2025) by the group search (formulation problems/fran_groups.py, back end solvers/fran_groups.py)
+against full enumeration on the joint chain."""
 
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ from policyopt.models.cmc import CouplingMarkovChain, two_binary_cmc
 from policyopt.errors import InvalidInputError, InvalidModelError
 from policyopt.problems.fran import FRANProblem
 from policyopt.problems.fran_groups import GroupedFRANProblem, coupling_groups
+from policyopt.registry import BACKENDS, get_solver
 from policyopt.result import Status
+from policyopt.solvers.fran_groups import GroupSearchSolver
 
 
 def block_cmc(sizes, m, rng, stick=0.8):
@@ -108,7 +111,30 @@ def test_errors():
     with pytest.raises(InvalidModelError, match=r"group \[0\] has a periodic joint chain"):
         GroupedFRANProblem(CouplingMarkovChain(flip, np.eye(2), n_sequences=2), 1.0, max_age=2)
     with pytest.raises(InvalidInputError, match="`g` must be a group index in 0..0, got 3"):
-        GroupedFRANProblem(cmc, 1.0, max_age=2).frontier(3)
+        GroupSearchSolver().frontier(GroupedFRANProblem(cmc, 1.0, max_age=2), 3)
+    with pytest.raises(InvalidInputError, match=r"`method` must be one of \('groups',\), got 'enumeration'"):
+        GroupedFRANProblem(cmc, 1.0, max_age=2).solve("enumeration")
+    with pytest.raises(InvalidInputError, match="`problem` must be a GroupedFRANProblem, got FRANProblem"):
+        GroupSearchSolver().solve(FRANProblem(cmc, 1.0, max_age=2))
+
+
+def test_search_is_a_registered_back_end():
+    # the problem module declares the formulation; its solve() reaches the search by name through the registry
+    assert BACKENDS["fran-groups"] == {"groups": "policyopt.solvers.fran_groups:GroupSearchSolver"}
+    assert isinstance(get_solver("groups", "fran-groups"), GroupSearchSolver)
+    import policyopt.problems.fran_groups as formulation
+
+    assert not hasattr(formulation.GroupedFRANProblem, "search")
+    assert not hasattr(formulation.GroupedFRANProblem, "frontier")
+    prob = GroupedFRANProblem(block_cmc((2, 1), 2, np.random.default_rng(7)), 0.05, max_age=4)
+    a, b = prob.solve(), GroupSearchSolver().solve(prob)
+    assert a.decision == b.decision and a.objective == b.objective and a.values == b.values
+    # the frontier of a group is the Pareto front of its (Δ_k, D) table: Δ_k strictly decreasing, D increasing
+    solver = GroupSearchSolver()
+    for g in range(len(prob.groups)):
+        f = solver.frontier(prob, g)
+        assert np.all(np.diff(f["distance"]) < 0) and np.all(np.diff(f["distortion"]) >= 0)
+        assert solver.frontier(prob, g) is f  # cached per problem
 
 
 def _strict_json(text):

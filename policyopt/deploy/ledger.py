@@ -459,32 +459,6 @@ def _classify_open_error(path: Path, exc: Exception, option: str, writer: bool =
     return InvalidInputError(f"{option} {str(path)!r} is corrupted (SQLite: {text}); it was not modified — restore it from a backup")
 
 
-class _AgesOnly:
-    """ln Δ(t) of a model at the listed ages only (NaN elsewhere, so a missed age shows as NaN).
-
-    Theorem 3 over a long ledger needs Δ at a few hundred lags, not at every age up to the
-    horizon; :meth:`Ledger.risk` lists them and checks the result for NaN.
-    """
-
-    def __init__(self, population, ages):
-        self.population = population
-        self.ages = np.asarray(ages, dtype=np.int64)
-        self._log = np.asarray(population.log_max_tv(self.ages), dtype=float).reshape(-1)
-
-    def log_max_tv(self, t):
-        """ln Δ(t) (Zhang et al. 2024, eq. (12)) at the precomputed ages; NaN elsewhere (checked by the caller)."""
-        t = np.asarray(t, dtype=np.int64)
-        idx = np.searchsorted(self.ages, t)
-        hit = (idx < self.ages.size) & (self.ages[np.minimum(idx, self.ages.size - 1)] == t)
-        out = np.full(t.shape, np.nan)
-        out[hit] = self._log[idx[hit]]
-        return out
-
-    def max_tv(self, t):
-        """Δ(t) = exp(ln Δ(t)) at the precomputed ages."""
-        return np.exp(self.log_max_tv(t))
-
-
 class Ledger:
     """A policyopt privacy ledger (SQLite, WAL mode, schema :data:`SCHEMA_VERSION`).
 
@@ -734,15 +708,9 @@ class Ledger:
         if made:
             S = np.array([r.slot for r in made]) - sch.origin
             ages = np.array([r.slot - r.input_time for r in made])
-            tau = S - ages
-            rel = np.arange(T - sch.origin + 1)
-            epoch = np.searchsorted(S, rel, side="right") - 1
-            needed = np.unique(np.concatenate([rel[epoch >= 0] - tau[epoch[epoch >= 0]], ages, np.diff(tau)]))
-            comp = compose(S, ages, np.array([r.epsilon_spent for r in made]), _AgesOnly(population, needed),
-                           horizon=T - sch.origin)
+            # compose evaluates Δ only up to the largest lag Theorem 3 looks up, not up to the horizon
+            comp = compose(S, ages, np.array([r.epsilon_spent for r in made]), population, horizon=T - sch.origin)
             risk, aoi, peaks = comp.risk, comp.aoi, comp.epoch_peaks
-            if np.isnan(risk).any() or np.isnan(peaks).any():  # pragma: no cover - an age was missed
-                raise RuntimeError("internal error: Theorem 3 looked up Δ at an age that was not evaluated")
         else:
             risk, aoi, peaks = np.zeros(times.size), np.full(times.size, np.nan), np.empty(0)
         designed = peak_risk(float(population.max_tv(sch.A)), float(population.max_tv(sch.S_bar)), sch.epsilon_c)

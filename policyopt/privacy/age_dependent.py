@@ -228,7 +228,8 @@ def compose(
         Δ as a function of age or a table Δ(0), Δ(1), ... of length ≥ horizon + 1.  A chain or
         population (or its bound ``max_tv`` method) is evaluated through ``log_max_tv``, so
         Δ below the float range still counts.  Must be non-increasing for ε(S_n) to be the
-        in-epoch peak.
+        in-epoch peak.  A chain, population or callable is evaluated only at the ages
+        0, 1, ..., L, L the largest lag Theorem 3 looks up (see Notes), not up to the horizon.
     horizon : int, optional
         Last slot T of the trajectory (default: the last publishing time).
 
@@ -244,9 +245,20 @@ def compose(
         needs them non-decreasing), if shapes disagree, if `horizon` precedes the last
         publication, or if a table is too short.
 
+    Notes
+    -----
+    Eq. (25) needs Δ only at the lags t − (S_n − A_n) of the slots t of each epoch (A_n at the
+    publication), and at (S_k − A_k) − (S_{k−1} − A_{k−1}) for the prior risks; the largest, L,
+    is A + S̄ − 1 for an equal-spacing schedule however long the horizon.  Δ is evaluated on
+    0..L rather than only at those lags because the exact evaluation of a chain steps age by
+    age: a prefix of the ages gives every value bit for bit as the evaluation up to the horizon
+    does (the test suite checks this against that evaluation).  A table is still validated
+    up to the horizon.
+
     References
     ----------
-    Zhang et al. (2024), Theorem 3 (eq. 25), AoI Definition 11 (eq. 24).
+    Zhang, Wei, Berry, Huang, "Age-Dependent Differential Privacy", IEEE Trans. Inf. Theory,
+    2024, Theorem 3 (eq. 25), AoI Definition 11 (eq. 24).
     """
     S = as_slots(np.atleast_1d(publish_times), "publish_times")
     if S.ndim != 1 or S.size == 0:
@@ -277,7 +289,20 @@ def compose(
     T = int(S[-1]) if horizon is None else int(as_slots([horizon], "horizon")[0])
     if T < S[-1]:
         raise InvalidInputError(f"`horizon`={T} is before the last publication at slot {int(S[-1])}")
-    table = log_max_tv_table(max_tv, T + 1)
+    times = np.arange(T + 1)
+    epoch = np.searchsorted(S, times, side="right") - 1  # index n with S_n ≤ t < S_{n+1}
+    live = epoch >= 0
+    lag = times[live] - tau[epoch[live]]
+    # Theorem 3 looks Δ up only at the lags t − (S_n − A_n) inside each epoch, at A_n and at
+    # τ_k − τ_{k−1}; the largest of them is usually far below the horizon (A + S̄ − 1 for an
+    # equal-spacing schedule).  Δ is evaluated on the ages 0..max_lag: a table is validated in full
+    # as before, a chain or population steps age by age exactly as over 0..T, so every value is
+    # bit for bit the one an evaluation at every age up to the horizon gives.
+    max_lag = max(int(lag.max()), int(A.max()), int(np.diff(tau).max()) if n > 1 else 0)
+    if callable(max_tv) or hasattr(max_tv, "log_max_tv"):
+        table = log_max_tv_table(max_tv, max_lag + 1)
+    else:
+        table = log_max_tv_table(max_tv, T + 1)  # a table: checked up to the horizon, as documented
 
     prior = np.zeros(n)
     for k in range(1, n):
@@ -285,12 +310,8 @@ def compose(
         prior[k] = _leak_log(table[tau[k] - tau[k - 1]], eps[k - 1] + prior[k - 1])
     total = eps + prior  # ε_{C,n} + ε(S_n − A_n)
 
-    times = np.arange(T + 1)
-    epoch = np.searchsorted(S, times, side="right") - 1  # index n with S_n ≤ t < S_{n+1}
     risk = np.zeros(T + 1)
     aoi = np.full(T + 1, np.nan)
-    live = epoch >= 0
-    lag = times[live] - tau[epoch[live]]
     risk[live] = _leak_log(table[lag], total[epoch[live]])  # eq. (25)
     aoi[live] = lag  # eq. (24): A_n at S_n, +1 per slot
     peaks = _leak_log(table[A], total)

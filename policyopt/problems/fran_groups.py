@@ -20,10 +20,10 @@ degree k of Luo et al. (2025) is the size of the largest one — the problem sep
   E[g_i(z_i) − g_i(x_i)] · E[g_j(z_j) − g_j(x_j)] = 0 under stationarity, so
   D(A_t) = c Σ_g D_sum^(g)(A_g) with c = 1 (sum), 1/s² (mean), and D = Σ_g D_id^(g) (identity).
 * **Search.**  Both leakage bounds (sound and paper) increase in Δ_k and, through the smallest feasible
-  ε_C = Δf·sqrt(2d/(l̄ − D)), in D.  So only the (Δ_k^(g), D^(g)) Pareto frontier of each group matters
-  (computed with the group's exact Δ_k, pruned by its proven lower bounds), and for every threshold δ
-  each group takes its smallest-D frontier point with Δ ≤ δ: the optimum is the best over the
-  thresholds δ ∈ {frontier values}.  The cost is Σ_g (A_max + 1)^{s_g} instead of Π_g.
+  ε_C = Δf·sqrt(2d/(l̄ − D)), in D, so only each group's (Δ_k^(g), D^(g)) Pareto frontier matters.  The
+  exact search over those frontiers is the back end :class:`policyopt.solvers.fran_groups.GroupSearchSolver`
+  (registered as ``BACKENDS["fran-groups"]["groups"]`` in :mod:`policyopt.registry`), reached by
+  :meth:`GroupedFRANProblem.solve`; this module only declares the formulation.
 
 Groups above 4096 snapshots use the spectral upper bound of
 :class:`~policyopt.problems.fran.FRANProblem` (then Δ_k is bounded, not exact, and the status is
@@ -33,18 +33,19 @@ Groups above 4096 snapshots use the spectral upper bound of
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 
 from policyopt.models.cmc import CouplingMarkovChain
 from policyopt.errors import InvalidInputError, InvalidModelError, fmt
 from policyopt.privacy.fran import Query, paper_leakage, sound_leakage
-from policyopt.result import Solution, Status, Termination
 
 from policyopt.problems.fran import AOI_VECTOR_LIMIT, FRANProblem
 
-__all__ = ["GroupedFRANProblem", "coupling_groups"]
+__all__ = ["GroupedFRANProblem", "coupling_groups", "GROUP_METHODS"]
+
+#: Back ends of :meth:`GroupedFRANProblem.solve` (``policyopt.registry.BACKENDS["fran-groups"]``).
+GROUP_METHODS = ("groups",)
 
 #: Queries whose aging distortion separates over independent groups, and the query each group uses.
 _GROUP_QUERY = {"mean": "sum", "sum": "sum", "identity": "identity"}
@@ -140,6 +141,17 @@ class GroupedFRANProblem:
                 )
             self._subs.append(prob)
 
+    @property
+    def subproblems(self) -> tuple:
+        """One :class:`~policyopt.problems.fran.FRANProblem` per group (query sum or identity, sound bound),
+        in the order of :attr:`groups`; their tables give each group's Δ_k and unscaled D."""
+        return tuple(self._subs)
+
+    @property
+    def distortion_scale(self) -> float:
+        """c with D(A_t) = c Σ_g D^(g)(A_g): 1/s² for the mean, 1 for the sum and the identity."""
+        return self._scale
+
     def __repr__(self) -> str:
         return (f"GroupedFRANProblem(s={self.cmc.n_sequences}, groups={[len(g) for g in self.groups]}, "
                 f"max_mse={self.max_mse:g}, max_age={self.max_age}, bound={self.bound!r})")
@@ -163,114 +175,29 @@ class GroupedFRANProblem:
             return sound_leakage(distance, epsilon_c, self.d_k)
         return paper_leakage(distance, epsilon_c, self.d_k, warn=False)
 
-    def frontier(self, g: int) -> dict:
-        """(Δ_k, D) Pareto frontier of group `g`: ``index`` (into the group's table), ``aoi`` (n, s_g),
-        ``distance`` (decreasing), ``distortion`` (increasing, already scaled to the full query), ``n_exact``.
+    def solve(self, method: str = "groups", **options):
+        """Solve P1 with the exact group search, a back end of :mod:`policyopt.solvers.fran_groups`.
 
-        Vectors are visited by increasing D; the exact Δ_k of a vector is computed only when its proven
-        lower bound is below the smallest Δ_k found so far (otherwise a vector with no larger D and no
-        larger Δ_k exists, and it can never be better).
-
-        Raises
-        ------
-        InvalidInputError
-            If `g` is not a group index.
-        """
-        if isinstance(g, bool) or not isinstance(g, (int, np.integer)) or not 0 <= g < len(self._subs):
-            raise InvalidInputError(f"`g` must be a group index in 0..{len(self._subs) - 1}, got {fmt(g)}")
-        cache = self.__dict__.setdefault("_frontiers", {})
-        if g not in cache:
-            prob = self._subs[g]
-            t = prob.table
-            D = t["distortion"] * self._scale
-            lb = t["distance_lb"]
-            order = np.lexsort((np.arange(D.size), lb, D))
-            keep, dist, best, n_exact = [], [], math.inf, 0
-            rest = order
-            while rest.size:
-                i = int(rest[0])
-                d = prob.distance(i)
-                n_exact += 1
-                rest = rest[1:]
-                if d < best:
-                    keep.append(i)
-                    dist.append(d)
-                    best = d
-                    rest = rest[lb[rest] < best]  # the others are dominated by vector i
-            keep_arr = np.array(keep, dtype=np.int64)
-            cache[g] = {"index": keep_arr, "aoi": t["aoi"][keep_arr], "distance": np.array(dist),
-                        "distortion": D[keep_arr], "n_exact": n_exact}
-        return cache[g]
-
-    def search(self) -> dict:
-        """Exact optimum of P1 over the product of the groups' frontiers.
-
-        Returns
-        -------
-        dict
-            ``aoi`` (tuple, length s), ``epsilon_c``, ``objective`` (nats), ``distance`` (Δ_k, the max over
-            groups), ``distortion`` (D), ``n_thresholds``, ``n_exact`` (exact Δ_k computed), ``n_vectors``
-            (Σ_g (A_max + 1)^{s_g} examined).  Ties: smallest leakage, then smallest D, then the smallest
-            threshold.
-        """
-        fronts = [self.frontier(g) for g in range(len(self._subs))]
-        thresholds = np.unique(np.concatenate([f["distance"] for f in fronts]))
-        picks = []
-        for f in fronts:  # first frontier point with Δ ≤ δ (Δ decreasing along the frontier)
-            k = np.searchsorted(-f["distance"], -thresholds, side="left")
-            picks.append(k)
-        ok = np.all([k < len(f["distance"]) for k, f in zip(picks, fronts)], axis=0)
-        D = np.zeros(thresholds.size)
-        delta = np.zeros(thresholds.size)
-        for k, f in zip(picks, fronts):
-            kk = np.minimum(k, len(f["distance"]) - 1)
-            D += f["distortion"][kk]
-            delta = np.maximum(delta, f["distance"][kk])
-        eps = self.min_epsilon(D)
-        feas = ok & np.isfinite(eps)
-        if not feas.any():  # pragma: no cover - A_t = 0 has D = 0 < l̄
-            raise AssertionError("P1 has no feasible AoI vector; A_t = 0 always is")
-        obj = np.full(thresholds.size, np.inf)
-        obj[feas] = np.asarray(self.leakage_from(delta[feas], eps[feas]), dtype=float)
-        j = int(np.lexsort((np.arange(thresholds.size), D, obj))[0])
-        aoi = np.empty(self.cmc.n_sequences, dtype=np.int64)
-        for g, k, f in zip(self.groups, picks, fronts):
-            aoi[g] = f["aoi"][int(k[j])]
-        return {"aoi": tuple(int(a) for a in aoi), "epsilon_c": float(eps[j]), "objective": float(obj[j]),
-                "distance": float(delta[j]), "distortion": float(D[j]), "n_thresholds": int(thresholds.size),
-                "n_exact": int(sum(f["n_exact"] for f in fronts)),
-                "n_vectors": int(sum((self.max_age + 1) ** len(g) for g in self.groups))}
-
-    def solve(self) -> Solution:
-        """Solve P1 by the group search; ``optimal`` when every group's Δ_k is exact, else ``feasible``.
+        Parameters
+        ----------
+        method : {"groups"}
+            The back end (registered in ``policyopt.registry.BACKENDS["fran-groups"]``).
+        **options
+            Passed to the back end's ``solve``.
 
         Returns
         -------
         policyopt.result.Solution
-            ``decision``: ``aoi`` (list, slots) and ``epsilon_c`` (nats); ``objective`` ε_S (nats);
-            ``values``: ``mse``, ``max_mse``, ``distance``, ``distortion``, ``d_k``, ``sensitivity``,
-            ``groups`` (sizes), ``n_vectors``, ``n_exact``.
+            ``optimal`` when every group's Δ_k is exact, else ``feasible``; see
+            :meth:`policyopt.solvers.fran_groups.GroupSearchSolver.solve`.
+
+        Raises
+        ------
+        InvalidInputError
+            If `method` is not a registered back end of this problem.
         """
-        start = time.perf_counter()
-        res = self.search()
-        mse = res["distortion"] + self.output_dim * 2.0 * (self.sensitivity / res["epsilon_c"]) ** 2
-        if not mse <= self.max_mse * (1 + 1e-9):  # pragma: no cover - the closed-form ε_C meets (24)
-            raise AssertionError(f"group search returned an infeasible point: MSE {mse!r} > {self.max_mse!r}")
-        exact = self.distance_kind == "exact"
-        sizes = [len(g) for g in self.groups]
-        msg = (f"exact search over {len(sizes)} independent groups of sizes {sizes}: per-group (Δ_k, D) frontiers "
-               f"({res['n_vectors']} group AoI vectors, exact Δ_k for {res['n_exact']}), "
-               f"{res['n_thresholds']} thresholds on max Δ_k")
-        if not exact:
-            msg = "Δ_k of some groups is the spectral upper bound, not exact: optimal for that bound only; " + msg
-        return Solution(
-            status=Status.OPTIMAL if exact else Status.FEASIBLE, termination=Termination.COMPLETED,
-            decision={"aoi": list(res["aoi"]), "epsilon_c": res["epsilon_c"]}, objective=res["objective"],
-            bound=res["objective"] if exact else None, method="groups", backend="numpy", backend_version=np.__version__,
-            wall_time_s=time.perf_counter() - start, message=msg,
-            values={"mse": float(mse), "max_mse": self.max_mse, "distance": res["distance"],
-                    "distortion": res["distortion"], "d_k": self.d_k, "sensitivity": self.sensitivity,
-                    "bound_kind": self.bound, "distance_kind": self.distance_kind, "groups": sizes,
-                    "n_vectors": res["n_vectors"], "n_exact": res["n_exact"]},
-            kkt=None,
-        )
+        if method not in GROUP_METHODS:
+            raise InvalidInputError(f"`method` must be one of {GROUP_METHODS}, got {fmt(method)}")
+        from policyopt.registry import get_solver  # by name: a problem never imports a solver
+
+        return get_solver(method, "fran-groups").solve(self, **options)

@@ -1,5 +1,5 @@
 """Back ends: one per file (convex = cvxpy, global_scip = Pyomo + SCIP, exact / heuristic = search, tpl_alloc (Algorithms 7-8), tpl_optimal,
-discounted_opt, fran_solvers).  May import problems and everything below them, never studies or the CLI.
+discounted_opt, fran_solvers, fran_groups).  May import problems and everything below them, never studies or the CLI.
 
 Each back end declares what it can solve (class constants), imports its library lazily
 and returns a :class:`policyopt.result.Solution`.

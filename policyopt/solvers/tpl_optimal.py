@@ -362,19 +362,25 @@ def _stdout_fd_silenced():
     """Send file descriptor 1 to ``/dev/null`` while the block runs (C-level output such as HiGHS' banner).
 
     Python's ``sys.stdout`` is flushed before, and C's stdio buffers (``fflush(NULL)``) before the descriptor is
-    restored, so nothing printed inside leaks onto stdout later and nothing printed before is lost.
+    restored, so nothing printed inside leaks onto stdout later and nothing printed before is lost.  The descriptor
+    is 1, C's stdout, whatever ``sys.stdout`` is: under ipykernel ``sys.stdout.fileno()`` is a copy of the original
+    terminal while descriptor 1 is the pipe the kernel forwards to the notebook (silencing the copy let the banner
+    into stored notebook outputs, depending on thread timing).
     """
     import ctypes
     import os
     import sys
 
+    fd = 1
     try:
-        fd = sys.stdout.fileno()
-    except (AttributeError, OSError, ValueError):  # stdout replaced (e.g. captured by pytest): nothing to silence
+        sys.stdout.flush()
+    except (AttributeError, OSError, ValueError):  # pragma: no cover - a closed or odd sys.stdout
+        pass
+    try:
+        saved = os.dup(fd)
+    except OSError:  # pragma: no cover - no descriptor 1 (a daemon): nothing to silence
         yield
         return
-    sys.stdout.flush()
-    saved = os.dup(fd)
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         try:

@@ -426,7 +426,7 @@ def bench_tpl(quick: bool = False) -> None:
 
 # Benchmarks of the later topics, one module each (tests/benchmarks/bench_<topic>.py, each exposing bench()).
 TOPIC_BENCHMARKS: tuple[str, ...] = ("bench_tpl_optimal", "bench_discounted", "bench_fran", "bench_sweep", "bench_publish",
-                                      "bench_failure_rate", "bench_fran_groups", "bench_dask")
+                                      "bench_compose", "bench_failure_rate", "bench_fran_groups", "bench_dask")
 
 
 def bench_quick_topics() -> None:

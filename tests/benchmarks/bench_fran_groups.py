@@ -1,4 +1,4 @@
-"""Benchmark of problem P1 (Luo et al. 2025, "Correlated-Sequence Differential Privacy", eqs. (23)–(24)) by the group search (policyopt.problems.fran_groups) vs full enumeration.
+"""Benchmark of problem P1 (Luo et al. 2025, "Correlated-Sequence Differential Privacy", eqs. (23)–(24)) by the group search (policyopt.solvers.fran_groups) vs full enumeration.
 
 Run: ``.venv/bin/python tests/benchmarks/bench_fran_groups.py`` (also run by ``make bench``).
 
