@@ -247,7 +247,14 @@ def _upper_chain(x, y, pid):
     keep = y > prev  # Pareto front: strictly above everything further left
     hx, hy, hp = [], [], []
     for a, b, p in zip(x[keep].tolist(), y[keep].tolist(), pid[keep].tolist()):
-        while len(hx) >= 2 and _not_right_turn(hx[-2], hy[-2], hx[-1], hy[-1], a, b):
+        while len(hx) >= 2:
+            t1 = (hx[-1] - hx[-2]) * (b - hy[-2])
+            t2 = (hy[-1] - hy[-2]) * (a - hx[-2])
+            if t1 > 1e-290 and t2 > 1e-290:  # both terms are positive here (x and y increase)
+                if t1 < t2:
+                    break
+            elif not _not_right_turn(hx[-2], hy[-2], hx[-1], hy[-1], a, b):  # tiny products: exactly
+                break
             hx.pop(), hy.pop(), hp.pop()
         hx.append(a), hy.append(b), hp.append(p)
     return np.array(hx, dtype=float), np.array(hy, dtype=float), np.array(hp, dtype=np.int64)
@@ -399,6 +406,7 @@ def _scan_pairs(P: np.ndarray):
 # O(n³) cheap operations instead of O(n³ log n) sorting, and the same maximum.
 
 _STAT_BLOCK = 1 << 15  # matrix entries per work block (stays in cache)
+_CUBE_N = 64  # up to this n, T is formed from all n³ minima at once (≤ 2 MiB)
 _BROADCAST_N = 96  # up to this n, T is formed over the list of pairs i < j (fewer Python iterations)
 _TV_BLOCK = 1 << 14  # matrix entries per work array there (large temporaries cost page faults)
 _PRUNE_RTOL = 1e-9  # a pair is dropped only if it misses the best value by this factor
@@ -426,7 +434,9 @@ def _pair_tv(P: np.ndarray) -> np.ndarray:
     n = P.shape[0]
     ones = np.ones(n)
     slack = 8.0 * (n + 2) * np.finfo(float).eps
-    if n <= _BROADCAST_N:  # the pairs i < j in blocks of rows (small work arrays, reused)
+    if n <= _CUBE_N:  # one (n, n, n) array of minima (no gathers), summed by BLAS
+        T = 1.0 - (np.minimum(P[:, None, :], P[None, :, :]).reshape(n * n, n) @ ones).reshape(n, n)
+    elif n <= _BROADCAST_N:  # the pairs i < j in blocks of rows (small work arrays, reused)
         iu0, iu1 = _upper_pairs(n)
         m = iu0.size
         per = max(1, _TV_BLOCK // n)
@@ -480,7 +490,7 @@ def _log_u(alpha: float) -> float:
     return math.log(math.expm1(alpha)) if alpha < 700 else alpha + math.log1p(-math.exp(-alpha))
 
 
-def _pair_prefixes(P: np.ndarray, pi: np.ndarray, pj: np.ndarray):
+def _pair_prefixes(P: np.ndarray, pi: np.ndarray, pj: np.ndarray, scale: bool | None = None):
     """Algorithm 2, lines 7–9, for a batch of ordered pairs: sorted prefixes Q, Q̄, D, D̄ (shape (m, n)).
 
     Entries are sorted by decreasing ratio q_k/d_k, the entries with q_k ≤ d_k last; `valid`
@@ -489,7 +499,9 @@ def _pair_prefixes(P: np.ndarray, pi: np.ndarray, pj: np.ndarray):
     """
     q, d = P[pi], P[pj]
     plus = q > d  # Corollary 2
-    key = _inverse_ratio_key(q, d, plus, _has_subnormal(q) or _has_subnormal(d))  # ascending = ratio descending (Algorithm 2 line 7)
+    if scale is None:  # `scale`: whether P has subnormal entries (see _inverse_ratio_key), if known
+        scale = _has_subnormal(q) or _has_subnormal(d)
+    key = _inverse_ratio_key(q, d, plus, scale)  # ascending = ratio descending (Algorithm 2 line 7)
     o = np.argsort(key, axis=1)
     qs = np.take_along_axis(q, o, axis=1)
     ds = np.take_along_axis(d, o, axis=1)
@@ -506,7 +518,7 @@ def _pair_prefixes(P: np.ndarray, pi: np.ndarray, pj: np.ndarray):
     return Q, Qc, D, Dc, valid
 
 
-def _pair_values(P: np.ndarray, pi: np.ndarray, pj: np.ndarray, alpha: float) -> np.ndarray:
+def _pair_values(P: np.ndarray, pi: np.ndarray, pj: np.ndarray, alpha: float, scale: bool | None = None) -> np.ndarray:
     """max over the prefixes of Theorem 5 of log f_{Q,D}(α) (eq. 24) for each listed pair, shape (m,).
 
     Theorem 5: the optimal index set of eq. (19)–(21) for a pair is a prefix of the entries
@@ -518,7 +530,7 @@ def _pair_values(P: np.ndarray, pi: np.ndarray, pj: np.ndarray, alpha: float) ->
     n = P.shape[1]
     per = max(1, (_STAT_BLOCK * 4) // n)
     for s in range(0, len(pi), per):
-        Q, Qc, D, Dc, valid = _pair_prefixes(P, pi[s:s + per], pj[s:s + per])
+        Q, Qc, D, Dc, valid = _pair_prefixes(P, pi[s:s + per], pj[s:s + per], scale)
         v = _log_f(Q, Qc, D, Dc, alpha)  # eq. (24) for every prefix
         v[~valid] = 0.0
         out[s:s + per] = v.max(axis=1)
@@ -536,6 +548,7 @@ class _PairBounds:
         self.flat = np.flatnonzero(T > 0)  # pair ids i·n + j (the diagonal is 0: distinct pairs only)
         self.tv = T[self.flat]
         self._lP = None
+        self.scale = _has_subnormal(P)  # sort keys need the 2^600 scaling (see _inverse_ratio_key)
 
     def _psi(self, idx: np.ndarray, A: np.ndarray, B: np.ndarray) -> np.ndarray:
         """Σ_k (A_ik − B_jk)⁺ for the pairs (i, j) numbered `idx` in ``flat`` (Dinkelbach's test, see loss)."""
@@ -570,7 +583,7 @@ class _PairBounds:
         def evaluate(idx):
             """Largest L(α) of eq. (24) over the given row pairs (0 for none)."""
             f = flat[idx]
-            return float(_pair_values(P, f // n, f % n, alpha).max()) if idx.size else 0.0
+            return float(_pair_values(P, f // n, f % n, alpha, self.scale).max()) if idx.size else 0.0
 
         k = min(_PRUNE_SEEDS, flat.size)
         seeds = np.argpartition(-tv, k - 1)[:k] if k < flat.size else np.arange(flat.size)
@@ -1100,6 +1113,9 @@ class LossFunction:
         only for the pairs whose bound reaches the best value found so far.  Same result (the
         pruned pairs cannot attain the maximum), O(n³) without sorting instead of O(n³ log n).
         """
+        if (type(alpha) is float and 0.0 < alpha < math.inf and self._env is None
+                and not (self.is_identity or self.is_zero)):  # one α on a fresh object: the bounds' search only
+            return min(max(self._bounds.loss(alpha), 0.0), alpha)  # Remark 1: 0 ≤ L(α) ≤ α
         a = self._alpha(alpha)
         flat = a.reshape(-1)
         best = np.zeros(flat.size)
