@@ -1500,15 +1500,21 @@ def _scalar_envelope(breakpoints: np.ndarray, cand: np.ndarray, seg: np.ndarray)
     with np.errstate(divide="ignore"):
         logs = np.log(cand[seg][:, :4]).tolist()  # log Q, log Q̄, log D, log D̄ per segment
     last = len(logs) - 1
-    lae = _logaddexp
+    exp, log1p, log2 = math.exp, math.log1p, 0.6931471805599453
 
     def f(a: float) -> float:
         """L(a) by Algorithm 5 with plain floats (same formula as LossFunction.piecewise)."""
         s = bisect_right(bp, a) - 1  # Algorithm 5 line 2
         best = 0.0
-        for k in (s - 1, s, s + 1):  # neighbours too, as in LossFunction.piecewise
-            lQ, lQc, lD, lDc = logs[0 if k < 0 else (last if k > last else k)]
-            v = lae(lQ, lQc - a) - lae(lD, lDc - a)  # eq. (24), Algorithm 5 line 3
+        for k in range(s - 1 if s > 0 else 0, (s + 1 if s < last else last) + 1):  # neighbours too, as piecewise
+            lQ, lQc, lD, lDc = logs[k]
+            # eq. (24), Algorithm 5 line 3: logaddexp(lQ, lQc − a) − logaddexp(lD, lDc − a), written out as
+            # _logaddexp (same operations, so the same rounding)
+            y = lQc - a
+            num = lQ + log2 if lQ == y else (lQ + log1p(exp(y - lQ)) if lQ > y else y + log1p(exp(lQ - y)))
+            y = lDc - a
+            den = lD + log2 if lD == y else (lD + log1p(exp(y - lD)) if lD > y else y + log1p(exp(lD - y)))
+            v = num - den
             if v > best:
                 best = v
         return a if best > a else best  # Remark 1
