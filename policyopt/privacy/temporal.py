@@ -681,10 +681,14 @@ def _range_pairs(P: np.ndarray, bounds: _PairBounds, lam_max: float):
         phi_l = _phi_all(P, lam_max)[flat[cand]]
     t = tv[cand]
     slope = (phi_l - t) / (lam_max - 1.0)
-    keep = np.zeros(cand.size, dtype=bool)
-    for lam_e, phi_e in zip(lam.tolist(), phi_s.tolist()):  # chord > Φ_S somewhere on the grid
-        chord = t + (lam_e - 1.0) * slope
-        keep |= chord + 4.0 * u * (t + np.abs(chord)) > phi_e  # with the chord's own rounding
+    if cand.size * lam.size <= _CHORD_BLOCK:  # chord > Φ_S somewhere on the grid, all at once
+        chord = t[:, None] + (lam[None, :] - 1.0) * slope[:, None]
+        keep = np.any(chord + 4.0 * u * (t[:, None] + np.abs(chord)) > phi_s[None, :], axis=1)  # chord's rounding
+    else:  # one grid point at a time (O(pairs) memory)
+        keep = np.zeros(cand.size, dtype=bool)
+        for lam_e, phi_e in zip(lam.tolist(), phi_s.tolist()):
+            chord = t + (lam_e - 1.0) * slope
+            keep |= chord + 4.0 * u * (t + np.abs(chord)) > phi_e
     if not keep.any():
         return f, (sx, sy, sp)
     return np.concatenate([f, flat[cand[keep]]]), None
@@ -693,6 +697,7 @@ def _range_pairs(P: np.ndarray, bounds: _PairBounds, lam_max: float):
 _PHI_DIRECT = 1 << 17  # up to this many entries (or a quarter of the pairs) φ_p(Λ) is summed per listed pair;
 # beyond, for all pairs by row blocks (a gather per pair costs about 4 blocked entries)
 _PHI_BLOCK = 1 << 18  # matrix entries per work block of _phi_all (2 MiB)
+_CHORD_BLOCK = 1 << 18  # up to this many (pair, grid point) chord tests at once
 
 
 def _phi_all(P: np.ndarray, lam: float) -> np.ndarray:
