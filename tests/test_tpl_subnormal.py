@@ -155,9 +155,9 @@ def test_restrict_rejects_bad_alpha_max():
 def test_algorithm8_unchanged_by_the_restricted_envelope(n, tiny, zeros, alpha):
     # Algorithm 8 restricts both loss functions to [0, α].  Its solution (α^B, α^F, ε_m) must equal
     # the one found on the full envelopes (built first, so that restrict() does nothing) to 1e-12.
-    # The certified budgets may differ only by a smaller proven rounding margin: the recursions
-    # evaluate fewer sub-functions, whose logs are smaller (leakage_rounding_error), so the shrink
-    # κ is never larger.
+    # The certified budgets may differ only through the proven rounding margin, which counts the
+    # sub-functions each evaluator uses (leakage_rounding_error): usually fewer after restrict(), so a
+    # smaller shrink κ; never more than a rounding-size difference (κ is ~1e-11 here).
     from policyopt.problems.tpl_budget import BudgetAllocationProblem
 
     for seed in range(3):
@@ -168,7 +168,7 @@ def test_algorithm8_unchanged_by_the_restricted_envelope(n, tiny, zeros, alpha):
         ref = BudgetAllocationProblem(LB, LF, alpha, 10).solve("quantification")
         for key in ("alpha_B", "alpha_F", "epsilon_m"):
             assert fast.values[key] == pytest.approx(ref.values[key], rel=1e-12, abs=0), key
-        assert fast.values["budget_shrink"] <= ref.values["budget_shrink"]
+        assert fast.values["budget_shrink"] <= ref.values["budget_shrink"] + 1e-12
         assert fast.values["max_tpl"] <= alpha and ref.values["max_tpl"] <= alpha
 
 

@@ -1029,7 +1029,8 @@ class LossFunction:
         keep many pairs (e^{L(alpha_max)} may exceed 4, or more than 2 % of the pairs survive), the
         full envelope is built instead.  A later α beyond the range builds the full envelope, so the
         hint never changes a value of L.  (The proven rounding margin of :func:`leakage_upper` counts
-        the sub-functions actually evaluated, so it may be smaller after the hint.)
+        the sub-functions actually evaluated, so it usually shrinks after the hint and may differ by a
+        rounding-size amount either way.)
 
         Parameters
         ----------

@@ -350,7 +350,7 @@ def bench_tpl_alg8() -> None:
             keys = ("alpha_B", "alpha_F", "epsilon_m")  # the certified budgets may differ by a smaller proven margin only
             assert np.allclose([sol.values[k] for k in keys], [ref.values[k] for k in keys], rtol=1e-12, atol=0), \
                 "Algorithm 8's solution differs between the restricted and the full envelopes"
-            assert sol.values["budget_shrink"] <= ref.values["budget_shrink"]
+            assert sol.values["budget_shrink"] <= ref.values["budget_shrink"] + 1e-12  # margins differ by rounding only
         t, tb = statistics.median(fast), statistics.median(base)
         ratio = reference / t
         print(f"TPL Algorithm 8 budgets, n = {n}, α = 1, T = 10 (fresh P_B, P_F): {t * 1000:.2f} ms (median of {len(fast)}: "
