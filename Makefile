@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+DOCS_STAMP := $(VENV)/.installed-docs
 
 .PHONY: demo test bench bench-quick docs notebooks clean
 
@@ -16,8 +17,9 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/policyopt schedule
 
-# pytest exits 5 when it collects no test: report it loudly, do not fail the build on it.
-test: $(STAMP)
+# pytest exits 5 when it collects no test: report it loudly, do not fail the build on it.  The docs extra is installed
+# too: tests build a small Sphinx site from the notebooks (tests/test_notebook_figures.py).
+test: $(DOCS_STAMP)
 	$(BIN)/lint-imports --no-cache
 	@$(BIN)/python -m pytest; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "WARNING: pytest collected no tests (exit 5) - nothing was checked"; exit 0; fi; \
@@ -33,8 +35,7 @@ bench-quick: $(STAMP)
 	$(BIN)/python tests/benchmarks/bench.py --quick
 
 # The documentation: Sphinx + numpydoc + myst-nb (notebooks from their stored outputs) + pydata-sphinx-theme,
-# warnings are errors.  The docs extra gets its own stamp so `make test` does not need it.
-DOCS_STAMP := $(VENV)/.installed-docs
+# warnings are errors.  The docs extra has its own stamp (on top of the test set-up); `make test` uses it too.
 
 $(DOCS_STAMP): $(STAMP) pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test,plot,docs]'

@@ -33,6 +33,7 @@ class _Images(HTMLParser):
         self.sources: list[str] = []
 
     def handle_starttag(self, tag, attrs):
+        """Record the ``src`` of every ``<img>`` tag."""
         if tag == "img":
             self.sources.append(dict(attrs).get("src") or "")
 
@@ -73,6 +74,7 @@ def check(html_dir: Path, notebooks: list[Path]) -> tuple[list[str], int]:
 
 
 def main(argv: list[str]) -> int:
+    """Check the built HTML in ``argv[0]`` (default docs/_build/html); print each problem, return 1 if any, else 0."""
     html_dir = Path(argv[0]) if argv else ROOT / "docs" / "_build" / "html"
     problems, found = check(html_dir, sorted((ROOT / "notebooks").glob("*.ipynb")))
     for line in problems:

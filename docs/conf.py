@@ -61,4 +61,5 @@ def _copy_notebooks(app):
 
 
 def setup(app):
+    """Sphinx entry point: copy the stored notebooks into the source tree when the builder starts."""
     app.connect("builder-inited", _copy_notebooks)

@@ -62,6 +62,7 @@ def store(path: Path) -> None:
 
 
 def main(argv: list[str]) -> int:
+    """Re-execute and store the notebooks named in `argv` (default: all of notebooks/); return 0."""
     paths = [Path(a).resolve() for a in argv] or sorted((ROOT / "notebooks").glob("*.ipynb"))
     for path in paths:
         store(path)

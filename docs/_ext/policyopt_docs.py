@@ -37,10 +37,14 @@ def _subparsers(parser):
 
 
 class PolicyoptHelp(Directive):
+    """``.. policyopt-help:: [COMMAND]``: the ``--help`` text of ``policyopt`` (or of one sub-command) as a literal block,
+    generated from the installed parser at build time, so the CLI reference cannot drift from the code."""
+
     optional_arguments = 1
     has_content = False
 
     def run(self):
+        """The help text (110 columns) as one literal block node; an unknown COMMAND is a build error."""
         from policyopt.cli.main import build_parser
 
         old = os.environ.get("COLUMNS")
@@ -93,11 +97,16 @@ def _strict_constant(name):
 
 
 class PolicyoptJson(Directive):
+    """``.. policyopt-json:: ARGS`` with a field list as content: runs ``policyopt ARGS --json`` at build time and fails
+    the build when the command fails or its output is not strict JSON; a top-level field without a description (or a
+    description of a field it lacks) is a warning, an error under ``-W``."""
+
     required_arguments = 1
     final_argument_whitespace = True
     has_content = True
 
     def run(self):
+        """A table of the output's fields (type, description) as nodes; see the class docstring for what fails."""
         from policyopt.cli.main import main
 
         argv = shlex.split(self.arguments[0]) + ["--json"]
@@ -138,6 +147,7 @@ class PolicyoptJson(Directive):
 
 
 def setup(app):
+    """Sphinx entry point: register the ``policyopt-help`` and ``policyopt-json`` directives."""
     app.add_directive("policyopt-help", PolicyoptHelp)
     app.add_directive("policyopt-json", PolicyoptJson)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -858,10 +858,12 @@ def _envelope_small(C: np.ndarray, stop: float = math.inf):
     gap = [r[4] for r in rows]
     lQ, lQc, lD, lDc = ([_flog(v) for v in col] for col in (Q, Qc, D, Dc))
 
-    def log_f(i, a):  # eq. (24) in log space, as _log_f
+    def log_f(i, a):
+        """log f of candidate i at α = a, eq. (24) in log space (as _log_f)."""
         return _logaddexp(lQ[i], lQc[i] - a) - _logaddexp(lD[i], lDc[i] - a)
 
-    def log_slope(i, a):  # as _log_slope
+    def log_slope(i, a):
+        """log of d/dα log f of candidate i at α = a (as _log_slope)."""
         return _flog(Q[i] - D[i]) - a - _logaddexp(lQ[i], lQc[i] - a) - _logaddexp(lD[i], lDc[i] - a)
 
     top = max(gap)
