@@ -243,7 +243,7 @@ def test_bad_inputs_one_line_exit_2_ledger_untouched(tmp_path):
     assert digest(ledger) == before
     # option-level errors
     _one_line_error(run("publish", "--A", 1, "--S-bar", 2, "--epsilon-c", 0.5, "--value-range", "2:0", *base),
-                    "--value-range must be finite with LO < HI, got '2:0'")
+                    "--value-range must be LO:HI with finite LO < HI, got '2:0'")
     _one_line_error(run("publish", "--A", 1, "--value-range", "0:2", *base), "missing --S-bar, --epsilon-c")
     _one_line_error(run("ledger", "--ledger", ledger, "--at", 3, "--states", 4), "--states/--smoothing need --model")
     assert digest(ledger) == before

@@ -7,40 +7,24 @@ done by :mod:`policyopt.deploy` (:class:`~policyopt.deploy.Publisher`,
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import sys
 import time
 
-from policyopt.cli.options import int_at_least, non_negative_float, positive_float
+from policyopt.cli.options import (
+    int_at_least,
+    non_negative_float,
+    positive_float,
+    value_range_arg,
+)
 from policyopt.errors import InvalidInputError
 from policyopt.formatting import fmt_exact, fmt_upper, fmt_value
 
-__all__ = ["add_command", "run_publish", "run_ledger", "parse_value_range"]
+__all__ = ["add_command", "run_publish", "run_ledger"]
 
 #: Rows of the release table printed by ``policyopt ledger`` (all of them are in --json).
 TEXT_ROWS = 12
-
-
-def parse_value_range(text: str):
-    """Parse ``LO:HI`` into two finite floats with LO < HI (argparse type).
-
-    Raises
-    ------
-    argparse.ArgumentTypeError
-        Naming --value-range and showing the text.
-    """
-    lo, sep, hi = str(text).partition(":")
-    try:
-        if not sep:
-            raise ValueError
-        a, b = float(lo), float(hi)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--value-range must be LO:HI (two numbers), got {text!r}") from None
-    if not (math.isfinite(a) and math.isfinite(b) and a < b):
-        raise argparse.ArgumentTypeError(f"--value-range must be finite with LO < HI, got {text!r}")
-    return a, b
 
 
 def _add_model(cmd, default_help: str) -> None:
@@ -82,7 +66,7 @@ def add_command(sub) -> None:
     pub.add_argument("--data", metavar="CSV",
                      help="the stream so far: long CSV user,time,value (time in integer slots, each user's times increasing); "
                      "default: the bundled CityLearn 2022 data (17 homes, hourly kWh, 8760 slots) as a finished stream")
-    pub.add_argument("--value-range", type=parse_value_range, required=True, metavar="LO:HI",
+    pub.add_argument("--value-range", type=value_range_arg("--value-range"), required=True, metavar="LO:HI",
                      help="public range of one reading; readings are clipped to it (write --value-range=-1:1 for a negative LO)")
     pub.add_argument("--ledger", metavar="FILE", required=True, help="SQLite privacy ledger (created on the first run)")
     pub.add_argument("--out", metavar="CSV", help="releases CSV, appended after each commit and rebuilt from the ledger when behind")
