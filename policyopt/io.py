@@ -87,7 +87,7 @@ def read_text(path, option: str) -> str:
                                 f"{exc.start}); save it as UTF-8") from None
 
 
-def read_readings_csv(path, option: str = "--data"):
+def read_readings_csv(path, option: str = "--data", *, sort: bool = True):
     """Read a long CSV with header ``user,time,value`` (one reading per row).
 
     Parameters
@@ -95,6 +95,8 @@ def read_readings_csv(path, option: str = "--data"):
     path : str or Path
     option : str
         Option name for messages.
+    sort : bool
+        Sort by user and time (default), or keep the file's row order.
 
     Returns
     -------
@@ -133,7 +135,7 @@ def read_readings_csv(path, option: str = "--data"):
         raise InvalidInputError(f"{option} {fmt(str(p))} has a header but no readings; expected rows user,time,value")
     # every column as text: times are parsed as exact integers (not through float), values checked below
     df = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
-    return validate_readings(df, source=f"{option} {fmt(str(p))}")
+    return validate_readings(df, source=f"{option} {fmt(str(p))}", sort=sort)
 
 
 def read_matrix(path, option: str = "--matrix") -> MarkovChain:

@@ -306,6 +306,14 @@ def test_api_input_errors(tmp_path):
     bad.write_text("user,time,value\na,0,1\na,2,1\na,1,1\n")
     with pytest.raises(InvalidInputError, match=r"--data '.*s.csv' line 4: time goes backwards for user 'a' \(1 after 2 on line 3\)"):
         read_stream_csv(bad)
+    # times beyond 2^53 are read as exact integers (through float, 2^53 + 1 and 2^53 + 2 both became 2^53 + 2 and the
+    # forward stream was refused as going backwards)
+    big = tmp_path / "big.csv"
+    big.write_text(f"user,time,value\nb,{2**53 + 3},1\na,{2**53 + 1},1\na,{2**53 + 2},2\n")
+    df = read_stream_csv(big)
+    assert df["user"].tolist() == ["b", "a", "a"]  # file order
+    assert [int(t) for t in df["time"]] == [2**53 + 3, 2**53 + 1, 2**53 + 2]
+    assert df["value"].tolist() == [1.0, 1.0, 2.0]
     sched = tmp_path / "sched.json"
     sched.write_text(json.dumps({"status": "infeasible", "A": None, "message": "f̄ below the smallest penalty"}))
     with pytest.raises(InvalidInputError, match=r"--schedule '.*sched.json' has status 'infeasible': there is no schedule to publish"):

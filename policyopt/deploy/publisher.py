@@ -110,14 +110,9 @@ def read_stream_csv(path, option: str = "--data"):
         Whatever :func:`policyopt.io.read_readings_csv` raises (missing file, bad field, NaN,
         duplicate), and a user whose times do not increase down the file (with line numbers).
     """
-    import pandas as pd
-
     from policyopt.io import read_readings_csv
 
-    read_readings_csv(path, option)  # validates every line
-    raw = pd.read_csv(path, dtype={"user": str})
-    df = pd.DataFrame({"user": raw["user"].astype(str), "time": raw["time"].astype(float).astype(np.int64),
-                       "value": raw["value"].astype(float)})
+    df = read_readings_csv(path, option, sort=False)  # validates every line, times as exact integers
     check_stream_order(df, f"{option} {str(path)!r}")
     return df
 
@@ -361,15 +356,16 @@ class Publisher:
             If another publisher holds the ledger.
         """
         from policyopt.privacy.age_dependent import risk_after_aging_log
-        from policyopt.models.estimation import validate_readings
+        from policyopt.models.estimation import sort_readings, validate_readings
 
         if not hasattr(readings, "columns"):
             raise InvalidInputError(f"`readings` must be a pandas DataFrame with columns user,time,value, got {fmt(readings)}")
         src = "`readings`"
-        clean = validate_readings(readings, source=src)
-        if clean.empty:
+        rows = validate_readings(readings, source=src, sort=False)
+        if rows.empty:
             raise InvalidInputError(f"{src} holds no reading")
-        check_stream_order(_in_row_order(readings), src)
+        check_stream_order(rows, src)
+        clean = sort_readings(rows)
         t_min, t_max = int(clean["time"].min()), int(clean["time"].max())
         if through is None:
             through = t_max - 1
@@ -488,14 +484,6 @@ class Publisher:
             next_slot=sch.publish_time((last_row.n if last_row else 0) + 1), peak_risk=float(peak),
             out=None if self.out is None else str(self.out), out_rebuilt=rebuilt, model=model.describe(),
         )
-
-
-def _in_row_order(readings):
-    """user (str) and time (int) columns of `readings` in row order, for the order check."""
-    import pandas as pd
-
-    return pd.DataFrame({"user": readings["user"].astype(str).to_numpy(),
-                         "time": pd.to_numeric(readings["time"]).to_numpy().astype(np.int64)})
 
 
 def _remove_db(path: Path) -> None:

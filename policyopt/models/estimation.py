@@ -222,7 +222,12 @@ def _integer_times(column, source: str) -> np.ndarray:
     return out
 
 
-def validate_readings(df, *, source: str = "`data`"):
+def sort_readings(df):
+    """`df` (columns user, time, value) sorted by user, then time (stable), with a fresh index."""
+    return df.sort_values(["user", "time"], kind="stable").reset_index(drop=True)
+
+
+def validate_readings(df, *, source: str = "`data`", sort: bool = True):
     """Check a long table of readings (columns user, time, value) and return a clean copy.
 
     Parameters
@@ -231,11 +236,15 @@ def validate_readings(df, *, source: str = "`data`"):
         Columns ``user`` (any hashable), ``time`` (integer slots) and ``value`` (finite numbers).
     source : str
         How to name the input in messages (e.g. the CSV path).
+    sort : bool
+        Sort by user and time (default); ``False`` keeps the rows in their input order (a stream's order
+        check needs it).
 
     Returns
     -------
     pandas.DataFrame
-        Columns user (str), time (int64), value (float64), sorted by user and time.
+        Columns user (str), time (int64, parsed exactly), value (float64), sorted by user and time
+        unless ``sort=False``.
 
     Raises
     ------
@@ -278,7 +287,7 @@ def validate_readings(df, *, source: str = "`data`"):
         raise InvalidInputError(
             f"{source} line {i + 2}: user {out['user'].iloc[i]!r} has a second reading at time {int(out['time'].iloc[i])}"
         )
-    return out.sort_values(["user", "time"], kind="stable").reset_index(drop=True)
+    return sort_readings(out) if sort else out
 
 
 def fit_population(
