@@ -212,17 +212,10 @@ def _leakage_upper(problem, bound: str, sol: Solution, max_age: int):
     return exact_leakage_upper(sol.objective, problem.cmc, problem.query, sol.decision["aoi"], eps)
 
 
-def _design_joint(cmc, max_mse, query, max_age, bound, method, label):
-    from policyopt.problems.fran import FRANProblem
-    from policyopt.solvers.fran_solvers import fig5_baselines
-
-    prob = FRANProblem(cmc, max_mse, query=query, max_age=max_age, bound=bound)
-    sol = prob.solve(method)
-    baselines = fig5_baselines(prob)
+def _report_fields(prob, sol: Solution, cmc, bound: str, max_age: int, label: str, *, status: str, message: str,
+                   baselines, groups=None) -> dict:
+    """The report's fields in the order of the ``--json`` object (``groups`` only for the group search)."""
     feasible = sol.decision is not None
-    status, message = sol.status.value, sol.message
-    if feasible and max_age > 0 and max(sol.decision["aoi"]) >= max_age and status == "optimal":
-        status, message = _probe_age_limit(prob, sol, method, status, message)
     fields = {
         "status": status,
         "aoi": list(sol.decision["aoi"]) if feasible else None,
@@ -242,9 +235,27 @@ def _design_joint(cmc, max_mse, query, max_age, bound, method, label):
         "sensitivity": prob.sensitivity,
         "distance": sol.values.get("distance"),
         "distance_kind": prob.distance_kind,
-        "message": message,
-        "baselines": _round_baselines(baselines, prob.d_k, max_age),
     }
+    if groups is not None:
+        fields["groups"] = groups
+    fields["message"] = message
+    fields["baselines"] = baselines
+    return fields
+
+
+def _design_joint(cmc, max_mse, query, max_age, bound, method, label):
+    from policyopt.problems.fran import FRANProblem
+    from policyopt.solvers.fran_solvers import fig5_baselines
+
+    prob = FRANProblem(cmc, max_mse, query=query, max_age=max_age, bound=bound)
+    sol = prob.solve(method)
+    baselines = fig5_baselines(prob)
+    feasible = sol.decision is not None
+    status, message = sol.status.value, sol.message
+    if feasible and max_age > 0 and max(sol.decision["aoi"]) >= max_age and status == "optimal":
+        status, message = _probe_age_limit(prob, sol, method, status, message)
+    fields = _report_fields(prob, sol, cmc, bound, max_age, label, status=status, message=message,
+                            baselines=_round_baselines(baselines, prob.d_k, max_age))
     return fields, sol
 
 
@@ -253,29 +264,8 @@ def _design_groups(cmc, max_mse, query, max_age, bound, method, label):
 
     prob = GroupedFRANProblem(cmc, max_mse, query=query, max_age=max_age, bound=bound)
     sol = prob.solve()
-    fields = {
-        "status": sol.status.value,
-        "aoi": list(sol.decision["aoi"]),
-        "epsilon_c": sol.decision["epsilon_c"],
-        "epsilon_s": _leakage_upper(prob, bound, sol, max_age),
-        "bound": bound,
-        "mse": sol.values["mse"],
-        "max_mse": prob.max_mse,
-        "max_age": max_age,
-        "query": prob.query.name,
-        "method": sol.method,
-        "model": label,
-        "n_sequences": cmc.n_sequences,
-        "n_states": cmc.n_states,
-        "correlation_degree": cmc.correlation_degree,
-        "d_k": prob.d_k,
-        "sensitivity": prob.sensitivity,
-        "distance": sol.values["distance"],
-        "distance_kind": prob.distance_kind,
-        "groups": sol.values["groups"],
-        "message": sol.message,
-        "baselines": None,
-    }
+    fields = _report_fields(prob, sol, cmc, bound, max_age, label, status=sol.status.value, message=sol.message,
+                            baselines=None, groups=sol.values["groups"])
     return fields, sol
 
 
