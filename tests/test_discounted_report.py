@@ -8,13 +8,8 @@ Infinite Horizon", ACM/IEEE ICCPS, 2020, Corollaries 8, 12, 16.
 
 from __future__ import annotations
 
-import html.parser
-import json
 import math
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -27,20 +22,10 @@ from policyopt.errors import InvalidInputError
 from policyopt.formatting import fmt_lower, fmt_upper, fmt_value, round_down
 from policyopt.io import read_readings_csv
 
-POLICYOPT = str(Path(sys.executable).with_name("policyopt"))
+from _cli import TableCells, run_cli, strict_json  # noqa: E402
 
 
-def strict_json(text: str):
-    def bad(c):
-        raise ValueError(f"non-finite JSON constant {c}")
 
-    return json.loads(text, parse_constant=bad)
-
-
-def cli(*args):
-    proc = subprocess.run([POLICYOPT, *args], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    return proc
 
 
 def without_wall_time(text: str) -> list:
@@ -64,8 +49,8 @@ CASES = [
 @pytest.mark.parametrize("argv, kw", CASES)
 def test_report_str_and_dict_are_the_cli_output(argv, kw):
     """Identical text and JSON but the wall time; the warnings are the CLI's stderr lines."""
-    text = cli("discounted", *argv)
-    doc = strict_json(cli("discounted", *argv, "--json").stdout)
+    text = run_cli("discounted", *argv)
+    doc = strict_json(run_cli("discounted", *argv, "--json").stdout)
     report = design_discounted(kw.pop("notion"), kw.pop("epsilon"), kw.pop("horizon"), **kw)
     assert isinstance(report, DiscountedReport)
     assert without_wall_time(text.stdout) == without_wall_time(str(report))
@@ -89,31 +74,17 @@ def test_report_with_a_data_file(tmp_path):
     path = tmp_path / "r.csv"
     pd.DataFrame(rows, columns=["user", "time", "value"]).to_csv(path, index=False)
     argv = ["discounted", "--notion", "dp", "--epsilon", "1", "--horizon", "5", "--data", str(path), "--clip", "50"]
-    text = cli(*argv)
+    text = run_cli(*argv)
     report = design_discounted("dp", 1.0, 5, data=read_readings_csv(str(path)), clip=50.0, source=f"data {path}")
     assert without_wall_time(text.stdout) == without_wall_time(str(report))
     assert report.to_dict()["source"] == f"data {path}, 2 homes, daily kWh"
     assert "data given in Python, 2 homes" in str(design_discounted("dp", 1.0, 5, data=read_readings_csv(str(path))))
 
 
-class _Cells(html.parser.HTMLParser):
-    def __init__(self):
-        super().__init__()
-        self.cells, self._on = [], False
-
-    def handle_starttag(self, tag, attrs):
-        self._on = tag in ("th", "td")
-        if self._on:
-            self.cells.append("")
-
-    def handle_data(self, data):
-        if self._on:
-            self.cells[-1] += data
-
 
 def test_report_html_table():
     report = design_discounted("exponential", 1.0, 30, alpha=0.9)
-    parser = _Cells()
+    parser = TableCells()
     parser.feed(report._repr_html_())
     rows = dict(zip(parser.cells[::2], parser.cells[1::2]))
     r = report.to_dict()
@@ -162,7 +133,7 @@ def test_discounted_optimal_bound_is_rounded_down_in_json():
     report = design_discounted("hyperbolic", 1.0, 30, beta=0.5, schedule="optimal")
     raw = report.solution.bound
     assert report.to_dict()["bound"] == math.nextafter(raw, -math.inf) < raw
-    doc = strict_json(cli("discounted", "--notion", "hyperbolic", "--epsilon", "1", "--beta", "0.5", "--horizon", "30",
+    doc = strict_json(run_cli("discounted", "--notion", "hyperbolic", "--epsilon", "1", "--beta", "0.5", "--horizon", "30",
                           "--schedule", "optimal", "--json").stdout)
     assert doc["bound"] == report.to_dict()["bound"]
 
@@ -174,8 +145,8 @@ def test_schedule_bounds_are_rounded_down_in_json_and_text():
     assert out["bound"] == math.nextafter(report.solution.bound, -math.inf)
     argv = ["schedule", "--chain", "two-state:p=0.1,q=0.1", "--max-penalty", "0.09", "--max-age", "60",
             "--max-interval", "60", "--method", "all", "--relax"]
-    doc = strict_json(cli(*argv, "--json").stdout)
-    text = cli(*argv).stdout
+    doc = strict_json(run_cli(*argv, "--json").stdout)
+    text = run_cli(*argv).stdout
     pyomo = next(r for r in doc["comparison"] if r["method"].startswith("pyomo"))
     assert pyomo["bound"] is not None and pyomo["bound"] <= pyomo["objective"]
     line = next(ln for ln in text.splitlines() if ln.strip().startswith("pyomo"))
@@ -187,8 +158,8 @@ def test_schedule_bounds_are_rounded_down_in_json_and_text():
 def test_tpl_budget_lower_bound_is_rounded_down_in_text():
     argv = ["tpl-budget", "--pb", "0.8,0.2;0.2,0.8", "--pf", "0.8,0.2;0.1,0.9", "--alpha", "1", "--horizon", "10",
             "--method", "optimal"]
-    doc = strict_json(cli(*argv, "--json").stdout)
+    doc = strict_json(run_cli(*argv, "--json").stdout)
     key = "dual_bound" if doc["proof"] == "scip" else "lp_bound"
-    text = cli(*argv).stdout
+    text = run_cli(*argv).stdout
     shown = re.search(r"lower bound ([0-9.e+-]+)\)", text).group(1)
     assert shown == fmt_lower(doc[key]) and float(shown) <= doc[key]

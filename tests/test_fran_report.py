@@ -7,13 +7,8 @@ preprint, 2025 — Definition 6 (exact leakage), eq. (15) (paper bound), eq. (45
 
 from __future__ import annotations
 
-import html.parser
-import json
 import math
-import subprocess
-import sys
 import warnings
-from pathlib import Path
 
 import mpmath as mp
 import numpy as np
@@ -36,22 +31,12 @@ from policyopt.privacy.fran import (
     paper_leakage_upper,
 )
 
-POLICYOPT = str(Path(sys.executable).with_name("policyopt"))
+from _cli import TableCells, run_cli, strict_json  # noqa: E402
 TWO_BINARY = "p=0.3,q=0.3,lambda=0.5"
 TWO_BINARY_LABEL = "two binary sequences p=0.3 q=0.3 lambda=0.5 (Luo et al. 2025, eq. 25)"
 
 
-def strict_json(text: str):
-    def bad(c):
-        raise ValueError(f"non-finite JSON constant {c}")
 
-    return json.loads(text, parse_constant=bad)
-
-
-def cli(*args):
-    proc = subprocess.run([POLICYOPT, *args], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    return proc
 
 
 def random_cmc(seed: int, m: int):
@@ -117,14 +102,14 @@ def _two_binary_ref():
 
 def test_cli_exact_bound_is_rounded_outward():
     args = ["fran", "--two-binary", TWO_BINARY, "--max-mse", "0.5", "--max-age", "3", "--bound", "exact"]
-    out = strict_json(cli(*args, "--json").stdout)
+    out = strict_json(run_cli(*args, "--json").stdout)
     ref = _two_binary_ref()
     exact = ref.exact_leakage("mean", out["aoi"], out["epsilon_c"])
     assert mp.mpf(out["epsilon_s"]) >= exact
     assert out["epsilon_s"] - float(exact) <= 1e-9
     raw = exact_leakage(two_binary_cmc(0.3, 0.3, 0.5), Query("mean"), out["aoi"], out["epsilon_c"])
     assert out["epsilon_s"] > raw  # moved up by the margin, not printed as computed
-    text = cli(*args).stdout
+    text = run_cli(*args).stdout
     line = next(ln for ln in text.splitlines() if ln.startswith("epsilon_s"))
     assert line.startswith(f"epsilon_s   : {fmt_upper(out['epsilon_s'])} nats (exact leakage of FRAN, rounded up)")
     assert mp.mpf(line.split()[2]) >= exact
@@ -142,7 +127,7 @@ def test_cli_exact_bound_is_rounded_outward():
 
 def test_cli_paper_bound_is_rounded_up_and_still_labelled_unsound():
     args = ["fran", "--two-binary", TWO_BINARY, "--max-mse", "0.8", "--max-age", "4", "--bound", "paper"]
-    proc = cli(*args, "--json")
+    proc = run_cli(*args, "--json")
     assert "NOT an upper bound" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     out = strict_json(proc.stdout)
     ref = _two_binary_ref()
@@ -154,7 +139,7 @@ def test_cli_paper_bound_is_rounded_up_and_still_labelled_unsound():
     assert mp.mpf(csdp["epsilon_s"]) >= 2 * ref.distance(csdp["aoi"]) * mp.mpf(csdp["epsilon_c"])
     ddp = out["baselines"]["ddp"]["paper"]
     assert mp.mpf(ddp["epsilon_s"]) >= 2 * mp.mpf(ddp["epsilon_c"])
-    text = cli(*args).stdout
+    text = run_cli(*args).stdout
     assert "NOT an upper bound, rounded up)" in text
 
 
@@ -171,8 +156,8 @@ def test_cli_paper_bound_is_rounded_up_and_still_labelled_unsound():
 ])
 def test_report_str_and_dict_are_the_cli_output(extra, kw):
     argv = ["fran", "--two-binary", TWO_BINARY, "--max-mse", "0.8", *extra]
-    text = cli(*argv).stdout
-    doc = strict_json(cli(*argv, "--json").stdout)
+    text = run_cli(*argv).stdout
+    doc = strict_json(run_cli(*argv, "--json").stdout)
     kw = dict({"max_mse": 0.8}, **kw)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -185,25 +170,11 @@ def test_report_str_and_dict_are_the_cli_output(extra, kw):
     assert report.status == doc["status"] and report.epsilon_s == doc["epsilon_s"]
 
 
-class _Cells(html.parser.HTMLParser):
-    def __init__(self):
-        super().__init__()
-        self.cells, self._on = [], False
-
-    def handle_starttag(self, tag, attrs):
-        self._on = tag in ("th", "td")
-        if self._on:
-            self.cells.append("")
-
-    def handle_data(self, data):
-        if self._on:
-            self.cells[-1] += data
-
 
 def test_report_html_table_shows_the_rounded_up_leakage():
     report = design_fran(two_binary_cmc(0.3, 0.3, 0.5), 0.5, max_age=3)
     page = report._repr_html_()
-    parser = _Cells()
+    parser = TableCells()
     parser.feed(page)
     rows = dict(zip(parser.cells[::2], parser.cells[1::2]))
     assert page.startswith("<table class='policyopt-fran'>")

@@ -11,11 +11,7 @@ against independent 60-digit mpmath evaluations (tests/_mp_refs.py) of the paper
 
 from __future__ import annotations
 
-import json
 import math
-import subprocess
-import sys
-from pathlib import Path
 
 import mpmath as mp
 import numpy as np
@@ -32,21 +28,13 @@ from policyopt.problems.tpl_budget import BudgetAllocationProblem
 from policyopt.studies.schedule import design_schedule
 from policyopt.utility.penalty import MSEPenalty
 
-POLICYOPT = str(Path(sys.executable).with_name("policyopt"))
+from _cli import run_cli, strict_json  # noqa: E402
 SLOW = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-def strict_json(text: str):
-    def bad(c):
-        raise ValueError(f"non-finite JSON constant {c}")
-
-    return json.loads(text, parse_constant=bad)
-
-
 def cli(*args):
-    proc = subprocess.run([POLICYOPT, *args], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
+    """stdout of the installed ``policyopt`` (exit 0 asserted)."""
+    return run_cli(*args).stdout
 
 
 def random_chain(rng, K, sticky=False):

@@ -1,0 +1,46 @@
+"""Shared helpers of the CLI and report tests: the installed entry point, strict JSON, and an HTML table's cells."""
+
+from __future__ import annotations
+
+import html.parser
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+#: The installed ``policyopt`` entry point of the interpreter running the tests.
+POLICYOPT = str(Path(sys.executable).with_name("policyopt"))
+
+
+def strict_json(text: str):
+    """``json.loads`` that refuses NaN / Infinity (the CLI's JSON contract)."""
+    def bad(c):
+        raise ValueError(f"non-finite JSON constant {c}")
+
+    return json.loads(text, parse_constant=bad)
+
+
+def run_cli(*args, timeout: float = 300) -> subprocess.CompletedProcess:
+    """Run the installed ``policyopt`` with `args` (as strings); assert exit 0 (stderr in the message)."""
+    proc = subprocess.run([POLICYOPT, *map(str, args)], capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+class TableCells(html.parser.HTMLParser):
+    """The text of every ``<th>``/``<td>`` cell of an HTML page, in order (``.cells``)."""
+
+    def __init__(self):
+        super().__init__()
+        self.cells, self._on = [], False
+
+    def handle_starttag(self, tag, attrs):
+        """Start a new cell at ``<th>`` / ``<td>``."""
+        self._on = tag in ("th", "td")
+        if self._on:
+            self.cells.append("")
+
+    def handle_data(self, data):
+        """Append text inside a cell."""
+        if self._on:
+            self.cells[-1] += data
