@@ -274,6 +274,7 @@ def _not_right_turn(x0: float, y0: float, x1: float, y1: float, x2: float, y2: f
 
 
 _SCAN_CHUNK = 1 << 20  # matrix entries per block of ordered pairs (≈ 8 MiB per work array)
+_PRUNE_N = 160  # from this many states the envelope's pairs are first pruned on a grid of λ (tpl_prune)
 _SEED_PAIRS = 8  # pairs of largest T whose whole chains seed the first block's filter
 _SEED_MIN_POINTS = 4096  # smaller blocks go straight to the hull (the filter would cost more than it saves)
 #: Below this x = D every point is kept by the filter: np.interp's slope Δy/Δx would overflow
@@ -345,17 +346,9 @@ def _scan_list(P: np.ndarray, pi: np.ndarray, pj: np.ndarray):
         x = D[valid]
         y = Q[valid] - x
         p = np.broadcast_to(pid[:, None], (m, n))[valid]
-        zmask = x == 0.0
-        if zmask.any():  # prefixes with D = 0 (entries d_k = 0, ratio ∞): Theorem 11 cases 2–4
+        if (x == 0.0).any():  # prefixes with D = 0 (entries d_k = 0, ratio ∞): Theorem 11 cases 2–4
             rows_z = np.flatnonzero((ds[:, 0] == 0.0))
-            qz = np.where(valid[rows_z] & (ds[rows_z] == 0.0), qs[rows_z], 0.0)
-            Qz = np.cumsum(np.sort(qz, axis=1)[:, ::-1], axis=1)  # Algorithm 2: ties by larger q first
-            tot = q[rows_z].sum(axis=1)[:, None]
-            rest = np.where(Qz < 0.5, 1.0 - Qz, np.maximum(tot - Qz, 0.0))
-            npos = (q[rows_z] > 0).sum(axis=1)[:, None]
-            rest = np.where(ar[None, :] + 1 >= npos, 0.0, rest)  # all of q in the prefix: Q̄ = 0 exactly
-            ok = np.cumsum(qz > 0, axis=1) == np.arange(1, n + 1)[None, :]
-            zeros.append(np.unique(np.stack([Qz[ok], rest[ok]], axis=1), axis=0))
+            zeros.append(_zero_prefixes(q[rows_z], d[rows_z]))
         if not cx.size and x.size > _SEED_MIN_POINTS:
             cx, cy, cp = _seed_chain(x, y, p, K)
         if cx.size:
@@ -365,6 +358,50 @@ def _scan_list(P: np.ndarray, pi: np.ndarray, pj: np.ndarray):
             cx, cy, cp = _upper_chain(np.concatenate([cx, x]), np.concatenate([cy, y]), np.concatenate([cp, p]))
     z = np.concatenate(zeros) if zeros else np.zeros((0, 2))
     return cx, cy, cp, z
+
+
+def _zero_prefixes(q: np.ndarray, d: np.ndarray, order: np.ndarray | None = None) -> np.ndarray:
+    """Rows (Q, Q̄) of the prefixes with D = 0 of the pairs (q[m], d[m]) (shape (m, n)), unique.
+
+    These prefixes take the entries with d_k = 0 < q_k (ratio ∞) in decreasing q_k (Algorithm 2
+    line 7, ties by larger q first); Q̄ = 1 − Q is summed from the complement when Q ≥ 1/2 and is 0
+    exactly once the prefix holds every positive q_k.  `order`, if given, sorts every row of `q`
+    by decreasing value (it saves the sort when many pairs share a row q).
+    """
+    n = q.shape[1]
+    if order is None:
+        order = np.argsort(-q, axis=1, kind="stable")
+    qs = np.take_along_axis(q, order, axis=1)
+    qz = np.where((np.take_along_axis(d, order, axis=1) == 0.0) & (qs > 0.0), qs, 0.0)
+    Qz = np.cumsum(qz, axis=1)  # at each entry with d = 0: the sum over the prefix up to it
+    count = np.cumsum(qz > 0.0, axis=1)
+    tot = q.sum(axis=1)[:, None]
+    rest = np.where(Qz < 0.5, 1.0 - Qz, np.maximum(tot - Qz, 0.0))
+    npos = (q > 0).sum(axis=1)[:, None]
+    rest = np.where(count >= npos, 0.0, rest)  # all of q in the prefix: Q̄ = 0 exactly
+    at = qz > 0.0
+    if not at.any():
+        return np.zeros((0, 2))
+    return np.unique(np.stack([Qz[at], rest[at]], axis=1), axis=0)
+
+
+def _all_zero_prefixes(P: np.ndarray) -> np.ndarray:
+    """:func:`_zero_prefixes` of every ordered pair of distinct rows (only pairs with some d_k = 0 < q_k)."""
+    n = P.shape[0]
+    pos = (P > 0.0).astype(float)
+    has = (pos @ (P == 0.0).astype(float).T) > 0.5  # counts, exact: some k with P_ik > 0 = P_jk
+    np.fill_diagonal(has, False)
+    if not has.any():
+        return np.zeros((0, 2))
+    order = np.argsort(-P, axis=1, kind="stable")
+    out = []
+    for i in np.flatnonzero(has.any(axis=1)).tolist():
+        js = np.flatnonzero(has[i])
+        for s in range(0, js.size, max(1, _SCAN_CHUNK // n)):
+            jb = js[s:s + _SCAN_CHUNK // n]
+            out.append(_zero_prefixes(np.broadcast_to(P[i], (jb.size, n)), P[jb],
+                                      np.broadcast_to(order[i], (jb.size, n))))
+    return np.unique(np.concatenate(out), axis=0)
 
 
 def _scan_pairs(P: np.ndarray):
@@ -974,8 +1011,17 @@ class LossFunction:
         """Algorithm 2's tables of the chain-vertex pairs, the candidate rows and the envelope."""
         if self._env is None:
             env = {}
-            rel, env["zero_cand"] = _scan_pairs(self.P)
             n = self.P.shape[0]
+            rel = None
+            if n >= _PRUNE_N:  # bound and prune the pairs on a grid of λ first (tpl_prune), no sorting
+                from policyopt.privacy.tpl_prune import prune_pairs
+
+                rel = prune_pairs(self.P)
+                if rel is not None:
+                    rel = np.unique(_scan_list(self.P, rel // n, rel % n)[2])
+                    env["zero_cand"] = None  # formed over all pairs when supremum() asks for it
+            if rel is None:
+                rel, env["zero_cand"] = _scan_pairs(self.P)
             # Algorithm 2's tables, only for the pairs that own a vertex of the candidate chain (the
             # others never attain the maximum of eq. 24 at any α; see _upper_chain); all pairs: `pairs`.
             env["tables"] = [t for p in rel.tolist() if (t := _pair_table(self.P, p // n, p % n))]
@@ -994,7 +1040,10 @@ class LossFunction:
 
     @property
     def _zero_cand(self) -> np.ndarray:
-        return self._built()["zero_cand"]
+        env = self._built()
+        if env["zero_cand"] is None:
+            env["zero_cand"] = _all_zero_prefixes(self.P)
+        return env["zero_cand"]
 
     @property
     def _seg(self) -> np.ndarray:

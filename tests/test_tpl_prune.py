@@ -1,0 +1,113 @@
+"""The grid bound-and-prune of the TPL envelope's row pairs (policyopt.privacy.tpl_prune).
+
+Reference values: the plain scan that sorts every ordered pair (Algorithm 2 line 7 for all pairs,
+``temporal._scan_pairs``) and exact rational arithmetic for the upper bounds.
+"""
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import policyopt.privacy.temporal as T
+from policyopt.privacy.temporal import LossFunction, supremum
+from policyopt.privacy.tpl_prune import _grid, _upper_values, prune_pairs
+
+
+def _support(P, pairs, mus):
+    """max(0, max over the chain of the pairs of y − μx) at each μ (the function Φ(1 + μ))."""
+    n = P.shape[0]
+    cx, cy, _, _ = T._scan_list(P, pairs // n, pairs % n)
+    if not cx.size:
+        return np.zeros(mus.size)
+    return np.maximum(0.0, (cy[None, :] - mus[:, None] * cx[None, :]).max(axis=1))
+
+
+def _families(rng, n):
+    U = rng.random((n, n))
+    yield U / U.sum(1, keepdims=True)
+    yield rng.dirichlet(np.full(n, 0.1), size=n)
+    M = rng.random((n, n))
+    M[rng.random((n, n)) < 0.4] = 0.0
+    M[:, 0] += 1e-3
+    yield M / M.sum(1, keepdims=True)
+    Q = np.round(rng.random((n, n)) * 4) / 4 + 0.25  # ties of ratios and of whole prefixes
+    yield Q / Q.sum(1, keepdims=True)
+    R = rng.random((4, n))
+    yield (R / R.sum(1, keepdims=True))[rng.integers(0, 4, n)]  # duplicate rows
+    E = np.exp(-rng.random((n, n)) * 120.0)  # ratios up to e^120: the grid reaches far beyond the dense part
+    yield E / E.sum(1, keepdims=True)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_pruned_pairs_give_the_same_chain_as_all_pairs(seed):
+    # source: the plain scan over all ordered pairs; the pruned set must give the same support function
+    # wherever it is positive (the only place L(α) uses it), at 600 slopes from 0 to 1e15
+    rng = np.random.default_rng(seed)
+    mus = np.concatenate([[0.0], np.geomspace(1e-8, 1e15, 600)])
+    for P in _families(rng, int(rng.integers(3, 24))):
+        rel, _ = T._scan_pairs(P)
+        got = prune_pairs(P, max_alive=1.0)
+        assert got is not None
+        np.testing.assert_allclose(_support(P, got, mus), _support(P, rel, mus), rtol=1e-13, atol=0.0)
+
+
+def test_pruning_keeps_few_pairs_on_a_random_matrix():
+    # source: the plain scan finds 12 chain-owning pairs of this 300-state matrix; the grid test and
+    # bisection leave a handful of the 89,700 ordered pairs, a superset of them
+    P = np.random.default_rng(11).random((300, 300))
+    P /= P.sum(1, keepdims=True)
+    rel, _ = T._scan_pairs(P)
+    got = prune_pairs(P)
+    assert rel.size == 12
+    assert np.isin(rel, got).all()
+    assert got.size <= 64
+
+
+def test_upper_values_bound_phi_exactly():
+    # source: φ_ij(λ) = Σ_k (P_ik − λP_jk)⁺ in exact rationals, at every grid point
+    rng = np.random.default_rng(5)
+    P = rng.random((7, 7)) ** 4
+    P[rng.random((7, 7)) < 0.2] = 0.0
+    P[:, 1] += 1e-9
+    P /= P.sum(1, keepdims=True)
+    grid, n_dense, _ = _grid(P)
+    U = _upper_values(P, grid, n_dense)
+    F = [[Fraction(v) for v in row] for row in P.tolist()]
+    for g, lam in enumerate(grid.tolist()):
+        L = Fraction(lam)
+        for i in range(7):
+            for j in range(7):
+                exact = sum((max(F[i][k] - L * F[j][k], Fraction(0)) for k in range(7)), Fraction(0))
+                assert Fraction(U[g, i, j]) >= exact
+                assert U[g, i, j] <= float(exact) * (1 + 1e-12) + 1e-13  # tight up to the rounding margins
+
+
+def test_subnormal_entries_are_left_to_the_exact_scan():
+    P = np.array([[0.5, 0.5 - 1e-300, 1e-300], [0.2, 0.3, 0.5], [0.6, 0.4, 0.0]])
+    assert prune_pairs(P) is None
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_loss_function_with_and_without_pruning_agree(monkeypatch, seed):
+    # source: the same LossFunction built by the plain scan (pruning switched off)
+    rng = np.random.default_rng(100 + seed)
+    n = 170
+    P = rng.random((n, n)) ** 3
+    P[rng.random((n, n)) < 0.3] = 0.0
+    P[:, 0] += 1e-6
+    P /= P.sum(1, keepdims=True)
+    alphas = np.array([0.0, 1e-4, 0.1, 1.0, 5.0, 40.0, 709.0, 1000.0])
+    monkeypatch.setattr(T, "_PRUNE_N", 10**9)
+    plain = LossFunction(P)
+    ref = plain.piecewise(alphas)
+    monkeypatch.setattr(T, "_PRUNE_N", 2)
+    pruned = LossFunction(P)
+    np.testing.assert_allclose(pruned.piecewise(alphas), ref, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(pruned.per_pair(alphas), ref, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(pruned.breakpoints, plain.breakpoints, rtol=1e-12)
+    np.testing.assert_array_equal(pruned._zero_cand, plain._zero_cand)  # all pairs' D = 0 prefixes, formed lazily
+    for eps in (0.05, 1.0, 8.0):
+        a, b = supremum(plain, eps), supremum(pruned, eps)
+        assert (a.status, a.case, a.q, a.d) == (b.status, b.case, b.q, b.d)
+        assert (a.value is None and b.value is None) or abs(a.value - b.value) <= 1e-12 * max(1.0, a.value)
