@@ -47,7 +47,7 @@ def test_pruned_pairs_give_the_same_chain_as_all_pairs(seed):
     mus = np.concatenate([[0.0], np.geomspace(1e-8, 1e15, 600)])
     for P in _families(rng, int(rng.integers(3, 24))):
         rel, _ = T._scan_pairs(P)
-        got = prune_pairs(P, max_alive=1.0)
+        got = prune_pairs(P, T._scan_list, max_alive=1.0)
         assert got is not None
         np.testing.assert_allclose(_support(P, got, mus), _support(P, rel, mus), rtol=1e-13, atol=0.0)
 
@@ -58,7 +58,7 @@ def test_pruning_keeps_few_pairs_on_a_random_matrix():
     P = np.random.default_rng(11).random((300, 300))
     P /= P.sum(1, keepdims=True)
     rel, _ = T._scan_pairs(P)
-    got = prune_pairs(P)
+    got = prune_pairs(P, T._scan_list)
     assert rel.size == 12
     assert np.isin(rel, got).all()
     assert got.size <= 64
@@ -85,7 +85,7 @@ def test_upper_values_bound_phi_exactly():
 
 def test_subnormal_entries_are_left_to_the_exact_scan():
     P = np.array([[0.5, 0.5 - 1e-300, 1e-300], [0.2, 0.3, 0.5], [0.6, 0.4, 0.0]])
-    assert prune_pairs(P) is None
+    assert prune_pairs(P, T._scan_list) is None
 
 
 @pytest.mark.parametrize("seed", [0, 1])

@@ -1016,7 +1016,7 @@ class LossFunction:
             if n >= _PRUNE_N:  # bound and prune the pairs on a grid of λ first (tpl_prune), no sorting
                 from policyopt.privacy.tpl_prune import prune_pairs
 
-                rel = prune_pairs(self.P)
+                rel = prune_pairs(self.P, _scan_list)
                 if rel is not None:
                     rel = np.unique(_scan_list(self.P, rel // n, rel % n)[2])
                     env["zero_cand"] = None  # formed over all pairs when supremum() asks for it

@@ -97,7 +97,7 @@ def _grid(P: np.ndarray):
 
 def _upper_values(P: np.ndarray, grid: np.ndarray, n_dense: int) -> np.ndarray:
     """U[g, i, j] ≥ φ_ij(grid[g]) for all ordered pairs (the rounding of the sums covered)."""
-    from policyopt.privacy import _tpl_kernels as K
+    from policyopt.privacy import tpl_kernels as K
 
     n = P.shape[0]
     Ph = P * (1.0 + 8.0 * _EPS)
@@ -115,12 +115,13 @@ def _upper_values(P: np.ndarray, grid: np.ndarray, n_dense: int) -> np.ndarray:
     return U
 
 
-def _seed_points(P: np.ndarray, pairs: np.ndarray):
-    """Prefix points (x, y) of the listed pairs' chains, x rounded up and y down (lower-bound lines)."""
-    from policyopt.privacy.temporal import _scan_list
+def _seed_points(P: np.ndarray, pairs: np.ndarray, scan):
+    """Prefix points (x, y) of the listed pairs' chains, x rounded up and y down (lower-bound lines).
 
+    ``scan(P, pi, pj)`` returns the candidate chain (x, y, pair ids, ...) of the listed pairs
+    (``temporal._scan_list``, passed in by the caller)."""
     n = P.shape[0]
-    cx, cy, _, _ = _scan_list(P, pairs // n, pairs % n)
+    cx, cy = scan(P, pairs // n, pairs % n)[:2]
     m = (n + 4) * _EPS
     return cx * (1.0 + m), np.maximum(cy - 2.0 * m * (cy + 2.0 * cx), 0.0)
 
@@ -137,18 +138,20 @@ class _LowerBound:
         keep = y > 0
         self.x, self.y = x[keep], y[keep]
         if self.x.size:
-            from policyopt.privacy.temporal import _upper_chain
-
-            hx, hy, _ = _upper_chain(self.x, self.y, np.zeros(self.x.size, dtype=np.int64))
+            # breakpoints: the crossings of two lines that lie on the envelope (few lines: all pairs)
             with np.errstate(divide="ignore", invalid="ignore"):
-                lam = 1.0 + np.diff(hy) / np.diff(hx)
-            self.breaks = np.sort(lam[np.isfinite(lam) & (lam > 1.0)])
-            # LB reaches 0 where the steepest line from the origin does: a test point too
-            with np.errstate(divide="ignore", invalid="ignore"):
-                root = 1.0 + hy / hx
-            root = root[np.isfinite(root)]
-            if root.size:
-                self.breaks = np.sort(np.append(self.breaks, root.max()))
+                mu = (self.y[:, None] - self.y[None, :]) / (self.x[:, None] - self.x[None, :])
+                lam = 1.0 + mu[np.triu_indices(self.x.size, 1)]
+                lam = lam[np.isfinite(lam) & (lam > 1.0)]
+                # LB reaches 0 where the line of largest y/x does: a test point too
+                lam = np.append(lam, 1.0 + np.max(np.where(self.x > 0, self.y / self.x, -np.inf)))
+            lam = lam[np.isfinite(lam) & (lam > 1.0)]
+            if lam.size:
+                vals = self.y[None, :] - (lam[:, None] - 1.0) * self.x[None, :]
+                top = vals.max(axis=1)
+                on = np.sum(vals >= top[:, None] - 1e-12 * np.abs(top[:, None]) - 1e-300, axis=1) >= 2
+                lam = lam[on | (top <= 0)]
+            self.breaks = np.unique(lam)
         else:
             self.breaks = np.zeros(0)
 
@@ -212,14 +215,16 @@ def _top_pairs(V: np.ndarray, k: int) -> np.ndarray:
     return rows[top // n] * n + top % n
 
 
-def prune_pairs(P: np.ndarray, max_alive: float = _MAX_ALIVE_FRACTION):
+def prune_pairs(P: np.ndarray, scan, max_alive: float = _MAX_ALIVE_FRACTION):
     """Ids i·n + j of the ordered row pairs that may own a vertex of the candidate chain, or None.
 
     None where the plain scan is the better (or the only exact) choice: entries below 1e-290, or
-    more than the fraction `max_alive` of the pairs left after the grid test.  Every pair owning a vertex supporting a
+    more than the fraction `max_alive` of the pairs left after the grid test.  ``scan`` forms the
+    candidate chain of a list of pairs by sorting (``temporal._scan_list``; passed in, since
+    :mod:`policyopt.privacy.temporal` imports this module).  Every pair owning a vertex supporting a
     direction λ − 1 with Φ(λ) > 0 (all that L(α) ever uses) is returned.
     """
-    from policyopt.privacy import _tpl_kernels as K
+    from policyopt.privacy import tpl_kernels as K
 
     n = P.shape[0]
     if np.any((P > 0) & (P < _TINY)):
@@ -236,7 +241,7 @@ def prune_pairs(P: np.ndarray, max_alive: float = _MAX_ALIVE_FRACTION):
     if i_max != j_min:
         seeds.append(np.array([i_max * n + j_min]))
     seeds = np.unique(np.concatenate(seeds))
-    sx, sy = _seed_points(P, seeds)
+    sx, sy = _seed_points(P, seeds, scan)
     probe = np.unique(np.concatenate([grid, np.sqrt(grid[:-1]) * np.sqrt(grid[1:]),
                                       grid[:-1] + (grid[1:] - grid[:-1]) / 3, grid[:-1] + 2 * (grid[1:] - grid[:-1]) / 3]))
     lb = _LowerBound(sx, sy, probe)
@@ -270,7 +275,7 @@ def prune_pairs(P: np.ndarray, max_alive: float = _MAX_ALIVE_FRACTION):
         # new seeds: the pair of largest φ at each distinct midpoint
         order = np.lexsort((-um, mid))
         first = order[np.r_[True, mid[order][1:] != mid[order][:-1]]]
-        nx, ny = _seed_points(P, np.unique(item_p[first]))
+        nx, ny = _seed_points(P, np.unique(item_p[first]), scan)
         sx, sy = np.concatenate([sx, nx]), np.concatenate([sy, ny])
         probe = np.unique(np.concatenate([probe, mid, np.sqrt(ia) * np.sqrt(mid), np.sqrt(mid) * np.sqrt(ib)]))
         lb = _LowerBound(sx, sy, probe)
