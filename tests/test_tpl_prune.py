@@ -11,7 +11,7 @@ import pytest
 
 import policyopt.privacy.temporal as T
 from policyopt.privacy.temporal import LossFunction, supremum
-from policyopt.privacy.tpl_prune import _grid, _upper_values, prune_pairs
+from policyopt.privacy.tpl_prune import _grid, _outward, _upper_values, prune_pairs
 
 
 def _support(P, pairs, mus):
@@ -72,7 +72,7 @@ def test_upper_values_bound_phi_exactly():
     P[:, 1] += 1e-9
     P /= P.sum(1, keepdims=True)
     grid, n_dense, _ = _grid(P)
-    U = _upper_values(P, grid, n_dense)
+    U = _upper_values(*_outward(P), grid, n_dense)
     F = [[Fraction(v) for v in row] for row in P.tolist()]
     for g, lam in enumerate(grid.tolist()):
         L = Fraction(lam)

@@ -74,6 +74,7 @@ import numpy as np
 from policyopt.errors import InvalidInputError, fmt
 from policyopt.formatting import UNIT_ROUNDOFF, fmt_upper, fmt_value
 from policyopt.models.markov import validate_transition_matrix
+from policyopt.privacy.tpl_prune import in_threads, prune_pairs
 
 __all__ = [
     "format_leakage",
@@ -397,8 +398,9 @@ def _all_zero_prefixes(P: np.ndarray) -> np.ndarray:
     out = []
     for i in np.flatnonzero(has.any(axis=1)).tolist():
         js = np.flatnonzero(has[i])
-        for s in range(0, js.size, max(1, _SCAN_CHUNK // n)):
-            jb = js[s:s + _SCAN_CHUNK // n]
+        per = max(1, _SCAN_CHUNK // n)
+        for s in range(0, js.size, per):
+            jb = js[s:s + per]
             out.append(_zero_prefixes(np.broadcast_to(P[i], (jb.size, n)), P[jb],
                                       np.broadcast_to(order[i], (jb.size, n))))
     return np.unique(np.concatenate(out), axis=0)
@@ -499,23 +501,12 @@ def _pair_tv(P: np.ndarray) -> np.ndarray:
                     np.minimum(P[i], P[s:e], out=b)
                     T[i, s:e] = 1.0 - b @ ones
 
-        _in_threads(rows, range(n - 1), n)
+        in_threads(rows, range(n - 1), n)
         iu = np.triu_indices(n, 1)
         T[iu[1], iu[0]] = T[iu]
     T += slack
     np.fill_diagonal(T, 0.0)
     return T
-
-
-def _in_threads(work, items: range, n: int) -> None:
-    """Run ``work(part)`` on interleaved parts of `items`, on 2 threads when n³ is large (numpy
-    releases the GIL in minimum and in BLAS), else in this thread."""
-    workers = min(2, os.cpu_count() or 1) if n * n * n > 4 * _SCAN_CHUNK else 1
-    if workers == 1:
-        work(items)
-        return
-    with ThreadPoolExecutor(workers) as ex:
-        list(ex.map(work, [items[w::workers] for w in range(workers)]))
 
 
 def _log_u(alpha: float) -> float:
@@ -757,7 +748,7 @@ def _phi_all(P: np.ndarray, lam: float) -> np.ndarray:
                 np.minimum(P[i], lp[s:e], out=b)
                 out[i, s:e] = b @ ones
 
-    _in_threads(fill, range(n), n)
+    in_threads(fill, range(n), n)
     np.subtract(rows[:, None], out, out=out)
     out += (2 * n + 8) * np.finfo(float).eps * (1.0 + lam)
     np.maximum(out, 0.0, out=out)
@@ -1014,8 +1005,6 @@ class LossFunction:
             n = self.P.shape[0]
             rel = None
             if n >= _PRUNE_N:  # bound and prune the pairs on a grid of λ first (tpl_prune), no sorting
-                from policyopt.privacy.tpl_prune import prune_pairs
-
                 rel = prune_pairs(self.P, _scan_list)
                 if rel is not None:
                     rel = np.unique(_scan_list(self.P, rel // n, rel % n)[2])

@@ -57,28 +57,34 @@ _REFINE_STOP = 48  # bisection stops once this few pairs are left
 _TINY = 1e-290
 
 
-def _row_parts(n: int):
-    """Interleaved row sets for the worker threads (2 on this machine's 2 cores when n is large)."""
-    workers = min(2, os.cpu_count() or 1) if n >= 128 else 1
-    rows = np.arange(n, dtype=np.int64)
-    return [rows[w::workers] for w in range(workers)]
+_THREADS_FROM = 4 << 20  # n³ above which the O(n³) passes run on 2 threads
 
 
-def _run_parts(fn, parts) -> None:
-    if len(parts) == 1:
-        fn(parts[0])
+def in_threads(work, items, n: int) -> None:
+    """Run ``work(part)`` on interleaved parts of `items` (a range or an array of row indices), on 2
+    threads when n³ is large (numpy's minimum and BLAS, and the compiled loops of
+    :mod:`policyopt.privacy.tpl_kernels`, release the GIL), else in this thread."""
+    workers = min(2, os.cpu_count() or 1) if n * n * n > _THREADS_FROM else 1
+    if workers == 1:
+        work(items)
         return
-    with ThreadPoolExecutor(len(parts)) as ex:
-        list(ex.map(fn, parts))
+    with ThreadPoolExecutor(workers) as ex:
+        list(ex.map(work, [items[w::workers] for w in range(workers)]))
 
 
 def _grid(P: np.ndarray):
-    """The λ grid: the dense points, then ×4 steps, then fractions of r_f, then λ_top > r_f."""
+    """The λ grid (the dense points, then ×4 steps, then fractions of r_f, then λ_top > r_f), the
+    number of dense points, and the id i·n + j of a pair attaining the largest finite ratio r_f
+    (None if that ratio is 1)."""
     pos = np.where(P > 0, P, np.inf)
     colmin = pos.min(axis=0)
     colmax = P.max(axis=0)
     ok = np.isfinite(colmin)
-    r_f = float(np.max(colmax[ok] / colmin[ok])) if ok.any() else 1.0
+    ratio = np.where(ok, colmax / np.where(ok, colmin, 1.0), 0.0)
+    col = int(np.argmax(ratio))
+    r_f = float(ratio[col]) if ok.any() else 1.0
+    i_max, j_min = int(np.argmax(P[:, col])), int(np.argmin(pos[:, col]))
+    top_pair = i_max * P.shape[0] + j_min if i_max != j_min else None
     lam_top = max(r_f, 1.0) * (1.0 + 1e-6)  # strictly above every finite P_ik/P_jk (with rounding)
     pts = [g for g in _DENSE_GRID if g < lam_top]
     top = [f * r_f for f in _TOP_FRACTIONS if f * r_f > pts[-1] * 1.0001]
@@ -92,27 +98,32 @@ def _grid(P: np.ndarray):
     pts += top + [lam_top]
     grid = np.array(sorted(set(pts)))
     n_dense = sum(1 for g in grid if g in _DENSE_GRID)
-    return grid, n_dense, r_f
+    return grid, n_dense, top_pair
 
 
-def _upper_values(P: np.ndarray, grid: np.ndarray, n_dense: int) -> np.ndarray:
-    """U[g, i, j] ≥ φ_ij(grid[g]) for all ordered pairs (the rounding of the sums covered)."""
+def _upper_values(Ph: np.ndarray, Pl: np.ndarray, grid: np.ndarray, n_dense: int) -> np.ndarray:
+    """U[g, i, j] ≥ φ_ij(grid[g]) for all ordered pairs (the rounding of the sums covered).
+
+    ``Ph``, ``Pl``: P inflated and deflated by 8 ulps (see :func:`_outward`)."""
     from policyopt.privacy import tpl_kernels as K
 
-    n = P.shape[0]
-    Ph = P * (1.0 + 8.0 * _EPS)
-    Pl = P * (1.0 - 8.0 * _EPS)
+    n = Ph.shape[0]
     U = np.empty((grid.size, n, n))
     dense = np.ascontiguousarray(grid[:n_dense])
     sparse = np.ascontiguousarray(grid[n_dense:])
     PhT = np.ascontiguousarray(Ph.T)
     colmax = Ph.max(axis=0)
-    parts = _row_parts(n)
-    _run_parts(lambda rows: K.phi_dense(Ph, Pl, rows, dense, U[:n_dense]), parts)
+    rows = np.arange(n, dtype=np.int64)
+    in_threads(lambda part: K.phi_dense(Ph, Pl, part, dense, U[:n_dense]), rows, n)
     if sparse.size:
-        _run_parts(lambda rows: K.phi_sparse(PhT, colmax, Pl, rows, sparse, U[n_dense:]), parts)
+        in_threads(lambda part: K.phi_sparse(PhT, colmax, Pl, part, sparse, U[n_dense:]), rows, n)
     U *= 1.0 + (n + 2) * _EPS
     return U
+
+
+def _outward(P: np.ndarray):
+    """(P inflated, P deflated) by 8 ulps: fl(Ph_ik − λ·Pl_jk) ≥ the exact P_ik − λP_jk."""
+    return P * (1.0 + 8.0 * _EPS), P * (1.0 - 8.0 * _EPS)
 
 
 def _seed_points(P: np.ndarray, pairs: np.ndarray, scan):
@@ -229,17 +240,15 @@ def prune_pairs(P: np.ndarray, scan, max_alive: float = _MAX_ALIVE_FRACTION):
     n = P.shape[0]
     if np.any((P > 0) & (P < _TINY)):
         return None
-    grid, n_dense, r_f = _grid(P)
-    U = _upper_values(P, grid, n_dense)
+    grid, n_dense, top_pair = _grid(P)
+    Ph, Pl = _outward(P)
+    U = _upper_values(Ph, Pl, grid, n_dense)
     last_zero = not bool(np.any(P == 0.0))  # then φ_p(λ_top) = 0 exactly for every pair
     diag = np.arange(n) * (n + 1)
     # seeds: the pairs of largest φ at each grid point, and the pair of the largest ratio
     seeds = [_top_pairs(U[g], _SEEDS_PER_POINT) for g in range(grid.size)]
-    col = int(np.argmax(P.max(axis=0) / np.where(P > 0, P, np.inf).min(axis=0)))
-    i_max = int(np.argmax(P[:, col]))
-    j_min = int(np.argmin(np.where(P[:, col] > 0, P[:, col], np.inf)))
-    if i_max != j_min:
-        seeds.append(np.array([i_max * n + j_min]))
+    if top_pair is not None:
+        seeds.append(np.array([top_pair]))
     seeds = np.unique(np.concatenate(seeds))
     sx, sy = _seed_points(P, seeds, scan)
     probe = np.unique(np.concatenate([grid, np.sqrt(grid[:-1]) * np.sqrt(grid[1:]),
@@ -247,7 +256,7 @@ def prune_pairs(P: np.ndarray, scan, max_alive: float = _MAX_ALIVE_FRACTION):
     lb = _LowerBound(sx, sy, probe)
     tp_int, tp_w, tp_lb = _test_points(grid[:-1], grid[1:], lb)
     masks = np.empty((n, n), dtype=np.uint64)
-    _run_parts(lambda rows: K.chord_test(U, rows, grid, tp_int, tp_w, tp_lb, last_zero, masks), _row_parts(n))
+    in_threads(lambda part: K.chord_test(U, part, grid, tp_int, tp_w, tp_lb, last_zero, masks), np.arange(n, dtype=np.int64), n)
     masks.reshape(-1)[diag] = 0
     alive = np.flatnonzero(masks.reshape(-1))
     if alive.size > max_alive * n * (n - 1):
@@ -263,8 +272,6 @@ def prune_pairs(P: np.ndarray, scan, max_alive: float = _MAX_ALIVE_FRACTION):
     ua, ub = Uf[g_idx, item_p], Uf[g_idx + 1, item_p]
     lastb = last_zero & (g_idx == G - 1)
     del U, Uf
-    Ph = P * (1.0 + 8.0 * _EPS)
-    Pl = P * (1.0 - 8.0 * _EPS)
     for _ in range(_REFINE_LEVELS):
         if np.unique(item_p).size <= _REFINE_STOP:
             break
