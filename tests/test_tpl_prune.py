@@ -111,3 +111,27 @@ def test_loss_function_with_and_without_pruning_agree(monkeypatch, seed):
         a, b = supremum(plain, eps), supremum(pruned, eps)
         assert (a.status, a.case, a.q, a.d) == (b.status, b.case, b.q, b.d)
         assert (a.value is None and b.value is None) or abs(a.value - b.value) <= 1e-12 * max(1.0, a.value)
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 60, 130])
+def test_pair_total_variations_bound_the_exact_ones(n):
+    # source: exact rational Σ_k (P_ik − P_jk)⁺ of every ordered pair; the compiled pass (both
+    # orientations per pair, on 2 threads for n = 130) must be an upper bound within its slack,
+    # also for rows summing to 1 only up to 1e-9 (the old 1 − Σ min was not a bound there) and subnormals
+    rng = np.random.default_rng(n)
+    P = rng.random((n, n)) * (1.0 + 1e-9 * rng.standard_normal((n, 1)))
+    P /= P.sum(1, keepdims=True)
+    P[:, 0] *= 1.0 + 1e-9 * rng.standard_normal(n)  # rows off stochastic by about 1e-9
+    if n > 2:
+        P[1, 1] = 3e-320
+    got = T._pair_tv(P)
+    slack = 8.0 * (n + 2) * np.finfo(float).eps
+    rows = [[Fraction(x) for x in row] for row in P.tolist()]
+    pick = range(n) if n <= 60 else rng.integers(0, n, 25)
+    for i in pick:
+        for j in range(n):
+            if i == j:
+                assert got[i, j] == 0.0
+                continue
+            exact = sum((max(a - b, Fraction(0)) for a, b in zip(rows[i], rows[j])), Fraction(0))
+            assert exact <= Fraction(got[i, j]) <= exact + Fraction(2.0 * slack), (i, j)  # slack + its own addition

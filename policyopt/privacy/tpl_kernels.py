@@ -83,6 +83,30 @@ def phi_items(Ph, Pl, pi, pj, lams, out):  # pragma: no cover - compiled
         out[m] = s
 
 
+@njit(nogil=True, cache=True, fastmath=_FAST)
+def pair_tv(P, rows, out):  # pragma: no cover - compiled
+    """out[i, j] = Σ_k (P[i, k] − P[j, k])⁺ and out[j, i] = Σ_k (P[j, k] − P[i, k])⁺ for i in `rows`, j > i.
+
+    Both orientations in one pass over the two rows (the total variations of Cao et al. (2019),
+    Theorem 5's bound Q − D ≤ T).  Each term is rounded by at most half an ulp of itself and the sum
+    of n non-negative terms by (n − 1) ulps in any order, so the caller's slack covers the rounding.
+    """
+    n = P.shape[1]
+    for t in range(rows.size):
+        i = rows[t]
+        a = P[i]
+        for j in range(i + 1, P.shape[0]):
+            b = P[j]
+            s1 = 0.0
+            s2 = 0.0
+            for k in range(n):
+                x = a[k] - b[k]
+                s1 += max(x, 0.0)
+                s2 += max(-x, 0.0)
+            out[i, j] = s1
+            out[j, i] = s2
+
+
 @njit(nogil=True, cache=True)
 def chord_test(U, rows, grid, tp_int, tp_w, tp_lb, last_zero, out):  # pragma: no cover - compiled
     """Bitmask of the grid intervals on which a pair may reach the lower bound of Φ.
