@@ -439,7 +439,6 @@ def _scan_pairs(P: np.ndarray):
 # Only the pairs passing both are sorted (Algorithm 2 line 7), a handful on typical matrices:
 # O(n³) cheap operations instead of O(n³ log n) sorting, and the same maximum.
 
-_STAT_BLOCK = 1 << 15  # matrix entries per work block (stays in cache)
 _PRUNE_RTOL = 1e-9  # a pair is dropped only if it misses the best value by this factor
 _PRUNE_SEEDS = 8  # pairs evaluated per round before pruning
 
@@ -474,50 +473,19 @@ def _log_u(alpha: float) -> float:
     return math.log(math.expm1(alpha)) if alpha < 700 else alpha + math.log1p(-math.exp(-alpha))
 
 
-def _pair_prefixes(P: np.ndarray, pi: np.ndarray, pj: np.ndarray, scale: bool | None = None):
-    """Algorithm 2, lines 7–9, for a batch of ordered pairs: sorted prefixes Q, Q̄, D, D̄ (shape (m, n)).
-
-    Entries are sorted by decreasing ratio q_k/d_k, the entries with q_k ≤ d_k last; `valid`
-    marks the K prefixes made of entries with q_k > d_k only (Corollary 2).  Q̄ = 1 − Q is
-    summed from the complement when Q ≥ 1/2 (no cancellation), as in :func:`_complements`.
-    """
-    q, d = P[pi], P[pj]
-    plus = q > d  # Corollary 2
-    if scale is None:  # `scale`: whether P has subnormal entries (see _inverse_ratio_key), if known
-        scale = _has_subnormal(q) or _has_subnormal(d)
-    key = _inverse_ratio_key(q, d, plus, scale)  # ascending = ratio descending (Algorithm 2 line 7)
-    o = np.argsort(key, axis=1)
-    qs = np.take_along_axis(q, o, axis=1)
-    ds = np.take_along_axis(d, o, axis=1)
-    Q = np.cumsum(qs, axis=1)
-    D = np.cumsum(ds, axis=1)
-    n = q.shape[1]
-    tq = np.zeros_like(Q)
-    td = np.zeros_like(D)
-    tq[:, :-1] = np.cumsum(qs[:, :0:-1], axis=1)[:, ::-1]  # Σ_{l > k} q_l
-    td[:, :-1] = np.cumsum(ds[:, :0:-1], axis=1)[:, ::-1]
-    Qc = np.where(Q < 0.5, 1.0 - Q, tq)
-    Dc = np.where(D < 0.5, 1.0 - D, td)
-    valid = np.arange(n)[None, :] < plus.sum(axis=1)[:, None]
-    return Q, Qc, D, Dc, valid
-
-
-def _pair_values(P: np.ndarray, pi: np.ndarray, pj: np.ndarray, alpha: float, scale: bool | None = None) -> np.ndarray:
+def _pair_values(P: np.ndarray, pi: np.ndarray, pj: np.ndarray, alpha: float) -> np.ndarray:
     """max over the prefixes of Theorem 5 of log f_{Q,D}(α) (eq. 24) for each listed pair, shape (m,).
 
     Theorem 5: the optimal index set of eq. (19)–(21) for a pair is a prefix of the entries
     sorted by decreasing q_k/d_k, so the pair's value is the largest of its K prefix values
     (Algorithm 1 visits some of them and stops at the optimal one).  Pairs with no q_k > d_k
-    get 0 (Theorem 6).
+    get 0 (Theorem 6).  One compiled loop per pair (:func:`tpl_kernels.pair_values`), O(n) memory.
     """
-    out = np.zeros(len(pi))
-    n = P.shape[1]
-    per = max(1, (_STAT_BLOCK * 4) // n)
-    for s in range(0, len(pi), per):
-        Q, Qc, D, Dc, valid = _pair_prefixes(P, pi[s:s + per], pj[s:s + per], scale)
-        v = _log_f(Q, Qc, D, Dc, alpha)  # eq. (24) for every prefix
-        v[~valid] = 0.0
-        out[s:s + per] = v.max(axis=1)
+    from policyopt.privacy import tpl_kernels as K
+
+    out = np.empty(len(pi))
+    K.pair_values(np.ascontiguousarray(P, dtype=float), np.asarray(pi, dtype=np.int64),
+                  np.asarray(pj, dtype=np.int64), float(alpha), out)
     return out
 
 
@@ -532,18 +500,18 @@ class _PairBounds:
         self.flat = np.flatnonzero(T > 0)  # pair ids i·n + j (the diagonal is 0: distinct pairs only)
         self.tv = T[self.flat]
         self._lP = None
-        self.scale = _has_subnormal(P)  # sort keys need the 2^600 scaling (see _inverse_ratio_key)
 
     def _psi(self, idx: np.ndarray, A: np.ndarray, B: np.ndarray) -> np.ndarray:
-        """Σ_k (A_ik − B_jk)⁺ for the pairs (i, j) numbered `idx` in ``flat`` (Dinkelbach's test, see loss)."""
-        n, f = self.n, self.flat[idx]
-        out = np.empty(idx.size)
-        per = max(1, _STAT_BLOCK // n)
-        ones = np.ones(n)
-        for a in range(0, idx.size, per):
-            b = np.subtract(A[f[a:a + per] // n], B[f[a:a + per] % n])
-            np.maximum(b, 0.0, out=b)
-            out[a:a + per] = b @ ones
+        """Σ_k (A_ik − B_jk)⁺ for the pairs (i, j) numbered `idx` in ``flat`` (Dinkelbach's test, see loss).
+
+        One compiled loop (:func:`tpl_kernels.phi_items` with λ = 1); the caller inflates the sums
+        for their rounding."""
+        from policyopt.privacy import tpl_kernels as K
+
+        f = self.flat[idx]
+        out = np.empty(f.size)
+        K.phi_items(np.ascontiguousarray(A, dtype=float), np.ascontiguousarray(B, dtype=float),
+                    f // self.n, f % self.n, np.ones(f.size), out)
         return out
 
     def loss(self, alpha: float) -> float:
@@ -567,7 +535,7 @@ class _PairBounds:
         def evaluate(idx):
             """Largest L(α) of eq. (24) over the given row pairs (0 for none)."""
             f = flat[idx]
-            return float(_pair_values(P, f // n, f % n, alpha, self.scale).max()) if idx.size else 0.0
+            return float(_pair_values(P, f // n, f % n, alpha).max()) if idx.size else 0.0
 
         k = min(_PRUNE_SEEDS, flat.size)
         seeds = np.argpartition(-tv, k - 1)[:k] if k < flat.size else np.arange(flat.size)

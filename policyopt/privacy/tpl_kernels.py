@@ -1,4 +1,5 @@
-"""Compiled loops (numba) for pruning the row pairs of a TPL loss function: φ_ij(λ) on a grid of λ.
+"""Compiled loops (numba) of the TPL loss function: φ_ij(λ) on a grid of λ for pruning the row pairs,
+the total variations T_ij of all pairs, and Theorem 5's sorted-prefix value of listed pairs.
 
 φ_ij(λ) = Σ_k (P_ik − λ P_jk)⁺ is the support function of the prefix points of the ordered row pair
 (i, j) (Cao et al. (2019), Theorem 5; see :mod:`policyopt.privacy.tpl_prune`).  These loops fill it for
@@ -105,6 +106,72 @@ def pair_tv(P, rows, out):  # pragma: no cover - compiled
                 s2 += max(-x, 0.0)
             out[i, j] = s1
             out[j, i] = s2
+
+
+@njit(nogil=True, cache=True)
+def _logaddexp(x, y):  # pragma: no cover - compiled
+    """log(e^x + e^y) as numpy's ``logaddexp`` forms it (−inf for two −inf)."""
+    if x == y:
+        return x + 0.6931471805599453
+    t = x - y
+    if t > 0.0:
+        return x + np.log1p(np.exp(-t))
+    return y + np.log1p(np.exp(t))
+
+
+@njit(nogil=True, cache=True)
+def pair_values(P, pi, pj, alpha, out):  # pragma: no cover - compiled
+    """out[m] = max(0, max over the prefixes of Theorem 5 of log f_{Q,D}(α)) for the ordered pair (pi[m], pj[m]).
+
+    Cao et al. (2019), Theorem 5 and Algorithm 2 lines 7–9, eq. (24) in log space: the entries with
+    q_k > d_k (Corollary 2) sorted by decreasing q_k/d_k, i.e. by increasing (d_k·2^600)/q_k (the
+    scaled inverse ratio keeps 53 bits for subnormal entries, see ``temporal._inverse_ratio_key``);
+    prefix sums Q, D, and Q̄ = 1 − Q summed from the complement when Q ≥ 1/2 (no cancellation);
+    log f = log(Q + Q̄e^{−α}) − log(D + D̄e^{−α}).  IEEE arithmetic throughout (no fastmath: the
+    keys and logs must see subnormals and infinities).
+    """
+    n = P.shape[1]
+    key = np.empty(n)
+    idx = np.empty(n, dtype=np.int64)
+    tq = np.empty(n)
+    td = np.empty(n)
+    for m in range(pi.size):
+        q = P[pi[m]]
+        d = P[pj[m]]
+        K = 0
+        rest_q = 0.0
+        rest_d = 0.0
+        for k in range(n):
+            if q[k] > d[k]:
+                idx[K] = k
+                key[K] = (d[k] * 4.149515568880993e180) / q[k]  # 2^600
+                K += 1
+            else:
+                rest_q += q[k]
+                rest_d += d[k]
+        best = 0.0
+        if K > 0:
+            o = np.argsort(key[:K])
+            sq = rest_q
+            sd = rest_d
+            for r in range(K - 1, -1, -1):  # Σ_{l > r} over the sorted entries, then the rest
+                tq[r] = sq
+                td[r] = sd
+                k = idx[o[r]]
+                sq += q[k]
+                sd += d[k]
+            Q = 0.0
+            D = 0.0
+            for r in range(K):
+                k = idx[o[r]]
+                Q += q[k]
+                D += d[k]
+                Qc = 1.0 - Q if Q < 0.5 else tq[r]
+                Dc = 1.0 - D if D < 0.5 else td[r]
+                v = _logaddexp(np.log(Q), np.log(Qc) - alpha) - _logaddexp(np.log(D), np.log(Dc) - alpha)
+                if v > best:
+                    best = v
+        out[m] = best
 
 
 @njit(nogil=True, cache=True)
