@@ -172,7 +172,7 @@ class Solution:
         from html import escape
 
         def num(v):
-            """A value for the HTML table: numbers to 6 significant digits, None as an em dash."""
+            """A value for the HTML table: floats in full (repr), None as an em dash."""
             if v is None:
                 return "—"
             if isinstance(v, (list, tuple)):
