@@ -63,9 +63,7 @@ and applies Theorem 5 (sorted prefixes) only to the pairs left, with the same re
 from __future__ import annotations
 
 import math
-import os
 from bisect import bisect_right
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -409,12 +407,9 @@ def _scan_pairs(P: np.ndarray):
     """Pairs (i, j) owning a vertex of the candidate chain of all ordered pairs, and D = 0 rows."""
     n = P.shape[0]
     ii, jj = np.nonzero(~np.eye(n, dtype=bool))
-    workers = min(2, os.cpu_count() or 1) if n * n * n > 4 * _SCAN_CHUNK else 1
-    if workers > 1:  # numpy releases the GIL in sort, take and cumsum
-        with ThreadPoolExecutor(workers) as ex:
-            res = list(ex.map(lambda w: _scan_list(P, ii[w::workers], jj[w::workers]), range(workers)))
-    else:
-        res = [_scan_list(P, ii, jj)]
+    parts = []  # (first index, its scan): numpy releases the GIL in sort, take and cumsum
+    in_threads(lambda part: parts.append((int(part[0]) if part.size else 0, _scan_list(P, ii[part], jj[part]))), np.arange(ii.size), n)
+    res = [r for _, r in sorted(parts, key=lambda t: t[0])]  # in a fixed order, whatever the threads' timing
     x = np.concatenate([r[0] for r in res])
     y = np.concatenate([r[1] for r in res])
     p = np.concatenate([r[2] for r in res])
