@@ -366,7 +366,6 @@ def _zero_prefixes(q: np.ndarray, d: np.ndarray, order: np.ndarray | None = None
     exactly once the prefix holds every positive q_k.  `order`, if given, sorts every row of `q`
     by decreasing value (it saves the sort when many pairs share a row q).
     """
-    n = q.shape[1]
     if order is None:
         order = np.argsort(-q, axis=1, kind="stable")
     qs = np.take_along_axis(q, order, axis=1)

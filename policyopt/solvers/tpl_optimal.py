@@ -517,6 +517,42 @@ class _Relaxation:
         self._h.changeColBounds(j, lo, hi)
 
 
+def _round_bound(problem: BudgetAllocationProblem, box, v_cut: float, lower: float):
+    """One tightening round's relaxation on `box` and the larger of `lower` and its safe minimum of Σ_t v_t."""
+    rel = _Relaxation(problem, box, v_cut)
+    nv = problem.horizon * (1 + 2 * len(problem.loss_B))
+    c = np.zeros(rel.n)
+    c[nv:] = 1.0
+    lb = rel.safe_min(c)
+    return rel, (lower if lb is None else max(lower, lb))
+
+
+def _tighten_columns(rel, columns, deadline: float) -> str:
+    """Minimise and maximise each listed column of `rel` (safe dual-based bounds, padded by 1e-9).
+
+    Each new bound is applied at once (sequential OBBT).  Returns ``"empty"`` when HiGHS claims
+    the relaxation empty (it holds the cutoff point, so only numerically: the caller keeps its
+    last box), ``"late"`` when `deadline` stopped the loop (the bounds found so far stay valid),
+    else ``"done"``.
+    """
+    for j in columns:
+        if time.perf_counter() > deadline:
+            return "late"
+        for sgn in (1.0, -1.0):
+            c = np.zeros(rel.n)
+            c[j] = sgn
+            v = rel.safe_min(c)
+            if v is None:
+                continue
+            if v == math.inf:
+                return "empty"
+            if sgn > 0:
+                rel.set_col_bounds(j, max(rel.lo[j], v - 1e-9), rel.hi[j])
+            else:
+                rel.set_col_bounds(j, rel.lo[j], min(rel.hi[j], -v + 1e-9))
+    return "done"
+
+
 def tighten_bounds(problem: BudgetAllocationProblem, box, v_cut: float, *, deadline: float,
                    max_rounds: int = 60, target_gap: float = 1e-7, min_shrink: float = 0.02):
     """Optimality-based bound tightening (OBBT) of ε_t, BPL_{u,t}, FPL_{u,t} for cutoff v_cut.
@@ -558,34 +594,13 @@ def tighten_bounds(problem: BudgetAllocationProblem, box, v_cut: float, *, deadl
     lower, rounds = 0.0, 0
     width = np.inf
     for rounds in range(1, max_rounds + 1):
-        rel = _Relaxation(problem, (e_lo, e_hi, b_lo, b_hi, f_lo, f_hi), v_cut)
-        c = np.zeros(rel.n)
-        c[nv:] = 1.0
-        lb = rel.safe_min(c)
-        if lb is not None:
-            lower = max(lower, lb)
+        rel, lower = _round_bound(problem, (e_lo, e_hi, b_lo, b_hi, f_lo, f_hi), v_cut, lower)
         if lower >= v_cut * (1 - target_gap) or time.perf_counter() > deadline:
             break
-        late = False
-        for j in range(nv):
-            if time.perf_counter() > deadline:  # bounds tightened so far in this round stay valid
-                late = True
-                break
-            for sgn in (1.0, -1.0):
-                c = np.zeros(rel.n)
-                c[j] = sgn
-                v = rel.safe_min(c)
-                if v is None:
-                    continue
-                if v == math.inf:  # HiGHS claims the relaxation empty (it holds the cutoff point,
-                    # so only numerically): keep the last box, whose validity does not depend on HiGHS
-                    return (e_lo, e_hi, b_lo, b_hi, f_lo, f_hi), lower, rounds
-                if sgn > 0:
-                    new = max(rel.lo[j], v - 1e-9)
-                    rel.set_col_bounds(j, new, rel.hi[j])
-                else:
-                    new = min(rel.hi[j], -v + 1e-9)
-                    rel.set_col_bounds(j, rel.lo[j], new)
+        state = _tighten_columns(rel, range(nv), deadline)
+        if state == "empty":  # keep the last box, whose validity does not depend on HiGHS
+            return (e_lo, e_hi, b_lo, b_hi, f_lo, f_hi), lower, rounds
+        late = state == "late"  # bounds tightened so far in this round stay valid
         lo_, hi_ = rel.lo[:nv], rel.hi[:nv]
         e_lo, e_hi = lo_[:T].copy(), hi_[:T].copy()
         b_lo, b_hi = lo_[T:T + U * T].reshape(U, T).copy(), hi_[T:T + U * T].reshape(U, T).copy()
@@ -644,34 +659,15 @@ def tighten_budget_bounds(problem: BudgetAllocationProblem, box, v_cut: float, *
     (box, lower_bound, rounds) as :func:`tighten_bounds`.
     """
     box = propagate_bounds(problem, box)
-    T, U = problem.horizon, len(problem.loss_B)
-    nv = T + 2 * U * T
+    T = problem.horizon
     lower, rounds = 0.0, 0
     width = np.inf
     for rounds in range(1, max_rounds + 1):
-        rel = _Relaxation(problem, box, v_cut)
-        c = np.zeros(rel.n)
-        c[nv:] = 1.0
-        lb = rel.safe_min(c)
-        if lb is not None:
-            lower = max(lower, lb)
+        rel, lower = _round_bound(problem, box, v_cut, lower)
         if lower >= v_cut * (1 - target_gap) or time.perf_counter() > deadline:
             break
-        for j in range(T):
-            if time.perf_counter() > deadline:
-                break
-            for sgn in (1.0, -1.0):
-                c = np.zeros(rel.n)
-                c[j] = sgn
-                v = rel.safe_min(c)
-                if v is None:
-                    continue
-                if v == math.inf:
-                    return box, lower, rounds
-                if sgn > 0:
-                    rel.set_col_bounds(j, max(rel.lo[j], v - 1e-9), rel.hi[j])
-                else:
-                    rel.set_col_bounds(j, rel.lo[j], min(rel.hi[j], -v + 1e-9))
+        if _tighten_columns(rel, range(T), deadline) == "empty":
+            return box, lower, rounds
         e_lo, e_hi = rel.lo[:T].copy(), rel.hi[:T].copy()
         box = propagate_bounds(problem, (e_lo, e_hi) + tuple(box[2:]))
         new_width = float(np.sum(box[1] - box[0]) + np.sum(box[3] - box[2]) + np.sum(box[5] - box[4]))
