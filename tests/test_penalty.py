@@ -99,3 +99,29 @@ def test_penalty_errors():
         MSEPenalty(Population([MarkovChain([[0.5, 0.5], [0.5, 0.5]], [2.0, 2.0])]))
     with pytest.raises(InvalidModelError, match="`population` must be a Population"):
         MSEPenalty(two_state_chain(0.1, 0.1))
+
+
+def test_with_users_equals_a_new_penalty_bit_for_bit(nonreversible3):
+    # source: MSEPenalty(population, users=I) built afresh; with_users(I) shares the staleness sums
+    # (formed once) and must give the same staleness, ε_C tables and penalty tables exactly,
+    # whichever object extends the shared sums first
+    chains = [nonreversible3, MarkovChain([[0.9, 0.05, 0.05], [0.2, 0.7, 0.1], [0.1, 0.1, 0.8]], [0.0, 1.0, 3.0])]
+    pop = Population(chains, counts=[2, 3])
+    base = MSEPenalty(pop, users=7, value_range=(-1.0, 4.0))
+    base.staleness(np.arange(5))  # a short prefix first: the sums are extended later by a copy
+    for users in (1, 7, 1000, 10**6):
+        got = base.with_users(users)
+        new = MSEPenalty(pop, users=users, value_range=(-1.0, 4.0))
+        assert got.users == users and got.sensitivity == new.sensitivity == 5.0 / users
+        t = np.arange(300)
+        assert np.array_equal(got.staleness(t), new.staleness(t))
+        assert got.staleness_limit == new.staleness_limit
+        assert np.array_equal(got.epoch_table(12, 20, 0.3), new.epoch_table(12, 20, 0.3))
+        f_bar = float(new.staleness(40)) * 1.5
+        assert np.array_equal(got.min_epsilon_c_table(30, 40, f_bar), new.min_epsilon_c_table(30, 40, f_bar))
+        assert got.staleness_rel_error == new.staleness_rel_error
+    assert base.users == 7  # the original is unchanged
+    with pytest.raises(InvalidInputError, match="users"):
+        base.with_users(0)
+    with pytest.raises(InvalidInputError, match="users"):
+        base.with_users(2.5)

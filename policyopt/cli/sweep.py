@@ -125,7 +125,8 @@ def _build_models(args, vary: dict) -> list:
 
     With data (``--data`` or the bundled pilot) the chains are fitted once per number of states K
     and shared by every deployment size I of ``--vary users``: only the penalty (noise (HI − LO)/I,
-    staleness / I) changes with I, as in ``policyopt schedule --users I``.
+    staleness / I) changes with I, as in ``policyopt schedule --users I``; its staleness sums are
+    formed once per fit (:meth:`MSEPenalty.with_users`).
     """
     import dataclasses
 
@@ -139,7 +140,7 @@ def _build_models(args, vary: dict) -> list:
     uses_data = args.chain is None and args.matrix is None
     horizon = max(args.max_age, args.max_interval) + 1
     names = list(vary)
-    fits: dict = {}  # data: K → (Deployment, tabulated population), fitted once per K
+    fits: dict = {}  # data: K → (Deployment, tabulated population, penalty), fitted once per K
     models = []
     for combo in itertools.product(*(vary[n] for n in names)):
         values = dict(zip(names, combo))
@@ -152,16 +153,17 @@ def _build_models(args, vary: dict) -> list:
         if "states" in values:
             ns.states = values["states"]
         if uses_data and ns.states in fits:
-            dep, population = fits[ns.states]
+            dep, population, first = fits[ns.states]
             dep = dataclasses.replace(dep, users=ns.users)  # same pilot, another deployment size I
+            penalty = first.with_users(dep.users)  # the staleness sums shared: computed once per fit
         else:
             dep = load_deployment(ns)
             # Δ(0..max(A_MAX, S_MAX) + 1) once per fitted model, shared by all its points (and workers)
             population = tabulate_population(dep.population, horizon)
+            penalty = deployment_penalty(dep, population)  # the deployment's I users, as `policyopt schedule`
             if uses_data:
-                fits[ns.states] = (dep, population)
+                fits[ns.states] = (dep, population, penalty)
         info = dep.info
-        penalty = deployment_penalty(dep, population)  # the deployment's I users, as `policyopt schedule`
         lo, hi = penalty.value_range
         inputs = {
             "p": p,

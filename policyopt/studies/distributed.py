@@ -604,6 +604,18 @@ class TabulatedMSEPenalty(MSEPenalty):
         table.setflags(write=False)
         self._reduced = table
         self._limit = float(variance_sum) / self.n_users**2
+        self._windows = {}  # MSEPenalty's cache of the staleness window maxima
+
+    def with_users(self, users: int):
+        """Not available: the reduced table is the penalty of the I users read.
+
+        Raises
+        ------
+        InvalidInputError
+            Always (name the deployment size by the data read instead).
+        """
+        raise InvalidInputError(f"`users` = {fmt(users)}: the distributed penalty is that of the {self.n_users} users "
+                                "read; another deployment size needs the serial fit (MSEPenalty.with_users)")
 
     def staleness(self, t):
         """Staleness term (1/I²) Σ_i E[(x_{i,−t} − x_{i,0})²] from the reduced table.

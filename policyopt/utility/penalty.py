@@ -12,6 +12,8 @@ A + S̄ − 1 when f is increasing in t.
 
 from __future__ import annotations
 
+import copy
+
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -370,6 +372,30 @@ class MSEPenalty(Penalty):
         self.shares = np.asarray(population.counts, dtype=float) / population.n_users
         self.sensitivity = (hi - lo) / n_users
         self._table = np.zeros(0)
+        self._sums = [np.zeros(0)]  # Σ_i w_i E_i[(x_{−t} − x_0)²] by age, shared with with_users() copies
+        self._windows = {}  # (A_max, S_max) → window maxima of the staleness (see epoch_table)
+
+    def with_users(self, users: int) -> "MSEPenalty":
+        """The same penalty for another deployment size I (same chains, shares, range and unit).
+
+        The staleness sums Σ_i w_i E_i[(x_{−t} − x_0)²], which do not depend on I, are shared with
+        this object (computed once for a sweep over I); the values equal those of a new
+        ``MSEPenalty(population, unit, users=users, value_range=...)`` bit for bit.
+
+        Raises
+        ------
+        InvalidInputError
+            If `users` is not an integer ≥ 1.
+        """
+        if isinstance(users, bool) or not isinstance(users, (int, np.integer)) or users < 1:
+            raise InvalidInputError(f"`users` (deployment size I) must be an integer ≥ 1, got {fmt(users)}")
+        other = copy.copy(self)
+        other.users = int(users)
+        lo, hi = self.value_range
+        other.sensitivity = (hi - lo) / other.users
+        other._table = np.zeros(0)
+        other._windows = {}
+        return other
 
     def staleness(self, t):
         """Exact staleness term (1/I)·Σ_i w_i E_i[(x_{−t} − x_0)²] for ages `t` (slots), no noise."""
@@ -381,17 +407,27 @@ class MSEPenalty(Penalty):
         return float(out) if out.ndim == 0 else out
 
     def _staleness_table(self, n: int) -> np.ndarray:
-        total = np.zeros(n)
-        for chain, share in zip(self.population.chains, self.shares):
-            P = chain.P
-            v = chain.state_values
-            W = (v[:, None] - v[None, :]) ** 2
-            pi = chain.stationary
-            Pt = np.eye(chain.n_states)
-            for t in range(n):
-                total[t] += share * float(pi @ (Pt * W).sum(axis=1))
-                Pt = Pt @ P
-        return total / self.users
+        """The staleness term at ages 0..n − 1: the shared sums (extended when too short) divided by I."""
+        if self._sums[0].size < n:
+            total = np.zeros(n)
+            for chain, share in zip(self.population.chains, self.shares):
+                P = chain.P
+                v = chain.state_values
+                W = (v[:, None] - v[None, :]) ** 2
+                pi = chain.stationary
+                Pt = np.eye(chain.n_states)
+                for t in range(n):
+                    total[t] += share * float(pi @ (Pt * W).sum(axis=1))
+                    Pt = Pt @ P
+            self._sums[0] = total  # each age's sum is formed the same way whatever n: prefixes agree
+        return self._sums[0][:n] / self.users
+
+    def _stale_windows(self, A_max: int, S_max: int) -> np.ndarray:
+        """max of the staleness over ages A..A + S̄ − 1 for every (A, S̄), shape (A_max + 1, S_max), cached."""
+        key = (int(A_max), int(S_max))
+        if key not in self._windows:
+            self._windows[key] = window_max(np.asarray(self.staleness(np.arange(A_max + S_max))), A_max, S_max)
+        return self._windows[key]
 
     @property
     def staleness_limit(self) -> float:
@@ -455,13 +491,11 @@ class MSEPenalty(Penalty):
 
     def epoch_table(self, A_max: int, S_max: int, epsilon_c) -> np.ndarray:
         """Penalty of every schedule (A, S̄), shape (A_max + 1, S_max)."""
-        stale = window_max(np.asarray(self.staleness(np.arange(A_max + S_max))), A_max, S_max)
-        return stale + self.noise_variance(epsilon_c)
+        return self._stale_windows(A_max, S_max) + self.noise_variance(epsilon_c)
 
     def min_epsilon_c_table(self, A_max: int, S_max: int, max_penalty: float, **_) -> np.ndarray:
         """Smallest ε_C meeting f̄ for every (A, S̄), closed form; shape (A_max + 1, S_max)."""
-        stale = window_max(np.asarray(self.staleness(np.arange(A_max + S_max))), A_max, S_max)
-        return self.min_epsilon_c(stale, max_penalty)
+        return self.min_epsilon_c(self._stale_windows(A_max, S_max), max_penalty)
 
 
 class CallablePenalty(Penalty):
