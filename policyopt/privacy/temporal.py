@@ -433,6 +433,8 @@ def _scan_pairs(P: np.ndarray):
 # Only the pairs passing both are sorted (Algorithm 2 line 7), a handful on typical matrices:
 # O(n³) cheap operations instead of O(n³ log n) sorting, and the same maximum.
 
+_COMPILED_N = 32  # from this n the O(n³) passes use the compiled loops of tpl_kernels; below, numpy (the small
+# chains of most uses then never import numba, which costs about 0.6 s and 100 MiB per process)
 _PRUNE_RTOL = 1e-9  # a pair is dropped only if it misses the best value by this factor
 _PRUNE_SEEDS = 8  # pairs evaluated per round before pruning
 
@@ -446,17 +448,21 @@ def _log_sentinel(P: np.ndarray) -> np.ndarray:
 def _pair_tv(P: np.ndarray) -> np.ndarray:
     """T[i, j] = Σ_k (P_ik − P_jk)⁺ for all ordered pairs, shape (n, n), inflated; the diagonal is 0.
 
-    One compiled pass over the pairs i < j gives both orientations (:func:`tpl_kernels.pair_tv`),
-    on 2 threads for large n.  Summed term by term (not as 1 − Σ_k min(P_ik, P_jk), which assumes
-    row sums of exactly 1), and the rounding of n terms is covered by an added slack, so T is an
-    upper bound of the exact total variation.
+    From n = ``_COMPILED_N`` one compiled pass over the pairs i < j gives both orientations
+    (:func:`tpl_kernels.pair_tv`), on 2 threads for large n; below, one numpy array of the n³
+    differences.  Summed term by term (not as 1 − Σ_k min(P_ik, P_jk), which assumes row sums of
+    exactly 1), and the rounding of n terms is covered by an added slack, so T is an upper bound
+    of the exact total variation.
     """
-    from policyopt.privacy import tpl_kernels as K
-
     n = P.shape[0]
-    T = np.empty((n, n))
-    Pc = np.ascontiguousarray(P, dtype=float)
-    in_threads(lambda part: K.pair_tv(Pc, np.asarray(part, dtype=np.int64), T), np.arange(n - 1), n)
+    if n < _COMPILED_N:
+        T = np.maximum(P[:, None, :] - P[None, :, :], 0.0).sum(axis=2)
+    else:
+        from policyopt.privacy import tpl_kernels as K
+
+        T = np.empty((n, n))
+        Pc = np.ascontiguousarray(P, dtype=float)
+        in_threads(lambda part: K.pair_tv(Pc, np.asarray(part, dtype=np.int64), T), np.arange(n - 1), n)
     T += 8.0 * (n + 2) * np.finfo(float).eps
     np.fill_diagonal(T, 0.0)
     return T
@@ -473,14 +479,28 @@ def _pair_values(P: np.ndarray, pi: np.ndarray, pj: np.ndarray, alpha: float) ->
     Theorem 5: the optimal index set of eq. (19)–(21) for a pair is a prefix of the entries
     sorted by decreasing q_k/d_k, so the pair's value is the largest of its K prefix values
     (Algorithm 1 visits some of them and stops at the optimal one).  Pairs with no q_k > d_k
-    get 0 (Theorem 6).  One compiled loop per pair (:func:`tpl_kernels.pair_values`), O(n) memory.
+    get 0 (Theorem 6).  From n = ``_COMPILED_N`` one compiled loop per pair
+    (:func:`tpl_kernels.pair_values`, O(n) memory); below, the same steps batched in numpy.
     """
-    from policyopt.privacy import tpl_kernels as K
+    pi, pj = np.asarray(pi, dtype=np.int64), np.asarray(pj, dtype=np.int64)
+    n = P.shape[1]
+    if n >= _COMPILED_N:
+        from policyopt.privacy import tpl_kernels as K
 
-    out = np.empty(len(pi))
-    K.pair_values(np.ascontiguousarray(P, dtype=float), np.asarray(pi, dtype=np.int64),
-                  np.asarray(pj, dtype=np.int64), float(alpha), out)
-    return out
+        out = np.empty(pi.size)
+        K.pair_values(np.ascontiguousarray(P, dtype=float), pi, pj, float(alpha), out)
+        return out
+    q, d = P[pi], P[pj]
+    plus = q > d  # Corollary 2
+    o = np.argsort(_inverse_ratio_key(q, d, plus), axis=1)  # ratio descending (Algorithm 2 line 7)
+    qs, ds = np.take_along_axis(q, o, axis=1), np.take_along_axis(d, o, axis=1)
+    Q, D = np.cumsum(qs, axis=1), np.cumsum(ds, axis=1)
+    tq, td = np.zeros_like(Q), np.zeros_like(D)  # Σ_{l > k}: Q̄ = 1 − Q from the complement when Q ≥ 1/2
+    tq[:, :-1] = np.cumsum(qs[:, :0:-1], axis=1)[:, ::-1]
+    td[:, :-1] = np.cumsum(ds[:, :0:-1], axis=1)[:, ::-1]
+    v = _log_f(Q, np.where(Q < 0.5, 1.0 - Q, tq), D, np.where(D < 0.5, 1.0 - D, td), alpha)  # eq. (24)
+    v[np.arange(n)[None, :] >= plus.sum(axis=1)[:, None]] = 0.0  # only the K prefixes of q_k > d_k entries
+    return v.max(axis=1) if n else np.zeros(pi.size)
 
 
 class _PairBounds:
@@ -498,11 +518,13 @@ class _PairBounds:
     def _psi(self, idx: np.ndarray, A: np.ndarray, B: np.ndarray) -> np.ndarray:
         """Σ_k (A_ik − B_jk)⁺ for the pairs (i, j) numbered `idx` in ``flat`` (Dinkelbach's test, see loss).
 
-        One compiled loop (:func:`tpl_kernels.phi_items` with λ = 1); the caller inflates the sums
-        for their rounding."""
+        From n = ``_COMPILED_N`` one compiled loop (:func:`tpl_kernels.phi_items` with λ = 1), below
+        numpy; the caller inflates the sums for their rounding."""
+        f = self.flat[idx]
+        if self.n < _COMPILED_N:
+            return np.maximum(A[f // self.n] - B[f % self.n], 0.0).sum(axis=1)
         from policyopt.privacy import tpl_kernels as K
 
-        f = self.flat[idx]
         out = np.empty(f.size)
         K.phi_items(np.ascontiguousarray(A, dtype=float), np.ascontiguousarray(B, dtype=float),
                     f // self.n, f % self.n, np.ones(f.size), out)
