@@ -88,9 +88,21 @@ def phi_items(Ph, Pl, pi, pj, lams, out):  # pragma: no cover - compiled
 def pair_tv(P, rows, out):  # pragma: no cover - compiled
     """out[i, j] = Σ_k (P[i, k] − P[j, k])⁺ and out[j, i] = Σ_k (P[j, k] − P[i, k])⁺ for i in `rows`, j > i.
 
-    Both orientations in one pass over the two rows (the total variations of Cao et al. (2019),
-    Theorem 5's bound Q − D ≤ T).  Each term is rounded by at most half an ulp of itself and the sum
-    of n non-negative terms by (n − 1) ulps in any order, so the caller's slack covers the rounding.
+    Both orientations in one pass over the two rows (the total variations behind the bound
+    Q − D ≤ T of ``temporal._PairBounds``; Y. Cao, M. Yoshikawa, Y. Xiao, L. Xiong, "Quantifying
+    Differential Privacy in Continuous Data Release under Temporal Correlations", IEEE Trans. Knowl.
+    Data Eng. 31(7), 2019, Theorem 5).  Each term is
+    rounded by at most half an ulp of itself and the sum of n non-negative terms by (n − 1) ulps in
+    any order, so the caller's slack covers the rounding.
+
+    Parameters
+    ----------
+    P : numpy.ndarray, shape (n, n), float64, C-contiguous
+        Transition matrix (rows need not sum to exactly 1).
+    rows : numpy.ndarray, shape (r,), int64
+        The rows i handled by this call (disjoint sets of rows may run in parallel threads).
+    out : numpy.ndarray, shape (n, n), float64
+        Filled above and below the diagonal for the rows given; nothing is raised (numba).
     """
     n = P.shape[1]
     for t in range(rows.size):
@@ -129,6 +141,17 @@ def pair_values(P, pi, pj, alpha, out):  # pragma: no cover - compiled
     prefix sums Q, D, and Q̄ = 1 − Q summed from the complement when Q ≥ 1/2 (no cancellation);
     log f = log(Q + Q̄e^{−α}) − log(D + D̄e^{−α}).  IEEE arithmetic throughout (no fastmath: the
     keys and logs must see subnormals and infinities).
+
+    Parameters
+    ----------
+    P : numpy.ndarray, shape (n, n), float64, C-contiguous
+        Transition matrix.
+    pi, pj : numpy.ndarray, shape (m,), int64
+        Rows q = P[pi[m]] and d = P[pj[m]] of each ordered pair.
+    alpha : float
+        α ≥ 0, nats.
+    out : numpy.ndarray, shape (m,), float64
+        Each pair's L(α) in nats (0 for a pair with no q_k > d_k, Theorem 6); nothing is raised (numba).
     """
     n = P.shape[1]
     key = np.empty(n)
