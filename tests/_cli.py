@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html.parser
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -25,6 +26,15 @@ def run_cli(*args, timeout: float = 300) -> subprocess.CompletedProcess:
     proc = subprocess.run([POLICYOPT, *map(str, args)], capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, proc.stderr
     return proc
+
+
+def default_sigint() -> None:
+    """``preexec_fn`` of a child that a test interrupts with SIGINT: Ctrl-C handled as in a terminal.
+
+    A test runner started in the background (``cmd &``, ``nohup``) passes SIGINT on as ignored, and a
+    Python program that starts with SIGINT ignored never raises KeyboardInterrupt (rightly: it was
+    meant to survive Ctrl-C), so the Ctrl-C tests would fail for the runner's reason, not the CLI's."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 class TableCells(html.parser.HTMLParser):

@@ -44,6 +44,8 @@ from hypothesis import strategies as st
 
 from policyopt.cli.main import build_parser
 
+from _cli import default_sigint  # noqa: E402
+
 PROGRAM = Path(sys.executable).with_name("policyopt")
 PROFILE = os.environ.get("POLICYOPT_FUZZ", "quick")
 EXAMPLES = {"quick": 6, "large": 80}.get(PROFILE) or int(PROFILE)
@@ -374,7 +376,8 @@ def test_every_registered_command_is_fuzzed():
     ["schedule", "--max-age", "3000", "--max-interval", "3000", "--json"],
 ])
 def test_ctrl_c_prints_one_line_and_exits_130(argv, tmp_path):
-    proc = subprocess.Popen([str(PROGRAM), *argv], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen([str(PROGRAM), *argv], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=default_sigint)
     time.sleep(3.0)
     assert proc.poll() is None, "the command finished before it could be interrupted; pick a longer one"
     proc.send_signal(signal.SIGINT)

@@ -19,6 +19,8 @@ import pytest
 from policyopt.deploy import Ledger
 from policyopt.deploy.publisher import render_out
 
+from _cli import default_sigint  # noqa: E402
+
 EXE = str(Path(sys.executable).with_name("policyopt"))
 CHAIN = "two-state:p=0.3,q=0.3"
 
@@ -42,7 +44,8 @@ def start(*args, pause=None):
     e.pop("POLICYOPT_PUBLISH_PAUSE", None)
     if pause:
         e["POLICYOPT_PUBLISH_PAUSE"] = pause
-    return subprocess.Popen([EXE, *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=e)
+    return subprocess.Popen([EXE, *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=e,
+                            preexec_fn=default_sigint)
 
 
 def write_stream(path, users, slots, rng=None, skip=()):

@@ -15,6 +15,8 @@ import pytest
 from policyopt.studies import sweep as sweep_mod
 from policyopt.studies.sweep import lock_path, meta_path, read_sweep_csv
 
+from _cli import default_sigint  # noqa: E402
+
 POLICYOPT = str(Path(sys.executable).with_name("policyopt"))
 
 # Long enough (a few seconds) that a second process starts while the first still holds the lock.
@@ -45,7 +47,7 @@ def one_line_error(proc) -> str:
 
 def start_slow(out: Path, *extra):
     proc = subprocess.Popen([POLICYOPT, "sweep", *SLOW, "--out", str(out), "--json", *extra],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
     deadline = time.monotonic() + 120
     # the header is written under the lock, before the first point
     while (not out.exists() or out.stat().st_size == 0) and proc.poll() is None and time.monotonic() < deadline:
