@@ -135,6 +135,56 @@ def test_theorem7_without_special_case_flag():
     np.testing.assert_allclose(_log_f(1.0, 0.0, 0.0, 1.0, a), a, rtol=1e-15)
 
 
+def _tridiagonal(n):
+    P = np.zeros((n, n))
+    for i in range(n):
+        P[i, max(0, i - 1):i + 2] = 1.0
+    return P / P.sum(1, keepdims=True)
+
+
+@pytest.mark.parametrize("n", [4, 6, 200])
+def test_disjoint_supports_give_the_identity(n, monkeypatch):
+    # source: eqs. (18)–(24) of Cao et al. (2019): rows 0 and 3 of a tridiagonal chain share no
+    # positive entry, so S = supp(q) gives Q = 1, D = 0 and L(α) = α (no entry is 1: Theorem 7's
+    # column test does not apply).  Checked against mpmath enumeration of every index set (n ≤ 6),
+    # and against the plain scan of all pairs that the shortcut replaces (same envelope, same supremum)
+    import policyopt.privacy.temporal as temporal
+
+    P = _tridiagonal(n)
+    a = np.array([0.0, 1e-9, 0.3, 5.0, 40.0, 1000.0])
+    L = LossFunction(P)
+    assert L.is_identity
+    for method in (L.exact, L.piecewise, L.per_pair) if n <= 6 else (L.exact, L.piecewise):
+        np.testing.assert_array_equal(method(a), a)
+    if n <= 6:
+        from _mp_refs import loss as mp_loss
+
+        for x in (0.3, 5.0):
+            assert float(mp_loss(P, x)) == pytest.approx(x, rel=1e-15)
+    sup = supremum(L, 0.2)
+    monkeypatch.setattr(temporal, "_disjoint_pair", lambda P: None)
+    plain = LossFunction(P)
+    assert not plain.is_identity
+    np.testing.assert_array_equal(plain.breakpoints, L.breakpoints)
+    np.testing.assert_array_equal(plain.segment_Q, L.segment_Q)
+    np.testing.assert_array_equal(plain.segment_D, L.segment_D)
+    np.testing.assert_array_equal(plain.piecewise(a), a)
+    assert supremum(plain, 0.2).value == sup.value
+
+
+def test_overlapping_supports_are_not_the_identity():
+    # source: mpmath enumeration of eqs. (18)–(21): every two rows share a positive entry, so no
+    # index set has Q = 1 and D = 0, and L(1) < 1 strictly (disjoint supports are also necessary)
+    from _mp_refs import loss as mp_loss
+
+    P = [[0.5, 0.5, 0.0], [0.0, 0.5, 0.5], [0.4, 0.2, 0.4]]
+    L = LossFunction(P)
+    assert not L.is_identity
+    ref = float(mp_loss(P, 1.0))
+    assert ref < 0.99
+    assert L.exact(1.0) == pytest.approx(ref, rel=1e-12) and L.piecewise(1.0) == pytest.approx(ref, rel=1e-12)
+
+
 def test_remark1_bounds_and_monotone():
     for P in (EX4, EX2, FIG8_B, FIG8_F):
         L = LossFunction(P)

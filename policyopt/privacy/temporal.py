@@ -445,6 +445,15 @@ def _log_sentinel(P: np.ndarray) -> np.ndarray:
         return np.where(P > 0, np.log(np.where(P > 0, P, 1.0)), -1e300)
 
 
+def _disjoint_pair(P: np.ndarray) -> int | None:
+    """Id i·n + j of an ordered pair of rows with disjoint supports (exact: counts of common positive entries), or None."""
+    S = (P > 0.0).astype(float)
+    common = S @ S.T  # integers below 2^53: exact
+    np.fill_diagonal(common, 1.0)
+    hit = np.flatnonzero(common.reshape(-1) < 0.5)
+    return int(hit[0]) if hit.size else None
+
+
 def _pair_tv(P: np.ndarray) -> np.ndarray:
     """T[i, j] = Σ_k (P_ik − P_jk)⁺ for all ordered pairs, shape (n, n), inflated; the diagonal is 0.
 
@@ -896,7 +905,9 @@ class LossFunction:
     is_zero : bool
         Theorem 6: all rows identical, L ≡ 0.
     is_identity : bool
-        Theorem 7: some pair of rows has q_i = 1, d_i = 0, so L(α) = α.
+        Some two rows have disjoint supports, so L(α) = α: with S the support of q, Q = 1 and D = 0
+        in eq. (24).  Theorem 7's condition q_i = 1, d_i = 0 is the case S = {i}; disjoint supports
+        are also necessary (beyond the paper: L(α) = α at one α > 0 forces Q = 1, D = 0).
 
     Raises
     ------
@@ -926,8 +937,10 @@ class LossFunction:
         self._name = name
         self.P = validate_transition_matrix(P, name)
         self.is_zero = bool(np.all(self.P == self.P[0]))  # Theorem 6: no pair has some q_k > d_k
-        # Theorem 7: q_i = 1 and d_i = 0 for some pair (a column holding both a 1 and a 0)
-        self.is_identity = bool(np.any((self.P == 1.0).any(axis=0) & (self.P == 0.0).any(axis=0)))
+        # Theorem 7, generalised: two rows with disjoint supports (S = supp q gives Q = 1, D = 0); the
+        # id i·n + j of one such ordered pair, or None
+        self._disjoint_pair = _disjoint_pair(self.P)
+        self.is_identity = self._disjoint_pair is not None
         self._pairs = None
         # Built on first use: the pair bounds (one O(n³) pass, see _PairBounds) for a single
         # L(α), and Algorithm 2's tables plus the envelope (Algorithm 4) for everything else.
@@ -948,7 +961,10 @@ class LossFunction:
             env = {}
             n = self.P.shape[0]
             rel = None
-            if n >= _PRUNE_N:  # bound and prune the pairs on a grid of λ first (tpl_prune), no sorting
+            if self._disjoint_pair is not None:  # L(α) = α: one pair's sub-function (Q = 1, D = 0) is the envelope
+                rel = np.array([self._disjoint_pair])  # (every other pair's φ_p ≤ Σ_k q_k = 1 = this pair's φ)
+                env["zero_cand"] = None  # formed over all pairs when supremum() asks for it
+            elif n >= _PRUNE_N:  # bound and prune the pairs on a grid of λ first (tpl_prune), no sorting
                 rel = prune_pairs(self.P, _scan_list)
                 if rel is not None:
                     rel = np.unique(_scan_list(self.P, rel // n, rel % n)[2])
