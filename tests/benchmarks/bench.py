@@ -35,7 +35,8 @@ Measured, each printed with its target and OK / OVER TARGET:
    * construction of the tables and envelope, .exact / .per_pair / .piecewise and supremum
      at n = 200; construction time and peak memory (tracemalloc) at n = 1000 (targets 3 s,
      500 MiB), against the baseline measured in the same run: the plain scan sorting every
-     ordered pair (no grid pruning; same L within 1e-12, asserted); BPL over T = 10^5 steps; exact / piecewise / per_pair / fresh-exact agreement
+     ordered pair (no grid pruning; same L within 1e-12, asserted); a tridiagonal chain at n = 400 (L(α) = α
+     from one pair of rows with disjoint supports) against the same plain scan; BPL over T = 10^5 steps; exact / piecewise / per_pair / fresh-exact agreement
      within 1e-12 at several α up to 1000 (asserted).
 
 5. The topic modules listed in ``TOPIC_BENCHMARKS`` (each ``tests/benchmarks/bench_<topic>.py`` documents its
@@ -361,21 +362,24 @@ def bench_tpl_alg8() -> None:
               f"[target ≥ {10 if n == 50 else 100}] {'OK' if ratio >= (10 if n == 50 else 100) else 'OVER TARGET'}")
 
 
-def _construct_plain_scan(P):
+def _construct_plain_scan(P, identity_check: bool = True):
     """Time of the envelope's construction without the grid pruning (the plain scan of every ordered
-    pair, the path below ``temporal._PRUNE_N``), and the loss function built so."""
+    pair, the path below ``temporal._PRUNE_N``), and the loss function built so.  ``identity_check=False``
+    also skips the disjoint-support shortcut (L(α) = α from one pair), as before it existed."""
     from policyopt.privacy import temporal
     from policyopt.privacy.temporal import LossFunction
 
-    saved = temporal._PRUNE_N
+    saved = temporal._PRUNE_N, temporal._disjoint_pair
     temporal._PRUNE_N = P.shape[0] + 1
+    if not identity_check:
+        temporal._disjoint_pair = lambda P: None
     try:
         start = time.perf_counter()
         L = LossFunction(P)
         L.piecewise(0.0)
         return time.perf_counter() - start, L
     finally:
-        temporal._PRUNE_N = saved
+        temporal._PRUNE_N, temporal._disjoint_pair = saved
 
 
 def bench_tpl(quick: bool = False) -> None:
@@ -433,6 +437,18 @@ def bench_tpl(quick: bool = False) -> None:
     print(f"  baseline, same run: the plain scan sorting all 999,000 ordered pairs (Algorithm 2 line 7 for every "
           f"pair, untraced): {t_plain:.2f} s; ratio baseline / pruned = {t_plain / L1000_time:.1f} "
           f"(same L within 1e-12 at α in {probe.tolist()})")
+    tri = np.zeros((400, 400))  # a birth–death chain: rows 0 and 3 share no state, so L(α) = α
+    for i in range(400):
+        tri[i, max(0, i - 1):i + 2] = 1.0
+    tri /= tri.sum(axis=1, keepdims=True)
+    start = time.perf_counter()
+    Lt = LossFunction(tri)
+    Lt.piecewise(0.0)
+    t_tri = time.perf_counter() - start
+    t_tri_plain, Lt_plain = _construct_plain_scan(tri, identity_check=False)
+    assert np.array_equal(Lt.piecewise(probe), Lt_plain.piecewise(probe)), "tridiagonal: envelopes disagree"
+    print(f"TPL construction, tridiagonal n = 400 (disjoint supports, L(α) = α): {t_tri:.4f} s; baseline, same run: "
+          f"the plain scan of every ordered pair: {t_tri_plain:.2f} s; ratio {t_tri_plain / t_tri:.0f} (same L)")
     start = time.perf_counter()
     v = LossFunction(P1000).exact(0.1)
     print(f"TPL L(0.1) on a fresh matrix, n = 1000: {time.perf_counter() - start:.3f} s (no envelope built)")
