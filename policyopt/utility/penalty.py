@@ -12,8 +12,6 @@ A + S̄ − 1 when f is increasing in t.
 
 from __future__ import annotations
 
-import copy
-
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -385,16 +383,11 @@ class MSEPenalty(Penalty):
         Raises
         ------
         InvalidInputError
-            If `users` is not an integer ≥ 1.
+            If `users` is not an integer ≥ 1 (the constructor's check).
         """
-        if isinstance(users, bool) or not isinstance(users, (int, np.integer)) or users < 1:
-            raise InvalidInputError(f"`users` (deployment size I) must be an integer ≥ 1, got {fmt(users)}")
-        other = copy.copy(self)
-        other.users = int(users)
-        lo, hi = self.value_range
-        other.sensitivity = (hi - lo) / other.users
-        other._table = np.zeros(0)
-        other._windows = {}
+        other = MSEPenalty(self.population, self.unit, users=users,
+                           value_range=self.value_range if self.value_range_declared else None)
+        other._sums = self._sums
         return other
 
     def staleness(self, t):
