@@ -9,7 +9,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-import policyopt.privacy.temporal as T
+import policyopt.privacy.tpl_loss as T
 from policyopt.privacy.temporal import LossFunction, supremum
 from policyopt.privacy.tpl_prune import _grid, _outward, _upper_values, prune_pairs
 

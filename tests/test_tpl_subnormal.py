@@ -177,7 +177,7 @@ def test_algorithm8_unchanged_by_the_restricted_envelope(n, tiny, zeros, alpha):
 def test_small_envelope_in_plain_floats_equals_the_numpy_sweep(P):
     # Algorithm 4 in plain floats (used for the few candidates of a restricted range) must pick the
     # same segments as the numpy sweep, with the same breakpoints to rounding.
-    from policyopt.privacy.temporal import _envelope, _envelope_small
+    from policyopt.privacy.tpl_loss import _envelope, _envelope_small
 
     C = LossFunction(P)._cand
     b1, s1 = _envelope(C)
@@ -190,7 +190,7 @@ def test_phi_all_is_an_upper_bound_of_the_exact_sum():
     # φ_ij(λ) = Σ_k (P_ik − λP_jk)⁺ in exact rational arithmetic against the blocked float bound.
     from fractions import Fraction
 
-    from policyopt.privacy.temporal import _phi_all
+    from policyopt.privacy.tpl_loss import _phi_all
 
     P = _random_matrix(9, 11, tiny=0.2, zeros=0.2)
     lam = 1.7

@@ -366,7 +366,7 @@ def _construct_plain_scan(P, identity_check: bool = True):
     """Time of the envelope's construction without the grid pruning (the plain scan of every ordered
     pair, the path below ``temporal._PRUNE_N``), and the loss function built so.  ``identity_check=False``
     also skips the disjoint-support shortcut (L(α) = α from one pair), as before it existed."""
-    from policyopt.privacy import temporal
+    from policyopt.privacy import tpl_loss as temporal
     from policyopt.privacy.temporal import LossFunction
 
     saved = temporal._PRUNE_N, temporal._disjoint_pair
