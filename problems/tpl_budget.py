@@ -25,7 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from policyopt.errors import InvalidInputError, check_positive, fmt
-from policyopt.privacy.temporal import LossFunction, TemporalLeakage, leakage, leakage_upper, paired_users
+from policyopt.privacy.tpl_leakage import TemporalLeakage, leakage, leakage_upper, paired_users
+from policyopt.privacy.tpl_loss import LossFunction
 
 __all__ = ["BudgetAllocationProblem", "BudgetEvaluation", "BudgetCertificate", "TPL_RTOL", "SHRINK_START", "SHRINK_MAX"]
 

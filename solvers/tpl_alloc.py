@@ -64,7 +64,8 @@ import numpy as np
 from policyopt.errors import InvalidInputError, fmt
 from policyopt.problems.tpl_budget import TPL_RTOL, BudgetAllocationProblem
 from policyopt.result import Solution, Status, Termination
-from policyopt.privacy.temporal import scalar_piecewise, supremum
+from policyopt.privacy.tpl_loss import scalar_piecewise
+from policyopt.privacy.tpl_supremum import supremum
 
 __all__ = ["UpperBoundAllocator", "QuantificationAllocator", "upper_bound_budget", "quantification_budgets",
            "verify_budgets", "check_budget_problem", "backend_versions", "PROOF_GAP", "XTOL", "RTOL"]

@@ -189,7 +189,7 @@ def _scale_to_feasible(problem: BudgetAllocationProblem, eps: np.ndarray) -> tup
 
 def _scalar_loss(lf):
     """L as a plain-float function of x ≥ 0 (Algorithm 5; L ≡ 0 for None)."""
-    from policyopt.privacy.temporal import scalar_piecewise
+    from policyopt.privacy.tpl_loss import scalar_piecewise
 
     return (lambda x: 0.0) if lf is None else scalar_piecewise(lf)
 

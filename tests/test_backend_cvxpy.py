@@ -1,4 +1,4 @@
-"""The cvxpy back end (policyopt/solvers/convex.py) for the geometric formulations (39), (41), (42).
+"""The cvxpy back end (solvers/convex.py) for the geometric formulations (39), (41), (42).
 
 Source of the formulations: M. Zhang, E. Wei, R. Berry, J. Huang, "Age-Dependent Differential Privacy", IEEE Trans. Inf. Theory 70(2), 2024, Section V-C,
 eqs. (38)–(42), Proposition 4 (40), Appendix F.  Every expected value here comes from an

@@ -1,4 +1,4 @@
-"""The variance-optimal discounted-DP schedule (policyopt/problems/discounted.py, policyopt/solvers/discounted_opt.py)."""
+"""The variance-optimal discounted-DP schedule (problems/discounted.py, solvers/discounted_opt.py)."""
 
 from __future__ import annotations
 

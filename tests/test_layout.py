@@ -1,26 +1,86 @@
-"""The package layout keeps its promises: layers (import-linter), no import cycle, no private name across modules.
+"""The package layout keeps its promises: the design card's top level, layers (import-linter), no import cycle, no
+private name across modules.
 
-The layer contract itself lives in ``pyproject.toml`` ([tool.importlinter]); ``make test`` runs ``lint-imports``
-before pytest, and this module runs it again so a plain ``pytest`` checks it too.
+The repository's top level holds ``policyopt/``, ``problems/`` and ``solvers/``; the last two are installed inside the
+package as ``policyopt.problems`` / ``policyopt.solvers``.  The layer contract lives in ``pyproject.toml``
+([tool.importlinter]); grimp cannot see a subpackage mapped in by an editable install, so the contract and the import
+graph are checked on the installed layout (the project built and installed with pip into a scratch folder, see
+``tests/_layout.py``).  ``make test`` runs the contract before pytest, and this module runs it again.
 """
 
 from __future__ import annotations
 
 import ast
+import json
 import shutil
-import subprocess
-import sys
+import tomllib
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+import pytest
+
+from _layout import ROOT, build_installed, lint, run_python
+
 PACKAGE = ROOT / "policyopt"
+#: source folder -> the installed package it becomes
+SOURCE_PACKAGES = {ROOT / "policyopt": "policyopt", ROOT / "problems": "policyopt.problems",
+                   ROOT / "solvers": "policyopt.solvers"}
 
 
 def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    folder = next(f for f in SOURCE_PACKAGES if f in path.parents)
+    parts = [SOURCE_PACKAGES[folder], *path.relative_to(folder).with_suffix("").parts]
     if parts[-1] == "__init__":
         parts = parts[:-1]
     return ".".join(parts)
+
+
+def _sources() -> list[Path]:
+    return sorted(p for folder in SOURCE_PACKAGES for p in folder.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory) -> Path:
+    """The project as pip installs it (a built wheel, no dependencies), in a scratch folder."""
+    return build_installed(tmp_path_factory.mktemp("installed"))
+
+
+def test_top_level_is_the_design_cards():
+    for name in ("pyproject.toml", "README.md", "policyopt", "problems", "solvers", "tests", "notebooks"):
+        assert (ROOT / name).exists(), name
+    assert not (PACKAGE / "problems").exists() and not (PACKAGE / "solvers").exists()
+
+
+def test_every_package_folder_is_installed():
+    """The explicit package list of pyproject.toml names every folder with an __init__.py (none is left out of wheels)."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    found = {_module_name(p) for p in _sources() if p.name == "__init__.py"}
+    assert set(config["packages"]) == found
+    assert config["package-dir"] == {"policyopt": "policyopt", "policyopt.problems": "problems",
+                                     "policyopt.solvers": "solvers"}
+
+
+def test_module_names_follow_the_installed_layout():
+    assert _module_name(ROOT / "problems" / "fran.py") == "policyopt.problems.fran"
+    assert _module_name(ROOT / "solvers" / "__init__.py") == "policyopt.solvers"
+    assert _module_name(PACKAGE / "privacy" / "tpl_loss.py") == "policyopt.privacy.tpl_loss"
+
+
+def test_installed_wheel_has_the_subpackages(installed):
+    run = run_python(installed, "import json, policyopt, policyopt.problems, policyopt.solvers, policyopt.solvers.exact;"
+                                "print(json.dumps([policyopt.__file__, policyopt.problems.__file__, policyopt.solvers.__file__]))")
+    assert run.returncode == 0, run.stderr
+    files = [Path(f) for f in json.loads(run.stdout)]
+    assert [f.relative_to(installed).as_posix() for f in files] == [
+        "policyopt/__init__.py", "policyopt/problems/__init__.py", "policyopt/solvers/__init__.py"]
+    assert not (installed / "problems").exists() and not (installed / "solvers").exists()  # no generic top-level names
+
+
+def test_editable_install_maps_the_subpackages():
+    import policyopt.problems
+    import policyopt.solvers
+
+    assert Path(policyopt.problems.__file__) == ROOT / "problems" / "__init__.py"
+    assert Path(policyopt.solvers.__file__) == ROOT / "solvers" / "__init__.py"
 
 
 def _resolve(node: ast.ImportFrom, module: str, is_package: bool) -> str:
@@ -35,7 +95,7 @@ def _resolve(node: ast.ImportFrom, module: str, is_package: bool) -> str:
 def private_imports() -> list[str]:
     """Every ``from other_module import _name`` in the package (dunder names are public)."""
     found = []
-    for path in sorted(PACKAGE.rglob("*.py")):
+    for path in _sources():
         module = _module_name(path)
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
         for node in ast.walk(tree):
@@ -63,11 +123,12 @@ def test_private_import_detector_finds_one(tmp_path):
     assert _resolve(rel, "policyopt.models.cmc", False) == "policyopt.errors"
 
 
-def _import_graph() -> dict[str, set[str]]:
-    import grimp  # comes with import-linter, a test extra
-
-    graph = grimp.build_graph("policyopt")
-    return {m: set(graph.find_modules_directly_imported_by(m)) for m in graph.modules}
+def _import_graph(site: Path) -> dict[str, set[str]]:
+    """grimp's import graph of the installed package (grimp comes with import-linter, a test extra)."""
+    run = run_python(site, "import grimp, json; g = grimp.build_graph('policyopt'); "
+                           "print(json.dumps({m: sorted(g.find_modules_directly_imported_by(m)) for m in g.modules}))")
+    assert run.returncode == 0, run.stderr
+    return {m: set(v) for m, v in json.loads(run.stdout).items()}
 
 
 def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
@@ -109,15 +170,35 @@ def test_cycle_finder_finds_a_cycle():
     assert _cycles({"a": {"b"}, "b": set()}) == []
 
 
-def test_no_import_cycle():
-    edges = _import_graph()
+def test_no_import_cycle(installed):
+    edges = _import_graph(installed)
     assert "policyopt.cli.main" in edges and "policyopt.privacy.age_dependent" in edges
+    assert "policyopt.problems.age_dependent" in edges and "policyopt.solvers.exact" in edges
     assert _cycles(edges) == []
 
 
-def test_layer_contract_holds():
-    exe = shutil.which("lint-imports", path=str(Path(sys.executable).parent))
-    assert exe is not None, "lint-imports is missing: install the test extra (pip install -e '.[test]')"
-    run = subprocess.run([exe, "--no-cache"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+def test_layer_contract_holds(installed):
+    run = lint(installed)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "Contracts: 2 kept, 0 broken." in run.stdout
+
+
+def test_layer_contract_fails_if_problems_imports_solvers(installed, tmp_path):
+    """The contract sees the mapped-in subpackages: a problem importing a solver breaks it."""
+    broken = tmp_path / "site"
+    shutil.copytree(installed, broken)
+    module = broken / "policyopt" / "problems" / "age_dependent.py"
+    module.write_text(module.read_text(encoding="utf-8") + "\nimport policyopt.solvers.exact  # noqa: E402,F401\n",
+                      encoding="utf-8")
+    run = lint(broken)
+    assert run.returncode != 0
+    assert "policyopt.problems.age_dependent -> policyopt.solvers.exact" in run.stdout
+    assert "1 broken" in run.stdout
+
+
+def test_no_source_file_is_over_1200_lines():
+    """A reader finds a part by its file name: no module of the package grows past 1,200 lines."""
+    long = {str(p.relative_to(ROOT)): n for p in _sources() if (n := len(p.read_text(encoding="utf-8").splitlines())) > 1200}
+    assert long == {}
+    temporal = [ROOT / "policyopt" / "privacy" / f"{m}.py" for m in ("tpl_loss", "tpl_envelope", "tpl_leakage", "tpl_supremum")]
+    assert all(len(p.read_text(encoding="utf-8").splitlines()) < 800 for p in temporal)

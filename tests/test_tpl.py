@@ -128,7 +128,7 @@ def test_theorem7_identity_loss(P):
 
 def test_theorem7_without_special_case_flag():
     # The log-space sub-function alone gives exactly α for Q = 1, D = 0 (no overflow at 1000)
-    from policyopt.privacy.tpl_loss import _log_f
+    from policyopt.privacy.tpl_envelope import log_f as _log_f
 
     a = np.array([0.0, 1.0, 800.0, 1000.0])
     # source: Cao et al. (2019), Theorem 7 (L(α) = α)
@@ -473,7 +473,7 @@ def test_property_chain_pruning_matches_all_pairs(P, alphas):
     # pairs and all prefixes (Theorem 5: the optimum is a prefix) must give the same value
     L = LossFunction(P)
     a = np.concatenate([alphas, [0.1, 40.0]])
-    from policyopt.privacy.tpl_loss import _log_f
+    from policyopt.privacy.tpl_envelope import log_f as _log_f
 
     full = np.zeros(a.size)
     for t in L.pairs:

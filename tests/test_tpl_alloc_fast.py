@@ -1,4 +1,4 @@
-"""Budget-only bound tightening with monotone propagation (policyopt/solvers/tpl_optimal.py) against the all-column path."""
+"""Budget-only bound tightening with monotone propagation (solvers/tpl_optimal.py) against the all-column path."""
 
 from __future__ import annotations
 

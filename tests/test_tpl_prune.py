@@ -1,7 +1,7 @@
 """The grid bound-and-prune of the TPL envelope's row pairs (policyopt.privacy.tpl_prune).
 
 Reference values: the plain scan that sorts every ordered pair (Algorithm 2 line 7 for all pairs,
-``temporal._scan_pairs``) and exact rational arithmetic for the upper bounds.
+``tpl_envelope.scan_pairs``) and exact rational arithmetic for the upper bounds.
 """
 
 from fractions import Fraction
@@ -9,7 +9,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-import policyopt.privacy.tpl_loss as T
+import policyopt.privacy.tpl_envelope as T
+import policyopt.privacy.tpl_loss as tpl_loss
 from policyopt.privacy.temporal import LossFunction, supremum
 from policyopt.privacy.tpl_prune import _grid, _outward, _upper_values, prune_pairs
 
@@ -17,7 +18,7 @@ from policyopt.privacy.tpl_prune import _grid, _outward, _upper_values, prune_pa
 def _support(P, pairs, mus):
     """max(0, max over the chain of the pairs of y − μx) at each μ (the function Φ(1 + μ))."""
     n = P.shape[0]
-    cx, cy, _, _ = T._scan_list(P, pairs // n, pairs % n)
+    cx, cy, _, _ = T.scan_list(P, pairs // n, pairs % n)
     if not cx.size:
         return np.zeros(mus.size)
     return np.maximum(0.0, (cy[None, :] - mus[:, None] * cx[None, :]).max(axis=1))
@@ -46,8 +47,8 @@ def test_pruned_pairs_give_the_same_chain_as_all_pairs(seed):
     rng = np.random.default_rng(seed)
     mus = np.concatenate([[0.0], np.geomspace(1e-8, 1e15, 600)])
     for P in _families(rng, int(rng.integers(3, 24))):
-        rel, _ = T._scan_pairs(P)
-        got = prune_pairs(P, T._scan_list, max_alive=1.0)
+        rel, _ = T.scan_pairs(P)
+        got = prune_pairs(P, T.scan_list, max_alive=1.0)
         assert got is not None
         np.testing.assert_allclose(_support(P, got, mus), _support(P, rel, mus), rtol=1e-13, atol=0.0)
 
@@ -57,8 +58,8 @@ def test_pruning_keeps_few_pairs_on_a_random_matrix():
     # bisection leave a handful of the 89,700 ordered pairs, a superset of them
     P = np.random.default_rng(11).random((300, 300))
     P /= P.sum(1, keepdims=True)
-    rel, _ = T._scan_pairs(P)
-    got = prune_pairs(P, T._scan_list)
+    rel, _ = T.scan_pairs(P)
+    got = prune_pairs(P, T.scan_list)
     assert rel.size == 12
     assert np.isin(rel, got).all()
     assert got.size <= 64
@@ -85,7 +86,7 @@ def test_upper_values_bound_phi_exactly():
 
 def test_subnormal_entries_are_left_to_the_exact_scan():
     P = np.array([[0.5, 0.5 - 1e-300, 1e-300], [0.2, 0.3, 0.5], [0.6, 0.4, 0.0]])
-    assert prune_pairs(P, T._scan_list) is None
+    assert prune_pairs(P, T.scan_list) is None
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -98,10 +99,10 @@ def test_loss_function_with_and_without_pruning_agree(monkeypatch, seed):
     P[:, 0] += 1e-6
     P /= P.sum(1, keepdims=True)
     alphas = np.array([0.0, 1e-4, 0.1, 1.0, 5.0, 40.0, 709.0, 1000.0])
-    monkeypatch.setattr(T, "_PRUNE_N", 10**9)
+    monkeypatch.setattr(tpl_loss, "_PRUNE_N", 10**9)
     plain = LossFunction(P)
     ref = plain.piecewise(alphas)
-    monkeypatch.setattr(T, "_PRUNE_N", 2)
+    monkeypatch.setattr(tpl_loss, "_PRUNE_N", 2)
     pruned = LossFunction(P)
     np.testing.assert_allclose(pruned.piecewise(alphas), ref, rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(pruned.per_pair(alphas), ref, rtol=1e-12, atol=1e-15)

@@ -177,7 +177,7 @@ def test_algorithm8_unchanged_by_the_restricted_envelope(n, tiny, zeros, alpha):
 def test_small_envelope_in_plain_floats_equals_the_numpy_sweep(P):
     # Algorithm 4 in plain floats (used for the few candidates of a restricted range) must pick the
     # same segments as the numpy sweep, with the same breakpoints to rounding.
-    from policyopt.privacy.tpl_loss import _envelope, _envelope_small
+    from policyopt.privacy.tpl_envelope import envelope as _envelope, envelope_small as _envelope_small
 
     C = LossFunction(P)._cand
     b1, s1 = _envelope(C)

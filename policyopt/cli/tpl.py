@@ -95,7 +95,7 @@ def _tpl_matrices(args):
 
 def _suprema(P_B, P_F, epsilon: float) -> dict:
     """Theorem 11 suprema of BPL, FPL and TPL for a constant budget, rounded up; ``"divergent"`` where infinite."""
-    from policyopt.privacy.temporal import supremum_upper
+    from policyopt.privacy.tpl_supremum import supremum_upper
 
     def sup(P):
         """Theorem 11 supremum per user (ε where L ≡ 0); None if any user diverges."""
@@ -127,7 +127,7 @@ def _suprema(P_B, P_F, epsilon: float) -> dict:
 def _cmd_tpl(args) -> int:
     import numpy as np
 
-    from policyopt.privacy.temporal import leakage_upper
+    from policyopt.privacy.tpl_leakage import leakage_upper
 
     start = time.perf_counter()
     if args.budgets is not None:
@@ -161,7 +161,7 @@ def _cmd_tpl(args) -> int:
     if args.json:
         print(json.dumps(out, indent=2, ensure_ascii=False, allow_nan=False))
     else:
-        from policyopt.privacy.temporal import format_leakage
+        from policyopt.privacy.tpl_leakage import format_leakage
 
         print(format_leakage(res, source=source, supremum=out["supremum"], wall_time_s=out["wall_time_s"]))
     return 0
@@ -172,7 +172,7 @@ def _cmd_tpl_budget(args) -> int:
 
     from policyopt.problems.tpl_budget import BudgetAllocationProblem
 
-    from policyopt.privacy.temporal import leakage_upper
+    from policyopt.privacy.tpl_leakage import leakage_upper
 
     start = time.perf_counter()
     if args.method == "optimal" and args.horizon > MAX_OPTIMAL_HORIZON:

@@ -89,7 +89,7 @@ def pair_tv(P, rows, out):  # pragma: no cover - compiled
     """out[i, j] = Σ_k (P[i, k] − P[j, k])⁺ and out[j, i] = Σ_k (P[j, k] − P[i, k])⁺ for i in `rows`, j > i.
 
     Both orientations in one pass over the two rows (the total variations behind the bound
-    Q − D ≤ T of ``temporal._PairBounds``; Y. Cao, M. Yoshikawa, Y. Xiao, L. Xiong, "Quantifying
+    Q − D ≤ T of ``tpl_envelope.PairBounds``; Y. Cao, M. Yoshikawa, Y. Xiao, L. Xiong, "Quantifying
     Differential Privacy in Continuous Data Release under Temporal Correlations", IEEE Trans. Knowl.
     Data Eng. 31(7), 2019, Theorem 5).  Each term is
     rounded by at most half an ulp of itself and the sum of n non-negative terms by (n − 1) ulps in
@@ -137,7 +137,7 @@ def pair_values(P, pi, pj, alpha, out):  # pragma: no cover - compiled
 
     Cao et al. (2019), Theorem 5 and Algorithm 2 lines 7–9, eq. (24) in log space: the entries with
     q_k > d_k (Corollary 2) sorted by decreasing q_k/d_k, i.e. by increasing (d_k·2^600)/q_k (the
-    scaled inverse ratio keeps 53 bits for subnormal entries, see ``temporal._inverse_ratio_key``);
+    scaled inverse ratio keeps 53 bits for subnormal entries, see ``tpl_envelope._inverse_ratio_key``);
     prefix sums Q, D, and Q̄ = 1 − Q summed from the complement when Q ≥ 1/2 (no cancellation);
     log f = log(Q + Q̄e^{−α}) − log(D + D̄e^{−α}).  IEEE arithmetic throughout (no fastmath: the
     keys and logs must see subnormals and infinities).

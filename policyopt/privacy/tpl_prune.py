@@ -3,7 +3,7 @@
 The piecewise L(α) of Cao et al. (2019) (Algorithms 2 and 4; eqs. 24–25) is the upper envelope of the
 prefix sub-functions of all n(n − 1) ordered row pairs.  Building it sorts the likelihood ratios of
 every pair: O(n³ log n), 22 s at n = 1000.  Only the pairs owning a vertex of the candidate chain
-(see ``temporal._upper_chain``) matter, 18 of the 999,000 pairs of a random 1000-state matrix.  This
+(see ``tpl_envelope._upper_chain``) matter, 18 of the 999,000 pairs of a random 1000-state matrix.  This
 module finds a superset of them without sorting.
 
 Why it is exact
@@ -53,7 +53,7 @@ _SEEDS_PER_POINT = 4  # pairs of largest φ at each grid point whose chains form
 _MAX_ALIVE_FRACTION = 0.05  # more pairs than this left after the grid test: the plain scan is cheaper
 _REFINE_LEVELS = 12
 _REFINE_STOP = 48  # bisection stops once this few pairs are left
-#: Entries below this make the plain scan's exact arithmetic necessary (see temporal._TINY_X).
+#: Entries below this make the plain scan's exact arithmetic necessary (see tpl_envelope.TINY_X).
 _TINY = 1e-290
 
 
@@ -130,7 +130,7 @@ def _seed_points(P: np.ndarray, pairs: np.ndarray, scan):
     """Prefix points (x, y) of the listed pairs' chains, x rounded up and y down (lower-bound lines).
 
     ``scan(P, pi, pj)`` returns the candidate chain (x, y, pair ids, ...) of the listed pairs
-    (``temporal._scan_list``, passed in by the caller)."""
+    (``tpl_envelope.scan_list``, passed in by the caller)."""
     n = P.shape[0]
     cx, cy = scan(P, pairs // n, pairs % n)[:2]
     m = (n + 4) * _EPS
@@ -231,7 +231,7 @@ def prune_pairs(P: np.ndarray, scan, max_alive: float = _MAX_ALIVE_FRACTION):
 
     None where the plain scan is the better (or the only exact) choice: entries below 1e-290, or
     more than the fraction `max_alive` of the pairs left after the grid test.  ``scan`` forms the
-    candidate chain of a list of pairs by sorting (``temporal._scan_list``; passed in, since
+    candidate chain of a list of pairs by sorting (``tpl_envelope.scan_list``; passed in, since
     :mod:`policyopt.privacy.temporal` imports this module).  Every pair owning a vertex supporting a
     direction λ − 1 with Φ(λ) > 0 (all that L(α) ever uses) is returned.
     """

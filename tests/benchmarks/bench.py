@@ -23,7 +23,7 @@ Measured, each printed with its target and OK / OVER TARGET:
    the bundled data, relaxed and integer: median solve time of repeated warm runs.
    Targets: exact and heuristic < 50 ms, cvxpy < 2 s, SCIP < 10 s (with its gap).
 
-4. TPL (policyopt.privacy.temporal) on random row-stochastic matrices (seeded):
+4. TPL (policyopt.privacy.temporal: tpl_loss, tpl_leakage, tpl_supremum) on random row-stochastic matrices (seeded):
    * one L(0.1) on a fresh matrix, construction included (``LossFunction(P).exact(0.1)``),
      at n = 50, 200, 500, against the baseline measured in the same run: Theorem 5 by full
      sorting per row pair, plainly in numpy (``tests/_refs.py: theorem5_loss``); the two
@@ -364,7 +364,7 @@ def bench_tpl_alg8() -> None:
 
 def _construct_plain_scan(P, identity_check: bool = True):
     """Time of the envelope's construction without the grid pruning (the plain scan of every ordered
-    pair, the path below ``temporal._PRUNE_N``), and the loss function built so.  ``identity_check=False``
+    pair, the path below ``tpl_loss._PRUNE_N``), and the loss function built so.  ``identity_check=False``
     also skips the disjoint-support shortcut (L(α) = α from one pair), as before it existed."""
     from policyopt.privacy import tpl_loss as temporal
     from policyopt.privacy.temporal import LossFunction
