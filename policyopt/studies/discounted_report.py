@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from policyopt.errors import InvalidInputError, fmt
-from policyopt.formatting import fmt_upper, fmt_value, json_clean, round_down
+from policyopt.formatting import check_text, fmt_upper, fmt_value, json_clean, round_down
 from policyopt.studies.citylearn import DEFAULT_DAILY_CLIP
 
 __all__ = ["DiscountedReport", "design_discounted", "format_discounted_report", "NOTIONS", "SCHEDULES", "SOLVERS"]
@@ -305,4 +305,4 @@ def format_discounted_report(r: dict) -> str:
                                f"{100 * sav:.6g}% of the corollary schedule's total variance"),
         ]
     lines.append(f"wall time  : {r['wall_time_s']:.3f} s")
-    return "\n".join(lines)
+    return check_text("\n".join(lines))

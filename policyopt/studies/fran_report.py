@@ -18,7 +18,7 @@ import warnings
 from dataclasses import dataclass, field
 
 from policyopt.errors import InvalidInputError, fmt
-from policyopt.formatting import fmt_exact, fmt_upper, json_clean
+from policyopt.formatting import check_text, fmt_exact, fmt_upper, json_clean
 from policyopt.result import Solution
 
 __all__ = ["FRANReport", "design_fran", "format_fran_report", "FRAN_METHODS"]
@@ -307,7 +307,7 @@ def format_fran_report(r: dict) -> str:
         ]
     if groups:
         lines.append("baselines   : not computed with --method groups (they need the joint chain of all sequences)")
-        return "\n".join(lines)
+        return check_text("\n".join(lines))
     lines.append("baselines under the same MSE bound (ε_S in nats, rounded up; sound | paper eq. 15):")
     for name, text in _BASELINES:
         row = r["baselines"][name]
@@ -318,4 +318,4 @@ def format_fran_report(r: dict) -> str:
             p_txt += f"  ({snd['note']})"
         lines.append(f"  {text:<38} {s_txt:<26} | {p_txt}")
     lines.append("  (ADP ignores the coupling, so its number is not a CSDP guarantee for coupled sequences)")
-    return "\n".join(lines)
+    return check_text("\n".join(lines))
