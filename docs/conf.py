@@ -37,13 +37,14 @@ numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_validation_checks: set[str] = set()
 
-exclude_patterns = ["_build", "**.ipynb_checkpoints"]
+exclude_patterns = ["_build", "**.ipynb_checkpoints", "_generated"]
 templates_path: list[str] = []
 
 html_theme = "pydata_sphinx_theme"
 html_title = "policyopt"
 html_theme_options = {"navigation_with_keys": False, "show_toc_level": 2}
-html_static_path: list[str] = []
+html_static_path = ["_static"]
+html_css_files = ["policyopt.css"]  # long code lines wrap instead of being cut
 
 
 def _copy_notebooks(app):
