@@ -113,20 +113,12 @@ class PolicyoptJson(Directive):
 
     def run(self):
         """A table of the output's fields (type, description) as nodes; see the class docstring for what fails."""
-        from policyopt.cli.main import main
-
         argv = shlex.split(self.arguments[0]) + ["--json"]
-        out, err = io.StringIO(), io.StringIO()
-        cwd = os.getcwd()
-        os.chdir(_workdir())  # one directory per build: an example may read what an earlier one wrote
-        try:
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                code = main(argv)
-        finally:
-            os.chdir(cwd)
-        if code != 0:
-            raise self.error(f"policyopt {' '.join(argv)} exited with {code}: {err.getvalue().strip()}")
-        data = json.loads(out.getvalue(), parse_constant=_strict_constant)
+        try:  # one directory per build: an example may read what an earlier one wrote
+            stdout = run_policyopt(argv)
+        except RuntimeError as exc:
+            raise self.error(str(exc)) from None
+        data = json.loads(stdout, parse_constant=_strict_constant)
         described = {}
         for line in self.content:
             if not line.strip():
