@@ -19,6 +19,7 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
     "sphinx.ext.mathjax",
+    "sphinx-mathjax-offline",  # MathJax 3 copied into the build: formulas render without a network
     "numpydoc",
     "myst_nb",
     "policyopt_docs",
@@ -26,7 +27,7 @@ extensions = [
 
 # Notebooks are rendered from their stored outputs (make test executes them), never re-run here.
 nb_execution_mode = "off"
-myst_enable_extensions = ["dollarmath", "amsmath"]
+myst_enable_extensions = ["dollarmath", "amsmath"]  # $…$, $$…$$ and LaTeX environments, rendered by MathJax
 myst_heading_anchors = 3
 source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-nb"}
 
