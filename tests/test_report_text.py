@@ -124,3 +124,27 @@ def test_robust_deployment_too_small_for_a_tradeoff():
     text = _run("schedule", "--robust", "0.9", "--users", "10000")
     assert _line(text, "trade-off").startswith("trade-off   : none — ")
     assert "no f̄ has a finite optimum" in text and "between" not in text
+
+
+def test_result_objects_have_short_readable_reprs():
+    """`repr` of a result is a few lines with the outcome first, not a dump of every array (issue 27: the budget
+    allocation's Solution printed about 3 KB)."""
+    import policyopt as po
+    from policyopt import Population, two_state_chain
+    from policyopt.privacy.age_dependent import compose
+
+    P = np.array([[0.8, 0.2], [0.2, 0.8]])
+    sol = po.BudgetAllocationProblem(P, P, 1.0, 24).solve()
+    text = repr(sol)
+    assert len(text) < 700 and text.startswith("Solution(feasible, objective = ")
+    assert "budgets: array(shape=(24,), " in text and "values={alpha_B, alpha_F" in text
+    report = po.design_schedule(Population([two_state_chain(0.1, 0.1)], [100]), max_penalty=0.0195)
+    head = repr(report).splitlines()[0]
+    assert head.startswith("ScheduleReport(  # optimal: A = 3, S̄ = 5, ε_C = 0.46534888581") and "ε* = 0.491352 nats" in head
+    assert "solution=Solution(optimal, objective 0.49135" in repr(report) and len(repr(report)) < 800
+    fran = repr(po.design_fran(po.two_binary_cmc(0.1, 0.1, 0.5), 0.4))
+    assert fran.startswith("FRANReport(  # optimal: AoI [3, 3], ε_S = 1.83412 nats (rounded up)") and len(fran) < 400
+    comp = compose([0, 4, 8], 0, 0.5, two_state_chain(0.1, 0.1), horizon=12)
+    assert "risk=array(shape=(13,), " in repr(comp) and len(repr(comp)) < 500
+    fitted = po.fit_population(po.load_citylearn(), 3, value_range=(0, 48))
+    assert "(17 keys)" in repr(fitted) and len(repr(fitted)) < 800

@@ -22,6 +22,7 @@ from policyopt.privacy.discounted import (
     total_variance,
 )
 from policyopt.privacy.discounted_schedules import corollary_schedule
+from policyopt.result import result_repr
 
 __all__ = ["DailyMeans", "daily_means", "DEFAULT_DAILY_CLIP", "exponential_infinite_horizon", "citylearn_study", "citylearn_sweep"]
 
@@ -55,6 +56,10 @@ class DailyMeans:
     n_users: int
     clipped: int
     unclipped_max: float
+
+    def __repr__(self) -> str:
+        """A short multi-line summary: arrays by shape and range, long mappings by their keys."""
+        return result_repr(self)
 
 
 def daily_means(df=None, clip: float = DEFAULT_DAILY_CLIP, slots_per_day: int = 24) -> DailyMeans:

@@ -22,6 +22,7 @@ import numpy as np
 from policyopt.errors import InvalidInputError, fmt
 from policyopt.formatting import check_text, fmt_upper, fmt_value, json_clean, round_down
 from policyopt.studies.citylearn import DEFAULT_DAILY_CLIP
+from policyopt.result import result_repr
 
 __all__ = ["DiscountedReport", "design_discounted", "format_discounted_report", "NOTIONS", "SCHEDULES", "SOLVERS"]
 
@@ -52,6 +53,13 @@ class DiscountedReport:
 
     fields: dict
     solution: object = field(default=None, repr=False, compare=False)
+
+    def __repr__(self) -> str:
+        """A short multi-line summary: arrays by shape and range, long mappings by their keys."""
+        r = self.fields
+        return result_repr(self, head=f"{r.get('notion')}: worst discounted loss "
+                           f"{fmt_upper(r.get('worst_discounted_loss'))} nats (rounded up) over {r.get('horizon')} "
+                           "releases; print(report) for the full text")
 
     def to_dict(self) -> dict:
         """The ``--json`` object (a deep copy; strict JSON: non-finite floats become null)."""

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from policyopt.errors import InvalidInputError, fmt
 from policyopt.formatting import check_text, fmt_exact, fmt_upper, json_clean
-from policyopt.result import Solution
+from policyopt.result import Solution, result_repr
 
 __all__ = ["FRANReport", "design_fran", "format_fran_report", "FRAN_METHODS"]
 
@@ -48,6 +48,12 @@ class FRANReport:
 
     fields: dict
     solution: Solution = field(repr=False, compare=False)
+
+    def __repr__(self) -> str:
+        """A short multi-line summary: arrays by shape and range, long mappings by their keys."""
+        r = self.fields
+        eps = "no design" if r.get("epsilon_s") is None else f"ε_S = {fmt_upper(r['epsilon_s'])} nats (rounded up)"
+        return result_repr(self, head=f"{r.get('status')}: AoI {r.get('aoi')}, {eps}; print(report) for the full text")
 
     def to_dict(self) -> dict:
         """The ``--json`` object (a deep copy; strict JSON: non-finite floats become null)."""

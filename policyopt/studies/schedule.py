@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # annotations only: the problem is imported where it is built
     from policyopt.problems.age_dependent import ScheduleProblem
 from policyopt.models.markov import Population
 from policyopt.utility.penalty import MSEPenalty, Penalty, check_max_penalty
-from policyopt.result import Solution
+from policyopt.result import Solution, result_repr, summarize
 
 __all__ = ["ScheduleReport", "design_schedule", "format_report", "staleness_profile", "certify_peak_risk", "noise_only_benchmark", "geometric_problem", "compare_methods", "METHODS"]
 
@@ -219,6 +219,10 @@ class ScheduleReport:
     comparison: list | None = None
     extra: dict = field(default_factory=dict)
     certified: dict = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        """A short multi-line summary: arrays by shape and range, long mappings by their keys."""
+        return result_repr(self, first=("solution", "no_aging"), head=_schedule_head(self))
 
     def to_dict(self) -> dict:
         """The JSON object documented in the README (field names are a public interface)."""
@@ -542,6 +546,16 @@ def design_schedule(
         certified=certified,
         extra=extra,
     )
+
+
+def _schedule_head(report) -> str:
+    """One line for ``repr(ScheduleReport)``: status, schedule and ε* (rounded up)."""
+    s = report.solution
+    if not s.decision:
+        return f"{s.status.value}: no schedule; print(report) for the full text"
+    d = s.decision
+    return (f"{s.status.value}: A = {summarize(d.get('A'))}, S̄ = {summarize(d.get('S_bar'))}, ε_C = "
+            f"{summarize(d.get('epsilon_c'))}, ε* = {fmt_upper(s.objective)} nats; print(report) for the full text")
 
 
 def _states(m: dict) -> str:
