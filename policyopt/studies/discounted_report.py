@@ -197,7 +197,7 @@ def design_discounted(notion: str, epsilon: float, horizon: int, *, alpha: float
     days = daily_means(data, clip)
     if source is None:
         source = "bundled CityLearn 2022" if data is None else "data given in Python"
-    source = f"{source}, {days.n_users} homes, daily kWh"
+    source = f"{source}, {days.n_users} homes, {days.values.size} days of 24 hourly readings, daily kWh"
     d = days.sensitivity
     warnings = []
     out = {
