@@ -276,7 +276,8 @@ def explain(report: dict) -> list:
     f_bar = report["max_penalty"]
     out = []
     status = report["status"]
-    rng_txt = fmt_range(low, high, unit=unit) or ""  # empty when no f̄ has a finite optimum (said below, in words)
+    between = fmt_range(low, high)  # None when no f̄ has a finite optimum (said below, in words)
+    rng_txt = f"{between}{unit}" if between else ""
     if low is not None and high is not None and not rng_txt:
         out.append(
             (f"no trade-off for this deployment: the smallest MSE reachable under condition (31), {low:.4g}{unit}, is not "
