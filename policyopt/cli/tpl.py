@@ -163,7 +163,7 @@ def _cmd_tpl(args) -> int:
     else:
         from policyopt.privacy.temporal import format_leakage
 
-        print(format_leakage(res, source=source, supremum=out["supremum"], wall_time_s=out["wall_time_s"]))
+        print(check_text(format_leakage(res, source=source, supremum=out["supremum"], wall_time_s=out["wall_time_s"])))
     return 0
 
 
