@@ -19,6 +19,7 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
     "sphinx.ext.mathjax",
+    "sphinx-mathjax-offline",  # MathJax 3 copied into the build: formulas render without a network
     "numpydoc",
     "myst_nb",
     "policyopt_docs",
@@ -26,7 +27,7 @@ extensions = [
 
 # Notebooks are rendered from their stored outputs (make test executes them), never re-run here.
 nb_execution_mode = "off"
-myst_enable_extensions = ["dollarmath", "amsmath"]
+myst_enable_extensions = ["dollarmath", "amsmath"]  # $…$, $$…$$ and LaTeX environments, rendered by MathJax
 myst_heading_anchors = 3
 source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-nb"}
 
@@ -37,13 +38,14 @@ numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_validation_checks: set[str] = set()
 
-exclude_patterns = ["_build", "**.ipynb_checkpoints"]
+exclude_patterns = ["_build", "**.ipynb_checkpoints", "_generated"]
 templates_path: list[str] = []
 
 html_theme = "pydata_sphinx_theme"
 html_title = "policyopt"
 html_theme_options = {"navigation_with_keys": False, "show_toc_level": 2}
-html_static_path: list[str] = []
+html_static_path = ["_static"]
+html_css_files = ["policyopt.css"]  # long code lines wrap instead of being cut
 
 
 def _copy_notebooks(app):

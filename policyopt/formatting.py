@@ -23,11 +23,13 @@ Two directions of safe rounding
 from __future__ import annotations
 
 import math
+import re
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 
 import numpy as np
 
-__all__ = ["fmt_value", "fmt_upper", "fmt_lower", "fmt_exact", "json_clean", "round_up", "round_down", "UNIT_ROUNDOFF"]
+__all__ = ["fmt_value", "fmt_upper", "fmt_lower", "fmt_exact", "fmt_count", "fmt_range", "text_problems", "check_text",
+           "json_clean", "round_up", "round_down", "UNIT_ROUNDOFF"]
 
 #: u = 2⁻⁵³, the unit roundoff of IEEE double precision (half the spacing of floats in [1, 2)).
 UNIT_ROUNDOFF = 2.0**-53
@@ -112,6 +114,95 @@ def fmt_lower(x, digits: int = 6) -> str:
         return f"{x:.{digits}g}"
     step = Decimal(1).scaleb(d.adjusted() - (digits - 1))
     return f"{float(d.quantize(step, rounding=ROUND_FLOOR)):.{digits}g}"
+
+
+def fmt_count(n, unit: str, plural: str | None = None) -> str:
+    """A count with its unit in the right number: ``fmt_count(1, "slot")`` is ``"1 slot"``, ``fmt_count(3, "slot")``
+    ``"3 slots"`` (`plural` overrides the default ``unit + "s"``, e.g. ``fmt_count(2, "entry", "entries")``).
+
+    Raises
+    ------
+    ValueError
+        If `n` is not a whole number (a count).
+    """
+    if isinstance(n, bool) or not float(n).is_integer():
+        raise ValueError(f"fmt_count: a count must be a whole number, got {n!r}")
+    k = int(n)
+    return f"{k} {unit if k == 1 else (plural or unit + 's')}"
+
+
+def fmt_range(low, high, *, fmt=fmt_value, unit: str = "", low_note: str = "", high_note: str = "",
+              digits: int = 4) -> str | None:
+    """``"between LOW and HIGH"`` for a non-empty interval low < high, or ``None`` when there is none.
+
+    The caller must then say in words why no range exists: a range is never printed backwards or empty.  Both ends
+    are printed with `digits` significant digits, raised (up to 17) until the printed ends differ, so close ends do
+    not print as equal.  `unit` follows each end, then its note (e.g. ``" (staleness limit)"``).
+
+    Parameters
+    ----------
+    low, high : float or None
+        Interval ends; ``None``, NaN or ±inf at either end, or ``low >= high``, give ``None``.
+    fmt : callable
+        ``fmt(x, digits) -> str`` (default :func:`fmt_value`; :func:`fmt_lower` / :func:`fmt_upper` for bounds).
+
+    Returns
+    -------
+    str or None
+    """
+    if low is None or high is None:
+        return None
+    lo, hi = float(low), float(high)
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        return None
+    d = digits
+    while d < 17 and float(fmt(lo, d)) >= float(fmt(hi, d)):
+        d += 1
+    return f"between {fmt(lo, d)}{unit}{low_note} and {fmt(hi, d)}{unit}{high_note}"
+
+
+_NUM = r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?"
+#: Count nouns that must agree with the number 1 (``after 1 slots`` is a formatting bug).
+_COUNT_NOUNS = ("slots", "releases", "users", "states", "homes", "draws", "pilots", "days", "epochs", "rows", "files",
+                "workers", "transitions", "readings", "sequences", "vectors", "points", "models", "budgets")
+_PROBLEMS = (
+    (re.compile(rf"(?:=|:)\s*—(?=\s|$|[,;)])|—\s+(?:nats|slots|kWh)\b", re.M),
+     "a number printed as '—' (say in words why there is none)"),
+    (re.compile(r"(?<![\w.])[-+]?(?:inf|nan|Infinity|NaN)(?![\w])"),
+     "a number printed as inf/nan (say in words why it is not finite)"),
+    (re.compile(rf"(?<![\w.,+-])1 (?:{'|'.join(_COUNT_NOUNS)})\b"), "a count of 1 with a plural noun (use fmt_count)"),
+)
+_BETWEEN = re.compile(rf"\bbetween\s+({_NUM})(?:(?!\bbetween\b)[^\n]){{0,120}}?\sand\s+({_NUM})")
+
+
+def text_problems(text: str) -> list[str]:
+    """Contradictions and placeholders in text printed for people; ``[]`` when there are none.
+
+    Checked: a range printed backwards or empty (``between X … and Y`` with X ≥ Y), a number printed as ``—`` after
+    ``=``/``:`` or before a unit, ``inf``/``nan`` as a number, and a count of 1 with a plural noun (``after 1 slots``).
+    Each problem is one string quoting the offending text.
+    """
+    out = []
+    for m in _BETWEEN.finditer(text):
+        if float(m.group(1)) >= float(m.group(2)):
+            out.append(f"backwards range: {m.group(0)!r}")
+    for rx, why in _PROBLEMS:
+        for m in rx.finditer(text):
+            end = text.find("\n", m.end())
+            line = text[text.rfind("\n", 0, m.start()) + 1: len(text) if end < 0 else end]
+            out.append(f"{why}: {line.strip()[:160]!r}")
+    return out
+
+
+def check_text(text: str) -> str:
+    """`text` unchanged when :func:`text_problems` finds nothing; else ``ValueError`` listing the problems.
+
+    The reports call it on the text they print, so a contradiction is a bug that fails loudly (exit code 1) rather
+    than a sentence a user has to puzzle over."""
+    problems = text_problems(text)
+    if problems:
+        raise ValueError("report text contradicts itself: " + "; ".join(problems))
+    return text
 
 
 def json_clean(v):

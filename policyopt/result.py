@@ -14,7 +14,62 @@ from enum import Enum
 from types import MappingProxyType
 from typing import Any, Mapping
 
-__all__ = ["Status", "Termination", "Solution"]
+import numpy as np
+
+__all__ = ["Status", "Termination", "Solution", "summarize", "result_repr"]
+
+
+def summarize(v, width: int = 72) -> str:
+    """A value in a few characters for a repr: numbers exactly (``repr``: nothing is rounded), enums by value, arrays and long
+    sequences as ``array(shape, min … max)`` / ``[a, b, … (n items)]``, mappings by their keys when long, long strings
+    cut with ``…``."""
+    if isinstance(v, Enum):
+        return str(v.value)
+    if isinstance(v, bool) or v is None:
+        return repr(v)
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    if isinstance(v, (float, np.floating)):
+        return repr(float(v))
+    if isinstance(v, str):
+        return repr(v) if len(v) <= width else repr(v[: width - 1] + "…")
+    if isinstance(v, np.ndarray) or (isinstance(v, (list, tuple)) and len(v) > 6):
+        arr = np.asarray(v, dtype=object if not isinstance(v, np.ndarray) else None)
+        try:
+            num = np.asarray(v, dtype=float)
+            fin = num[np.isfinite(num)]
+            rng = f", {float(fin.min())!r} … {float(fin.max())!r}" if fin.size else ""
+            return f"array(shape={num.shape}{rng})"
+        except (TypeError, ValueError):
+            return f"[{', '.join(summarize(x, 20) for x in list(arr.ravel())[:3])}, … ({arr.size} items)]"
+    if isinstance(v, (list, tuple)):
+        inner = ", ".join(summarize(x, 20) for x in v)
+        return f"[{inner}]" if len(inner) <= width else f"[{summarize(v[0], 20)}, … ({len(v)} items)]"
+    if hasattr(v, "keys") and hasattr(v, "items"):
+        items = ", ".join(f"{k!s}: {summarize(x, 24)}" for k, x in v.items())
+        if len(items) <= width:
+            return "{" + items + "}"
+        keys = list(v.keys())
+        return "{" + ", ".join(map(str, keys[:6])) + (f", … ({len(keys)} keys)" if len(keys) > 6 else "") + "}"
+    if hasattr(v, "status") and hasattr(v, "objective"):  # a Solution inside a report: its outcome
+        status = getattr(v.status, "value", v.status)
+        return f"{type(v).__name__}({status}, objective {summarize(v.objective)})"
+    text = type(v).__name__ + "(…)" if hasattr(v, "__dataclass_fields__") else repr(v)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def result_repr(obj, first=(), head: str | None = None) -> str:
+    """A short multi-line repr of a result dataclass: one ``field=value`` per line, each value summarised by
+    :func:`summarize` (no 3 KB dumps of arrays); the fields named in `first` lead.  Fields whose name starts with
+    ``_`` are left out; `head`, if given, is a one-line summary put on the first line."""
+    from dataclasses import fields
+
+    names = [f.name for f in fields(obj) if not f.name.startswith("_") and f.repr]
+    names = [n for n in first if n in names] + [n for n in names if n not in first]
+    body = ",\n".join(f"    {n}={summarize(getattr(obj, n))}" for n in names)
+    lead = f"  # {head}" if head else ""
+    return f"{type(obj).__name__}({lead}\n{body},\n)"
+
 
 
 class Status(str, Enum):
@@ -88,6 +143,21 @@ class Solution:
     values: Mapping[str, Any] = field(default_factory=dict)
     kkt: Mapping[str, float] | None = None
     objective_name: str | None = None
+
+    def __repr__(self) -> str:
+        """Status, objective (named), bound, decision and message first; the problem's values by their keys."""
+        head = f"Solution({self.status.value}, {self.objective_name or 'objective'} = {summarize(self.objective)}"
+        if self.bound is not None:
+            head += f", bound {summarize(self.bound)}"
+        lines = [head + ",",
+                 f"    decision={summarize(self.decision, 100)},",
+                 f"    method={self.method!r} ({self.backend} {self.backend_version}), termination={self.termination.value}, "
+                 f"wall_time_s={self.wall_time_s:.3g},",
+                 f"    message={summarize(self.message, 100)},",
+                 f"    values={summarize(self.values, 100)},"]
+        if self.kkt:
+            lines.append(f"    kkt={summarize(self.kkt, 100)},")
+        return "\n".join(lines) + "\n)"
 
     def __post_init__(self):
         if self.decision is not None:

@@ -26,6 +26,7 @@ from policyopt.privacy.age_dependent import log_condition_log, peak_risk_values_
 from policyopt.errors import InvalidInputError, fmt
 from policyopt.models.markov import Population
 from policyopt.utility.penalty import Penalty, check_max_penalty
+from policyopt.result import result_repr
 
 __all__ = ["ScheduleProblem", "Schedule", "ScheduleEvaluation", "MaxTVSource"]
 
@@ -94,6 +95,10 @@ class ScheduleEvaluation:
     condition_31: float
     feasible: bool
     violations: tuple[str, ...]
+
+    def __repr__(self) -> str:
+        """A short multi-line summary: arrays by shape and range, long mappings by their keys."""
+        return result_repr(self)
 
 
 def _check_bound(value, name: str, lower: int) -> int:

@@ -35,6 +35,7 @@ from policyopt.privacy.discounted import (
 )
 from policyopt.errors import InvalidInputError, check_positive, fmt
 from policyopt.privacy.discounted_schedules import corollary_schedule
+from policyopt.result import result_repr
 
 __all__ = ["DiscountedScheduleProblem", "ScheduleEvaluation"]
 
@@ -59,6 +60,10 @@ class ScheduleEvaluation:
     feasible: bool
     objective: float
     loss: DiscountedLoss
+
+    def __repr__(self) -> str:
+        """A short multi-line summary: arrays by shape and range, long mappings by their keys."""
+        return result_repr(self)
 
 
 class DiscountedScheduleProblem:

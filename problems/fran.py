@@ -54,6 +54,7 @@ import numpy as np
 from policyopt.models.cmc import EXACT_SNAPSHOT_LIMIT, CouplingMarkovChain
 from policyopt.errors import InfeasibleProblemError, InvalidInputError, fmt
 from policyopt.privacy.fran import PaperBoundWarning, Query, exact_leakage, paper_leakage, sound_leakage
+from policyopt.result import result_repr
 
 __all__ = ["FRANProblem", "FRANEvaluation", "BOUNDS", "DISTANCES", "AOI_VECTOR_LIMIT"]
 
@@ -103,6 +104,10 @@ class FRANEvaluation:
     feasible: bool
     distance: float
     distortion: float
+
+    def __repr__(self) -> str:
+        """A short multi-line summary: arrays by shape and range, long mappings by their keys."""
+        return result_repr(self)
 
 
 class FRANProblem:

@@ -39,6 +39,7 @@ from policyopt.search import grid_then_brent
 from policyopt.errors import InvalidInputError, fmt
 from policyopt.models.markov import GeometricEnvelope
 from policyopt.utility.penalty import ContinuousPenalty, check_max_penalty
+from policyopt.result import result_repr
 
 __all__ = [
     "GeometricScheduleProblem",
@@ -89,6 +90,10 @@ class GeometricEvaluation:
     kkt_40_residual: float
     feasible: bool
     violations: tuple[str, ...]
+
+    def __repr__(self) -> str:
+        """A short multi-line summary: arrays by shape and range, long mappings by their keys."""
+        return result_repr(self)
 
 
 def _positive(value, name, *, lower=0.0, strict=True, upper=None):

@@ -27,6 +27,7 @@ import numpy as np
 from policyopt.errors import InvalidInputError, check_positive, fmt
 from policyopt.privacy.tpl_leakage import TemporalLeakage, leakage, leakage_upper, paired_users
 from policyopt.privacy.tpl_loss import LossFunction
+from policyopt.result import result_repr
 
 __all__ = ["BudgetAllocationProblem", "BudgetEvaluation", "BudgetCertificate", "TPL_RTOL", "SHRINK_START", "SHRINK_MAX"]
 
@@ -60,6 +61,10 @@ class BudgetCertificate:
     shrink: float
     leakage: TemporalLeakage
 
+    def __repr__(self) -> str:
+        """A short multi-line summary: arrays by shape and range, long mappings by their keys."""
+        return result_repr(self)
+
 _METHODS = {
     "upper-bound": "UpperBoundAllocator",
     "quantification": "QuantificationAllocator",
@@ -88,6 +93,10 @@ class BudgetEvaluation:
     feasible: bool
     total_variance: float
     leakage: TemporalLeakage
+
+    def __repr__(self) -> str:
+        """A short multi-line summary: arrays by shape and range, long mappings by their keys."""
+        return result_repr(self)
 
 
 class BudgetAllocationProblem:

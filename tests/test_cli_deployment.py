@@ -98,7 +98,7 @@ def test_robust_design_is_no_riskier_than_its_point_estimate(pilot_csv):
 def test_text_report_reads_as_a_design(pilot_csv):
     text = run("--data", pilot_csv, "--states", "3", "--users", "200000", "--value-range", "0:5", "--max-penalty", "4e-6",
                "--max-age", "24", "--max-interval", "24", "--draws", "20").stdout
-    for head in ("deployment  : I = 200000 users", "value range : [0, 5] (declared, public; 1 readings clipped)",
+    for head in ("deployment  : I = 200000 users", "value range : [0, 5] (declared, public; 1 reading clipped)",
                  "trade-off   :", "design      : every", "vs no aging :", "vs fresh    :", "meaning     :", "credible    :"):
         assert head in text, head
     assert "not a proof" in text

@@ -100,3 +100,19 @@ def test_tpl_budget_optimal_meets_alpha_exactly(capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["max_tpl"] <= 1.0
     assert out["savings_vs_quantification"] > 0 and out["savings_vs_upper_bound"] > out["savings_vs_quantification"]
+
+
+def test_tpl_budget_optimal_text_shows_the_saving(capsys):
+    """The text says what the proven optimum saves over Algorithms 8 and 7 (the JSON's savings_vs_*), rounded down."""
+    import math
+
+    args = ["tpl-budget", *FIG8, "--alpha", "1", "--horizon", "10", "--method", "optimal"]
+    assert main([*args, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert main(args) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("saving     :"))
+    q, u = (math.floor(10000 * out[f"savings_vs_{k}"]) / 100 for k in ("quantification", "upper_bound"))
+    assert line == (f"saving     : the optimum's noise variance is {q:g}% below that of Algorithm 8 (quantification, "
+                    f"{out['variance_quantification']:.6g}) and {u:g}% below that of Algorithm 7 (upper bound, "
+                    f"{out['variance_upper_bound']:.6g})")
+    assert (q, u) == (16.34, 30.98)

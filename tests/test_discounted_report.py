@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+import subprocess
 
 import numpy as np
 import pandas as pd
@@ -22,7 +23,7 @@ from policyopt.errors import InvalidInputError
 from policyopt.formatting import fmt_lower, fmt_upper, fmt_value, round_down
 from policyopt.io import read_readings_csv
 
-from _cli import TableCells, run_cli, strict_json  # noqa: E402
+from _cli import POLICYOPT, TableCells, run_cli, strict_json  # noqa: E402
 
 
 
@@ -77,7 +78,7 @@ def test_report_with_a_data_file(tmp_path):
     text = run_cli(*argv)
     report = design_discounted("dp", 1.0, 5, data=read_readings_csv(str(path)), clip=50.0, source=f"data {path}")
     assert without_wall_time(text.stdout) == without_wall_time(str(report))
-    assert report.to_dict()["source"] == f"data {path}, 2 homes, daily kWh"
+    assert report.to_dict()["source"] == f"data {path}, 2 homes, 3 days of 24 hourly readings, daily kWh"
     assert "data given in Python, 2 homes" in str(design_discounted("dp", 1.0, 5, data=read_readings_csv(str(path))))
 
 
@@ -163,3 +164,24 @@ def test_tpl_budget_lower_bound_is_rounded_down_in_text():
     text = run_cli(*argv).stdout
     shown = re.search(r"lower bound ([0-9.e+-]+)\)", text).group(1)
     assert shown == fmt_lower(doc[key]) and float(shown) <= doc[key]
+
+
+def test_data_without_every_hour_names_the_home_the_day_and_the_resolution(tmp_path):
+    """Half-hourly readings with one gap: the error names the home, the day, its slots and the expected hourly
+    resolution (issue 27: it said only "some home misses a day")."""
+    rows = [(u, t, 0.5) for u in ("a", "b") for t in range(96) if not (u == "b" and t == 50)]
+    path = tmp_path / "half.csv"
+    pd.DataFrame(rows, columns=["user", "time", "value"]).to_csv(path, index=False)
+    proc = subprocess.run([POLICYOPT, "discounted", "--notion", "dp", "--epsilon", "1", "--horizon", "2", "--data",
+                           str(path)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == ("policyopt: error: `df` (--data): home 'b' has 23 of the 24 readings of day 2 (slots 48..71): "
+                           "daily means need one reading per home in each of the 24 slots of every day (hourly kWh, "
+                           "time in whole hours from slot 0); finer or coarser readings (e.g. half-hourly) must be "
+                           "summed to hours first\n")
+    # a complete half-hourly file is not refused, but the report says how many 24-slot days it read (4, not 2)
+    full = tmp_path / "full.csv"
+    pd.DataFrame([(u, t, 0.5) for u in ("a", "b") for t in range(96)], columns=["user", "time", "value"]).to_csv(
+        full, index=False)
+    text = run_cli("discounted", "--notion", "dp", "--epsilon", "1", "--horizon", "2", "--data", str(full)).stdout
+    assert "2 homes, 4 days of 24 hourly readings, daily kWh" in text

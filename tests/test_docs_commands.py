@@ -317,3 +317,25 @@ def test_make_demo_command_runs(docs_cwd):
     assert proc.stderr == b""
     # the documented deployment (README "What `make demo` prints"): an optimal schedule inside the box
     assert b"peak risk" in proc.stdout and b"status      : optimal" in proc.stdout
+
+
+#: Pages whose first `schedule --chain` / `fran --two-binary` example introduces the command: it must show the
+#: trade-off (status `optimal`), not a search limit that binds (`unbounded`).
+FIRST_EXAMPLE_PAGES = {"README.md": ("schedule", "fran"), "docs/getting_started.md": ("schedule",),
+                       "docs/guide/schedule.md": ("schedule",), "docs/guide/fran.md": ("fran",)}
+
+
+def _first_model_example(page: str, cmd: str) -> dict:
+    flag = {"schedule": "--chain", "fran": "--two-binary"}[cmd]
+    return next(ex for ex in EXAMPLES if ex["page"] == page and ex["kind"] == "run"
+                and shlex.split(ex["command"])[1] == cmd and flag in ex["command"])
+
+
+@pytest.mark.parametrize("page,cmd", [(p, c) for p, cmds in FIRST_EXAMPLE_PAGES.items() for c in cmds])
+def test_first_schedule_and_fran_examples_are_optimal(page, cmd, tmp_path):
+    example = _first_model_example(page, cmd)
+    words = [w for w in shlex.split(example["command"]) if w != "--json"]
+    proc = run_shell(" ".join(map(shlex.quote, [*words, "--json"])), tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout.decode("utf-8"), parse_constant=_reject_constant)
+    assert out["status"] == "optimal", f"{page} line {example['line']}: {example['command']} -> {out['status']}"

@@ -66,13 +66,15 @@ def test_sweep_plot_pixels_and_data(tmp_path, capsys):
     ax_risk, ax_sched, ax_eps = fig.axes
     # curves carry the sweep's numbers: ε*, the two benchmarks, A and S̄, ε_C
     ys = [np.asarray(line.get_ydata(), dtype=float) for line in ax_risk.lines]
-    assert np.array_equal(ys[0], [r["peak_risk"] for r in rows])
-    assert np.array_equal(ys[1], [r["no_aging_peak_risk"] for r in rows])
+    nan = float("nan")
+    only = lambda col, status="status": [r[col] if r[status] == "optimal" else nan for r in rows]  # noqa: E731
+    np.testing.assert_array_equal(ys[0], only("peak_risk"))  # the ε* curve joins optimal points only
+    np.testing.assert_array_equal(ys[1], only("no_aging_peak_risk", "no_aging_status"))
     assert np.array_equal(ys[2], [r["noise_only_risk_after_releases"] for r in rows])
-    assert np.array_equal(np.asarray(ax_sched.lines[0].get_ydata(), float), [r["A"] for r in rows])
-    assert np.array_equal(np.asarray(ax_eps.lines[0].get_ydata(), float), [r["epsilon_c"] for r in rows])
+    np.testing.assert_array_equal(np.asarray(ax_sched.lines[0].get_ydata(), float), only("A"))
+    np.testing.assert_array_equal(np.asarray(ax_eps.lines[0].get_ydata(), float), only("epsilon_c"))
     # grayscale-readable: the three risk curves differ in line style
-    assert len({line.get_linestyle() for line in ax_risk.lines}) == 3
+    assert len({line.get_linestyle() for line in ax_risk.lines[:3]}) == 3
     # one hatched span per no-trade-off interval (13 on this grid: see test_sweep's closed form)
     assert sum(1 for p in ax_risk.patches if p.get_hatch() == "//") == sum(r["no_tradeoff"] is True for r in rows) == 13
     # axes labelled with units
@@ -87,7 +89,9 @@ def test_sweep_plot_pdf_and_several_models(tmp_path, capsys):
     data = pdf.read_bytes()
     assert data.startswith(b"%PDF") and len(data) > 5000
     fig = plot_sweep(read_sweep_csv(out), tmp_path / "m.png")
-    assert len(fig.axes[0].lines) == 6  # 3 curves × 2 models
+    curves = [line for line in fig.axes[0].lines if line.get_linestyle() in ("-", "--", ":")
+              and line.get_label().startswith(("optimal", "no aging", "noise only"))]
+    assert len(curves) == 6  # 3 curves × 2 models
     labels = [line.get_label() for line in fig.axes[0].lines]
     assert any("(p=0.1)" in x for x in labels) and any("(p=0.2)" in x for x in labels)
     assert_drawn(tmp_path / "m.png", 3)
@@ -201,7 +205,8 @@ def test_missing_matplotlib_is_a_clear_error(tmp_path, capsys, monkeypatch):
 def test_risk_axis_scale_follows_the_data(tmp_path):
     """Zeros (ε* = 0 exactly) need a symlog axis; positive values spanning decades a log axis."""
     base = {"p": None, "q": None, "users": 3, "states": 2, "source": "t", "releases": 24, "A": 1, "S_bar": 2,
-            "epsilon_c": 1.0, "no_aging_epsilon_c": 1.0, "no_tradeoff": None, "penalty_unit": None}
+            "epsilon_c": 1.0, "no_aging_epsilon_c": 1.0, "no_tradeoff": None, "penalty_unit": None,
+            "status": "optimal", "no_aging_status": "optimal"}
     rows = [dict(base, max_penalty=f, peak_risk=r, no_aging_peak_risk=1.0, noise_only_risk_after_releases=24.0)
             for f, r in ((0.1, 1e-6), (0.2, 1e-7))]
     assert plot_sweep(rows, tmp_path / "a.png").axes[0].get_yscale() == "log"
@@ -211,3 +216,81 @@ def test_risk_axis_scale_follows_the_data(tmp_path):
         r.update(peak_risk=1.0, no_aging_peak_risk=2.0, noise_only_risk_after_releases=3.0)
     assert plot_sweep(rows, tmp_path / "c.png").axes[0].get_yscale() == "linear"
     assert math.isfinite(plot_sweep(rows, tmp_path / "c.png").axes[0].get_ylim()[1])
+
+
+def _legend_boxes_clear_of_axes(fig):
+    """Every legend (of an axes or of the figure) lies outside every axes' plot area: it covers no data."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(fig)  # the figure as saved (constrained layout), drawn again to measure it
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    legends = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None] + list(fig.legends)
+    assert legends
+    for leg in legends:
+        box = leg.get_window_extent(renderer)
+        for ax in fig.axes:
+            area = ax.get_window_extent(renderer)
+            assert not box.overlaps(area), (leg.get_texts()[0].get_text(), ax.get_ylabel())
+
+
+def test_sweep_plot_marks_points_that_are_not_optima(tmp_path, capsys):
+    """Unbounded points (the search limit binds) are hollow down-triangles and infeasible ones crosses, apart from
+    the ε* curve and explained in the legend; the legends stand outside the panels; the title is short."""
+    out, png = tmp_path / "u.csv", tmp_path / "u.png"
+    assert main(["sweep", "--chain", "two-state:p=0.1,q=0.1", "--users", "20", "--max-age", "40", "--max-interval", "40",
+                 "--max-penalty", "0.05:0.2:7", "--out", str(out), "--plot", str(png)]) == 0
+    rows = read_sweep_csv(out)
+    statuses = {r["status"] for r in rows}
+    assert {"optimal", "unbounded", "infeasible"} <= statuses, statuses
+    fig = plot_sweep(rows, tmp_path / "again.png")
+    ax_risk = fig.axes[0]
+    marks = {line.get_marker(): line for line in ax_risk.lines if line.get_linestyle() == "None"}
+    unb, inf = marks["v"], marks["x"]
+    assert list(unb.get_xdata()) == [r["max_penalty"] for r in rows if r["status"] == "unbounded"]
+    assert unb.get_markerfacecolor() == "none"  # hollow
+    assert list(inf.get_xdata()) == [r["max_penalty"] for r in rows if r["status"] == "infeasible"]
+    legend = " ".join(t.get_text().replace("\n", " ") for t in ax_risk.get_legend().get_texts())
+    assert "unbounded: the search limit A ≤ A_MAX binds" in legend and "infeasible: no schedule meets f̄" in legend
+    assert "noise only: divergent" in legend
+    _legend_boxes_clear_of_axes(fig)
+    assert fig._suptitle.get_text() == "ε* against f̄: two-state chain two-state:p=0.1,q=0.1"
+    assert_drawn(png, 3)
+
+
+def test_sweep_plot_of_five_models_keeps_its_legends_off_the_panels(tmp_path, capsys):
+    """`--vary states=3,4,6,8,12` on the bundled data: one legend entry per model, below the panels, none on them."""
+    out, png = tmp_path / "k.csv", tmp_path / "k.png"
+    assert main(["sweep", "--vary", "states=3,4,6,8,12", "--max-penalty", "1.2e-5:1.6e-5:3", "--max-age", "12",
+                 "--max-interval", "12", "--out", str(out), "--plot", str(png)]) == 0
+    fig = plot_sweep(read_sweep_csv(out), tmp_path / "again.png")
+    assert len(fig.legends) == 1 and [t.get_text() for t in fig.legends[0].get_texts()] == [
+        f"states={k}" for k in (3, 4, 6, 8, 12)]
+    assert all(len(ax.get_legend().get_texts()) <= 8 for ax in fig.axes)  # the models are not repeated per panel
+    _legend_boxes_clear_of_axes(fig)
+    assert fig._suptitle.get_text() == "ε* against f̄: bundled CityLearn 2022 pilot, 17 homes, hourly kWh"
+
+
+def test_short_source_names_the_file_not_its_path():
+    from policyopt.studies.plots import short_source
+
+    assert short_source("data /tmp/a/b/meters.csv") == "data meters.csv"
+    assert short_source("matrix /very/long/path/P.npy") == "matrix P.npy"
+    assert short_source("two-state chain two-state:p=0.1,q=0.1") == "two-state chain two-state:p=0.1,q=0.1"
+
+
+def test_schedule_plot_default_epochs_reach_the_peak_risk(tmp_path):
+    """By default the figure shows enough epochs for the in-epoch peaks to come within 5 % of ε* (eq. (30)):
+    A = 0, S̄ = 2, ε_C = 0.3 on the two-state chain p = q = 0.1 needs more than the former fixed 4 epochs."""
+    from policyopt.studies.plots import auto_epochs, schedule_trajectory
+
+    chain = two_state_chain(0.1, 0.1)
+    star = dec_peak_risk(1.0, 0.8**2, 0.3)
+    four = schedule_trajectory(0, 2, 0.3, chain, epochs=4).epoch_peaks
+    assert four[-1] < 0.95 * star  # 4 epochs stop far below ε*
+    n = auto_epochs(0, 2, 0.3, chain, star)
+    peaks = schedule_trajectory(0, 2, 0.3, chain, epochs=n).epoch_peaks
+    assert peaks[-1] >= 0.95 * star > peaks[-2]  # the fewest epochs that get there
+    fig, comp = plot_schedule(0, 2, 0.3, chain, tmp_path / "auto.png")
+    assert len(comp.epoch_peaks) == n and f"{n} epochs" in fig._suptitle.get_text()
+    _legend_boxes_clear_of_axes(fig)

@@ -31,7 +31,7 @@ def _two_state_report(**kw):
         max_penalty=0.2,
         A_max=24,
         S_max=24,
-        model_info={"source": "two-state chain two-state:p=0.1,q=0.1", "excluded_users": {}},
+        model_info={"source": "two-state chain two-state:p=0.1,q=0.1", "excluded_users": {}, "value_range_source": "model"},
         **kw,
     )
 

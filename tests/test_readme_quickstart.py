@@ -35,3 +35,34 @@ def test_readme_stays_short():
     exempt = range(first, first + demo.group(1).count("\n"))
     long = [(i, len(line)) for i, line in enumerate(lines, 1) if len(line) > 120 and i not in exempt]
     assert not long, f"README.md lines over 120 characters (line, length): {long}"
+
+
+def _readme_command_table() -> list[str]:
+    """The ``policyopt …`` examples of the README's command table (section "Commands"), in order."""
+    text = README.read_text(encoding="utf-8")
+    section = re.search(r"^## Commands\n(.*?)^## ", text, flags=re.S | re.M)
+    assert section, "README.md has no '## Commands' section"
+    return re.findall(r"^\| `(policyopt [^`]+)` \|", section.group(1), flags=re.M)
+
+
+def test_readme_first_schedule_and_fran_examples_show_a_trade_off():
+    """The first `schedule` and `fran` examples a user runs return `optimal` with the optimum inside the search box
+    (aging that pays without reaching the age limit), not `unbounded` at the search limit."""
+    import shlex
+    import subprocess
+    import sys
+
+    sys.path.insert(0, str(README.parent / "tests"))
+    from _cli import POLICYOPT, strict_json
+
+    table = _readme_command_table()
+    first = {cmd: next(c for c in table if c.split()[1] == cmd) for cmd in ("schedule", "fran")}
+    outs = {}
+    for cmd, line in first.items():
+        proc = subprocess.run([POLICYOPT, *shlex.split(line)[1:], "--json"], capture_output=True, text=True,
+                              timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        outs[cmd] = strict_json(proc.stdout)
+        assert outs[cmd]["status"] == "optimal", (line, outs[cmd]["status"])
+    assert 0 < outs["schedule"]["A"] < 168, outs["schedule"]["A"]  # aging pays, and the age limit does not bind
+    assert 0 < max(outs["fran"]["aoi"]) < 10, outs["fran"]["aoi"]

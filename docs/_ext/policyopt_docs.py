@@ -3,6 +3,11 @@
 ``.. policyopt-help:: schedule``
     The ``policyopt schedule --help`` text, from :func:`policyopt.cli.main.build_parser` (no argument: the top level).
 
+``.. policyopt-figure:: NAME`` with ``:command:`` (a ``policyopt`` command holding ``{plot}``) or ``:figure:`` (a function
+of :mod:`policyopt_figures`)
+    Makes the figure at build time with the code the page documents and shows it with the directive's content as
+    its caption: the command's own ``--plot`` output, or a figure drawn from the command's ``--json`` numbers.
+
 ``.. policyopt-json:: schedule --chain two-state:p=0.1,q=0.1 --max-age 12 --max-interval 12``
     Runs the command in-process with ``--json`` and renders a table of the top-level fields of its output with
     their type, next to the descriptions given in the directive's content (``field: description`` per line).
@@ -18,9 +23,10 @@ import json
 import os
 import shlex
 import tempfile
+from pathlib import Path
 
 from docutils import nodes
-from docutils.parsers.rst import Directive
+from docutils.parsers.rst import Directive, directives
 from docutils.statemachine import StringList
 from sphinx.util import logging
 
@@ -107,20 +113,12 @@ class PolicyoptJson(Directive):
 
     def run(self):
         """A table of the output's fields (type, description) as nodes; see the class docstring for what fails."""
-        from policyopt.cli.main import main
-
         argv = shlex.split(self.arguments[0]) + ["--json"]
-        out, err = io.StringIO(), io.StringIO()
-        cwd = os.getcwd()
-        os.chdir(_workdir())  # one directory per build: an example may read what an earlier one wrote
-        try:
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                code = main(argv)
-        finally:
-            os.chdir(cwd)
-        if code != 0:
-            raise self.error(f"policyopt {' '.join(argv)} exited with {code}: {err.getvalue().strip()}")
-        data = json.loads(out.getvalue(), parse_constant=_strict_constant)
+        try:  # one directory per build: an example may read what an earlier one wrote
+            stdout = run_policyopt(argv)
+        except RuntimeError as exc:
+            raise self.error(str(exc)) from None
+        data = json.loads(stdout, parse_constant=_strict_constant)
         described = {}
         for line in self.content:
             if not line.strip():
@@ -146,8 +144,70 @@ class PolicyoptJson(Directive):
         return node.children
 
 
+def run_policyopt(argv: list[str]) -> str:
+    """Run ``policyopt ARGV`` in-process in the build's working directory; its stdout, or RuntimeError on failure."""
+    from policyopt.cli.main import main
+
+    out, err = io.StringIO(), io.StringIO()
+    cwd = os.getcwd()
+    os.chdir(_workdir())
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(argv)
+    finally:
+        os.chdir(cwd)
+    if code != 0:
+        raise RuntimeError(f"policyopt {' '.join(argv)} exited with {code}: {err.getvalue().strip()}")
+    return out.getvalue()
+
+
+class PolicyoptFigure(Directive):
+    """``.. policyopt-figure:: NAME``: a PNG made at build time into ``docs/_generated/NAME.png`` and shown as a figure.
+
+    Options: ``:command:`` a ``policyopt`` command line whose ``{plot}`` is replaced by the file (its ``--plot``
+    draws it), or ``:figure:`` the name of a function of :mod:`policyopt_figures` (``function(path)``, drawing
+    numbers it gets from ``policyopt … --json``); ``:alt:``.  The content is the caption (first paragraph) and legend.
+    A failing command is a build error."""
+
+    required_arguments = 1
+    has_content = True
+    option_spec = {"command": directives.unchanged, "figure": directives.unchanged, "alt": directives.unchanged}
+
+    def run(self):
+        """The figure node; the PNG is (re)made on every build."""
+        import policyopt_figures
+
+        env = self.state.document.settings.env
+        name = self.arguments[0]
+        target = Path(env.srcdir) / "_generated" / f"{name}.png"
+        target.parent.mkdir(exist_ok=True)
+        try:
+            if "command" in self.options:
+                run_policyopt(shlex.split(self.options["command"].replace("{plot}", str(target))))
+            elif "figure" in self.options:
+                getattr(policyopt_figures, self.options["figure"])(target)
+            else:
+                raise self.error("policyopt-figure needs :command: or :figure:")
+        except (RuntimeError, AttributeError) as exc:
+            raise self.error(f"policyopt-figure {name}: {exc}") from None
+        if not target.is_file() or target.stat().st_size < 1000:
+            raise self.error(f"policyopt-figure {name}: no figure was written to {target}")
+        doc_dir = Path(env.doc2path(env.docname)).parent
+        figure = nodes.figure()
+        figure += nodes.image(uri=os.path.relpath(target, doc_dir), alt=self.options.get("alt", name), width="100%")
+        body = nodes.container()
+        self.state.nested_parse(self.content, self.content_offset, body)
+        if body.children and isinstance(body.children[0], nodes.paragraph):
+            first = body.children[0]
+            figure += nodes.caption(first.rawsource, "", *first.children)
+            if len(body.children) > 1:
+                figure += nodes.legend("", *body.children[1:])
+        return [figure]
+
+
 def setup(app):
-    """Sphinx entry point: register the ``policyopt-help`` and ``policyopt-json`` directives."""
+    """Sphinx entry point: register the ``policyopt-help``, ``policyopt-json`` and ``policyopt-figure`` directives."""
     app.add_directive("policyopt-help", PolicyoptHelp)
     app.add_directive("policyopt-json", PolicyoptJson)
+    app.add_directive("policyopt-figure", PolicyoptFigure)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

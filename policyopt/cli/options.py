@@ -271,7 +271,8 @@ def load_deployment(args) -> Deployment:
                     f"--value-range {value_range[0]:g}:{value_range[1]:g} does not contain the model's state values "
                     f"[{v_lo:g}, {v_hi:g}]"
                 )
-        return Deployment(Population([chain], [users]), {"source": source, "excluded_users": {}}, "", users, value_range)
+        info = {"source": source, "excluded_users": {}, "value_range_source": "declared" if value_range else "model"}
+        return Deployment(Population([chain], [users]), info, "", users, value_range)
 
     from policyopt.models.estimation import fit_population
 
@@ -303,6 +304,7 @@ def load_deployment(args) -> Deployment:
         "state_values": fitted.quantizer.state_values.tolist(),
         "excluded_users": dict(fitted.excluded),
         "clipped_readings": fitted.clipped,
+        "value_range_source": "declared" if value_range is not None else "data",
     }
     return Deployment(fitted.population, info, unit, users, value_range, fitted)
 

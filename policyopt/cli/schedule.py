@@ -71,8 +71,8 @@ def add_command(sub) -> None:
     sched.add_argument("--plot", metavar="FILE", help="draw ε(t) and AoI(t) of the chosen schedule over a few epochs "
                        "into FILE (.png, .pdf or .svg; needs matplotlib, the 'plot' extra)")
     sched.add_argument("--plot-epochs", type=int_at_least("--plot-epochs", 1, MAX_PLOT_EPOCHS), default=None, metavar="N",
-                       help=f"epochs drawn by --plot (default {DEFAULT_PLOT_EPOCHS}, at most {MAX_PLOT_EPOCHS}; only "
-                       "with --plot)")
+                       help=f"epochs drawn by --plot (default: the fewest, at least {DEFAULT_PLOT_EPOCHS}, whose last "
+                       f"in-epoch peak reaches 95%% of ε*; at most {MAX_PLOT_EPOCHS}; only with --plot)")
     add_distributed_options(sched)
     sched.set_defaults(handler=run_schedule)
 
@@ -201,7 +201,7 @@ def run_schedule(args) -> int:
                 label = f"the simultaneous posterior upper band, level {post['robust']:g} (--robust), as in the design"
             plot_schedule(
                 out["A"], out["S_bar"], out["epsilon_c"], source, args.plot,
-                epochs=DEFAULT_PLOT_EPOCHS if args.plot_epochs is None else args.plot_epochs, peak_risk=out["peak_risk"],
+                epochs=args.plot_epochs, peak_risk=out["peak_risk"],
                 title=dep.info["source"], max_tv_label=label,
             )
             out["plot"] = str(args.plot)

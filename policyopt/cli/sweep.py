@@ -16,7 +16,7 @@ import sys
 import time
 
 from policyopt.cli.options import add_model_options, deployment_penalty, int_at_least, load_deployment, non_negative_float
-from policyopt.formatting import fmt_upper, fmt_value
+from policyopt.formatting import check_text, fmt_count, fmt_upper, fmt_value
 from policyopt.errors import InvalidInputError, fmt
 
 __all__ = ["add_command", "VARY_PARAMETERS"]
@@ -267,12 +267,18 @@ def _format_summary(s: dict) -> str:
     f = s["max_penalty"]
     lines = [
         "policyopt sweep: optimal peak risk over the utility bound f̄ (Zhang et al. 2024, problem (28))",
-        f"grid         : {len(f)} f̄ values from {fmt_value(f[0])} to {fmt_value(f[-1])}"
-        + "".join(f" × {len(v)} {k}" for k, v in s["varied"].items()) + f" = {s['points']} points ({where})",
+        f"grid         : {fmt_count(len(f), 'f̄ value')}"
+        + (f" from {fmt_value(f[0])} to {fmt_value(f[-1])}" if len(f) > 1 else f" ({fmt_value(f[0])})")
+        + "".join(f" × {len(v)} {k}" for k, v in s["varied"].items()) + f" = {fmt_count(s['points'], 'point')} ({where})",
         f"points       : {s['computed']} computed, {s['resumed']} resumed from the existing files",
         "status       : " + ", ".join(f"{k} {v}" for k, v in sorted(s["status_counts"].items())),
-        f"peak risk ε* : from {fmt_upper(s['peak_risk_min'])} to {fmt_upper(s['peak_risk_max'])} nats",
     ]
+    if s["peak_risk_min"] is None:
+        lines.append("peak risk ε* : none — no point of the grid has a schedule (see the status counts)")
+    elif s["peak_risk_min"] == s["peak_risk_max"]:
+        lines.append(f"peak risk ε* : {fmt_upper(s['peak_risk_max'])} nats at every point with a schedule")
+    else:
+        lines.append(f"peak risk ε* : from {fmt_upper(s['peak_risk_min'])} to {fmt_upper(s['peak_risk_max'])} nats")
     if s["no_tradeoff"]:
         for r in s["no_tradeoff"]:
             model = ", ".join(f"{k}={fmt_value(v) if isinstance(v, float) else v}" for k, v in r["model"].items()
@@ -287,4 +293,4 @@ def _format_summary(s: dict) -> str:
     if s["plot"]:
         lines.append(f"plot         : {s['plot']}")
     lines.append(f"wall time    : {s['wall_time_s']:.3f} s")
-    return "\n".join(lines)
+    return check_text("\n".join(lines))

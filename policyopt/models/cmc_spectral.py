@@ -15,6 +15,7 @@ import numpy as np
 
 from policyopt.errors import InvalidModelError
 from policyopt.models.markov import as_slots
+from policyopt.result import result_repr
 
 __all__ = ["JointOperator", "SpectralCertificate", "certify", "SPECTRAL_FAILURE_PROBABILITY"]
 
@@ -166,6 +167,10 @@ class SpectralCertificate:
     lanczos_steps: int
     failure_probability: float
     n_snapshots: int
+
+    def __repr__(self) -> str:
+        """A short multi-line summary: arrays by shape and range, long mappings by their keys."""
+        return result_repr(self)
 
     def log_bound(self, t):
         """ln of min(1, c̄ λ̄^t) (≤ 0; −inf when λ̄ = 0 and t > 0).

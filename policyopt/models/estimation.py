@@ -21,6 +21,7 @@ import numpy as np
 
 from policyopt.errors import InvalidInputError, InvalidModelError, check_value_range, fmt
 from policyopt.models.markov import MarkovChain, Population
+from policyopt.result import result_repr
 
 __all__ = ["Quantizer", "FittedModel", "fit_population", "validate_readings", "DEFAULT_MIN_ROW_TRANSITIONS"]
 
@@ -42,6 +43,10 @@ class Quantizer:
 
     edges: np.ndarray
     state_values: np.ndarray
+
+    def __repr__(self) -> str:
+        """A short multi-line summary: arrays by shape and range, long mappings by their keys."""
+        return result_repr(self)
 
     @property
     def n_states(self) -> int:
@@ -116,6 +121,10 @@ class FittedModel:
     counts: dict = field(default_factory=dict)
     value_range: tuple | None = None
     clipped: int = 0
+
+    def __repr__(self) -> str:
+        """A short multi-line summary: arrays by shape and range, long mappings by their keys."""
+        return result_repr(self)
 
     def row_transitions(self) -> dict:
         """Observed transitions out of each state, per kept user.

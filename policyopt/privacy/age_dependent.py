@@ -28,6 +28,7 @@ import numpy as np
 from policyopt.errors import InvalidInputError, fmt
 from policyopt.formatting import UNIT_ROUNDOFF, round_up
 from policyopt.models.markov import as_slots
+from policyopt.result import result_repr
 
 __all__ = [
     "risk_after_aging",
@@ -171,6 +172,10 @@ class Composition:
     aoi: np.ndarray
     epoch_peaks: np.ndarray
     prior_risk: np.ndarray
+
+    def __repr__(self) -> str:
+        """A short multi-line summary: arrays by shape and range, long mappings by their keys."""
+        return result_repr(self)
 
     @property
     def peak_risk(self) -> float:
@@ -335,6 +340,10 @@ class PeakRisk:
     value: float | None
     message: str
 
+    def __repr__(self) -> str:
+        """A short multi-line summary: arrays by shape and range, long mappings by their keys."""
+        return result_repr(self)
+
 
 def log_condition_log(log_max_tv_s, epsilon_c):
     """ln(Δ(S̄) e^{ε_C}) from ln Δ(S̄); condition (31) is that this is < 0."""
@@ -430,6 +439,10 @@ class PeakRiskIteration:
     value: float | None
     epoch_peaks: np.ndarray
     error_bound: float
+
+    def __repr__(self) -> str:
+        """A short multi-line summary: arrays by shape and range, long mappings by their keys."""
+        return result_repr(self)
 
 
 def peak_risk_iteration(

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from policyopt.errors import InvalidInputError, check_positive, fmt
+from policyopt.result import result_repr
 
 __all__ = [
     "check_vector",
@@ -213,6 +214,10 @@ class DiscountedLoss:
     error_bound: np.ndarray
 
     method: str
+
+    def __repr__(self) -> str:
+        """A short multi-line summary: arrays by shape and range, long mappings by their keys."""
+        return result_repr(self)
 
     @property
     def certified(self) -> bool:

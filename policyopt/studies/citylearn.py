@@ -22,6 +22,7 @@ from policyopt.privacy.discounted import (
     total_variance,
 )
 from policyopt.privacy.discounted_schedules import corollary_schedule
+from policyopt.result import result_repr
 
 __all__ = ["DailyMeans", "daily_means", "DEFAULT_DAILY_CLIP", "exponential_infinite_horizon", "citylearn_study", "citylearn_sweep"]
 
@@ -55,6 +56,35 @@ class DailyMeans:
     n_users: int
     clipped: int
     unclipped_max: float
+
+    def __repr__(self) -> str:
+        """A short multi-line summary: arrays by shape and range, long mappings by their keys."""
+        return result_repr(self)
+
+
+def _check_complete_days(df, daily, wide, spd: int) -> None:
+    """Raise naming the first home and day without all `spd` readings (the resolution daily means expect)."""
+    expected = (f"daily means need one reading per home in each of the {spd} slots of every day "
+                f"({'hourly kWh, time in whole hours' if spd == 24 else f'{spd} slots a day'} from slot 0)")
+    homes = sorted(df["user"].unique(), key=str)
+    never = [u for u in homes if u not in wide.columns]
+    if never:
+        u = never[0]
+        got = daily[daily["user"] == u]["count"]
+        raise InvalidInputError(
+            f"`df` (--data): home {u!r} has no complete day (at most {int(got.max()) if len(got) else 0} of {spd} "
+            f"readings in a day): {expected}; finer or coarser readings (e.g. half-hourly) must be summed to hours first"
+            + (f"; {len(never) - 1} more homes likewise" if len(never) > 1 else ""))
+    gaps = wide.isna()
+    if gaps.any().any():
+        days, users = np.nonzero(gaps.to_numpy())
+        day, u = int(wide.index[days[0]]), wide.columns[users[0]]
+        row = daily[(daily["user"] == u) & (daily["day"] == day)]
+        n = int(row["count"].iloc[0]) if len(row) else 0
+        raise InvalidInputError(
+            f"`df` (--data): home {u!r} has {n} of the {spd} readings of day {day} (slots {day * spd}..{day * spd + spd - 1})"
+            f": {expected}; finer or coarser readings (e.g. half-hourly) must be summed to hours first"
+            + (f"; {len(days) - 1} more (home, day) pairs are incomplete" if len(days) > 1 else ""))
 
 
 def daily_means(df=None, clip: float = DEFAULT_DAILY_CLIP, slots_per_day: int = 24) -> DailyMeans:
@@ -94,8 +124,7 @@ def daily_means(df=None, clip: float = DEFAULT_DAILY_CLIP, slots_per_day: int = 
     daily = df.assign(day=day).groupby(["user", "day"])["value"].agg(["sum", "count"]).reset_index()
     full = daily[daily["count"] == slots_per_day]
     wide = full.pivot(index="day", columns="user", values="sum")
-    if wide.isna().any().any() or wide.shape[1] != df["user"].nunique():
-        raise InvalidInputError("`df`: every home must have all slots of every day (some home misses a day)")
+    _check_complete_days(df, daily, wide, int(slots_per_day))
     raw = wide.to_numpy(dtype=float)
     n = raw.shape[1]
     clipped = np.minimum(raw, clip)

@@ -25,6 +25,7 @@ import math
 import numpy as np
 
 from policyopt.errors import InvalidInputError, fmt
+from policyopt.formatting import fmt_count, fmt_range
 from policyopt.models.estimation import FittedModel
 from policyopt.models.posterior import (
     TabulatedMaxTV,
@@ -275,14 +276,16 @@ def explain(report: dict) -> list:
     f_bar = report["max_penalty"]
     out = []
     status = report["status"]
-    rng_txt = ""
-    if low is not None and high is not None:
-        rng_txt = f"between {low:.4g} and {high:.4g}{unit}"
-    if low is not None and high is not None and math.isfinite(low) and low >= high:
+    between = fmt_range(low, high)  # None when no f̄ has a finite optimum (said below, in words)
+    rng_txt = f"{between}{unit}" if between else ""
+    if low is not None and high is not None and not rng_txt:
         out.append(
-            f"no trade-off for this deployment: the smallest MSE reachable under condition (31), {low:.4g}{unit}, is not "
-            f"below the staleness limit {high:.4g}{unit}, so no f̄ has a finite optimum; deploy to more users (the noise "
-            "falls like 1/I², the staleness like 1/I) or declare a tighter public value range"
+            (f"no trade-off for this deployment: the smallest MSE reachable under condition (31), {low:.4g}{unit}, is not "
+             f"below the staleness limit {high:.4g}{unit}" if math.isfinite(low) else
+             "no trade-off for this deployment: Δ(S̄) = 1 for every S̄ in the box, so no budget ε_C > 0 meets "
+             "condition (31)")
+            + ", so no f̄ has a finite optimum; deploy to more users (the noise falls like 1/I², the staleness like "
+            "1/I) or declare a tighter public value range"
         )
     if status == "infeasible":
         msg = (
@@ -291,19 +294,21 @@ def explain(report: dict) -> list:
             f"infeasible: no schedule in the box meets f̄ = {f_bar:.4g}{unit}"
         )
         if low is not None and math.isfinite(low):
-            msg += f" — raise f̄ above it{(' (a trade-off exists ' + rng_txt + ')') if rng_txt else ''}, or deploy to more users"
+            msg += (f" — raise f̄ above it (a trade-off exists {rng_txt}), or deploy to more users" if rng_txt else
+                    " — a larger f̄ gives schedules but no finite optimum (see above): deploy to more users")
         out.append(msg)
     elif status == "unbounded":
         if high is not None and f_bar > high:
             out.append(
                 f"unbounded: your bound f̄ = {f_bar:.4g}{unit} is looser than publishing data of any age (the staleness "
-                f"limit is {high:.4g}{unit}), so waiting longer always lowers the risk; lower f̄ below {high:.4g}{unit} "
-                f"to get a trade-off{(' (' + rng_txt + ')') if rng_txt else ''}"
+                f"limit is {high:.4g}{unit}), so waiting longer always lowers the risk; "
+                + (f"lower f̄ below {high:.4g}{unit} to get a trade-off ({rng_txt})" if rng_txt else
+                   "no f̄ below it has a finite optimum either (see above)")
             )
         else:
             out.append(
-                f"unbounded in this box: the optimum needs an aging beyond A_max = {report['A']} slots; raise --max-age "
-                f"(a finite optimum exists for f̄ {rng_txt})"
+                f"unbounded in this box: the optimum needs an aging beyond A_max = {fmt_count(report['A'], 'slot')}; "
+                "raise --max-age" + (f" (a finite optimum exists for f̄ {rng_txt})" if rng_txt else "")
             )
     elif status in ("optimal", "feasible") and high is not None and f_bar > high:
         out.append(
@@ -318,12 +323,13 @@ def explain(report: dict) -> list:
         A = report["A"]
         if A > 0 and status == "unbounded":
             out.append(
-                f"aging pays without limit here: data {A} slots old (the largest age in the box) still meets f̄, and the "
+                f"aging pays without limit here: data {fmt_count(A, 'slot')} old (the largest age in the box) still meets "
+                "f̄, and the "
                 "older the data the lower ε*; this reflects a loose f̄, not a useful trade-off"
             )
         elif A > 0 and na.get("peak_risk") is not None:
             out.append(
-                f"aging pays: publishing data {A} slots old cuts ε* from {na['peak_risk']:.4g} (no aging) to "
+                f"aging pays: publishing data {fmt_count(A, 'slot')} old cuts ε* from {na['peak_risk']:.4g} (no aging) to "
                 f"{report['peak_risk']:.4g} nats, because the data decorrelate (Δ falls) faster than the staleness of "
                 "an A-slot-old mean uses up the MSE bound"
             )
@@ -332,7 +338,7 @@ def explain(report: dict) -> list:
             if stale:
                 out.append(
                     f"aging does not pay: the staleness of the mean grows faster than the correlation decays — after "
-                    f"{stale['t']} slots it already reaches {100 * stale['fraction']:.0f}% of its limit while Δ({stale['t']}) "
+                    f"{fmt_count(stale['t'], 'slot')} it already reaches {100 * stale['fraction']:.0f}% of its limit while Δ({stale['t']}) "
                     f"is still {stale['max_tv']:.3g}, so MSE room is better spent on less noise and a longer S̄"
                 )
             else:

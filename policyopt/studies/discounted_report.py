@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from policyopt.errors import InvalidInputError, fmt
-from policyopt.formatting import fmt_upper, fmt_value, json_clean, round_down
+from policyopt.formatting import check_text, fmt_upper, fmt_value, json_clean, round_down
 from policyopt.studies.citylearn import DEFAULT_DAILY_CLIP
+from policyopt.result import result_repr
 
 __all__ = ["DiscountedReport", "design_discounted", "format_discounted_report", "NOTIONS", "SCHEDULES", "SOLVERS"]
 
@@ -52,6 +53,13 @@ class DiscountedReport:
 
     fields: dict
     solution: object = field(default=None, repr=False, compare=False)
+
+    def __repr__(self) -> str:
+        """A short multi-line summary: arrays by shape and range, long mappings by their keys."""
+        r = self.fields
+        return result_repr(self, head=f"{r.get('notion')}: worst discounted loss "
+                           f"{fmt_upper(r.get('worst_discounted_loss'))} nats (rounded up) over {r.get('horizon')} "
+                           "releases; print(report) for the full text")
 
     def to_dict(self) -> dict:
         """The ``--json`` object (a deep copy; strict JSON: non-finite floats become null)."""
@@ -189,7 +197,7 @@ def design_discounted(notion: str, epsilon: float, horizon: int, *, alpha: float
     days = daily_means(data, clip)
     if source is None:
         source = "bundled CityLearn 2022" if data is None else "data given in Python"
-    source = f"{source}, {days.n_users} homes, daily kWh"
+    source = f"{source}, {days.n_users} homes, {days.values.size} days of 24 hourly readings, daily kWh"
     d = days.sensitivity
     warnings = []
     out = {
@@ -305,4 +313,4 @@ def format_discounted_report(r: dict) -> str:
                                f"{100 * sav:.6g}% of the corollary schedule's total variance"),
         ]
     lines.append(f"wall time  : {r['wall_time_s']:.3f} s")
-    return "\n".join(lines)
+    return check_text("\n".join(lines))

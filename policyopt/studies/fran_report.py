@@ -18,8 +18,8 @@ import warnings
 from dataclasses import dataclass, field
 
 from policyopt.errors import InvalidInputError, fmt
-from policyopt.formatting import fmt_exact, fmt_upper, json_clean
-from policyopt.result import Solution
+from policyopt.formatting import check_text, fmt_exact, fmt_upper, json_clean
+from policyopt.result import Solution, result_repr
 
 __all__ = ["FRANReport", "design_fran", "format_fran_report", "FRAN_METHODS"]
 
@@ -48,6 +48,12 @@ class FRANReport:
 
     fields: dict
     solution: Solution = field(repr=False, compare=False)
+
+    def __repr__(self) -> str:
+        """A short multi-line summary: arrays by shape and range, long mappings by their keys."""
+        r = self.fields
+        eps = "no design" if r.get("epsilon_s") is None else f"ε_S = {fmt_upper(r['epsilon_s'])} nats (rounded up)"
+        return result_repr(self, head=f"{r.get('status')}: AoI {r.get('aoi')}, {eps}; print(report) for the full text")
 
     def to_dict(self) -> dict:
         """The ``--json`` object (a deep copy; strict JSON: non-finite floats become null)."""
@@ -307,7 +313,7 @@ def format_fran_report(r: dict) -> str:
         ]
     if groups:
         lines.append("baselines   : not computed with --method groups (they need the joint chain of all sequences)")
-        return "\n".join(lines)
+        return check_text("\n".join(lines))
     lines.append("baselines under the same MSE bound (ε_S in nats, rounded up; sound | paper eq. 15):")
     for name, text in _BASELINES:
         row = r["baselines"][name]
@@ -318,4 +324,4 @@ def format_fran_report(r: dict) -> str:
             p_txt += f"  ({snd['note']})"
         lines.append(f"  {text:<38} {s_txt:<26} | {p_txt}")
     lines.append("  (ADP ignores the coupling, so its number is not a CSDP guarantee for coupled sequences)")
-    return "\n".join(lines)
+    return check_text("\n".join(lines))

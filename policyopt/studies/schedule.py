@@ -14,14 +14,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from policyopt.errors import InvalidInputError, fmt
-from policyopt.formatting import fmt_exact, fmt_lower, fmt_upper, fmt_value, json_clean, round_down, round_up
+from policyopt.formatting import (check_text, fmt_count, fmt_exact, fmt_lower, fmt_range, fmt_upper, fmt_value, json_clean,
+                                  round_down, round_up)
 from policyopt.privacy.age_dependent import peak_risk_margin
 
 if TYPE_CHECKING:  # annotations only: the problem is imported where it is built
     from policyopt.problems.age_dependent import ScheduleProblem
 from policyopt.models.markov import Population
 from policyopt.utility.penalty import MSEPenalty, Penalty, check_max_penalty
-from policyopt.result import Solution
+from policyopt.result import Solution, result_repr, summarize
 
 __all__ = ["ScheduleReport", "design_schedule", "format_report", "staleness_profile", "certify_peak_risk", "noise_only_benchmark", "geometric_problem", "compare_methods", "METHODS"]
 
@@ -199,7 +200,8 @@ class ScheduleReport:
         envelope (c, ρ), λ*, ``tradeoff_range`` ([low, high]: a finite optimum exists for low < f̄ < high, see
         :func:`~policyopt.studies.deployment.tradeoff_range`), and for the MSE penalty ``sensitivity``
         (Δf = (HI − LO)/I), ``staleness_limit``, ``value_range`` ([LO, HI]), ``value_range_declared``,
-        ``deployment`` (the assumption in words) and ``staleness_profile``; then the caller's data notes.
+        ``value_range_source`` (``"declared"``, or from the caller's notes ``"model"`` for given chains' state values,
+        ``"data"`` for estimated ones; ``None`` when unknown), ``deployment`` (the assumption in words) and ``staleness_profile``; then the caller's data notes.
     wall_time_s : float
         Seconds from model to report (excluding interpreter start and data loading).
     comparison : list of dict or None
@@ -217,6 +219,10 @@ class ScheduleReport:
     comparison: list | None = None
     extra: dict = field(default_factory=dict)
     certified: dict = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        """A short multi-line summary: arrays by shape and range, long mappings by their keys."""
+        return result_repr(self, first=("solution", "no_aging"), head=_schedule_head(self))
 
     def to_dict(self) -> dict:
         """The JSON object documented in the README (field names are a public interface)."""
@@ -279,7 +285,7 @@ class ScheduleReport:
             (f"penalty (≤ f̄ = {fmt_value(r['max_penalty'])}{unit})", f"{fmt_value(r['penalty'])}{unit}"),
             ("peak AoI (slots)", fmt_value(r["peak_aoi"])),
             ("no aging (A = 0): ε*", f"{fmt_upper(na['peak_risk'])} ({na['status']})"),
-            (f"noise only: risk after {no['releases']} releases", fmt_upper(no["risk_after_releases"])),
+            (f"noise only: risk after {fmt_count(no['releases'], 'release')}", fmt_upper(no["risk_after_releases"])),
             ("method", f"{r['method']} ({r['backend']})"),
             ("message", r["message"]),
         ]
@@ -521,6 +527,7 @@ def design_schedule(
         model["staleness_limit"] = penalty.staleness_limit
         model["value_range"] = list(penalty.value_range)
         model["value_range_declared"] = penalty.value_range_declared
+        model["value_range_source"] = "declared" if penalty.value_range_declared else None  # model_info may say more
         model["deployment"] = (
             f"{penalty.users} independent users, each following one of the {pilot_users} pilot chains in equal shares; "
             "Δ(t) is the maximum over the pilot chains (eq. 12)"
@@ -539,6 +546,21 @@ def design_schedule(
         certified=certified,
         extra=extra,
     )
+
+
+def _schedule_head(report) -> str:
+    """One line for ``repr(ScheduleReport)``: status, schedule and ε* (rounded up)."""
+    s = report.solution
+    if not s.decision:
+        return f"{s.status.value}: no schedule; print(report) for the full text"
+    d = s.decision
+    return (f"{s.status.value}: A = {summarize(d.get('A'))}, S̄ = {summarize(d.get('S_bar'))}, ε_C = "
+            f"{summarize(d.get('epsilon_c'))}, ε* = {fmt_upper(s.objective)} nats; print(report) for the full text")
+
+
+def _states(m: dict) -> str:
+    """``", K states"`` of a model dict, empty for a Δ(t) source without states (e.g. AR(1))."""
+    return "" if m.get("states") is None else f", {fmt_count(m['states'], 'state')}"
 
 
 def format_report(r: dict) -> str:
@@ -565,14 +587,19 @@ def format_report(r: dict) -> str:
         "policyopt schedule: peak age-dependent privacy risk (Zhang et al. 2024, problem (28))",
     ]
     if pilot is not None and users != pilot:
-        lines.append(f"model       : {m.get('source') or 'population given in Python'}; {pilot} pilot users, {m['states']} states")
-        lines.append(f"deployment  : I = {users} users, each following one of the {pilot} pilot chains in equal shares")
+        lines.append(f"model       : {m.get('source') or 'population given in Python'}; {fmt_count(pilot, 'pilot user')}"
+                     f"{_states(m)}")
+        lines.append(f"deployment  : I = {fmt_count(users, 'user')}, each following one of the {fmt_count(pilot, 'pilot chain')} "
+                     "in equal shares")
     else:
-        lines.append(f"model       : {m.get('source') or 'population given in Python'}; {m['users']} users, {m['states']} states")
+        lines.append(f"model       : {m.get('source') or 'population given in Python'}; {fmt_count(m['users'], 'user')}"
+                     f"{_states(m)}")
     if m.get("value_range") is not None:
         lo, hi = m["value_range"]
-        how = "declared, public" if m.get("value_range_declared") else "from the data (NOT private)"
-        clip = f"; {m['clipped_readings']} readings clipped" if m.get("clipped_readings") else ""
+        how = ("declared, public" if m.get("value_range_declared") else {
+            "model": "the model's state values", "data": "from the data (NOT private)"}.get(
+            m.get("value_range_source"), "the state values, not declared public (NOT private when estimated from data)"))
+        clip = f"; {fmt_count(m['clipped_readings'], 'reading')} clipped" if m.get("clipped_readings") else ""
         lines.append(
             f"value range : [{fmt_value(lo)}, {fmt_value(hi)}]{vunit} ({how}{clip}); sensitivity of the mean "
             f"Δf = (HI − LO)/I = {fmt_value(m.get('sensitivity'))}{vunit}"
@@ -580,23 +607,34 @@ def format_report(r: dict) -> str:
     if m.get("delta_source"):
         lines.append(f"Δ(t)        : {m['delta_source']}")
     lines.append(
-        f"envelope    : Δ(t) ≤ c·ρ^t with c = {fmt_upper(m['c'])}, ρ = {fmt_upper(m['rho'])} (t ≤ {m['envelope_horizon']} slots, ρ = λ*)"
+        f"envelope    : Δ(t) ≤ c·ρ^t with c = {fmt_upper(m['c'])}, ρ = {fmt_upper(m['rho'])} (t ≤ {fmt_count(m['envelope_horizon'], 'slot')}, ρ = λ*)"
     )
     if m.get("excluded_users"):
-        lines.append(f"excluded    : {len(m['excluded_users'])} users: " + "; ".join(f"{u} ({why})" for u, why in m["excluded_users"].items()))
+        lines.append(f"excluded    : {fmt_count(len(m['excluded_users']), 'user')}: " + "; ".join(f"{u} ({why})" for u, why in m["excluded_users"].items()))
     if m.get("sparse_states") is not None:
         sp = m["sparse_states"]
         lines.append(
-            f"estimation  : {len(sp)} (user, state) rows observed fewer than {m['min_row_transitions']} times"
+            f"estimation  : {fmt_count(len(sp), '(user, state) row')} observed fewer than "
+            f"{fmt_count(m['min_row_transitions'], 'time')}"
             + (": " + ", ".join(f"{x['user']}/{x['state']} ({x['transitions']})" for x in sp[:6]) + (" …" if len(sp) > 6 else "") if sp else "")
         )
     lines.append(f"bound       : MSE of the released mean ≤ f̄ = {fmt_value(r['max_penalty'])}{unit}")
     low, high = (m.get("tradeoff_range") or [None, None])[:2]
+    if low is None and high is not None:  # low = inf (JSON null): Δ(S̄) = 1 for every S̄ in the box
+        lines.append("trade-off   : none in this box — Δ(S̄) = 1 for every S̄ ≤ S_MAX, so no budget ε_C > 0 meets (31)")
     if low is not None:
-        lines.append(
-            f"trade-off   : a finite optimum exists for f̄ between {fmt_value(low)}{unit} (smallest MSE reachable under (31)) "
-            f"and {fmt_value(high)}{unit} (staleness limit)"
-        )
+        between = fmt_range(low, high, unit=unit, digits=6, low_note=" (smallest MSE reachable under (31))",
+                            high_note=" (staleness limit)")
+        if between:
+            lines.append(f"trade-off   : a finite optimum exists for f̄ {between}")
+        elif high is None:
+            lines.append(f"trade-off   : a schedule exists for f̄ above {fmt_value(low)}{unit} (smallest MSE reachable "
+                         "under (31)); this penalty has no staleness limit")
+        elif math.isfinite(low):
+            lines.append(f"trade-off   : none — the smallest MSE reachable under (31), {fmt_value(low)}{unit}, is not "
+                         f"below the staleness limit {fmt_value(high)}{unit}, so no f̄ has a finite optimum")
+        else:
+            lines.append("trade-off   : none in this box — Δ(S̄) = 1 for every S̄ ≤ S_MAX, so no budget ε_C > 0 meets (31)")
     lines.append(f"status      : {r['status']}")
     if r["A"] is not None and r.get("relaxed"):
         lines += [
@@ -608,7 +646,7 @@ def format_report(r: dict) -> str:
         d = r.get("deployable")
         if d is not None:
             lines.append(
-                f"deployable  : A = {d['A']} slots, S̄ = {d['S_bar']} slots, ε_C = {fmt_exact(d['epsilon_c'])} nats, "
+                f"deployable  : A = {fmt_count(d['A'], 'slot')}, S̄ = {fmt_count(d['S_bar'], 'slot')}, ε_C = {fmt_exact(d['epsilon_c'])} nats, "
                 f"exact ε* = {fmt_upper(d['peak_risk'])} nats, penalty {fmt_value(d['penalty'])}{unit} "
                 "(best integer neighbour of the relaxation; exact eq. (30))")
         else:
@@ -616,22 +654,23 @@ def format_report(r: dict) -> str:
                          "deployable_neighbours; --method exact gives the integer optimum)")
     elif r["A"] is not None:
         lines += [
-            f"schedule    : A = {fmt_value(r['A'], 10)} slots, S̄ = {fmt_value(r['S_bar'], 10)} slots, ε_C = {fmt_exact(r['epsilon_c'])} nats per release",
+            f"schedule    : A = {fmt_count(r['A'], 'slot')}, S̄ = {fmt_count(r['S_bar'], 'slot')}, ε_C = {fmt_exact(r['epsilon_c'])} nats per release",
             f"peak risk   : ε* = {fmt_upper(r['peak_risk'])} nats"
             + ("" if r["method"] == "exact" else " ((39a) with the envelope: an upper bound on the exact ε* of integer schedules)"),
-            f"penalty     : {fmt_value(r['penalty'])}{unit} at peak AoI {r['peak_aoi']} slots",
+            f"penalty     : {fmt_value(r['penalty'])}{unit} at peak AoI {fmt_count(r['peak_aoi'], 'slot')}",
         ]
         if m.get("sensitivity") is not None and r["method"] == "exact":
             scale = m["sensitivity"] / r["epsilon_c"]
-            which = "the current readings" if r["A"] == 0 else f"the readings taken {r['A']} slots earlier"
+            which = "the current readings" if r["A"] == 0 else f"the readings taken {fmt_count(r['A'], 'slot')} earlier"
             lines.append(
-                f"design      : every {r['S_bar']} slots, release the mean of {which} of the {users} users plus "
+                f"design      : every {fmt_count(r['S_bar'], 'slot')}, release the mean of {which} of the {fmt_count(users, 'user')} plus "
                 f"Laplace noise of scale Δf/ε_C = {fmt_upper(scale)}{vunit}; no user's age-dependent risk ever "
                 f"exceeds ε* = {fmt_upper(r['peak_risk'])} nats "
                 + ("for any chains whose Δ(t) lies below the posterior band" if m.get("delta_source") else "under the estimated chains")
             )
     else:
-        lines.append(f"min penalty : {fmt_value(r.get('min_penalty'))}{unit} (smallest achievable)")
+        lines.append(f"min penalty : {fmt_value(r['min_penalty'])}{unit} (smallest achievable)" if r.get("min_penalty") is not None
+                     else "min penalty : none — no schedule in the box reaches any bound (the message says why)")
     lines.append(f"message     : {r['message']}")
     na = r["benchmarks"]["no_aging"]
     if na["A"] is not None:
@@ -643,7 +682,7 @@ def format_report(r: dict) -> str:
     no = r["benchmarks"]["noise_only"]
     if no["epsilon_c"] is not None:
         lines.append(
-            f"noise only  : ε_C = {fmt_exact(no['epsilon_c'])} nats every slot; risk after {no['releases']} releases "
+            f"noise only  : ε_C = {fmt_exact(no['epsilon_c'])} nats every slot; risk after {fmt_count(no['releases'], 'release')} "
             f"= {fmt_upper(no['risk_after_releases'])} nats (Δ ≡ 1, grows without bound)"
         )
     else:
@@ -666,8 +705,8 @@ def format_report(r: dict) -> str:
             k = None if not no["epsilon_c"] else max(1, int(-(-best // no["epsilon_c"])))
             lines.append(
                 f"vs fresh    : fresh noisy data every slot needs ε_C = {fmt_value(no['epsilon_c'], 6)} nats per slot and, "
-                f"composed without temporal decay, passes this schedule's ε* after {k} slots and keeps growing "
-                f"({fmt_upper(no['risk_after_releases'])} nats after {int(n)} slots)"
+                f"composed without temporal decay, passes this schedule's ε* after {fmt_count(k, 'slot')} and keeps "
+                f"growing ({fmt_upper(no['risk_after_releases'])} nats after {fmt_count(int(n), 'slot')})"
             )
         else:
             lines.append("vs fresh    : fresh noisy data every slot cannot meet f̄ at any budget")
@@ -677,11 +716,20 @@ def format_report(r: dict) -> str:
     if "credible" in r and cred is None:
         lines.append("credible    : no schedule to check")
     if cred:
-        lines.append(
-            f"credible    : posterior median ε* = {fmt_upper(cred['median'])} nats, {100 * cred['level']:g}% upper "
-            f"= {fmt_upper(cred['upper']) if cred['upper'] is not None else 'inf'} nats over {cred['draws']} simulated pilots "
-            f"(seed {cred.get('seed')}); a Bayesian credible statement under the Dirichlet posterior of the chains, not a proof"
-        )
+        over = f"over {cred['draws']} simulated pilots (seed {cred.get('seed')})"
+        fails = cred.get("condition_31_fails") or 0.0
+        why = (f"condition (31) fails for {100 * fails:.1f}% of the posterior draws (their Δ(S̄) is too large for this "
+               "ε_C), so ε* is unbounded for them")
+        if cred["median"] is None:
+            claim = f"no finite posterior median of ε* {over}: {why}"
+        elif cred["upper"] is None:
+            claim = (f"posterior median ε* = {fmt_upper(cred['median'])} nats {over}; no finite {100 * cred['level']:g}% "
+                     f"upper quantile: {why}")
+        else:
+            claim = (f"posterior median ε* = {fmt_upper(cred['median'])} nats, {100 * cred['level']:g}% upper = "
+                     f"{fmt_upper(cred['upper'])} nats {over}")
+        lines.append(f"credible    : {claim}; a Bayesian credible statement under the Dirichlet posterior of the chains, "
+                     "not a proof")
     if r.get("robust"):
         rb = r["robust"]
         lines.append(
@@ -712,4 +760,4 @@ def format_report(r: dict) -> str:
         drawn = "; ε(t) with the --robust Δ(t) band the design used" if r.get("robust") else ""
         lines.append(f"plot        : {r['plot']} (ε(t) and AoI(t) over the first epochs{drawn})")
     lines.append(f"wall time   : {r['wall_time_s']:.3f} s")
-    return "\n".join(lines)
+    return check_text("\n".join(lines))

@@ -51,6 +51,7 @@ from typing import Iterator, Sequence
 
 from policyopt.errors import InvalidInputError, PolicyOptError, fmt
 from policyopt.models.tabulated import TabulatedPopulation, tabulate_population
+from policyopt.result import result_repr
 
 __all__ = [
     "SweepModel",
@@ -261,6 +262,10 @@ class SweepResult:
     no_tradeoff: list
     csv_path: Path
     jsonl_path: Path
+
+    def __repr__(self) -> str:
+        """A short multi-line summary: arrays by shape and range, long mappings by their keys."""
+        return result_repr(self)
 
 
 def _cell(value) -> str:

@@ -21,6 +21,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from policyopt.errors import InvalidInputError, InvalidModelError, check_value_range, fmt
 from policyopt.models.markov import Population, as_slots
+from policyopt.result import result_repr
 
 __all__ = [
     "Penalty",
@@ -70,6 +71,10 @@ class MonotonicityReport:
     worst_t: tuple | None
     worst_epsilon: tuple | None
     tol: float
+
+    def __repr__(self) -> str:
+        """A short multi-line summary: arrays by shape and range, long mappings by their keys."""
+        return result_repr(self)
 
 
 def check_max_penalty(max_penalty) -> float:
