@@ -148,3 +148,17 @@ def test_result_objects_have_short_readable_reprs():
     assert "risk=array(shape=(13,), " in repr(comp) and len(repr(comp)) < 500
     fitted = po.fit_population(po.load_citylearn(), 3, value_range=(0, 48))
     assert "(17 keys)" in repr(fitted) and len(repr(fitted)) < 800
+
+
+def test_temporal_leakage_repr_is_short():
+    """TemporalLeakage leads with T, the users and max TPL rounded up (it printed 1.8 KB of arrays)."""
+    import policyopt as po
+
+    P = [[0.8, 0.2], [0.1, 0.9]]
+    res = po.leakage(P, P, [0.1] * 50)
+    text = repr(res)
+    assert text.startswith("TemporalLeakage(  # 50 steps, 1 user(s), max TPL ") and len(text) < 600
+    head = text.splitlines()[0]
+    printed = float(head.split("max TPL ")[1].split(" nats")[0])
+    assert printed >= res.tpl_level  # rounded up
+    assert "bpl=array(shape=(50,), " in text

@@ -22,6 +22,7 @@ from policyopt.errors import InvalidInputError, fmt
 from policyopt.formatting import UNIT_ROUNDOFF, fmt_upper, fmt_value
 from policyopt.privacy.tpl_envelope import check_budgets
 from policyopt.privacy.tpl_loss import LossFunction, scalar_piecewise
+from policyopt.result import result_repr
 
 __all__ = [
     "TemporalLeakage",
@@ -130,6 +131,11 @@ class TemporalLeakage:
     def __str__(self) -> str:
         """The text ``policyopt tpl`` prints (:func:`format_leakage`; no model, supremum or time lines)."""
         return format_leakage(self)
+
+    def __repr__(self) -> str:
+        """One field a line, arrays by shape and range; the lead line gives T, the users and max TPL rounded up."""
+        return result_repr(self, head=f"{self.budgets.size} steps, {self.bpl_users.shape[0]} user(s), max TPL "
+                                      f"{fmt_upper(self.tpl_level)} nats; print() for the table")
 
     def _repr_html_(self) -> str:
         """A small HTML table for notebooks: max TPL, then t, ε_t, BPL, FPL, TPL (privacy rounded up)."""
