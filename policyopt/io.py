@@ -28,6 +28,8 @@ __all__ = [
     "parquet_files",
     "is_parquet_source",
     "check_parquet_schema",
+    "data_digest",
+    "file_prefix_sha256",
 ]
 
 #: Largest input file read (bytes), checked before reading: 2 GiB.
@@ -530,3 +532,88 @@ def read_readings(spec, option: str = "--data"):
     if is_parquet_source(spec):
         return read_readings_parquet(spec, option)
     return read_readings_csv(spec, option)
+
+
+#: Bytes read at a time when hashing a file.
+_HASH_CHUNK = 1 << 20
+
+
+def file_prefix_sha256(path, nbytes: int | None = None) -> str:
+    """SHA-256 (hex) of the first `nbytes` bytes of a file (all of it when ``None``), read in chunks.
+
+    Parameters
+    ----------
+    path : str or Path
+    nbytes : int, optional
+        How many leading bytes to hash; a shorter file hashes what it has.
+
+    Returns
+    -------
+    str
+        64 hex digits.
+    """
+    import hashlib
+
+    h = hashlib.sha256()
+    left = math.inf if nbytes is None else int(nbytes)
+    with open(path, "rb") as fh:
+        while left > 0:
+            chunk = fh.read(int(min(_HASH_CHUNK, left)))
+            if not chunk:
+                break
+            h.update(chunk)
+            left -= len(chunk)
+    return h.hexdigest()
+
+
+def data_digest(spec, option: str = "--data") -> dict:
+    """The identity of a data source: its resolved path, format, size and content digest.
+
+    A CSV file's digest is the SHA-256 of its bytes.  A Parquet data set's (directory, glob or
+    file) is the SHA-256 of the text ``"NAME\tSIZE\tSHA256\n"`` over its files sorted by path
+    (NAME relative to the files' common folder), so renaming, adding, removing or changing a
+    partition changes it.
+
+    ``None`` names the bundled data (:data:`policyopt.data.CITYLEARN_PATH`), whose digest is that
+    of its file's bytes.
+
+    Parameters
+    ----------
+    spec : str or Path or None
+        What ``--data`` names (see :func:`is_parquet_source`); ``None`` for the bundled data.
+    option : str
+        Option name for messages.
+
+    Returns
+    -------
+    dict
+        ``source`` (absolute path or pattern, or ``"bundled"``), ``format`` (``"csv"``, ``"parquet"`` or ``"bundled"``),
+        ``sha256`` (64 hex digits), ``bytes`` (total size) and ``files`` (number of files).
+
+    Raises
+    ------
+    InvalidInputError
+        If the file or data set does not exist (see :func:`parquet_files`).
+    """
+    import hashlib
+    import os
+
+    if spec is None:
+        from .data import CITYLEARN_PATH
+
+        return {"source": "bundled", "format": "bundled", "sha256": file_prefix_sha256(CITYLEARN_PATH),
+                "bytes": CITYLEARN_PATH.stat().st_size, "files": 1}
+    if is_parquet_source(spec):
+        files = parquet_files(spec, option)
+        root = os.path.commonpath([str(f.resolve().parent) for f in files])
+        h = hashlib.sha256()
+        total = 0
+        for f in files:
+            size = f.stat().st_size
+            total += size
+            h.update(f"{os.path.relpath(str(f.resolve()), root)}\t{size}\t{file_prefix_sha256(f)}\n".encode())
+        return {"source": os.path.abspath(str(spec)), "format": "parquet", "sha256": h.hexdigest(), "bytes": total,
+                "files": len(files)}
+    p = _existing(spec, option)
+    return {"source": os.path.abspath(str(p)), "format": "csv", "sha256": file_prefix_sha256(p),
+            "bytes": p.stat().st_size, "files": 1}

@@ -9,7 +9,10 @@ import argparse
 import math
 from dataclasses import dataclass
 
+# The bundled pilot's deployment (I, value range, states) and the fit's defaults are defined once, below the CLI.
+from policyopt.data import BUNDLED_STATES, BUNDLED_USERS, BUNDLED_VALUE_RANGE
 from policyopt.errors import InvalidInputError
+from policyopt.models.estimation import DEFAULT_SMOOTHING, DEFAULT_STATES
 
 __all__ = [
     "OneLineParser",
@@ -32,12 +35,10 @@ __all__ = [
 ]
 
 DEFAULT_MAX_PENALTY = 0.15
-DEFAULT_STATES = 12
 DEFAULT_USERS = 20
 DEFAULT_MAX_AGE = 168
 DEFAULT_MAX_INTERVAL = 168
 DEFAULT_RELEASES = 24
-DEFAULT_SMOOTHING = 0.01
 DEFAULT_PLOT_EPOCHS = 4
 
 # Limits of the size parameters (stated in --help; checked while parsing, before anything is allocated).
@@ -52,12 +53,6 @@ MAX_COUNT = 10**9
 #: Largest --plot-epochs.
 MAX_PLOT_EPOCHS = 100
 
-#: Deployment size I of the bundled pilot's documented deployment (homes); see policyopt/data/PROVENANCE.md.
-BUNDLED_USERS = 100_000
-#: Public a-priori range of one bundled reading (kWh in one hour): 0 to a 200 A, 240 V service's 48 kW for an hour.
-BUNDLED_VALUE_RANGE = (0.0, 48.0)
-#: States of the bundled pilot's chains (every row of every home observed ≥ 143 times at K = 3).
-BUNDLED_STATES = 3
 
 
 class OneLineParser(argparse.ArgumentParser):

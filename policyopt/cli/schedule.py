@@ -7,10 +7,12 @@ import time
 
 from policyopt.cli.options import (
     Deployment,
+    BUNDLED_STATES,
     BUNDLED_USERS,
     BUNDLED_VALUE_RANGE,
     DEFAULT_MAX_PENALTY,
     DEFAULT_PLOT_EPOCHS,
+    DEFAULT_STATES,
     MAX_PLOT_EPOCHS,
     add_distributed_options,
     add_model_options,
@@ -25,7 +27,7 @@ from policyopt.cli.options import (
 )
 from policyopt.errors import InvalidInputError
 
-__all__ = ["add_command", "run_schedule"]
+__all__ = ["add_command", "run_schedule", "deployment_record"]
 
 #: f̄ of the bundled pilot's documented deployment (kWh² on the mean of 10⁵ homes' hourly kWh).
 BUNDLED_MAX_PENALTY = 1.5e-05
@@ -101,6 +103,42 @@ def _posterior_options(args, dep) -> dict:
         "robust": given["robust"],
         "draws": DEFAULT_DRAWS if given["draws"] is None else given["draws"],
         "seed": DEFAULT_SEED if given["seed"] is None else given["seed"],
+    }
+
+
+def deployment_record(args, dep, robust_level=None) -> dict:
+    """What ``publish --schedule`` and ``ledger`` need to account for this design: the ``deployment`` JSON field.
+
+    ``model`` is the :class:`~policyopt.deploy.ModelSpec` the chains were fitted with, pinned to its data's
+    digest; ``data`` the design data's identity (:func:`policyopt.io.data_digest`; ``null`` for --chain/--matrix),
+    ``users`` the deployment size I, ``value_range`` the declared public range (``null``: the data's own),
+    ``max_tv_horizon`` the largest lag of Δ(t) the search used (slots), ``slot_length`` the slot's duration
+    (``"1h"`` for the bundled data, else ``null``: not known).
+    """
+    from policyopt.data import BUNDLED_SLOT_LENGTH
+    from policyopt.deploy import ModelSpec
+    from policyopt.io import data_digest
+
+    info = dep.info
+    data = None
+    if args.chain is not None:
+        model = ModelSpec(args.chain)
+    elif args.matrix is not None:
+        model = ModelSpec(f"matrix:{args.matrix}").pinned("--matrix")
+    else:
+        data = data_digest(args.data, "--data")
+        states = args.states if args.states is not None else BUNDLED_STATES if args.data is None else DEFAULT_STATES
+        model = ModelSpec("bundled" if args.data is None else f"data:{args.data}", states, info.get("smoothing"),
+                          dep.value_range, data["sha256"], data["bytes"])
+    if robust_level is not None:
+        model = ModelSpec(**{**model.to_dict(), "max_tv_source": f"posterior-band:{robust_level:g}"})
+    return {
+        "model": model.to_dict(),
+        "data": data,
+        "users": int(dep.users),
+        "value_range": None if dep.value_range is None else [float(v) for v in dep.value_range],
+        "max_tv_horizon": max(args.max_age, args.max_interval) + 1,
+        "slot_length": BUNDLED_SLOT_LENGTH if args.data is None and args.chain is None and args.matrix is None else None,
     }
 
 
@@ -185,6 +223,7 @@ def run_schedule(args) -> int:
                     f"condition (31) fails for {100 * cred['condition_31_fails']:.1f}% of the posterior draws: the schedule's "
                     "guarantee is not credible for the plausible chains; use --robust LEVEL, fewer --states or longer data"
                 )
+    out["deployment"] = deployment_record(args, dep, post.get("robust"))
     out["warnings"] = warnings
     out["explanation"] = explain(out)
     plot_error = None

@@ -35,13 +35,25 @@ Each release is one SQLite transaction committed **before** its value is appende
 output CSV.  A crash after the noise draw and before the commit loses a value nobody saw;
 a crash after the commit leaves the CSV behind the ledger, and the next run rebuilds it from
 the ledger.  A rerun starts after the last committed release: noise is never drawn twice for
-a committed slot.  For tests, the environment variable ``POLICYOPT_PUBLISH_PAUSE=STAGE:K``
+a committed slot; the commit is checkpointed into the ledger's main file, so it survives the
+loss of the ``-wal`` file (see :mod:`policyopt.deploy.ledger`, Durability).  A new or empty
+ledger next to an output CSV that already holds releases is refused.
+
+Stream identity
+---------------
+Every row records ``input_sha256`` (:func:`policyopt.deploy.ledger.input_digest` of the
+readings at its input slot).  A rerun recomputes it from the stream for every row already in
+the ledger and refuses a stream that changes any of them, naming the first such slot: the
+stream must keep the whole history since the first input slot, and only grow.
+
+For tests, the environment variable ``POLICYOPT_PUBLISH_PAUSE=STAGE:K``
 (STAGE ``drawn`` or ``committed``) makes the K-th release of a run print
 ``policyopt-pause STAGE slot=S`` on stderr and sleep, so a test can SIGKILL the process there.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -51,7 +63,16 @@ from pathlib import Path
 import numpy as np
 
 from policyopt.errors import InvalidInputError, PolicyOptError, fmt
-from policyopt.deploy.ledger import Ledger, LedgerRow, ModelSpec, ScheduleSpec, now_utc, package_version
+from policyopt.deploy.ledger import (
+    EMPTY_INPUT_SHA256,
+    Ledger,
+    LedgerRow,
+    ModelSpec,
+    ScheduleSpec,
+    input_digest,
+    now_utc,
+    package_version,
+)
 
 __all__ = ["Publisher", "PublishReport", "RiskLimitError", "ScheduleSpec", "read_stream_csv", "OUT_HEADER", "render_out"]
 
@@ -163,6 +184,8 @@ class PublishReport:
         Whether the CSV was rebuilt from the ledger (it lagged or was missing).
     model : str
         The accounting model.
+    provenance : dict
+        The ledger's recorded ``provenance`` (why this model; the design's data and the stream's).
     """
 
     ledger: str
@@ -179,6 +202,7 @@ class PublishReport:
     out: str | None
     out_rebuilt: bool
     model: str
+    provenance: dict
 
 
 def _pause(stage: str, k: int, slot: int) -> None:
@@ -237,7 +261,11 @@ class Publisher:
         have ε(S_n) > `max_risk` (nats).
     out : str or Path, optional
         CSV of the rows (:data:`OUT_HEADER`), appended after each commit and rebuilt from the
-        ledger when it lags.
+        ledger when it lags.  A new or empty ledger next to an `out` that already holds
+        releases is refused (those slots were released with noise the ledger no longer knows).
+    provenance : dict, optional
+        Why this model and stream (JSON-ready; e.g. ``model_reason``), recorded in the ledger's
+        ``meta`` when it is created.
 
     Raises
     ------
@@ -251,7 +279,7 @@ class Publisher:
     """
 
     def __init__(self, ledger, schedule: ScheduleSpec, *, model: ModelSpec | None = None,
-                 max_risk: float | None = None, out=None):
+                 max_risk: float | None = None, out=None, provenance: dict | None = None):
         from policyopt.errors import check_positive
 
         if not isinstance(schedule, ScheduleSpec):
@@ -263,6 +291,7 @@ class Publisher:
         self.model = model
         self.max_risk = None if max_risk is None else check_positive(max_risk, "max_risk", "nats")
         self.out = None if out is None else Path(out)
+        self.provenance = provenance
 
     # ---------------------------------------------------------------------------------------
     def _compare(self, led: Ledger) -> ScheduleSpec:
@@ -301,6 +330,12 @@ class Publisher:
             have = None
         if have == expected:
             return expected, False
+        if not rows and have is not None and have.count("\n") > 1:
+            raise InvalidInputError(
+                f"`out` {str(self.out)!r} already holds {have.count(chr(10)) - 1} releases but `ledger` "
+                f"{str(self.ledger_path)!r} is new or empty: publishing would draw fresh noise for slots already released "
+                "(twice the budget); restore the ledger those releases were committed to, or move the CSV away on purpose"
+            )
         if have is not None and expected.startswith(have):
             return expected, True
         exp_lines = expected.splitlines()
@@ -417,8 +452,9 @@ class Publisher:
             return log_dtv[age]
 
         mech = _Mechanism(sch.value_range, sch.epsilon_c)
-        by_time = clean.groupby("time")["value"]
-        groups = {int(t): g.to_numpy(dtype=float) for t, g in by_time}
+        groups = {int(t): (g["user"].to_numpy(), g["value"].to_numpy(dtype=float))
+                  for t, g in clean.groupby("time")[["user", "value"]]}
+        _check_history(rows, groups)
         lo, hi = sch.value_range
         # Plan every due release (the risk does not depend on the noise), then check max_risk.
         prev = led.last_released()
@@ -429,9 +465,9 @@ class Publisher:
         while sch.publish_time(n) <= through:
             slot = sch.publish_time(n)
             tau = slot - sch.A
-            vals = groups.get(tau)
+            users, vals = groups.get(tau, (None, None))
             if vals is None:
-                plan.append((n, slot, tau, None, None, None, None))
+                plan.append((n, slot, tau, None, None, None, None, EMPTY_INPUT_SHA256))
             else:
                 _, sens, scale, spent = mech.get(vals.size)
                 prior = 0.0 if state is None else risk_after_aging_log(ldtv(tau - state[0]), state[1] + state[2])  # (25) at S_n − A_n
@@ -443,19 +479,19 @@ class Publisher:
                         f"--max-risk {self.max_risk!r}; nothing was published"
                         + (f" ({ok} earlier due releases stay within it: --through {slot - 1} publishes them)" if ok else "")
                     )
-                plan.append((n, slot, tau, vals, spent, prior, risk))
+                plan.append((n, slot, tau, vals, spent, prior, risk, input_digest(users, vals)))
                 state = (tau, spent, prior)
                 peak = max(peak, risk)
             n += 1
         if led.is_new:
-            led.initialise(sch, model)
+            led.initialise(sch, model, self.provenance)
         rebuilt = False
         if self.out is not None and lagging:
             self._write_out(expected)
             rebuilt = bool(rows) or not created
         new_rows = []
-        for k, (n, slot, tau, vals, spent, prior, risk) in enumerate(plan, start=1):
-            common = dict(n=n, slot=slot, input_time=tau, schedule_id=sch.id, package_version=package_version(),
+        for k, (n, slot, tau, vals, spent, prior, risk, digest) in enumerate(plan, start=1):
+            common = dict(n=n, slot=slot, input_time=tau, input_sha256=digest, schedule_id=sch.id, package_version=package_version(),
                           sampler=mech.sampler, committed_at="")
             if vals is None:
                 row = LedgerRow(status="skipped", users=0, clipped=0, epsilon_c=0.0, epsilon_spent=0.0, sensitivity=None,
@@ -483,7 +519,27 @@ class Publisher:
             last_slot=None if last_row is None else last_row.slot,
             next_slot=sch.publish_time((last_row.n if last_row else 0) + 1), peak_risk=float(peak),
             out=None if self.out is None else str(self.out), out_rebuilt=rebuilt, model=model.describe(),
+            provenance=json.loads(led.meta().get("provenance", "{}")),
         )
+
+
+def _check_history(rows, groups) -> None:
+    """Refuse a stream that changes the readings of a slot the ledger already has a row for.
+
+    Raises
+    ------
+    InvalidInputError
+        Naming the first such row's publishing time and input slot.
+    """
+    for r in rows:
+        users, vals = groups.get(r.input_time, ((), ()))
+        if input_digest(users, vals) != r.input_sha256:
+            what = "released" if r.status == "released" else "skipped (no reading then)"
+            raise InvalidInputError(
+                f"the stream rewrites history: the readings of input slot {r.input_time} differ from those of release {r.n} "
+                f"at slot {r.slot} ({what}, {r.users} readings, sha256 {r.input_sha256[:12]}…); the ledger's releases stand: "
+                "restore the stream those slots were published from"
+            )
 
 
 def _remove_db(path: Path) -> None:
