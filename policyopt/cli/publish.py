@@ -66,8 +66,10 @@ def add_command(sub) -> None:
                      help="inter-publish time S_bar, slots (instead of --schedule)")
     pub.add_argument("--epsilon-c", dest="epsilon_c", type=positive_float("--epsilon-c"), metavar="E",
                      help="budget per release ε_C, nats (instead of --schedule)")
-    pub.add_argument("--data", metavar="CSV",
-                     help="the stream so far: long CSV user,time,value (time in integer slots, each user's times increasing); "
+    pub.add_argument("--data", metavar="CSV_OR_PARQUET",
+                     help="the stream so far: long CSV user,time,value (time in integer slots, each user's times increasing), "
+                     "or a Parquet data set with those columns (a directory, a glob or a .parquet file, as `schedule` reads; "
+                     "only the input slots' rows are read, by a filter on time); "
                      "default: the bundled CityLearn 2022 data (17 homes, hourly kWh, 8760 slots) as a finished stream. "
                      "With --schedule it must be the data the schedule was designed on, or that CSV grown by appended "
                      "lines (same SHA-256 of its first bytes), unless --override")
@@ -262,7 +264,8 @@ def run_publish(args) -> int:
         Turned into one line on stderr and exit code 2 by :func:`policyopt.cli.main`.
     """
     from policyopt.deploy import Publisher
-    from policyopt.deploy.publisher import read_stream_csv
+    from policyopt.deploy.publisher import ParquetStream, read_stream_csv
+    from policyopt.io import is_parquet_source
 
     start = time.perf_counter()
     schedule, model, provenance = _publish_plan(args)
@@ -270,10 +273,13 @@ def run_publish(args) -> int:
         from policyopt.data import load_citylearn
 
         readings = load_citylearn()
+    elif is_parquet_source(args.data):
+        readings = ParquetStream(args.data, "--data")  # read slot by slot, never whole
     else:
         readings = read_stream_csv(args.data, "--data")
     if args.through is not None:
-        t_min, t_max = int(readings["time"].min()), int(readings["time"].max())
+        t_min, t_max = readings.span() if isinstance(readings, ParquetStream) else (
+            int(readings["time"].min()), int(readings["time"].max()))
         if not t_min <= args.through <= t_max:
             raise InvalidInputError(f"--through {args.through} is outside the data's slots {t_min}..{t_max}")
     publisher = Publisher(args.ledger, schedule, model=model, max_risk=args.max_risk, out=args.out, provenance=provenance)

@@ -74,7 +74,7 @@ from policyopt.deploy.ledger import (
     package_version,
 )
 
-__all__ = ["Publisher", "PublishReport", "RiskLimitError", "ScheduleSpec", "read_stream_csv", "OUT_HEADER", "render_out"]
+__all__ = ["Publisher", "PublishReport", "RiskLimitError", "ScheduleSpec", "read_stream_csv", "ParquetStream", "OUT_HEADER", "render_out"]
 
 #: Header of the output CSV.
 OUT_HEADER = "n,slot,input_time,status,users,sensitivity,noise_scale,epsilon_spent,value"
@@ -393,15 +393,19 @@ class Publisher:
         from policyopt.privacy.age_dependent import risk_after_aging_log
         from policyopt.models.estimation import sort_readings, validate_readings
 
-        if not hasattr(readings, "columns"):
+        if isinstance(readings, ParquetStream):
+            clean = None
+            t_min, t_max = readings.span()
+        elif not hasattr(readings, "columns"):
             raise InvalidInputError(f"`readings` must be a pandas DataFrame with columns user,time,value, got {fmt(readings)}")
-        src = "`readings`"
-        rows = validate_readings(readings, source=src, sort=False)
-        if rows.empty:
-            raise InvalidInputError(f"{src} holds no reading")
-        check_stream_order(rows, src)
-        clean = sort_readings(rows)
-        t_min, t_max = int(clean["time"].min()), int(clean["time"].max())
+        else:
+            src = "`readings`"
+            rows = validate_readings(readings, source=src, sort=False)
+            if rows.empty:
+                raise InvalidInputError(f"{src} holds no reading")
+            check_stream_order(rows, src)
+            clean = sort_readings(rows)
+            t_min, t_max = int(clean["time"].min()), int(clean["time"].max())
         if through is None:
             through = t_max - 1
         else:
@@ -417,7 +421,7 @@ class Publisher:
                 _remove_db(self.ledger_path)
             raise
         try:
-            return self._run(led, clean, through, t_min, t_max, created, risk_after_aging_log)
+            return self._run(led, readings if clean is None else clean, through, t_min, t_max, created, risk_after_aging_log)
         except BaseException:
             if created and led.is_new:
                 led.close()
@@ -452,6 +456,8 @@ class Publisher:
             return log_dtv[age]
 
         mech = _Mechanism(sch.value_range, sch.epsilon_c)
+        if isinstance(clean, ParquetStream):  # only the input slots' readings are read (a filter on time)
+            clean = clean.slots(range(sch.origin, max(through - sch.A, sch.origin - 1) + 1, sch.S_bar))
         groups = {int(t): (g["user"].to_numpy(), g["value"].to_numpy(dtype=float))
                   for t, g in clean.groupby("time")[["user", "value"]]}
         _check_history(rows, groups)
@@ -521,6 +527,84 @@ class Publisher:
             out=None if self.out is None else str(self.out), out_rebuilt=rebuilt, model=model.describe(),
             provenance=json.loads(led.meta().get("provenance", "{}")),
         )
+
+
+class ParquetStream:
+    """A partitioned Parquet data set of readings (user, time, value) read slot by slot, never whole.
+
+    :meth:`span` scans the ``time`` column only; :meth:`slots` reads the rows of the given
+    time slots with a pyarrow dataset filter, so a publisher holds the readings of its input
+    slots (1/S̄ of the stream), not the stream.  The files are the same as ``policyopt schedule
+    --data`` reads (:func:`policyopt.io.parquet_files`).
+
+    Parameters
+    ----------
+    spec : str or Path
+        A directory, glob pattern or Parquet file.
+    option : str
+        Option name for messages.
+
+    Raises
+    ------
+    InvalidInputError
+        No file, or a schema other than user, time, value (:func:`policyopt.io.check_parquet_schema`).
+    """
+
+    def __init__(self, spec, option: str = "--data"):
+        import pyarrow.dataset as ds
+
+        from policyopt.io import check_parquet_schema, parquet_files
+
+        self.spec, self.option = str(spec), option
+        self.files = parquet_files(spec, option)
+        self.source = f"{option} {self.spec!r}"
+        try:
+            self.dataset = ds.dataset([str(f) for f in self.files], format="parquet")
+        except Exception as exc:  # pyarrow raises ArrowInvalid / OSError on a file that is not Parquet
+            raise InvalidInputError(f"{self.source} is not a readable Parquet data set: {' '.join(str(exc).split())}") from None
+        check_parquet_schema(self.dataset.schema, self.source)
+
+    def span(self) -> tuple[int, int]:
+        """(first, last) time slot of the data set, scanning the ``time`` column batch by batch.
+
+        Raises
+        ------
+        InvalidInputError
+            If the data set holds no reading or a null time.
+        """
+        import pyarrow.compute as pc
+
+        lo = hi = None
+        for batch in self.dataset.to_batches(columns=["time"]):
+            if batch.num_rows == 0:
+                continue
+            col = batch.column(0)
+            if col.null_count:
+                raise InvalidInputError(f"{self.source}: a reading has no `time`")
+            mm = pc.min_max(col).as_py()
+            lo = mm["min"] if lo is None else min(lo, mm["min"])
+            hi = mm["max"] if hi is None else max(hi, mm["max"])
+        if lo is None:
+            raise InvalidInputError(f"{self.source} holds no readings")
+        return int(lo), int(hi)
+
+    def slots(self, times):
+        """The validated readings at the given time slots (pandas, sorted by user and time).
+
+        Raises
+        ------
+        InvalidInputError
+            Bad values or times, a repeated (user, time) (see :func:`policyopt.models.estimation.validate_readings`).
+        """
+        import pyarrow as pa
+        import pyarrow.dataset as ds
+
+        from policyopt.models.estimation import validate_readings
+
+        wanted = pa.array(list(times), type=pa.int64()).cast(self.dataset.schema.field("time").type)
+        df = self.dataset.to_table(filter=ds.field("time").isin(wanted)).to_pandas()
+        df["user"] = df["user"].astype(str)
+        return validate_readings(df, source=self.source)
 
 
 def _check_history(rows, groups) -> None:
