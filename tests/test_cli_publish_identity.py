@@ -16,31 +16,11 @@ import pytest
 from policyopt.deploy import Ledger
 from policyopt.deploy.publisher import render_out
 
-from _cli import default_sigint  # noqa: E402
+from _cli import default_sigint, ok_json, refused, run_any as run  # noqa: E402
 
 EXE = str(Path(sys.executable).with_name("policyopt"))
 CHAIN = "two-state:p=0.3,q=0.3"
 HOMES = [f"Building_{i}" for i in range(1, 9)]
-
-
-def run(*args, env=None):
-    e = {k: v for k, v in os.environ.items() if k != "POLICYOPT_PUBLISH_PAUSE"}
-    e.update(env or {})
-    return subprocess.run([EXE, *map(str, args)], capture_output=True, text=True, env=e, timeout=180)
-
-
-def ok_json(*args):
-    res = run(*args, "--json")
-    assert res.returncode == 0, res.stderr
-    return json.loads(res.stdout)
-
-
-def refused(res, *phrases):
-    assert res.returncode == 2, (res.stdout, res.stderr)
-    assert res.stdout == "" and res.stderr.startswith("policyopt: error: ") and res.stderr.count("\n") == 1
-    assert "Traceback" not in res.stderr
-    for p in phrases:
-        assert p in res.stderr, res.stderr
 
 
 def rows(path):

@@ -73,6 +73,12 @@ def add_command(sub) -> None:
                      "default: the bundled CityLearn 2022 data (17 homes, hourly kWh, 8760 slots) as a finished stream. "
                      "With --schedule it must be the data the schedule was designed on, or that CSV grown by appended "
                      "lines (same SHA-256 of its first bytes), unless --override")
+    pub.add_argument("--slot-length", metavar="DUR",
+                     help="length of one slot of --data, e.g. 30min, 1h, 1d (default: read from its time stamps when they are "
+                     "date-times — the smallest step —, else the schedule's slot length; the bundled data: 1h)")
+    pub.add_argument("--resample", metavar="DUR",
+                     help="publish on slots of DUR (a multiple of the slot length): each user's mean over each DUR bin, "
+                     "as pandas resample(DUR).mean() (CSV or bundled --data)")
     pub.add_argument("--value-range", type=value_range_arg("--value-range"), metavar="LO:HI",
                      help="public range of one reading; readings are clipped to it (write --value-range=-1:1 for a negative LO); "
                      "default: the range --schedule declares (required with --A/--S-bar/--epsilon-c)")
@@ -221,6 +227,61 @@ def _publish_plan(args):
     return schedule, model, provenance
 
 
+def _load_stream(args, provenance):
+    """The stream (DataFrame or ParquetStream) in slots of the effective slot length, and that length (s or None).
+
+    The slot length of the data is --slot-length, else read from date-time stamps, else the schedule's
+    (the bundled data: 1 h); --resample bins it to a longer slot (each user's mean per bin).  A slot length
+    other than the schedule's is refused, also with --override (A, S̄ and the chains' steps count the
+    schedule's slots).  What was
+    decided goes into `provenance` (``slot_length``, ``resample``, ``time_origin``).
+    """
+    from policyopt.data import BUNDLED_SLOT_LENGTH
+    from policyopt.deploy.publisher import ParquetStream, check_stream_order, read_stream_csv
+    from policyopt.io import (format_duration, has_timestamps, is_parquet_source, parse_duration, read_timestamped_csv,
+                              resample_readings)
+
+    given = None if args.slot_length is None else parse_duration(args.slot_length, "--slot-length")
+    design = provenance.pop("slot_length", None)
+    design_s = None if design is None else parse_duration(design, "--schedule slot_length")
+    origin = None
+    if args.data is None:
+        from policyopt.data import load_citylearn
+
+        readings, data_s = load_citylearn(), parse_duration(BUNDLED_SLOT_LENGTH)
+        if given is not None and given != data_s:
+            raise InvalidInputError(f"--slot-length {args.slot_length} is not the bundled data's slot ({BUNDLED_SLOT_LENGTH})")
+    elif is_parquet_source(args.data):
+        readings, data_s = ParquetStream(args.data, "--data"), given  # read slot by slot, never whole
+    elif has_timestamps(args.data, "--data"):
+        readings, data_s, origin = read_timestamped_csv(args.data, "--data", given)
+        check_stream_order(readings, f"--data {args.data!r}")
+    else:
+        readings, data_s = read_stream_csv(args.data, "--data"), given
+    if data_s is None:
+        data_s = design_s  # integer slots of the data the schedule was designed on
+    slot_s = data_s
+    if args.resample is not None:
+        target = parse_duration(args.resample, "--resample")
+        if data_s is None:
+            raise InvalidInputError(f"--resample {args.resample} needs the data's slot length: give --slot-length")
+        if target % data_s:
+            raise InvalidInputError(f"--resample {args.resample} is not a whole number of the data's "
+                                    f"{format_duration(data_s)} slots")
+        if isinstance(readings, ParquetStream):
+            raise InvalidInputError("--resample is not available with a Parquet --data (read slot by slot); resample the "
+                                    "data set, or publish a CSV")
+        readings, slot_s = resample_readings(readings, target // data_s), target
+    if design_s is not None and slot_s is not None and slot_s != design_s:  # not overridable: the chains step per slot
+        raise InvalidInputError(
+            f"the stream's slots are {format_duration(slot_s)} but the schedule's A, S̄ and chains count slots of "
+            f"{format_duration(design_s)}: give --resample {format_duration(design_s)} (or the right --slot-length), "
+            "or design on slots of this length")
+    provenance.update(slot_length=None if slot_s is None else format_duration(slot_s),
+                      resample=args.resample, time_origin=origin)
+    return readings, slot_s
+
+
 def _ledger_model(args, recorded):
     """The model ``ledger`` audits with: the recorded one, or another only with --override."""
     if args.model is None and args.states is None and args.smoothing is None:
@@ -250,6 +311,14 @@ def _designed_sensitivity(path):
     return float(value) if isinstance(value, (int, float)) else None
 
 
+def _span(slots, slot_seconds) -> str:
+    """`slots` as a duration for people (`` (2.5 h)``, `` (8.3 days)``), or '' when the slot length is unknown."""
+    if slot_seconds is None or slots is None:
+        return ""
+    hours = slots * slot_seconds / 3600
+    return f" ({hours:.4g} h)" if abs(hours) < 48 else f" ({hours / 24:.4g} days)"
+
+
 def _interrupted(what: str) -> int:
     print(f"policyopt: interrupted; {what}", file=sys.stderr)
     return 130
@@ -264,20 +333,12 @@ def run_publish(args) -> int:
         Turned into one line on stderr and exit code 2 by :func:`policyopt.cli.main`.
     """
     from policyopt.deploy import Publisher
-    from policyopt.deploy.publisher import ParquetStream, read_stream_csv
-    from policyopt.io import is_parquet_source
-
     start = time.perf_counter()
     schedule, model, provenance = _publish_plan(args)
-    if args.data is None:
-        from policyopt.data import load_citylearn
-
-        readings = load_citylearn()
-    elif is_parquet_source(args.data):
-        readings = ParquetStream(args.data, "--data")  # read slot by slot, never whole
-    else:
-        readings = read_stream_csv(args.data, "--data")
+    readings, slot_seconds = _load_stream(args, provenance)
     if args.through is not None:
+        from policyopt.deploy.publisher import ParquetStream
+
         t_min, t_max = readings.span() if isinstance(readings, ParquetStream) else (
             int(readings["time"].min()), int(readings["time"].max()))
         if not t_min <= args.through <= t_max:
@@ -298,6 +359,8 @@ def run_publish(args) -> int:
         "model": rep.model,
         "model_reason": rep.provenance.get("model_reason"),
         "override": rep.provenance.get("override"),
+        "slot_length": rep.provenance.get("slot_length"),
+        "slot_seconds": slot_seconds,
         "through": rep.through,
         "released": len(released),
         "skipped": len(new) - len(released),
@@ -323,7 +386,8 @@ def run_publish(args) -> int:
         "policyopt publish: releases with OpenDP Laplace noise (Zhang et al. 2024, Theorem 3; ledger in SQLite)",
         f"schedule    : A = {s.A} slots, S̄ = {s.S_bar} slots, ε_C = {fmt_exact(s.epsilon_c)} nats, value range "
         f"{fmt_value(s.value_range[0])}:{fmt_value(s.value_range[1])}, first input slot {s.origin} (id {rep.schedule_id})",
-        f"stream      : complete through slot {rep.through}",
+        f"stream      : complete through slot {rep.through}{_span(rep.through, slot_seconds)}"
+        + ("" if slot_seconds is None else f"; slots of {out['slot_length']}"),
     ]
     if new:
         lines.append(f"this run    : {len(released)} released, {len(new) - len(released)} skipped (slots {new[0].slot}..{new[-1].slot}), "
@@ -335,7 +399,7 @@ def run_publish(args) -> int:
         lines.append("this run    : nothing due (no new complete publishing time)")
     lines += [
         f"ledger      : {rep.ledger}: {rep.total_rows} rows ({rep.released_total} released, {rep.skipped_total} skipped); "
-        f"next release at slot {rep.next_slot}",
+        f"next release at slot {rep.next_slot}{_span(rep.next_slot, slot_seconds)}",
         f"peak risk   : max ε(S_n) so far = {fmt_upper(rep.peak_risk)} nats (model {rep.model})",
         f"model from  : {rep.provenance.get('model_reason')}",
     ]
@@ -365,6 +429,7 @@ def run_ledger(args) -> int:
     import numpy as np
 
     from policyopt.deploy import Ledger
+    from policyopt.io import parse_duration
 
     start = time.perf_counter()
     try:
@@ -378,6 +443,8 @@ def run_ledger(args) -> int:
             meta = led.meta()
             provenance = json.loads(meta.get("provenance", "{}"))
             sch = led.schedule
+            slot_len = provenance.get("slot_length")
+            slot_seconds = None if slot_len is None else parse_duration(slot_len, "the ledger's slot_length")
     except KeyboardInterrupt:
         return _interrupted("nothing was changed")
     made = [r for r in rows if r.status == "released" and r.slot <= risk.at]
@@ -394,6 +461,8 @@ def run_ledger(args) -> int:
         "model_reason": provenance.get("model_reason"),
         "override": provenance.get("override") if model == led.model else args.override,
         "provenance": provenance,
+        "slot_length": slot_len,
+        "slot_seconds": slot_seconds,
         "at": risk.at,
         "released": risk.released,
         "skipped": risk.skipped,
@@ -425,8 +494,10 @@ def run_ledger(args) -> int:
         f"model       : {model.describe()}" + ("" if out["model_is_recorded"] else
                                                  f" (not the ledger's recorded model: --override {args.override})"),
         f"model from  : {out['model_reason']}",
-        f"releases    : {risk.released} made, {risk.skipped} skipped, up to slot {risk.at}",
-        f"now         : ε({risk.at}) = {fmt_upper(out['risk_at'])} nats, AoI = {'—' if aoi is None else aoi} slots",
+        f"releases    : {risk.released} made, {risk.skipped} skipped, up to slot {risk.at}{_span(risk.at, slot_seconds)}"
+        + ("" if slot_seconds is None else f"; slots of {slot_len}"),
+        f"now         : ε({risk.at}) = {fmt_upper(out['risk_at'])} nats, AoI = {'—' if aoi is None else aoi} slots"
+        + _span(aoi, slot_seconds),
         f"peak so far : max ε(S_n) = {fmt_upper(risk.peak_risk)} nats",
         f"designed    : {designed}",
     ]

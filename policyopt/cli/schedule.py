@@ -69,6 +69,9 @@ def add_command(sub) -> None:
     sched.add_argument("--seed", type=int_at_least("--seed", 0), default=None, metavar="N",
                        help=f"seed of the simulation generator for the posterior draws (default {DEFAULT_SEED}; "
                        "simulation only, never released noise)")
+    sched.add_argument("--slot-length", metavar="DUR", default=None,
+                       help="length of one slot of --data, e.g. 30min, 1h (recorded in the JSON's deployment for "
+                       "`publish`; the bundled data: 1h)")
     sched.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     sched.add_argument("--plot", metavar="FILE", help="draw ε(t) and AoI(t) of the chosen schedule over a few epochs "
                        "into FILE (.png, .pdf or .svg; needs matplotlib, the 'plot' extra)")
@@ -113,14 +116,20 @@ def deployment_record(args, dep, robust_level=None) -> dict:
     digest; ``data`` the design data's identity (:func:`policyopt.io.data_digest`; ``null`` for --chain/--matrix),
     ``users`` the deployment size I, ``value_range`` the declared public range (``null``: the data's own),
     ``max_tv_horizon`` the largest lag of Δ(t) the search used (slots), ``slot_length`` the slot's duration
-    (``"1h"`` for the bundled data, else ``null``: not known).
+    (``--slot-length``; ``"1h"`` for the bundled data; else ``null``: not known).
     """
     from policyopt.data import BUNDLED_SLOT_LENGTH
     from policyopt.deploy import ModelSpec
-    from policyopt.io import data_digest
+    from policyopt.io import data_digest, format_duration, parse_duration
 
     info = dep.info
     data = None
+    bundled = args.data is None and args.chain is None and args.matrix is None
+    slot_length = None if args.slot_length is None else format_duration(parse_duration(args.slot_length, "--slot-length"))
+    if bundled:
+        if slot_length is not None and slot_length != BUNDLED_SLOT_LENGTH:
+            raise InvalidInputError(f"--slot-length {args.slot_length} is not the bundled data's slot ({BUNDLED_SLOT_LENGTH})")
+        slot_length = BUNDLED_SLOT_LENGTH
     if args.chain is not None:
         model = ModelSpec(args.chain)
     elif args.matrix is not None:
@@ -138,7 +147,7 @@ def deployment_record(args, dep, robust_level=None) -> dict:
         "users": int(dep.users),
         "value_range": None if dep.value_range is None else [float(v) for v in dep.value_range],
         "max_tv_horizon": max(args.max_age, args.max_interval) + 1,
-        "slot_length": BUNDLED_SLOT_LENGTH if args.data is None and args.chain is None and args.matrix is None else None,
+        "slot_length": slot_length,
     }
 
 

@@ -437,6 +437,13 @@ class Publisher:
         else:
             sch = self._compare(led)
             model = led.model
+            have = json.loads(led.meta().get("provenance", "{}")).get("slot_length")
+            want = (self.provenance or {}).get("slot_length")
+            if have is not None and want is not None and have != want:
+                raise InvalidInputError(
+                    f"`ledger` {str(self.ledger_path)!r} counts slots of {have}, this stream's are {want}: its A, S̄ and "
+                    "release slots would change meaning; publish with the ledger's slot length (--slot-length/--resample)"
+                )
         rows = led.rows()
         last = rows[-1] if rows else None
         if last is not None and last.slot > t_max:
