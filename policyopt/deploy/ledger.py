@@ -686,20 +686,22 @@ class LedgerRisk:
     skipped: int
 
 
-#: SHA-256 of no readings (the input digest of a skipped slot).
-EMPTY_INPUT_SHA256 = hashlib.sha256(b"").hexdigest()
+#: SHA-256 of no readings (the input digest of a skipped slot): the count 0 as 8 bytes.
+EMPTY_INPUT_SHA256 = hashlib.sha256((0).to_bytes(8, "little")).hexdigest()
 
 
 def input_digest(users, values) -> str:
     """SHA-256 (hex) of the readings of one input slot, independent of their order.
 
-    The text hashed is one line ``USER<TAB>VALUE`` per reading, sorted by user, VALUE the shortest
-    round-trip repr of the float64 (so the digest of a CSV and of a Parquet copy of the same
-    readings agree).
+    The readings are sorted by user (UTF-8 byte order; users are unique within a slot) and the bytes
+    hashed are: the count I (8 bytes, little-endian), the UTF-8 length of each user name (I × 8 bytes),
+    the names' UTF-8 bytes, and the values as little-endian float64 (I × 8 bytes).  The same readings
+    from a CSV and from a Parquet copy give the same digest; it is computed with Arrow's sort, so
+    10⁶ readings take well under a second.
 
     Parameters
     ----------
-    users : sequence of str, shape (I,)
+    users : sequence of str or pyarrow.Array, shape (I,)
     values : sequence of float, shape (I,)
 
     Returns
@@ -707,10 +709,24 @@ def input_digest(users, values) -> str:
     str
         64 hex digits (:data:`EMPTY_INPUT_SHA256` for no reading).
     """
-    pairs = sorted(zip(map(str, users), map(float, values)))
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    vals = np.asarray(values, dtype="<f8")
+    if vals.size == 0:
+        return EMPTY_INPUT_SHA256
+    u = users if isinstance(users, pa.Array) else pa.array(np.asarray(users, dtype=object), type=pa.string())
+    u = u.cast(pa.string())
+    order = pc.sort_indices(u)
+    u = pc.take(u, order)
+    idx = order.to_numpy()
+    offsets = np.frombuffer(u.buffers()[1], dtype=np.int32)[u.offset: u.offset + len(u) + 1]
+    data = u.buffers()[2]
     h = hashlib.sha256()
-    for u, v in pairs:
-        h.update(f"{u}\t{v!r}\n".encode())
+    h.update(len(u).to_bytes(8, "little"))
+    h.update(np.diff(offsets).astype("<i8").tobytes())
+    h.update(memoryview(data)[int(offsets[0]): int(offsets[-1])])
+    h.update(np.ascontiguousarray(vals[idx]).tobytes())
     return h.hexdigest()
 
 

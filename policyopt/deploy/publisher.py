@@ -53,6 +53,7 @@ For tests, the environment variable ``POLICYOPT_PUBLISH_PAUSE=STAGE:K``
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -421,7 +422,9 @@ class Publisher:
                 _remove_db(self.ledger_path)
             raise
         try:
-            return self._run(led, readings if clean is None else clean, through, t_min, t_max, created, risk_after_aging_log)
+            with contextlib.ExitStack() as stack:  # holds the spilled slots of a Parquet stream until the run ends
+                return self._run(led, readings if clean is None else clean, through, t_min, t_max, created,
+                                 risk_after_aging_log, stack)
         except BaseException:
             if created and led.is_new:
                 led.close()
@@ -430,7 +433,7 @@ class Publisher:
         finally:
             led.close()
 
-    def _run(self, led, clean, through, t_min, t_max, created, risk_after_aging_log):
+    def _run(self, led, clean, through, t_min, t_max, created, risk_after_aging_log, stack):
         if led.is_new:
             sch = self.schedule if self.schedule.origin is not None else replace(self.schedule, origin=t_min)
             model = ModelSpec() if self.model is None else self.model
@@ -463,10 +466,11 @@ class Publisher:
             return log_dtv[age]
 
         mech = _Mechanism(sch.value_range, sch.epsilon_c)
-        if isinstance(clean, ParquetStream):  # only the input slots' readings are read (a filter on time)
-            clean = clean.slots(range(sch.origin, max(through - sch.A, sch.origin - 1) + 1, sch.S_bar))
-        groups = {int(t): (g["user"].to_numpy(), g["value"].to_numpy(dtype=float))
-                  for t, g in clean.groupby("time")[["user", "value"]]}
+        if isinstance(clean, ParquetStream):  # the input slots' readings, spilled to one file per slot, read one at a time
+            groups = stack.enter_context(clean.spill(range(sch.origin, max(through - sch.A, sch.origin - 1) + 1, sch.S_bar)))
+        else:
+            groups = {int(t): (g["user"].to_numpy(), g["value"].to_numpy(dtype=float))
+                      for t, g in clean.groupby("time")[["user", "value"]]}
         _check_history(rows, groups)
         lo, hi = sch.value_range
         # Plan every due release (the risk does not depend on the noise), then check max_risk.
@@ -492,7 +496,7 @@ class Publisher:
                         f"--max-risk {self.max_risk!r}; nothing was published"
                         + (f" ({ok} earlier due releases stay within it: --through {slot - 1} publishes them)" if ok else "")
                     )
-                plan.append((n, slot, tau, vals, spent, prior, risk, input_digest(users, vals)))
+                plan.append((n, slot, tau, vals.size, spent, prior, risk, input_digest(users, vals)))  # values read again to draw
                 state = (tau, spent, prior)
                 peak = max(peak, risk)
             n += 1
@@ -511,8 +515,9 @@ class Publisher:
                                 noise_scale=None, value=None, prior_risk=None, risk_at_release=None,
                                 reason=f"no reading at input slot {tau}", **common)
             else:
+                _, vals = groups.get(tau)
                 meas, sens, scale, _ = mech.get(vals.size)
-                value = float(meas(vals.tolist()))  # OpenDP: clamp, mean, Laplace(Δf/ε_C)
+                value = float(meas(np.require(vals, np.float64, ["C", "W"])))  # OpenDP: clamp, mean, Laplace(Δf/ε_C); numpy in, no list
                 _pause("drawn", k, slot)
                 row = LedgerRow(status="released", users=int(vals.size), clipped=int(np.sum((vals < lo) | (vals > hi))),
                                 epsilon_c=sch.epsilon_c, epsilon_spent=spent, sensitivity=sens, noise_scale=scale,
@@ -539,10 +544,10 @@ class Publisher:
 class ParquetStream:
     """A partitioned Parquet data set of readings (user, time, value) read slot by slot, never whole.
 
-    :meth:`span` scans the ``time`` column only; :meth:`slots` reads the rows of the given
-    time slots with a pyarrow dataset filter, so a publisher holds the readings of its input
-    slots (1/S̄ of the stream), not the stream.  The files are the same as ``policyopt schedule
-    --data`` reads (:func:`policyopt.io.parquet_files`).
+    :meth:`span` scans the ``time`` column only; :meth:`spill` writes the rows of the input slots
+    to one temporary folder per slot in one filtered scan, from which the publisher reads one
+    slot at a time: memory holds a few files' batches and one slot's readings, not the stream.
+    The files are the same as ``policyopt schedule --data`` reads (:func:`policyopt.io.parquet_files`).
 
     Parameters
     ----------
@@ -595,23 +600,87 @@ class ParquetStream:
             raise InvalidInputError(f"{self.source} holds no readings")
         return int(lo), int(hi)
 
-    def slots(self, times):
-        """The validated readings at the given time slots (pandas, sorted by user and time).
+    @contextlib.contextmanager
+    def spill(self, times, directory=None, rows_per_group: int = 1 << 14):
+        """The readings of the given time slots, partitioned by slot into a temporary directory.
+
+        One scan of the data set (a pyarrow dataset filter on time, columns cast to user: string,
+        time: int64 — refusing a non-integral time —, value: float64) is written with
+        ``pyarrow.dataset.write_dataset`` into one folder per slot, in row groups of at most
+        `rows_per_group` rows, so memory holds a few row groups per open slot, not the stream.  The
+        folder is removed when the context ends.
+
+        Parameters
+        ----------
+        times : iterable of int
+            The input slots to keep.
+        directory : str, optional
+            Where to create the temporary folder (default: the system's).
+        rows_per_group : int
+            Largest row group written (bounds the writer's buffers).
+
+        Yields
+        ------
+        SpilledSlots
+            ``get(slot, default)`` → (users: pyarrow string array, values: float64 array) of one slot.
 
         Raises
         ------
         InvalidInputError
-            Bad values or times, a repeated (user, time) (see :func:`policyopt.models.estimation.validate_readings`).
+            A non-integral time or a value that is not a number (from Arrow's safe casts).
         """
+        import tempfile
+
         import pyarrow as pa
         import pyarrow.dataset as ds
 
-        from policyopt.models.estimation import validate_readings
+        times = sorted({int(t) for t in times})
+        with tempfile.TemporaryDirectory(prefix="policyopt-slots-", dir=directory) as tmp:
+            if times:
+                wanted = pa.array(times, type=pa.int64()).cast(self.dataset.schema.field("time").type)
+                columns = {"user": ds.field("user").cast(pa.string()), "time": ds.field("time").cast(pa.int64()),
+                           "value": ds.field("value").cast(pa.float64())}
+                try:
+                    scanner = self.dataset.scanner(columns=columns, filter=ds.field("time").isin(wanted))
+                    ds.write_dataset(scanner, tmp, format="parquet", partitioning=["time"],
+                                     max_partitions=len(times) + 1, max_rows_per_group=rows_per_group,
+                                     min_rows_per_group=rows_per_group // 4, max_open_files=min(len(times) + 1, 512),
+                                     use_threads=False)
+                except pa.ArrowException as exc:
+                    raise InvalidInputError(f"{self.source}: {' '.join(str(exc).split())[:300]}") from None
+            yield SpilledSlots(tmp, self.source)
 
-        wanted = pa.array(list(times), type=pa.int64()).cast(self.dataset.schema.field("time").type)
-        df = self.dataset.to_table(filter=ds.field("time").isin(wanted)).to_pandas()
-        df["user"] = df["user"].astype(str)
-        return validate_readings(df, source=self.source)
+
+class SpilledSlots:
+    """One folder per slot written by :meth:`ParquetStream.spill`; each slot read and checked on demand."""
+
+    def __init__(self, root, source: str):
+        self.root, self.source = Path(root), source
+
+    def get(self, slot: int, default=(None, None)):
+        """(users, values) of `slot`: a pyarrow string array and a float64 array, or `default` without a reading.
+
+        Raises
+        ------
+        InvalidInputError
+            A null user, a value that is not finite, or a user with two readings in the slot.
+        """
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+
+        folder = self.root / str(int(slot))
+        if not folder.is_dir():
+            return default
+        table = pq.read_table(folder, columns=["user", "value"])
+        users, col = table.column("user").combine_chunks(), table.column("value").combine_chunks()
+        if users.null_count or col.null_count:
+            raise InvalidInputError(f"{self.source}: a reading at time {slot} has no user or no value")
+        values = col.to_numpy(zero_copy_only=False)
+        if not np.all(np.isfinite(values)):
+            raise InvalidInputError(f"{self.source}: a value at time {slot} is not a finite number (NaN readings are not allowed)")
+        if pc.count_distinct(users).as_py() != len(users):
+            raise InvalidInputError(f"{self.source}: a user has a second reading at time {slot}")
+        return users, values
 
 
 def _check_history(rows, groups) -> None:
