@@ -211,3 +211,39 @@ def test_parquet_data_set_publishes_the_same_releases_as_its_csv(tmp_path, homes
 
     assert key(tmp_path / "pq.db")[:80] == key(tmp_path / "csv.db")
     assert len(key(tmp_path / "csv.db")) == 80 and via_pq["released"] == 40
+
+
+def test_more_refusals_one_line_exit_2(tmp_path, homes_csv):
+    import sqlite3 as sq
+
+    design = run("schedule", "--json")
+    assert design.returncode == 0
+    d = json.loads(design.stdout)
+    fresh = tmp_path / "x.db"
+    # a schedule JSON of an earlier policyopt (no deployment) needs --model
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({k: v for k, v in d.items() if k != "deployment"}))
+    refused(run("publish", "--schedule", old, "--ledger", fresh), "records no `deployment`", "give the accounting model with --model")
+    # a design against a Δ(t) the ledger cannot reproduce (e.g. schedule --robust's posterior band)
+    band = tmp_path / "band.json"
+    band.write_text(json.dumps({**d, "deployment": {**d["deployment"], "model": {**d["deployment"]["model"],
+                                                                               "max_tv_source": "posterior-band:0.9"}}}))
+    refused(run("publish", "--schedule", band, "--ledger", fresh, "--through", 10),
+            "the model's Δ(t) comes from 'posterior-band:0.9', which the ledger cannot reproduce")
+    # direct options need a value range
+    refused(run("publish", "--A", 0, "--S-bar", 4, "--epsilon-c", 0.34, "--ledger", fresh), "--value-range LO:HI is required")
+    assert not fresh.exists()
+    # the data a ledger's model was fitted on, changed in place: the audit is refused
+    data = tmp_path / "homes.csv"
+    data.write_bytes(homes_csv.read_bytes())
+    ledger = tmp_path / "l.db"
+    assert run("publish", "--A", 0, "--S-bar", 4, "--epsilon-c", 0.4, "--value-range", "0:48", "--model", f"data:{data}",
+               "--data", data, "--ledger", ledger, "--through", 20).returncode == 0
+    data.write_text(data.read_text().replace("Building_1,", "Building_01,", 1))
+    refused(run("ledger", "--ledger", ledger), f"--model 'data:{data}' is not the data the model was fitted on")
+    # a ledger of the earlier schema (no input digests) is refused, not rewritten
+    con = sq.connect(ledger)
+    con.execute("PRAGMA user_version = 1")
+    con.commit()
+    con.close()
+    refused(run("ledger", "--ledger", ledger), "has ledger schema 1, written by an earlier policyopt")

@@ -84,3 +84,19 @@ def test_slot_length_refusals(tmp_path, half_hourly):
     refused(run("publish", "--A", first["schedule"]["A"], "--S-bar", first["schedule"]["S_bar"], "--epsilon-c",
                 first["schedule"]["epsilon_c"], "--value-range=-1:1", "--model", CHAIN, "--data", path, "--resample", "2h",
                 "--ledger", ledger), "counts slots of 1h, this stream's are 2h")
+
+
+def test_slot_options_that_do_not_apply(tmp_path, half_hourly):
+    path, df = half_hourly
+    base = ["publish", "--A", 0, "--S-bar", 4, "--epsilon-c", 0.34, "--value-range", "0:48", "--ledger", tmp_path / "l.db"]
+    refused(run(*base, "--slot-length", "30min"), "--slot-length 30min is not the bundled data's slot (1h)")
+    pq = tmp_path / "pq"
+    pq.mkdir()
+    ints = df.assign(time=pd.to_datetime(df["time"]).sub(pd.Timestamp("2024-03-01")).floordiv(pd.Timedelta("30min")))
+    ints.to_parquet(pq / "part-0.parquet", index=False)
+    refused(run("publish", "--A", 1, "--S-bar", 2, "--epsilon-c", 0.5, "--value-range=-1:1", "--model", CHAIN, "--data", pq,
+                "--slot-length", "30min", "--resample", "1h", "--ledger", tmp_path / "p.db"),
+            "--resample is not available with a Parquet --data")
+    refused(run("publish", "--A", 1, "--S-bar", 2, "--epsilon-c", 0.5, "--value-range=-1:1", "--model", CHAIN, "--data", pq,
+                "--resample", "1h", "--ledger", tmp_path / "p.db"), "--resample 1h needs the data's slot length")
+    refused(run("schedule", "--slot-length", "2h", "--json"), "--slot-length 2h is not the bundled data's slot (1h)")

@@ -166,6 +166,10 @@ def _publish_plan(args):
         if any(v is not None for v in direct):
             raise InvalidInputError("give either --schedule FILE or --A/--S-bar/--epsilon-c, not both")
         design = read_schedule_json(args.schedule).get("deployment")
+        if design is None and not given:
+            raise InvalidInputError(
+                f"--schedule {args.schedule!r} records no `deployment` (written by an earlier policyopt): redesign it with "
+                "`policyopt schedule --json`, or give the accounting model with --model")
         declared = None if design is None else design.get("value_range")
         if args.value_range is not None and declared is not None and tuple(args.value_range) != tuple(declared):
             _refuse_unless_override(
@@ -199,10 +203,6 @@ def _publish_plan(args):
                                     "publish the design's data")
             reason += f"; stream accepted by --override: {args.override}"
     elif args.schedule is not None:
-        if not given:
-            raise InvalidInputError(
-                f"--schedule {args.schedule!r} records no `deployment` (written by an earlier policyopt): redesign it with "
-                "`policyopt schedule --json`, or give the accounting model with --model")
         model, reason = _given_model(args), "--model given (the schedule records no deployment)"
     elif given:
         model, reason = _given_model(args), "--model given"
