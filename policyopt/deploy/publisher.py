@@ -368,9 +368,11 @@ class Publisher:
 
         Parameters
         ----------
-        readings : pandas.DataFrame
+        readings : pandas.DataFrame or ParquetStream
             The stream so far: columns user, time (integer slots), value, in arrival order
-            (each user's times strictly increasing down the rows).
+            (each user's times strictly increasing down the rows); or a :class:`ParquetStream`,
+            read slot by slot.  Every run reads the inputs of all rows already in the ledger
+            again, to check their digests (so a run's reading cost grows with the history).
         through : int, optional
             Last complete slot.  Default: the stream's last slot minus one (a slot is complete
             once a later slot has appeared; its readings may still be arriving until then).
