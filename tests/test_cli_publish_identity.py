@@ -211,6 +211,13 @@ def test_parquet_data_set_publishes_the_same_releases_as_its_csv(tmp_path, homes
 
     assert key(tmp_path / "pq.db")[:80] == key(tmp_path / "csv.db")
     assert len(key(tmp_path / "csv.db")) == 80 and via_pq["released"] == 40
+    # the same split into slots on a local Dask cluster (one task per file)
+    ok_json(*base, "--data", pq, "--ledger", tmp_path / "dask.db", "--through", 400, "--workers", 2)
+    assert key(tmp_path / "dask.db") == key(tmp_path / "csv.db")
+    refused(run(*base, "--data", homes_csv, "--ledger", tmp_path / "n.db", "--workers", 2),
+            "--workers/--scheduler need a Parquet --data")
+    refused(run(*base, "--data", pq, "--ledger", tmp_path / "n.db", "--workers", 2, "--scheduler", "tcp://127.0.0.1:1"),
+            "give either --workers 2 or --scheduler tcp://127.0.0.1:1, not both")
 
 
 def test_more_refusals_one_line_exit_2(tmp_path, homes_csv):

@@ -319,15 +319,20 @@ def load_model(args):
     return dep.population, dep.info, dep.unit
 
 
-def add_distributed_options(cmd) -> None:
-    """``--workers`` / ``--scheduler``: fit a Parquet ``--data`` set as a map-reduce over its files on Dask."""
-    group = cmd.add_argument_group("distributed estimation (Parquet --data, one file per group of whole users)")
+def add_distributed_options(cmd, title: str | None = None, workers_help: str | None = None,
+                            scheduler_help: str | None = None) -> None:
+    """``--workers`` / ``--scheduler``: by default, fit a Parquet ``--data`` set as a map-reduce over its files on Dask.
+
+    `title`, `workers_help` and `scheduler_help` replace the group's title and the options' help for a command
+    that uses the cluster for something else (``publish`` splits the data set into slots on it).
+    """
+    group = cmd.add_argument_group(title or "distributed estimation (Parquet --data, one file per group of whole users)")
     group.add_argument("--workers", type=int_at_least("--workers", 1), default=None, metavar="N",
-                       help="estimate the chains, Δ(t), the envelope and the MSE terms on a local Dask cluster of N "
-                       "worker processes, one Parquet file at a time per worker (memory bounded by the file size)")
+                       help=workers_help or "estimate the chains, Δ(t), the envelope and the MSE terms on a local Dask "
+                       "cluster of N worker processes, one Parquet file at a time per worker (memory bounded by the file size)")
     group.add_argument("--scheduler", metavar="ADDRESS",
-                       help="the same on an existing Dask cluster (e.g. tcp://host:8786; its workers need policyopt "
-                       "and the --data files at the same paths)")
+                       help=scheduler_help or "the same on an existing Dask cluster (e.g. tcp://host:8786; its workers "
+                       "need policyopt and the --data files at the same paths)")
 
 
 def wants_distributed(args) -> bool:

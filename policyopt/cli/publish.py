@@ -7,12 +7,14 @@ done by :mod:`policyopt.deploy` (:class:`~policyopt.deploy.Publisher`,
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import sys
 import time
 
 from policyopt.cli.options import (
+    add_distributed_options,
     int_at_least,
     non_negative_float,
     positive_float,
@@ -95,6 +97,12 @@ def add_command(sub) -> None:
                "publish with a --model/--states/--smoothing/--value-range that differs from the schedule's design, a "
                "--data stream that is not the design's data (nor that file grown by appended lines), or --data with "
                "--A/--S-bar/--epsilon-c and no --model")
+    add_distributed_options(
+        pub, "distributed reading (Parquet --data)",
+        "split the Parquet --data into its input slots on a local Dask cluster of N worker processes, one file per task "
+        "(the releases are then drawn one after another by this process)",
+        "the same on an existing Dask cluster (its workers need policyopt, the --data files and the system's temporary "
+        "folder at the same paths)")
     pub.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     pub.set_defaults(handler=run_publish)
 
@@ -227,7 +235,7 @@ def _publish_plan(args):
     return schedule, model, provenance
 
 
-def _load_stream(args, provenance):
+def _load_stream(args, provenance, client=None):
     """The stream (DataFrame or ParquetStream) in slots of the effective slot length, and that length (s or None).
 
     The slot length of the data is --slot-length, else read from date-time stamps, else the schedule's
@@ -252,7 +260,7 @@ def _load_stream(args, provenance):
         if given is not None and given != data_s:
             raise InvalidInputError(f"--slot-length {args.slot_length} is not the bundled data's slot ({BUNDLED_SLOT_LENGTH})")
     elif is_parquet_source(args.data):
-        readings, data_s = ParquetStream(args.data, "--data"), given  # read slot by slot, never whole
+        readings, data_s = ParquetStream(args.data, "--data", client), given  # read slot by slot, never whole
     elif has_timestamps(args.data, "--data"):
         readings, data_s, origin = read_timestamped_csv(args.data, "--data", given)
         check_stream_order(readings, f"--data {args.data!r}")
@@ -332,10 +340,30 @@ def run_publish(args) -> int:
     InvalidInputError, RiskLimitError, LedgerLockedError
         Turned into one line on stderr and exit code 2 by :func:`policyopt.cli.main`.
     """
-    from policyopt.deploy import Publisher
     start = time.perf_counter()
     schedule, model, provenance = _publish_plan(args)
-    readings, slot_seconds = _load_stream(args, provenance)
+    stack = contextlib.ExitStack()
+    client = None
+    if args.workers is not None or args.scheduler is not None:
+        from policyopt.io import is_parquet_source
+
+        if args.workers is not None and args.scheduler is not None:
+            raise InvalidInputError(f"give either --workers {args.workers} or --scheduler {args.scheduler}, not both")
+        if args.data is None or not is_parquet_source(args.data):
+            raise InvalidInputError(f"--workers/--scheduler need a Parquet --data (a directory, a glob or a .parquet file), "
+                                    f"got --data {args.data!r}")
+        from policyopt.studies.distributed import dask_client
+
+        client = stack.enter_context(dask_client(workers=args.workers, scheduler=args.scheduler))
+    with stack:
+        return _publish(args, start, schedule, model, provenance, client)
+
+
+def _publish(args, start, schedule, model, provenance, client) -> int:
+    """The rest of :func:`run_publish` (inside the Dask client's lifetime when there is one)."""
+    from policyopt.deploy import Publisher
+
+    readings, slot_seconds = _load_stream(args, provenance, client)
     if args.through is not None:
         from policyopt.deploy.publisher import ParquetStream
 

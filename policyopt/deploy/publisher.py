@@ -75,7 +75,7 @@ from policyopt.deploy.ledger import (
     package_version,
 )
 
-__all__ = ["Publisher", "PublishReport", "RiskLimitError", "ScheduleSpec", "read_stream_csv", "ParquetStream", "OUT_HEADER", "render_out"]
+__all__ = ["Publisher", "PublishReport", "RiskLimitError", "ScheduleSpec", "read_stream_csv", "ParquetStream", "spill_files", "OUT_HEADER", "render_out"]
 
 #: Header of the output CSV.
 OUT_HEADER = "n,slot,input_time,status,users,sensitivity,noise_scale,epsilon_spent,value"
@@ -557,6 +557,9 @@ class ParquetStream:
         A directory, glob pattern or Parquet file.
     option : str
         Option name for messages.
+    client : distributed.Client, optional
+        A Dask client: :meth:`spill` then runs one task per file on its workers (which need
+        policyopt, the files and the temporary folder at the same paths), else in this process.
 
     Raises
     ------
@@ -564,12 +567,12 @@ class ParquetStream:
         No file, or a schema other than user, time, value (:func:`policyopt.io.check_parquet_schema`).
     """
 
-    def __init__(self, spec, option: str = "--data"):
+    def __init__(self, spec, option: str = "--data", client=None):
         import pyarrow.dataset as ds
 
         from policyopt.io import check_parquet_schema, parquet_files
 
-        self.spec, self.option = str(spec), option
+        self.spec, self.option, self.client = str(spec), option, client
         self.files = parquet_files(spec, option)
         self.source = f"{option} {self.spec!r}"
         try:
@@ -606,9 +609,8 @@ class ParquetStream:
     def spill(self, times, directory=None, rows_per_group: int = 1 << 14):
         """The readings of the given time slots, partitioned by slot into a temporary directory.
 
-        One scan of the data set (a pyarrow dataset filter on time, columns cast to user: string,
-        time: int64 — refusing a non-integral time —, value: float64) is written with
-        ``pyarrow.dataset.write_dataset`` into one folder per slot, in row groups of at most
+        One filtered scan of the data set (:func:`spill_files`; with a Dask client one task per
+        file on the workers) writes the rows into one folder per slot, in row groups of at most
         `rows_per_group` rows, so memory holds a few row groups per open slot, not the stream.  The
         folder is removed when the context ends.
 
@@ -633,24 +635,45 @@ class ParquetStream:
         """
         import tempfile
 
-        import pyarrow as pa
-        import pyarrow.dataset as ds
-
         times = sorted({int(t) for t in times})
         with tempfile.TemporaryDirectory(prefix="policyopt-slots-", dir=directory) as tmp:
-            if times:
-                wanted = pa.array(times, type=pa.int64()).cast(self.dataset.schema.field("time").type)
-                columns = {"user": ds.field("user").cast(pa.string()), "time": ds.field("time").cast(pa.int64()),
-                           "value": ds.field("value").cast(pa.float64())}
-                try:
-                    scanner = self.dataset.scanner(columns=columns, filter=ds.field("time").isin(wanted))
-                    ds.write_dataset(scanner, tmp, format="parquet", partitioning=["time"],
-                                     max_partitions=len(times) + 1, max_rows_per_group=rows_per_group,
-                                     min_rows_per_group=rows_per_group // 4, max_open_files=min(len(times) + 1, 512),
-                                     use_threads=False)
-                except pa.ArrowException as exc:
-                    raise InvalidInputError(f"{self.source}: {' '.join(str(exc).split())[:300]}") from None
+            if times and self.client is not None:  # one task per file on the Dask workers, each writing its own parts
+                k = len(self.files)
+                futures = self.client.map(spill_files, [[str(f)] for f in self.files], [tmp] * k, [times] * k,
+                                          [self.source] * k, [rows_per_group] * k, [f"f{i}" for i in range(k)], pure=False)
+                self.client.gather(futures)
+            elif times:
+                spill_files([str(f) for f in self.files], tmp, times, self.source, rows_per_group)
             yield SpilledSlots(tmp, self.source)
+
+
+def spill_files(files, tmp, times, source: str, rows_per_group: int = 1 << 14, tag: str = "part") -> None:
+    """Write the rows of `files` at the slots `times` into ``tmp/<slot>/<tag>-<i>.parquet`` (one filtered scan).
+
+    Columns are cast to user: string, time: int64 (safe cast: a non-integral time is refused),
+    value: float64; row groups of at most `rows_per_group` rows bound the writer's buffers.  A Dask
+    task of :meth:`ParquetStream.spill` (module level, so workers can import it).
+
+    Raises
+    ------
+    InvalidInputError
+        A non-integral time or a value that is not a number (from Arrow's safe casts).
+    """
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+
+    dataset = ds.dataset(list(files), format="parquet")
+    wanted = pa.array(sorted(times), type=pa.int64()).cast(dataset.schema.field("time").type)
+    columns = {"user": ds.field("user").cast(pa.string()), "time": ds.field("time").cast(pa.int64()),
+               "value": ds.field("value").cast(pa.float64())}
+    try:
+        scanner = dataset.scanner(columns=columns, filter=ds.field("time").isin(wanted))
+        ds.write_dataset(scanner, tmp, format="parquet", partitioning=["time"], basename_template=f"{tag}-{{i}}.parquet",
+                         max_partitions=len(times) + 1, max_rows_per_group=rows_per_group,
+                         min_rows_per_group=rows_per_group // 4, max_open_files=min(len(times) + 1, 512),
+                         use_threads=False, existing_data_behavior="overwrite_or_ignore")
+    except pa.ArrowException as exc:
+        raise InvalidInputError(f"{source}: {' '.join(str(exc).split())[:300]}") from None
 
 
 class SpilledSlots:
