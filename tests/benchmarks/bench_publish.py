@@ -18,7 +18,8 @@ Run: ``.venv/bin/python tests/benchmarks/bench_publish.py``.
    slots, 100 Parquet files of 10⁴ meters, seed 2026), accounted with the two-state chain p = q = 0.45 (the
    model is not what is measured here).  The publisher spills the input slots to one folder per slot in one
    scan, then reads one slot (10⁶ readings) at a time.  Wall time and the peak resident memory of the
-   ``policyopt`` process (``ru_maxrss`` from ``os.wait4`` of that child), beside the size of the data set in
+   ``policyopt`` process (``ru_maxrss`` from ``os.wait4`` of that child; ``workers=N`` adds ``--workers N``, whose
+   Dask workers are not counted), beside the size of the data set in
    memory as one table (the cost of reading it whole).  Targets: peak RSS < 1 GiB (the data set as one Arrow table
    is ≈ 4.7 GB, 28 bytes per reading), the 168 releases made.  Measured 2026-11-26 at load 6–7: 485 s, 801 MiB.
 """
@@ -102,14 +103,15 @@ def bench_risk() -> None:
           f"{verdict(t_ledger, TARGET_RISK_S)}; baseline compose with Δ at every age: {t_ref:.3f} s (bit for bit equal)")
 
 
-def bench_meters(users: int = 10**6, slots: int = 169, users_per_file: int = 10_000, workdir=None) -> dict:
+def bench_meters(users: int = 10**6, slots: int = 169, users_per_file: int = 10_000, workdir=None,
+                 workers: int | None = None) -> dict:
     """Publish a week of hourly releases of `users` Parquet meters with the CLI; wall time and peak RSS of that process.
 
     Returns
     -------
     dict
-        ``releases``, ``wall_s``, ``peak_rss_mib``, ``readings``, ``data_bytes`` (Parquet on disk) and the
-        CLI's JSON report (``report``).
+        ``releases``, ``wall_s``, ``peak_rss_mib`` (of the ``policyopt`` process; with `workers`, not of its Dask
+        workers), ``readings``, ``data_bytes`` (Parquet on disk) and the CLI's JSON report (``report``).
     """
     import json
     import os
@@ -125,16 +127,17 @@ def bench_meters(users: int = 10**6, slots: int = 169, users_per_file: int = 10_
         size = sum(f.stat().st_size for f in data.iterdir())
         args = [exe, "publish", "--A", "0", "--S-bar", "1", "--epsilon-c", "1", "--value-range", "0:10",
                 "--model", "two-state:p=0.45,q=0.45", "--data", str(data), "--ledger", str(Path(d) / "l.db"), "--json"]
-        start = time.perf_counter()
-        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        out, err = proc.communicate()
-        wall = time.perf_counter() - start
-        _, _, usage = os.wait4(proc.pid, 0) if proc.returncode is None else (None, None, None)
-        if usage is None:  # communicate() reaped the child: its rusage is in RUSAGE_CHILDREN (the largest child so far)
-            import resource
-
-            usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-        assert proc.returncode == 0, err
+        if workers is not None:
+            args += ["--workers", str(workers)]  # the split into slots on a local Dask cluster
+        out_path, err_path = Path(d) / "out.json", Path(d) / "err.txt"
+        with open(out_path, "w") as out_f, open(err_path, "w") as err_f:
+            start = time.perf_counter()
+            proc = subprocess.Popen(args, stdout=out_f, stderr=err_f)
+            _, status, usage = os.wait4(proc.pid, 0)  # reaps this child only: its own peak RSS (KiB on Linux)
+            wall = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        assert proc.returncode == 0, err_path.read_text()
+        out = out_path.read_text()
         rep = json.loads(out)
     return {"releases": rep["released"], "wall_s": wall, "peak_rss_mib": usage.ru_maxrss / 1024, "data_bytes": size,
             "readings": users * slots, "report": rep}
