@@ -141,7 +141,7 @@ def _given_model(args, base=None):
 
 
 def _same_model(a, b) -> bool:
-    """Equal models, ignoring the pin of `a` (its data may have grown since `b` was pinned)."""
+    """Equal models, ignoring their pins (the data may have grown by appended lines since one was pinned)."""
     from dataclasses import replace
 
     return replace(a, sha256=None, nbytes=None) == replace(b, sha256=None, nbytes=None)
