@@ -28,6 +28,13 @@ __all__ = [
     "parquet_files",
     "is_parquet_source",
     "check_parquet_schema",
+    "data_digest",
+    "file_prefix_sha256",
+    "parse_duration",
+    "format_duration",
+    "has_timestamps",
+    "read_timestamped_csv",
+    "resample_readings",
 ]
 
 #: Largest input file read (bytes), checked before reading: 2 GiB.
@@ -530,3 +537,246 @@ def read_readings(spec, option: str = "--data"):
     if is_parquet_source(spec):
         return read_readings_parquet(spec, option)
     return read_readings_csv(spec, option)
+
+
+#: Bytes read at a time when hashing a file.
+_HASH_CHUNK = 1 << 20
+
+
+def file_prefix_sha256(path, nbytes: int | None = None) -> str:
+    """SHA-256 (hex) of the first `nbytes` bytes of a file (all of it when ``None``), read in chunks.
+
+    Parameters
+    ----------
+    path : str or Path
+    nbytes : int, optional
+        How many leading bytes to hash; a shorter file hashes what it has.
+
+    Returns
+    -------
+    str
+        64 hex digits.
+    """
+    import hashlib
+
+    h = hashlib.sha256()
+    left = math.inf if nbytes is None else int(nbytes)
+    with open(path, "rb") as fh:
+        while left > 0:
+            chunk = fh.read(int(min(_HASH_CHUNK, left)))
+            if not chunk:
+                break
+            h.update(chunk)
+            left -= len(chunk)
+    return h.hexdigest()
+
+
+def data_digest(spec, option: str = "--data") -> dict:
+    """The identity of a data source: its resolved path, format, size and content digest.
+
+    A CSV file's digest is the SHA-256 of its bytes.  A Parquet data set's (directory, glob or
+    file) is the SHA-256 of the text ``"NAME\tSIZE\tSHA256\n"`` over its files sorted by path
+    (NAME relative to the files' common folder), so renaming, adding, removing or changing a
+    partition changes it.
+
+    ``None`` names the bundled data (:data:`policyopt.data.CITYLEARN_PATH`), whose digest is that
+    of its file's bytes.
+
+    Parameters
+    ----------
+    spec : str or Path or None
+        What ``--data`` names (see :func:`is_parquet_source`); ``None`` for the bundled data.
+    option : str
+        Option name for messages.
+
+    Returns
+    -------
+    dict
+        ``source`` (absolute path or pattern, or ``"bundled"``), ``format`` (``"csv"``, ``"parquet"`` or ``"bundled"``),
+        ``sha256`` (64 hex digits), ``bytes`` (total size) and ``files`` (number of files).
+
+    Raises
+    ------
+    InvalidInputError
+        If the file or data set does not exist (see :func:`parquet_files`).
+    """
+    import hashlib
+    import os
+
+    if spec is None:
+        from .data import CITYLEARN_PATH
+
+        return {"source": "bundled", "format": "bundled", "sha256": file_prefix_sha256(CITYLEARN_PATH),
+                "bytes": CITYLEARN_PATH.stat().st_size, "files": 1}
+    if is_parquet_source(spec):
+        files = parquet_files(spec, option)
+        root = os.path.commonpath([str(f.resolve().parent) for f in files])
+        h = hashlib.sha256()
+        total = 0
+        for f in files:
+            size = f.stat().st_size
+            total += size
+            h.update(f"{os.path.relpath(str(f.resolve()), root)}\t{size}\t{file_prefix_sha256(f)}\n".encode())
+        return {"source": os.path.abspath(str(spec)), "format": "parquet", "sha256": h.hexdigest(), "bytes": total,
+                "files": len(files)}
+    p = _existing(spec, option)
+    return {"source": os.path.abspath(str(p)), "format": "csv", "sha256": file_prefix_sha256(p),
+            "bytes": p.stat().st_size, "files": 1}
+
+
+def parse_duration(text, option: str = "--slot-length") -> int:
+    """A duration such as ``30min``, ``1h``, ``15s`` or ``1d`` (pandas Timedelta syntax), in whole seconds.
+
+    Parameters
+    ----------
+    text : str
+    option : str
+        Option name for messages.
+
+    Returns
+    -------
+    int
+        Seconds, > 0.
+
+    Raises
+    ------
+    InvalidInputError
+        Not a duration, not positive, or not a whole number of seconds.
+    """
+    import pandas as pd
+
+    try:
+        td = pd.Timedelta(str(text).strip())
+    except (ValueError, TypeError):
+        raise InvalidInputError(f"{option} must be a duration such as 30min, 1h or 1d, got {fmt(text)}") from None
+    seconds = td.total_seconds()
+    if td is pd.NaT or not (seconds > 0) or seconds != int(seconds):
+        raise InvalidInputError(f"{option} must be a positive whole number of seconds (e.g. 30min, 1h), got {fmt(text)}")
+    return int(seconds)
+
+
+def format_duration(seconds: int) -> str:
+    """The shortest of ``Nd``, ``Nh``, ``Nmin``, ``Ns`` that is exact for `seconds` (e.g. 1800 → ``30min``)."""
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds % size == 0:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def has_timestamps(path, option: str = "--data") -> bool:
+    """True when the first reading of a user,time,value CSV has a ``time`` that is not an integer (a date-time).
+
+    Raises
+    ------
+    InvalidInputError
+        Missing file (see :func:`read_text`).
+    """
+    p = _existing(path, option)
+    with open(p, encoding="utf-8-sig", errors="replace", newline="") as fh:
+        rows = csv.reader(fh)
+        header = next(rows, None)
+        first = next(rows, None)
+    if not header or not first or "time" not in header or len(first) != len(header):
+        return False
+    field = first[header.index("time")].strip()
+    try:
+        int(field)
+    except ValueError:
+        return True
+    return False
+
+
+def read_timestamped_csv(path, option: str = "--data", slot_seconds: int | None = None):
+    """Read a long CSV ``user,time,value`` whose times are date-times, mapping them to integer slots.
+
+    Slot k holds the readings stamped t0 + k·L, t0 the earliest time stamp of the file and L the
+    slot length: `slot_seconds`, or (``None``) the smallest positive step between two distinct time
+    stamps of the file.  Time zones: ISO 8601 offsets are honoured; naive times are taken as UTC.
+
+    Parameters
+    ----------
+    path : str or Path
+    option : str
+        Option name for messages.
+    slot_seconds : int, optional
+        L in seconds.
+
+    Returns
+    -------
+    df : pandas.DataFrame
+        Rows in file order, columns user (str), time (int64 slots), value (float64).
+    slot_seconds : int
+        L, given or inferred.
+    origin : str
+        t0 in ISO 8601 (UTC).
+
+    Raises
+    ------
+    InvalidInputError
+        A time that is not a date-time (with its line), a single time stamp without `slot_seconds`,
+        a time stamp off the grid t0 + k·L (with its line), and whatever
+        :func:`policyopt.models.estimation.validate_readings` raises.
+    """
+    import io
+
+    import pandas as pd
+
+    from .models.estimation import validate_readings
+
+    p = Path(path)
+    text = read_text(p, option)
+    df = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
+    if "time" not in df.columns:
+        raise InvalidInputError(f"{option} {fmt(str(p))} must have columns user,time,value (found {list(df.columns)})")
+    stamps = pd.to_datetime(df["time"], errors="coerce", utc=True, format="ISO8601")
+    bad = stamps.isna().to_numpy()
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InvalidInputError(f"{option} {fmt(str(p))} line {i + 2}: time {df['time'].iloc[i]!r} is not an integer slot "
+                                "nor an ISO 8601 date-time")
+    ns = stamps.dt.as_unit("ns").astype("int64").to_numpy()  # nanoseconds since 1970 UTC
+    t0 = int(ns.min())
+    if slot_seconds is None:
+        steps = np.diff(np.unique(ns))
+        if steps.size == 0:
+            raise InvalidInputError(f"{option} {fmt(str(p))} has a single time stamp: give the slot length (--slot-length)")
+        step = int(steps.min())
+        if step % 10**9:
+            raise InvalidInputError(f"{option} {fmt(str(p))}: the smallest step between time stamps ({step} ns) is not a "
+                                    "whole number of seconds; give --slot-length")
+        slot_seconds = step // 10**9
+    width = int(slot_seconds) * 10**9
+    off = (ns - t0) % width
+    if off.any():
+        i = int(np.flatnonzero(off)[0])
+        raise InvalidInputError(
+            f"{option} {fmt(str(p))} line {i + 2}: time {df['time'].iloc[i]!r} is not on the grid of "
+            f"{format_duration(int(slot_seconds))} slots from the first time stamp; give another --slot-length or --resample"
+        )
+    df["time"] = ((ns - t0) // width).astype(str)
+    origin = pd.Timestamp(t0, unit="ns", tz="UTC").isoformat()
+    return validate_readings(df, source=f"{option} {fmt(str(p))}", sort=False), int(slot_seconds), origin
+
+
+def resample_readings(df, factor: int):
+    """Each user's mean reading over bins of `factor` consecutive slots (new slot k = old slots k·factor .. k·factor + factor − 1).
+
+    The same as pandas ``resample(...).mean()`` on each user's series with empty bins dropped.  Row
+    order: the first appearance of each (user, bin), so a stream in time order stays in time order.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        Columns user, time (int64 slots), value.
+    factor : int
+        Slots per bin, ≥ 1.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns user, time (bins), value (mean, float64).
+    """
+    if factor == 1:
+        return df
+    binned = df.assign(time=df["time"] // int(factor))
+    return binned.groupby(["user", "time"], sort=False, as_index=False)["value"].mean()

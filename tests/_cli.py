@@ -28,6 +28,29 @@ def run_cli(*args, timeout: float = 300) -> subprocess.CompletedProcess:
     return proc
 
 
+def run_any(*args, timeout: float = 180) -> subprocess.CompletedProcess:
+    """Run the installed ``policyopt`` with `args` (as strings), without the publisher's test pause; any exit code."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "POLICYOPT_PUBLISH_PAUSE"}
+    return subprocess.run([POLICYOPT, *map(str, args)], capture_output=True, text=True, env=env, timeout=timeout)
+
+
+def ok_json(*args):
+    """The strict JSON object of ``policyopt ARGS --json`` (exit 0 asserted)."""
+    res = run_any(*args, "--json")
+    assert res.returncode == 0, res.stderr
+    return strict_json(res.stdout)
+
+
+def refused(res: subprocess.CompletedProcess, *phrases) -> None:
+    """Assert a refusal: exit 2, nothing on stdout, one ``policyopt: error:`` line on stderr holding every phrase."""
+    assert res.returncode == 2 and res.stdout == "", (res.stdout, res.stderr)
+    assert res.stderr.startswith("policyopt: error: ") and res.stderr.count("\n") == 1 and "Traceback" not in res.stderr
+    for p in phrases:
+        assert p in res.stderr, res.stderr
+
+
 def default_sigint() -> None:
     """``preexec_fn`` of a child that a test interrupts with SIGINT: Ctrl-C handled as in a terminal.
 

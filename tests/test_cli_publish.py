@@ -190,12 +190,12 @@ def test_bad_inputs_one_line_exit_2_ledger_untouched(tmp_path):
     back = tmp_path / "back.csv"
     back.write_text(data.read_text() + "u0,31,1.0\nu0,30,1.0\n")
     _one_line_error(run("publish", "--A", 1, "--S-bar", 2, "--epsilon-c", 0.5, "--value-range", "0:2",
-                        "--data", back, "--ledger", ledger), "time goes backwards for user 'u0' (30 after 31")
+                        "--data", back, "--ledger", ledger, "--model", CHAIN), "time goes backwards for user 'u0' (30 after 31")
     # the stream ends before the ledger's last release
     short = tmp_path / "short.csv"
     write_stream(short, 2, 10)
     _one_line_error(run("publish", "--A", 1, "--S-bar", 2, "--epsilon-c", 0.5, "--value-range", "0:2",
-                        "--data", short, "--ledger", ledger), "time went backwards")
+                        "--data", short, "--ledger", ledger, "--model", CHAIN), "time went backwards")
     # infeasible schedule JSON, as `policyopt schedule` prints it
     sched = run("schedule", "--chain", "two-state:p=0.2,q=0.2", "--max-penalty", "1e-6", "--json")
     assert sched.returncode == 0 and _strict(sched.stdout)["status"] == "infeasible"
@@ -210,7 +210,7 @@ def test_bad_inputs_one_line_exit_2_ledger_untouched(tmp_path):
     text.write_text("this is not a database\n" * 200)
     t0 = digest(text)
     _one_line_error(run("publish", "--A", 1, "--S-bar", 2, "--epsilon-c", 0.5, "--value-range", "0:2",
-                        "--data", data, "--ledger", text), "is not a policyopt ledger (not an SQLite database")
+                        "--data", data, "--ledger", text, "--model", CHAIN), "is not a policyopt ledger (not an SQLite database")
     _one_line_error(run("ledger", "--ledger", text), "is not a policyopt ledger")
     assert digest(text) == t0
     foreign = tmp_path / "foreign.sqlite"
@@ -242,36 +242,39 @@ def test_bad_inputs_one_line_exit_2_ledger_untouched(tmp_path):
     longer = tmp_path / "longer.csv"
     write_stream(longer, 2, 40)
     _one_line_error(run("publish", "--A", 1, "--S-bar", 2, "--epsilon-c", 0.5, "--value-range", "0:2", "--data", longer,
-                        "--ledger", ledger, "--max-risk", 0.01), "release 15 at slot 29 would raise", "nothing was published")
+                        "--ledger", ledger, "--model", CHAIN, "--max-risk", 0.01), "release 15 at slot 29 would raise", "nothing was published")
     assert digest(ledger) == before
     # option-level errors
     _one_line_error(run("publish", "--A", 1, "--S-bar", 2, "--epsilon-c", 0.5, "--value-range", "2:0", *base),
                     "--value-range must be LO:HI with finite LO < HI, got '2:0'")
     _one_line_error(run("publish", "--A", 1, "--value-range", "0:2", *base), "missing --S-bar, --epsilon-c")
-    _one_line_error(run("ledger", "--ledger", ledger, "--at", 3, "--states", 4), "--states/--smoothing need --model")
+    _one_line_error(run("ledger", "--ledger", ledger, "--at", 3, "--states", 4), "--states/--smoothing apply to a fitted model")
     assert digest(ledger) == before
 
 
 def test_end_to_end_bundled_data_as_a_stream(tmp_path):
+    """A schedule designed on a CSV stream; the stream grows by appended lines; the ledger repeats the design's ε*."""
     from policyopt.data import load_citylearn
 
     df = load_citylearn().sort_values(["time", "user"], kind="stable")
     stream = tmp_path / "stream.csv"
     df[df.time < 240].to_csv(stream, index=False)  # ten days so far
-    design = run("schedule", "--json")
+    design = run("schedule", "--data", stream, "--value-range", "0:48", "--states", 3, "--users", 100000,
+                 "--max-penalty", 1.5e-5, "--json")
     assert design.returncode == 0, design.stderr
     sched = _strict(design.stdout)
+    assert sched["deployment"]["data"]["format"] == "csv" and sched["deployment"]["model"]["states"] == 3
     sfile = tmp_path / "schedule.json"
     sfile.write_text(design.stdout)
     A, S_bar = sched["A"], sched["S_bar"]
     ledger, out = tmp_path / "ledger.sqlite", tmp_path / "releases.csv"
-    cmd = ["publish", "--schedule", sfile, "--data", stream, "--value-range", "0:4", "--ledger", ledger, "--out", out, "--json"]
+    cmd = ["publish", "--schedule", sfile, "--data", stream, "--ledger", ledger, "--out", out, "--json"]
     first = run(*cmd)
     assert first.returncode == 0, first.stderr
     r1 = _strict(first.stdout)
     due1 = [A + k * S_bar for k in range(1000) if A + k * S_bar <= 238]
     assert [r["slot"] for r in r1["new_releases"]] == due1 and r1["through"] == 238
-    df[df.time < 24 * 30].to_csv(stream, index=False)  # the stream grows to thirty days
+    df[df.time < 24 * 30].to_csv(stream, index=False)  # the stream grows to thirty days (the same lines first)
     second = run(*cmd)
     assert second.returncode == 0, second.stderr
     r2 = _strict(second.stdout)
@@ -279,13 +282,14 @@ def test_end_to_end_bundled_data_as_a_stream(tmp_path):
     assert [r["slot"] for r in r2["new_releases"]] == due2[len(due1):] and r2["rows"] == len(due2)
     for r in r1["new_releases"] + r2["new_releases"]:
         assert r["users"] == 17 and r["status"] == "released"
-        assert r["noise_scale"] == pytest.approx(4 / 17 / sched["epsilon_c"], rel=1e-12)
+        assert r["noise_scale"] == pytest.approx(48 / 17 / sched["epsilon_c"], rel=1e-12)
     audit = run("ledger", "--ledger", ledger, "--json")
     assert audit.returncode == 0, audit.stderr
     led = _strict(audit.stdout)
     assert led["released"] == len(due2) and led["skipped"] == 0 and led["at"] == due2[-1]
-    # designed peak (30) of the ledger = the schedule's own ε* (same bundled model)
+    # designed peak (30) of the ledger = the schedule's own ε*: the chains are refitted on the design's 240 slots only
     assert led["designed_peak_risk"] == pytest.approx(sched["peak_risk"], rel=1e-9)
+    assert led["model_reason"] == f"the design recorded in --schedule {sfile}" and led["override"] is None
     assert led["peak_risk"] <= led["designed_peak_risk"] * (1 + 1e-12)
     assert led["peak_risk"] == max(r["risk_at_release"] for r in led["releases"])
     for r in led["releases"]:

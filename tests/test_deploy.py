@@ -67,7 +67,7 @@ def theorem3_independent(S, tau, eps, horizon):
 def _row(sch, n, slot, tau, eps, status="released"):
     return LedgerRow(n=n, slot=slot, input_time=tau, status=status, users=3 if status == "released" else 0, clipped=0,
                      epsilon_c=eps, epsilon_spent=eps, sensitivity=None, noise_scale=None,
-                     value=0.0 if status == "released" else None, prior_risk=None, risk_at_release=None, reason=None,
+                     value=0.0 if status == "released" else None, prior_risk=None, risk_at_release=None, reason=None, input_sha256="",
                      schedule_id=sch.id, package_version="test", sampler="test", committed_at="now")
 
 

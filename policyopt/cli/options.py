@@ -9,7 +9,10 @@ import argparse
 import math
 from dataclasses import dataclass
 
+# The bundled pilot's deployment (I, value range, states) and the fit's defaults are defined once, below the CLI.
+from policyopt.data import BUNDLED_STATES, BUNDLED_USERS, BUNDLED_VALUE_RANGE
 from policyopt.errors import InvalidInputError
+from policyopt.models.estimation import DEFAULT_SMOOTHING, DEFAULT_STATES
 
 __all__ = [
     "OneLineParser",
@@ -32,12 +35,10 @@ __all__ = [
 ]
 
 DEFAULT_MAX_PENALTY = 0.15
-DEFAULT_STATES = 12
 DEFAULT_USERS = 20
 DEFAULT_MAX_AGE = 168
 DEFAULT_MAX_INTERVAL = 168
 DEFAULT_RELEASES = 24
-DEFAULT_SMOOTHING = 0.01
 DEFAULT_PLOT_EPOCHS = 4
 
 # Limits of the size parameters (stated in --help; checked while parsing, before anything is allocated).
@@ -52,12 +53,6 @@ MAX_COUNT = 10**9
 #: Largest --plot-epochs.
 MAX_PLOT_EPOCHS = 100
 
-#: Deployment size I of the bundled pilot's documented deployment (homes); see policyopt/data/PROVENANCE.md.
-BUNDLED_USERS = 100_000
-#: Public a-priori range of one bundled reading (kWh in one hour): 0 to a 200 A, 240 V service's 48 kW for an hour.
-BUNDLED_VALUE_RANGE = (0.0, 48.0)
-#: States of the bundled pilot's chains (every row of every home observed ≥ 143 times at K = 3).
-BUNDLED_STATES = 3
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -326,15 +321,20 @@ def load_model(args):
     return dep.population, dep.info, dep.unit
 
 
-def add_distributed_options(cmd) -> None:
-    """``--workers`` / ``--scheduler``: fit a Parquet ``--data`` set as a map-reduce over its files on Dask."""
-    group = cmd.add_argument_group("distributed estimation (Parquet --data, one file per group of whole users)")
+def add_distributed_options(cmd, title: str | None = None, workers_help: str | None = None,
+                            scheduler_help: str | None = None) -> None:
+    """``--workers`` / ``--scheduler``: by default, fit a Parquet ``--data`` set as a map-reduce over its files on Dask.
+
+    `title`, `workers_help` and `scheduler_help` replace the group's title and the options' help for a command
+    that uses the cluster for something else (``publish`` splits the data set into slots on it).
+    """
+    group = cmd.add_argument_group(title or "distributed estimation (Parquet --data, one file per group of whole users)")
     group.add_argument("--workers", type=int_at_least("--workers", 1), default=None, metavar="N",
-                       help="estimate the chains, Δ(t), the envelope and the MSE terms on a local Dask cluster of N "
-                       "worker processes, one Parquet file at a time per worker (memory bounded by the file size)")
+                       help=workers_help or "estimate the chains, Δ(t), the envelope and the MSE terms on a local Dask "
+                       "cluster of N worker processes, one Parquet file at a time per worker (memory bounded by the file size)")
     group.add_argument("--scheduler", metavar="ADDRESS",
-                       help="the same on an existing Dask cluster (e.g. tcp://host:8786; its workers need policyopt "
-                       "and the --data files at the same paths)")
+                       help=scheduler_help or "the same on an existing Dask cluster (e.g. tcp://host:8786; its workers "
+                       "need policyopt and the --data files at the same paths)")
 
 
 def wants_distributed(args) -> bool:

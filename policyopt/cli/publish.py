@@ -7,12 +7,14 @@ done by :mod:`policyopt.deploy` (:class:`~policyopt.deploy.Publisher`,
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import sys
 import time
 
 from policyopt.cli.options import (
+    add_distributed_options,
     int_at_least,
     non_negative_float,
     positive_float,
@@ -27,14 +29,17 @@ __all__ = ["add_command", "run_publish", "run_ledger"]
 TEXT_ROWS = 12
 
 
-def _add_model(cmd, default_help: str) -> None:
+def _add_model(cmd, default_help: str, override_help: str) -> None:
     cmd.add_argument("--model", metavar="SPEC", default=None,
                      help="model of Δ(t) for the accounting: bundled (CityLearn 2022, as `policyopt schedule`), "
                      f"data:CSV, matrix:FILE or two-state:p=P,q=Q ({default_help})")
     cmd.add_argument("--states", type=int_at_least("--states", 2), default=None, metavar="K",
-                     help="quantile states of a fitted model (default 12)")
+                     help="quantile states of a fitted model (default: the design's; 3 for the bundled pilot, 12 for data)")
     cmd.add_argument("--smoothing", type=non_negative_float("--smoothing"), default=None, metavar="S",
-                     help="additive smoothing of a fitted model (default 0.01)")
+                     help="additive smoothing of a fitted model (default: the design's; 0.01)")
+    cmd.add_argument("--override", metavar="REASON", default=None,
+                     help=f"{override_help} on purpose; REASON (one line) says why"
+                     + (" and is recorded in the ledger" if "publish" in override_help else ""))
 
 
 def add_command(sub) -> None:
@@ -63,11 +68,22 @@ def add_command(sub) -> None:
                      help="inter-publish time S_bar, slots (instead of --schedule)")
     pub.add_argument("--epsilon-c", dest="epsilon_c", type=positive_float("--epsilon-c"), metavar="E",
                      help="budget per release ε_C, nats (instead of --schedule)")
-    pub.add_argument("--data", metavar="CSV",
-                     help="the stream so far: long CSV user,time,value (time in integer slots, each user's times increasing); "
-                     "default: the bundled CityLearn 2022 data (17 homes, hourly kWh, 8760 slots) as a finished stream")
-    pub.add_argument("--value-range", type=value_range_arg("--value-range"), required=True, metavar="LO:HI",
-                     help="public range of one reading; readings are clipped to it (write --value-range=-1:1 for a negative LO)")
+    pub.add_argument("--data", metavar="CSV_OR_PARQUET",
+                     help="the stream so far: long CSV user,time,value (time in integer slots, each user's times increasing), "
+                     "or a Parquet data set with those columns (a directory, a glob or a .parquet file, as `schedule` reads; "
+                     "only the input slots' rows are read, by a filter on time); "
+                     "default: the bundled CityLearn 2022 data (17 homes, hourly kWh, 8760 slots) as a finished stream. "
+                     "With --schedule it must be the data the schedule was designed on, or that CSV grown by appended "
+                     "lines (same SHA-256 of its first bytes), unless --override")
+    pub.add_argument("--slot-length", metavar="DUR",
+                     help="length of one slot of --data, e.g. 30min, 1h, 1d (default: read from its time stamps when they are "
+                     "date-times — the smallest step —, else the schedule's slot length; the bundled data: 1h)")
+    pub.add_argument("--resample", metavar="DUR",
+                     help="publish on slots of DUR (a multiple of the slot length): each user's mean over each DUR bin, "
+                     "as pandas resample(DUR).mean() (CSV or bundled --data)")
+    pub.add_argument("--value-range", type=value_range_arg("--value-range"), metavar="LO:HI",
+                     help="public range of one reading; readings are clipped to it (write --value-range=-1:1 for a negative LO); "
+                     "default: the range --schedule declares (required with --A/--S-bar/--epsilon-c)")
     pub.add_argument("--ledger", metavar="FILE", required=True, help="SQLite privacy ledger (created on the first run)")
     pub.add_argument("--out", metavar="CSV", help="releases CSV, appended after each commit and rebuilt from the ledger when behind")
     pub.add_argument("--through", type=int_at_least("--through", 0), metavar="T",
@@ -76,7 +92,17 @@ def add_command(sub) -> None:
                      help="first input slot of the schedule (default: the stream's first slot when the ledger is created)")
     pub.add_argument("--max-risk", type=positive_float("--max-risk"), metavar="R",
                      help="refuse (exit 2, nothing written) a run in which a release would have ε(S_n) > R nats")
-    _add_model(pub, "default bundled; fixed by the ledger's first run")
+    _add_model(pub, "default: the model recorded in --schedule's deployment, else the bundled pilot as `policyopt schedule` "
+               "designs it (3 states, fitted on 0:48 kWh); fixed by the ledger's first run",
+               "publish with a --model/--states/--smoothing/--value-range that differs from the schedule's design, a "
+               "--data stream that is not the design's data (nor that file grown by appended lines), or --data with "
+               "--A/--S-bar/--epsilon-c and no --model")
+    add_distributed_options(
+        pub, "distributed reading (Parquet --data)",
+        "split the Parquet --data into its input slots on a local Dask cluster of N worker processes, one file per task "
+        "(the releases are then drawn one after another by this process)",
+        "the same on an existing Dask cluster (its workers need policyopt, the --data files and the system's temporary "
+        "folder at the same paths)")
     pub.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     pub.set_defaults(handler=run_publish)
 
@@ -91,36 +117,190 @@ def add_command(sub) -> None:
     )
     led.add_argument("--ledger", metavar="FILE", required=True, help="SQLite ledger written by `policyopt publish`")
     led.add_argument("--at", type=int_at_least("--at", 0), metavar="T", help="report ε and AoI at slot T (default: the last row's slot)")
-    _add_model(led, "default: the model recorded in the ledger")
+    _add_model(led, "default: the model recorded in the ledger",
+               "audit under a --model/--states/--smoothing other than the one recorded in the ledger")
     led.add_argument("--json", action="store_true", help="print one JSON object (with the whole trajectory) instead of text")
     led.set_defaults(handler=run_ledger)
 
 
-def _model_spec(args, recorded=None):
+def _given_model(args, base=None):
+    """The ModelSpec the model options name (unpinned), completing them from `base` when it is the same model."""
     from policyopt.deploy import ModelSpec
 
-    if args.model is None and recorded is not None:
-        if args.states is not None or args.smoothing is not None:
-            raise InvalidInputError("--states/--smoothing need --model (the ledger's recorded model is used otherwise)")
-        return recorded
-    spec = "bundled" if args.model is None else args.model
-    if not spec.startswith(("bundled", "data:")) and (args.states is not None or args.smoothing is not None):
+    spec = args.model if args.model is not None else ("bundled" if base is None else base.spec)
+    same = base is not None and ModelSpec(spec).spec == base.spec
+    kind = spec.partition(":")[0]
+    if kind not in ("bundled", "data") and (args.states is not None or args.smoothing is not None):
         raise InvalidInputError(f"--states/--smoothing apply to a fitted model (bundled or data:CSV), not --model {spec!r}")
-    return ModelSpec(spec, 12 if args.states is None else args.states, 0.01 if args.smoothing is None else args.smoothing)
+    if kind not in ("bundled", "data"):
+        return ModelSpec(spec)
+    states = args.states if args.states is not None else (base.states if same else None)
+    smoothing = args.smoothing if args.smoothing is not None else (base.smoothing if same else None)
+    value_range = base.value_range if same else (getattr(args, "value_range", None) if kind == "data" else None)
+    return ModelSpec(spec, states, smoothing, value_range, max_tv_source=base.max_tv_source if same else "chain")
 
 
-def _schedule(args):
-    from policyopt.deploy import ScheduleSpec
+def _same_model(a, b) -> bool:
+    """Equal models, ignoring their pins (the data may have grown by appended lines since one was pinned)."""
+    from dataclasses import replace
 
+    return replace(a, sha256=None, nbytes=None) == replace(b, sha256=None, nbytes=None)
+
+
+def _refuse_unless_override(args, why: str, advice: str) -> None:
+    if args.override is None:
+        raise InvalidInputError(f"{why}; {advice}, or give --override REASON to do so on purpose")
+
+
+def _publish_plan(args):
+    """(schedule, model, provenance) of ``publish``: the schedule file is the deployment (issue #25).
+
+    Raises
+    ------
+    InvalidInputError
+        Conflicting schedule options; a model, value range or stream other than the design's without
+        ``--override``; ``--data`` with direct schedule options and no ``--model`` without ``--override``.
+    """
+    import os
+
+    from policyopt.deploy import ModelSpec, ScheduleSpec
+    from policyopt.deploy.ledger import read_schedule_json, same_source
+    from policyopt.io import data_digest
+
+    given = args.model is not None or args.states is not None or args.smoothing is not None
     direct = [args.A, args.S_bar, args.epsilon_c]
+    design = None
     if args.schedule is not None:
         if any(v is not None for v in direct):
             raise InvalidInputError("give either --schedule FILE or --A/--S-bar/--epsilon-c, not both")
-        return ScheduleSpec.from_json_file(args.schedule, value_range=args.value_range, origin=args.start)
-    if any(v is None for v in direct):
-        missing = [n for n, v in zip(("--A", "--S-bar", "--epsilon-c"), direct) if v is None]
-        raise InvalidInputError(f"give --schedule FILE or all of --A, --S-bar, --epsilon-c (missing {', '.join(missing)})")
-    return ScheduleSpec(args.A, args.S_bar, args.epsilon_c, args.value_range, args.start, source="options")
+        design = read_schedule_json(args.schedule).get("deployment")
+        if design is None and not given:
+            raise InvalidInputError(
+                f"--schedule {args.schedule!r} records no `deployment` (written by an earlier policyopt): redesign it with "
+                "`policyopt schedule --json`, or give the accounting model with --model")
+        declared = None if design is None else design.get("value_range")
+        if args.value_range is not None and declared is not None and tuple(args.value_range) != tuple(declared):
+            _refuse_unless_override(
+                args, f"--value-range {args.value_range[0]:g}:{args.value_range[1]:g} is not the range --schedule "
+                f"{args.schedule!r} was designed with ({declared[0]:g}:{declared[1]:g})", "omit --value-range")
+        schedule = ScheduleSpec.from_json_file(args.schedule, value_range=args.value_range, origin=args.start)
+    else:
+        if any(v is None for v in direct):
+            missing = [n for n, v in zip(("--A", "--S-bar", "--epsilon-c"), direct) if v is None]
+            raise InvalidInputError(f"give --schedule FILE or all of --A, --S-bar, --epsilon-c (missing {', '.join(missing)})")
+        if args.value_range is None:
+            raise InvalidInputError("--value-range LO:HI is required with --A/--S-bar/--epsilon-c (the public range of one reading)")
+        schedule = ScheduleSpec(args.A, args.S_bar, args.epsilon_c, args.value_range, args.start, source="options")
+    designed = None if design is None else ModelSpec.from_dict(design["model"])
+    if designed is not None:
+        model = designed
+        reason = f"the design recorded in --schedule {os.path.abspath(args.schedule)}"
+        if given:
+            model = _given_model(args, designed)
+            if not _same_model(model, designed):
+                _refuse_unless_override(
+                    args, f"--model {model.describe()} is not the model --schedule {args.schedule!r} was designed with "
+                    f"({designed.describe()}): the ledger would not account for the designed schedule",
+                    "omit --model/--states/--smoothing")
+                reason = f"--override: {args.override} (the design used {designed.describe()})"
+            else:
+                model = designed
+        why = same_source(design.get("data"), args.data, "--data")
+        if why is not None:
+            _refuse_unless_override(args, f"{why}: the accounting would apply the design's chains to other users",
+                                    "publish the design's data")
+            reason += f"; stream accepted by --override: {args.override}"
+    elif args.schedule is not None:
+        model, reason = _given_model(args), "--model given (the schedule records no deployment)"
+    elif given:
+        model, reason = _given_model(args), "--model given"
+    else:
+        if args.data is not None:
+            _refuse_unless_override(
+                args, f"--data {args.data!r} with --A/--S-bar/--epsilon-c and no --model would be accounted with the bundled "
+                "pilot's chains, not its users'", "give --model (e.g. data:CSV) or a --schedule designed on it")
+            reason = f"--override: {args.override} (the bundled pilot's chains for --data)"
+        else:
+            reason = "default: the bundled pilot as `policyopt schedule` designs it"
+        model = ModelSpec()
+    model = model.pinned("--model")
+    provenance = {
+        "model_reason": reason,
+        "override": args.override,
+        "schedule_file": None if args.schedule is None else os.path.abspath(args.schedule),
+        "design_data": None if design is None else design.get("data"),
+        "slot_length": None if design is None else design.get("slot_length"),
+        "stream": data_digest(args.data, "--data"),
+    }
+    return schedule, model, provenance
+
+
+def _load_stream(args, provenance, client=None):
+    """The stream (DataFrame or ParquetStream) in slots of the effective slot length, and that length (s or None).
+
+    The slot length of the data is --slot-length, else read from date-time stamps, else the schedule's
+    (the bundled data: 1 h); --resample bins it to a longer slot (each user's mean per bin).  A slot length
+    other than the schedule's is refused, also with --override (A, S̄ and the chains' steps count the
+    schedule's slots).  What was
+    decided goes into `provenance` (``slot_length``, ``resample``, ``time_origin``).
+    """
+    from policyopt.data import BUNDLED_SLOT_LENGTH
+    from policyopt.deploy.publisher import ParquetStream, check_stream_order, read_stream_csv
+    from policyopt.io import (format_duration, has_timestamps, is_parquet_source, parse_duration, read_timestamped_csv,
+                              resample_readings)
+
+    given = None if args.slot_length is None else parse_duration(args.slot_length, "--slot-length")
+    design = provenance.pop("slot_length", None)
+    design_s = None if design is None else parse_duration(design, "--schedule slot_length")
+    origin = None
+    if args.data is None:
+        from policyopt.data import load_citylearn
+
+        readings, data_s = load_citylearn(), parse_duration(BUNDLED_SLOT_LENGTH)
+        if given is not None and given != data_s:
+            raise InvalidInputError(f"--slot-length {args.slot_length} is not the bundled data's slot ({BUNDLED_SLOT_LENGTH})")
+    elif is_parquet_source(args.data):
+        readings, data_s = ParquetStream(args.data, "--data", client), given  # read slot by slot, never whole
+    elif has_timestamps(args.data, "--data"):
+        readings, data_s, origin = read_timestamped_csv(args.data, "--data", given)
+        check_stream_order(readings, f"--data {args.data!r}")
+    else:
+        readings, data_s = read_stream_csv(args.data, "--data"), given
+    if data_s is None:
+        data_s = design_s  # integer slots of the data the schedule was designed on
+    slot_s = data_s
+    if args.resample is not None:
+        target = parse_duration(args.resample, "--resample")
+        if data_s is None:
+            raise InvalidInputError(f"--resample {args.resample} needs the data's slot length: give --slot-length")
+        if target % data_s:
+            raise InvalidInputError(f"--resample {args.resample} is not a whole number of the data's "
+                                    f"{format_duration(data_s)} slots")
+        if isinstance(readings, ParquetStream):
+            raise InvalidInputError("--resample is not available with a Parquet --data (read slot by slot); resample the "
+                                    "data set, or publish a CSV")
+        readings, slot_s = resample_readings(readings, target // data_s), target
+    if design_s is not None and slot_s is not None and slot_s != design_s:  # not overridable: the chains step per slot
+        raise InvalidInputError(
+            f"the stream's slots are {format_duration(slot_s)} but the schedule's A, S̄ and chains count slots of "
+            f"{format_duration(design_s)}: give --resample {format_duration(design_s)} (or the right --slot-length), "
+            "or design on slots of this length")
+    provenance.update(slot_length=None if slot_s is None else format_duration(slot_s),
+                      resample=args.resample, time_origin=origin)
+    return readings, slot_s
+
+
+def _ledger_model(args, recorded):
+    """The model ``ledger`` audits with: the recorded one, or another only with --override."""
+    if args.model is None and args.states is None and args.smoothing is None:
+        return recorded
+    model = _given_model(args, recorded)
+    if _same_model(model, recorded):
+        return recorded
+    _refuse_unless_override(
+        args, f"--model {model.describe()} is not the model recorded in the ledger ({recorded.describe()}): the audit would "
+        "not be of the deployment as published", "omit --model/--states/--smoothing")
+    return model.pinned("--model")
 
 
 def _row_dict(r) -> dict:
@@ -139,24 +319,12 @@ def _designed_sensitivity(path):
     return float(value) if isinstance(value, (int, float)) else None
 
 
-def _schedule_model(path):
-    """The accounting model a schedule JSON was designed with, when it is the bundled pilot; else ``None``.
-
-    ``policyopt schedule`` fits the bundled data with ``model.states`` states and ``model.smoothing``; the ledger
-    must account with the same chains, or its designed peak (30) would not be the schedule's.
-    """
-    from policyopt.deploy import ModelSpec
-
-    if path is None:
-        return None
-    try:
-        model = json.loads(open(path, encoding="utf-8").read()).get("model", {})
-    except (OSError, ValueError, AttributeError):
-        return None
-    states, smoothing = model.get("states"), model.get("smoothing")
-    if not str(model.get("source", "")).startswith("bundled") or not isinstance(states, int):
-        return None
-    return ModelSpec("bundled", states, 0.01 if not isinstance(smoothing, (int, float)) else float(smoothing))
+def _span(slots, slot_seconds) -> str:
+    """`slots` as a duration for people (`` (2.5 h)``, `` (8.3 days)``), or '' when the slot length is unknown."""
+    if slot_seconds is None or slots is None:
+        return ""
+    hours = slots * slot_seconds / 3600
+    return f" ({hours:.4g} h)" if abs(hours) < 48 else f" ({hours / 24:.4g} days)"
 
 
 def _interrupted(what: str) -> int:
@@ -172,25 +340,38 @@ def run_publish(args) -> int:
     InvalidInputError, RiskLimitError, LedgerLockedError
         Turned into one line on stderr and exit code 2 by :func:`policyopt.cli.main`.
     """
-    from policyopt.deploy import Publisher
-    from policyopt.deploy.publisher import read_stream_csv
-
     start = time.perf_counter()
-    schedule = _schedule(args)
-    model = None if args.model is None and args.states is None and args.smoothing is None else _model_spec(args)
-    if model is None:
-        model = _schedule_model(args.schedule)
-    if args.data is None:
-        from policyopt.data import load_citylearn
+    schedule, model, provenance = _publish_plan(args)
+    stack = contextlib.ExitStack()
+    client = None
+    if args.workers is not None or args.scheduler is not None:
+        from policyopt.io import is_parquet_source
 
-        readings = load_citylearn()
-    else:
-        readings = read_stream_csv(args.data, "--data")
+        if args.workers is not None and args.scheduler is not None:
+            raise InvalidInputError(f"give either --workers {args.workers} or --scheduler {args.scheduler}, not both")
+        if args.data is None or not is_parquet_source(args.data):
+            raise InvalidInputError(f"--workers/--scheduler need a Parquet --data (a directory, a glob or a .parquet file), "
+                                    f"got --data {args.data!r}")
+        from policyopt.studies.distributed import dask_client
+
+        client = stack.enter_context(dask_client(workers=args.workers, scheduler=args.scheduler))
+    with stack:
+        return _publish(args, start, schedule, model, provenance, client)
+
+
+def _publish(args, start, schedule, model, provenance, client) -> int:
+    """The rest of :func:`run_publish` (inside the Dask client's lifetime when there is one)."""
+    from policyopt.deploy import Publisher
+
+    readings, slot_seconds = _load_stream(args, provenance, client)
     if args.through is not None:
-        t_min, t_max = int(readings["time"].min()), int(readings["time"].max())
+        from policyopt.deploy.publisher import ParquetStream
+
+        t_min, t_max = readings.span() if isinstance(readings, ParquetStream) else (
+            int(readings["time"].min()), int(readings["time"].max()))
         if not t_min <= args.through <= t_max:
             raise InvalidInputError(f"--through {args.through} is outside the data's slots {t_min}..{t_max}")
-    publisher = Publisher(args.ledger, schedule, model=model, max_risk=args.max_risk, out=args.out)
+    publisher = Publisher(args.ledger, schedule, model=model, max_risk=args.max_risk, out=args.out, provenance=provenance)
     try:
         rep = publisher.publish(readings, through=args.through)
     except KeyboardInterrupt:
@@ -204,6 +385,10 @@ def run_publish(args) -> int:
         "schedule_id": rep.schedule_id,
         "schedule": rep.schedule.to_dict(),
         "model": rep.model,
+        "model_reason": rep.provenance.get("model_reason"),
+        "override": rep.provenance.get("override"),
+        "slot_length": rep.provenance.get("slot_length"),
+        "slot_seconds": slot_seconds,
         "through": rep.through,
         "released": len(released),
         "skipped": len(new) - len(released),
@@ -229,7 +414,8 @@ def run_publish(args) -> int:
         "policyopt publish: releases with OpenDP Laplace noise (Zhang et al. 2024, Theorem 3; ledger in SQLite)",
         f"schedule    : A = {s.A} slots, S̄ = {s.S_bar} slots, ε_C = {fmt_exact(s.epsilon_c)} nats, value range "
         f"{fmt_value(s.value_range[0])}:{fmt_value(s.value_range[1])}, first input slot {s.origin} (id {rep.schedule_id})",
-        f"stream      : complete through slot {rep.through}",
+        f"stream      : complete through slot {rep.through}{_span(rep.through, slot_seconds)}"
+        + ("" if slot_seconds is None else f"; slots of {out['slot_length']}"),
     ]
     if new:
         lines.append(f"this run    : {len(released)} released, {len(new) - len(released)} skipped (slots {new[0].slot}..{new[-1].slot}), "
@@ -241,8 +427,9 @@ def run_publish(args) -> int:
         lines.append("this run    : nothing due (no new complete publishing time)")
     lines += [
         f"ledger      : {rep.ledger}: {rep.total_rows} rows ({rep.released_total} released, {rep.skipped_total} skipped); "
-        f"next release at slot {rep.next_slot}",
+        f"next release at slot {rep.next_slot}{_span(rep.next_slot, slot_seconds)}",
         f"peak risk   : max ε(S_n) so far = {fmt_upper(rep.peak_risk)} nats (model {rep.model})",
+        f"model from  : {rep.provenance.get('model_reason')}",
     ]
     if rep.out:
         lines.append(f"out         : {rep.out}" + (" (rebuilt from the ledger)" if rep.out_rebuilt else ""))
@@ -270,18 +457,22 @@ def run_ledger(args) -> int:
     import numpy as np
 
     from policyopt.deploy import Ledger
+    from policyopt.io import parse_duration
 
     start = time.perf_counter()
     try:
         with Ledger(args.ledger) as led:
             if led.is_new:
                 raise InvalidInputError(f"--ledger {args.ledger!r} holds no schedule")
-            model = _model_spec(args, led.model)
+            model = _ledger_model(args, led.model)
             population = model.load()
             risk = led.risk(population, at=args.at)
             rows = led.rows()
             meta = led.meta()
+            provenance = json.loads(meta.get("provenance", "{}"))
             sch = led.schedule
+            slot_len = provenance.get("slot_length")
+            slot_seconds = None if slot_len is None else parse_duration(slot_len, "the ledger's slot_length")
     except KeyboardInterrupt:
         return _interrupted("nothing was changed")
     made = [r for r in rows if r.status == "released" and r.slot <= risk.at]
@@ -295,6 +486,11 @@ def run_ledger(args) -> int:
         "schedule": sch.to_dict(),
         "model": model.describe(),
         "model_is_recorded": model == led.model,
+        "model_reason": provenance.get("model_reason"),
+        "override": provenance.get("override") if model == led.model else args.override,
+        "provenance": provenance,
+        "slot_length": slot_len,
+        "slot_seconds": slot_seconds,
         "at": risk.at,
         "released": risk.released,
         "skipped": risk.skipped,
@@ -323,9 +519,13 @@ def run_ledger(args) -> int:
         f"ledger      : {args.ledger} (schema {out['schema_version']}, created {out['created_at']}, policyopt {out['package_version']})",
         f"schedule    : A = {sch.A} slots, S̄ = {sch.S_bar} slots, ε_C = {fmt_exact(sch.epsilon_c)} nats, value range "
         f"{fmt_value(sch.value_range[0])}:{fmt_value(sch.value_range[1])}, first input slot {sch.origin} (id {led.schedule_id})",
-        f"model       : {model.describe()}" + ("" if out["model_is_recorded"] else " (not the ledger's recorded model)"),
-        f"releases    : {risk.released} made, {risk.skipped} skipped, up to slot {risk.at}",
-        f"now         : ε({risk.at}) = {fmt_upper(out['risk_at'])} nats, AoI = {'—' if aoi is None else aoi} slots",
+        f"model       : {model.describe()}" + ("" if out["model_is_recorded"] else
+                                                 f" (not the ledger's recorded model: --override {args.override})"),
+        f"model from  : {out['model_reason']}",
+        f"releases    : {risk.released} made, {risk.skipped} skipped, up to slot {risk.at}{_span(risk.at, slot_seconds)}"
+        + ("" if slot_seconds is None else f"; slots of {slot_len}"),
+        f"now         : ε({risk.at}) = {fmt_upper(out['risk_at'])} nats, AoI = {'—' if aoi is None else aoi} slots"
+        + _span(aoi, slot_seconds),
         f"peak so far : max ε(S_n) = {fmt_upper(risk.peak_risk)} nats",
         f"designed    : {designed}",
     ]

@@ -7,10 +7,12 @@ import time
 
 from policyopt.cli.options import (
     Deployment,
+    BUNDLED_STATES,
     BUNDLED_USERS,
     BUNDLED_VALUE_RANGE,
     DEFAULT_MAX_PENALTY,
     DEFAULT_PLOT_EPOCHS,
+    DEFAULT_STATES,
     MAX_PLOT_EPOCHS,
     add_distributed_options,
     add_model_options,
@@ -25,7 +27,7 @@ from policyopt.cli.options import (
 )
 from policyopt.errors import InvalidInputError
 
-__all__ = ["add_command", "run_schedule"]
+__all__ = ["add_command", "run_schedule", "deployment_record"]
 
 #: f̄ of the bundled pilot's documented deployment (kWh² on the mean of 10⁵ homes' hourly kWh).
 BUNDLED_MAX_PENALTY = 1.5e-05
@@ -67,6 +69,9 @@ def add_command(sub) -> None:
     sched.add_argument("--seed", type=int_at_least("--seed", 0), default=None, metavar="N",
                        help=f"seed of the simulation generator for the posterior draws (default {DEFAULT_SEED}; "
                        "simulation only, never released noise)")
+    sched.add_argument("--slot-length", metavar="DUR", default=None,
+                       help="length of one slot of --data, e.g. 30min, 1h (recorded in the JSON's deployment for "
+                       "`publish`; the bundled data: 1h)")
     sched.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     sched.add_argument("--plot", metavar="FILE", help="draw ε(t) and AoI(t) of the chosen schedule over a few epochs "
                        "into FILE (.png, .pdf or .svg; needs matplotlib, the 'plot' extra)")
@@ -101,6 +106,48 @@ def _posterior_options(args, dep) -> dict:
         "robust": given["robust"],
         "draws": DEFAULT_DRAWS if given["draws"] is None else given["draws"],
         "seed": DEFAULT_SEED if given["seed"] is None else given["seed"],
+    }
+
+
+def deployment_record(args, dep, robust_level=None) -> dict:
+    """What ``publish --schedule`` and ``ledger`` need to account for this design: the ``deployment`` JSON field.
+
+    ``model`` is the :class:`~policyopt.deploy.ModelSpec` the chains were fitted with, pinned to its data's
+    digest; ``data`` the design data's identity (:func:`policyopt.io.data_digest`; ``null`` for --chain/--matrix),
+    ``users`` the deployment size I, ``value_range`` the declared public range (``null``: the data's own),
+    ``max_tv_horizon`` the largest lag of Δ(t) the search used (slots), ``slot_length`` the slot's duration
+    (``--slot-length``; ``"1h"`` for the bundled data; else ``null``: not known).
+    """
+    from policyopt.data import BUNDLED_SLOT_LENGTH
+    from policyopt.deploy import ModelSpec
+    from policyopt.io import data_digest, format_duration, parse_duration
+
+    info = dep.info
+    data = None
+    bundled = args.data is None and args.chain is None and args.matrix is None
+    slot_length = None if args.slot_length is None else format_duration(parse_duration(args.slot_length, "--slot-length"))
+    if bundled:
+        if slot_length is not None and slot_length != BUNDLED_SLOT_LENGTH:
+            raise InvalidInputError(f"--slot-length {args.slot_length} is not the bundled data's slot ({BUNDLED_SLOT_LENGTH})")
+        slot_length = BUNDLED_SLOT_LENGTH
+    if args.chain is not None:
+        model = ModelSpec(args.chain)
+    elif args.matrix is not None:
+        model = ModelSpec(f"matrix:{args.matrix}").pinned("--matrix")
+    else:
+        data = data_digest(args.data, "--data")
+        states = args.states if args.states is not None else BUNDLED_STATES if args.data is None else DEFAULT_STATES
+        model = ModelSpec("bundled" if args.data is None else f"data:{args.data}", states, info.get("smoothing"),
+                          dep.value_range, data["sha256"], data["bytes"])
+    if robust_level is not None:
+        model = ModelSpec(**{**model.to_dict(), "max_tv_source": f"posterior-band:{robust_level:g}"})
+    return {
+        "model": model.to_dict(),
+        "data": data,
+        "users": int(dep.users),
+        "value_range": None if dep.value_range is None else [float(v) for v in dep.value_range],
+        "max_tv_horizon": max(args.max_age, args.max_interval) + 1,
+        "slot_length": slot_length,
     }
 
 
@@ -185,6 +232,7 @@ def run_schedule(args) -> int:
                     f"condition (31) fails for {100 * cred['condition_31_fails']:.1f}% of the posterior draws: the schedule's "
                     "guarantee is not credible for the plausible chains; use --robust LEVEL, fewer --states or longer data"
                 )
+    out["deployment"] = deployment_record(args, dep, post.get("robust"))
     out["warnings"] = warnings
     out["explanation"] = explain(out)
     plot_error = None

@@ -4,10 +4,24 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["load_citylearn", "CITYLEARN_PATH"]
+__all__ = ["load_citylearn", "CITYLEARN_PATH", "BUNDLED_USERS", "BUNDLED_VALUE_RANGE", "BUNDLED_STATES",
+           "BUNDLED_SMOOTHING", "BUNDLED_SLOT_LENGTH"]
 
 #: Path of the bundled CityLearn 2022 equipment-load file.
 CITYLEARN_PATH = Path(__file__).with_name("citylearn_2022_equipment_kwh.csv.gz")
+
+# The bundled pilot's documented deployment: one definition for `schedule` (which designs it) and
+# `publish` / `ledger` (which account for it), so the two can never fit different chains.
+#: Deployment size I of the bundled pilot's documented deployment (homes); see PROVENANCE.md.
+BUNDLED_USERS = 100_000
+#: Public a-priori range of one bundled reading (kWh in one hour): 0 to a 200 A, 240 V service's 48 kW for an hour.
+BUNDLED_VALUE_RANGE = (0.0, 48.0)
+#: States of the bundled pilot's chains (every row of every home observed ≥ 143 times at K = 3).
+BUNDLED_STATES = 3
+#: Additive smoothing of the bundled pilot's chains.
+BUNDLED_SMOOTHING = 0.01
+#: Length of one slot of the bundled data (hourly readings).
+BUNDLED_SLOT_LENGTH = "1h"
 
 
 def load_citylearn():

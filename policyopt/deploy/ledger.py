@@ -3,19 +3,39 @@
 One ledger belongs to one schedule (A, S̄, ε_C, value range, first slot) and one accounting
 model.  It holds
 
-* ``meta`` — key/value pairs: ``schema_version``, ``created_at``, ``package_version`` and the
-  accounting ``model`` (a :class:`ModelSpec` as JSON);
+* ``meta`` — key/value pairs: ``schema_version``, ``created_at``, ``package_version``, the
+  accounting ``model`` (a :class:`ModelSpec` as JSON, pinned to its data's SHA-256) and
+  ``provenance`` (JSON: ``model_reason`` — why this model: the schedule's design, an explicit
+  ``--model``, or an ``--override`` with its reason —, the design's data identity and the stream's
+  at creation);
 * ``schedule`` — the one schedule (its JSON and its id, a SHA-256 prefix of the fields that
   fix the mechanism);
 * ``releases`` — one row per scheduled publishing time S_n, numbered n = 1, 2, ... without
   gaps: ``released`` (value, users I, sensitivity Δf, noise scale, ε spent) or ``skipped``
-  (no reading at the input time, with the reason; nothing spent).
+  (no reading at the input time, with the reason; nothing spent), each with ``input_sha256``,
+  the digest of the readings it was made from (:func:`input_digest`), so a rerun whose stream
+  rewrites the history is told apart.
 
 The ledger is an operator's and auditor's record, not a public release: besides what
 ``--out`` publishes it holds each release's count of clipped readings, which is computed
 from the raw data without noise.  It never holds the noiseless mean.
 
-The database runs in WAL mode; the file carries ``PRAGMA application_id`` = 0x506F4C67
+Durability
+----------
+The database runs in WAL mode with ``PRAGMA synchronous = FULL``, and the publisher runs
+``PRAGMA wal_checkpoint(TRUNCATE)`` after every commit.  SQLite documents that in WAL mode
+with ``synchronous = FULL`` the WAL is synced before each commit returns (a committed
+transaction survives a crash or power loss as long as the WAL survives), and that a
+checkpoint writes the WAL's committed frames back into the database file, syncing it
+(``synchronous`` ≥ NORMAL) before the WAL is reset; TRUNCATE then truncates the WAL to zero
+bytes (https://www.sqlite.org/pragma.html#pragma_synchronous, #pragma_wal_checkpoint,
+https://www.sqlite.org/wal.html).  So once :meth:`Ledger.append` returns, the release is in
+the main file and a lost ``-wal`` or ``-shm`` file loses nothing committed.  A transaction that
+was not committed lives only in the WAL and never reaches the main file: a release drawn but
+not committed is never shown (the CSV is written after the commit).  In exclusive locking
+mode SQLite keeps no ``-shm`` file.
+
+The file carries ``PRAGMA application_id`` = 0x506F4C67
 ("PoLg") and ``PRAGMA user_version`` = :data:`SCHEMA_VERSION`, so a foreign SQLite file, a
 non-SQLite file, a corrupted file and a ledger of a newer policyopt are all told apart and
 refused without being modified.  A publisher holds SQLite's exclusive lock
@@ -43,18 +63,18 @@ import json
 import math
 import os
 import sqlite3
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
 
-from policyopt.errors import InvalidInputError, PolicyOptError, fmt
+from policyopt.errors import InvalidInputError, PolicyOptError, check_value_range, fmt
 
-__all__ = ["SCHEMA_VERSION", "APPLICATION_ID", "ScheduleSpec", "ModelSpec", "LedgerRow", "LedgerRisk", "Ledger", "LedgerLockedError"]
+__all__ = ["SCHEMA_VERSION", "APPLICATION_ID", "ScheduleSpec", "ModelSpec", "REPRODUCIBLE_MAX_TV_SOURCES", "read_schedule_json", "same_source", "input_digest", "EMPTY_INPUT_SHA256", "LedgerRow", "LedgerRisk", "Ledger", "LedgerLockedError"]
 
 #: Version of the ledger's tables; a ledger with a larger version is refused.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 #: ``PRAGMA application_id`` of a policyopt ledger ("PoLg").
 APPLICATION_ID = 0x506F4C67
 #: Statuses of a schedule JSON that carry a schedule one may publish.
@@ -78,6 +98,7 @@ CREATE TABLE releases (
     prior_risk REAL,
     risk_at_release REAL,
     reason TEXT,
+    input_sha256 TEXT NOT NULL,
     schedule_id TEXT NOT NULL REFERENCES schedule(id),
     package_version TEXT NOT NULL,
     sampler TEXT NOT NULL,
@@ -202,14 +223,15 @@ class ScheduleSpec:
                 f"value range {lo!r}:{hi!r}, first input slot {self.origin}")
 
     @classmethod
-    def from_json_file(cls, path, *, value_range, origin: int | None = None, option: str = "--schedule") -> "ScheduleSpec":
+    def from_json_file(cls, path, *, value_range=None, origin: int | None = None, option: str = "--schedule") -> "ScheduleSpec":
         """Read the JSON printed by ``policyopt schedule --json``.
 
         Parameters
         ----------
         path : str or Path
-        value_range : tuple of float
-            The public range (not part of the schedule JSON).
+        value_range : tuple of float, optional
+            The public range readings are clipped to.  Default: the schedule's declared
+            ``deployment.value_range``.
         origin : int, optional
             First input slot (default: fixed by the publisher from the stream).
         option : str
@@ -218,68 +240,128 @@ class ScheduleSpec:
         Raises
         ------
         InvalidInputError
-            Missing file, not JSON, no ``status``/``A``/``S_bar``/``epsilon_c``, a status other
-            than optimal/feasible/unbounded (e.g. infeasible: there is no schedule), or a
-            non-integer A/S̄ (a ``--relax`` design).
+            Whatever :func:`read_schedule_json` raises, and no `value_range` when the schedule
+            declares none (its design used the data's own range, which is not public).
         """
-        p = Path(path)
-        if not p.is_file():
-            raise InvalidInputError(f"{option} file not found: {str(p)!r}")
-        try:
-            data = json.loads(p.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise InvalidInputError(f"{option} {str(p)!r} is not JSON ({exc}); expected the output of `policyopt schedule --json`") from None
-        if not isinstance(data, dict) or "status" not in data:
-            raise InvalidInputError(f"{option} {str(p)!r} has no `status`; expected the output of `policyopt schedule --json`")
-        status = data["status"]
-        if status not in PUBLISHABLE_STATUSES:
-            why = str(data.get("message") or "")[:120]
-            raise InvalidInputError(
-                f"{option} {str(p)!r} has status {status!r}: there is no schedule to publish"
-                + (f" ({why})" if why else "") + "; design a feasible schedule first"
-            )
-        missing = [k for k in ("A", "S_bar", "epsilon_c") if data.get(k) is None]
-        if missing:
-            raise InvalidInputError(f"{option} {str(p)!r} lacks {missing}; expected the output of `policyopt schedule --json`")
-        for k in ("A", "S_bar"):
-            v = data[k]
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or v != int(v):
+        data = read_schedule_json(path, option)
+        if value_range is None:
+            declared = (data.get("deployment") or {}).get("value_range")
+            if declared is None:
                 raise InvalidInputError(
-                    f"{option} {str(p)!r}: `{k}` = {fmt(v)} is not a whole number of slots (a --relax design?); "
-                    "round it and pass --A/--S-bar/--epsilon-c"
+                    f"{option} {str(path)!r} declares no public value range (it was designed on the data's own range, "
+                    "which is not private): give --value-range LO:HI"
                 )
+            value_range = tuple(declared)
         peak = data.get("peak_risk")
         return cls(int(data["A"]), int(data["S_bar"]), data["epsilon_c"], value_range, origin,
-                   source=f"{option} {str(p)!r}", designed_peak_risk=peak if isinstance(peak, (int, float)) else None)
+                   source=f"{option} {str(path)!r}", designed_peak_risk=peak if isinstance(peak, (int, float)) else None)
 
 
-@dataclass(frozen=True)
-class ModelSpec:
-    """The Markov model whose Δ(t) (Zhang et al. 2024, eq. (12)) the accounting uses.
+def read_schedule_json(path, option: str = "--schedule") -> dict:
+    """The JSON object printed by ``policyopt schedule --json``, checked to hold a publishable schedule.
 
-    Attributes
+    Parameters
     ----------
-    spec : str
-        ``"bundled"`` (CityLearn 2022, the default of ``policyopt schedule``), ``"data:CSV"``
-        (chains fitted per user to a long user,time,value CSV), ``"matrix:FILE"`` (a
-        transition matrix file, see :func:`policyopt.io.read_matrix`) or
-        ``"two-state:p=P,q=Q"`` (chain (43)).  Paths are stored absolute.
-    states : int
-        Quantile states for fitted chains (default 12, as ``policyopt schedule``).
-    smoothing : float
-        Additive smoothing of fitted chains (default 0.01, as ``policyopt schedule``).
+    path : str or Path
+    option : str
+        Name shown in messages.
+
+    Returns
+    -------
+    dict
+        The parsed object (with ``deployment`` when written by this policyopt).
 
     Raises
     ------
     InvalidInputError
-        If the spec has an unknown kind or `states`/`smoothing` is out of range.
+        Missing file, not JSON, no ``status``/``A``/``S_bar``/``epsilon_c``, a status other
+        than optimal/feasible/unbounded (e.g. infeasible: there is no schedule), or a
+        non-integer A/S̄ (a ``--relax`` design).
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise InvalidInputError(f"{option} file not found: {str(p)!r}")
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InvalidInputError(f"{option} {str(p)!r} is not JSON ({exc}); expected the output of `policyopt schedule --json`") from None
+    if not isinstance(data, dict) or "status" not in data:
+        raise InvalidInputError(f"{option} {str(p)!r} has no `status`; expected the output of `policyopt schedule --json`")
+    status = data["status"]
+    if status not in PUBLISHABLE_STATUSES:
+        why = str(data.get("message") or "")[:120]
+        raise InvalidInputError(
+            f"{option} {str(p)!r} has status {status!r}: there is no schedule to publish"
+            + (f" ({why})" if why else "") + "; design a feasible schedule first"
+        )
+    missing = [k for k in ("A", "S_bar", "epsilon_c") if data.get(k) is None]
+    if missing:
+        raise InvalidInputError(f"{option} {str(p)!r} lacks {missing}; expected the output of `policyopt schedule --json`")
+    for k in ("A", "S_bar"):
+        v = data[k]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v != int(v):
+            raise InvalidInputError(
+                f"{option} {str(p)!r}: `{k}` = {fmt(v)} is not a whole number of slots (a --relax design?); "
+                "round it and pass --A/--S-bar/--epsilon-c"
+            )
+    dep = data.get("deployment")
+    if dep is not None and (not isinstance(dep, dict) or not isinstance(dep.get("model"), dict)):
+        raise InvalidInputError(f"{option} {str(p)!r}: `deployment` has no `model`; expected the output of `policyopt schedule --json`")
+    return data
+
+
+#: The Δ(t) sources a ledger can reproduce (the model's own chains, eq. (12)).
+REPRODUCIBLE_MAX_TV_SOURCES = ("chain",)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """The Markov model whose Δ(t) (Zhang et al. 2024, eq. (12)) the accounting uses, pinned to its data.
+
+    Attributes
+    ----------
+    spec : str
+        ``"bundled"`` (CityLearn 2022, the default of ``policyopt schedule``), ``"data:PATH"``
+        (chains fitted per user to a long user,time,value CSV or a Parquet data set), ``"matrix:FILE"``
+        (a transition matrix file, see :func:`policyopt.io.read_matrix`) or ``"two-state:p=P,q=Q"``
+        (chain (43)).  Paths are stored absolute.
+    states : int or None
+        Quantile states of fitted chains (default: 3 for the bundled pilot, 12 for data, as
+        ``policyopt schedule``); ``None`` for a matrix or two-state chain.
+    smoothing : float or None
+        Additive smoothing of fitted chains (default 0.01); ``None`` for a matrix or two-state chain.
+    value_range : tuple of float or None
+        Range the readings are clipped to before the quantile states are fitted (default 0:48 kWh
+        for the bundled pilot; ``None``: the data's own range, as ``schedule`` without ``--value-range``).
+    sha256 : str or None
+        Content digest of the model's data or matrix file (:func:`policyopt.io.data_digest`);
+        filled by :meth:`pinned`.  ``None`` for a two-state chain, or not pinned yet.
+    nbytes : int or None
+        Size of the data the model was fitted on: a CSV that has grown by appended lines since
+        is fitted on its first `nbytes` bytes, whose digest must be `sha256`.
+    max_tv_source : str
+        Where Δ(t) comes from: ``"chain"`` (the model's chains, eq. (12)).  A schedule designed
+        against another source (e.g. ``"posterior-band"`` of ``schedule --robust``) records it
+        here; :meth:`load` refuses what it cannot reproduce.
+
+    Raises
+    ------
+    InvalidInputError
+        If the spec has an unknown kind or `states`/`smoothing`/`value_range` is out of range.
     """
 
     spec: str = "bundled"
-    states: int = 12
-    smoothing: float = 0.01
+    states: int | None = None
+    smoothing: float | None = None
+    value_range: tuple | None = None
+    sha256: str | None = None
+    nbytes: int | None = None
+    max_tv_source: str = "chain"
 
     def __post_init__(self):
+        from policyopt.data import BUNDLED_SMOOTHING, BUNDLED_STATES, BUNDLED_VALUE_RANGE
+        from policyopt.models.estimation import DEFAULT_SMOOTHING, DEFAULT_STATES
+
         kind, sep, arg = str(self.spec).partition(":")
         if kind in ("data", "matrix"):
             if not arg:
@@ -289,59 +371,213 @@ class ModelSpec:
             raise InvalidInputError(
                 f"`model` must be bundled, data:CSV, matrix:FILE or two-state:p=P,q=Q, got {fmt(self.spec)}"
             )
-        object.__setattr__(self, "states", _int_param(self.states, "states", 2))
-        s = self.smoothing
-        if isinstance(s, bool) or not isinstance(s, (int, float)) or not (math.isfinite(s) and s >= 0):
-            raise InvalidInputError(f"`smoothing` must be a finite number ≥ 0, got {fmt(s)}")
+        if self.fitted:
+            bundled = kind == "bundled"
+            states = (BUNDLED_STATES if bundled else DEFAULT_STATES) if self.states is None else self.states
+            object.__setattr__(self, "states", _int_param(states, "states", 2))
+            s = (BUNDLED_SMOOTHING if bundled else DEFAULT_SMOOTHING) if self.smoothing is None else self.smoothing
+            if isinstance(s, bool) or not isinstance(s, (int, float)) or not (math.isfinite(s) and s >= 0):
+                raise InvalidInputError(f"`smoothing` must be a finite number ≥ 0, got {fmt(s)}")
+            object.__setattr__(self, "smoothing", float(s))
+            vr = BUNDLED_VALUE_RANGE if bundled and self.value_range is None else self.value_range
+            object.__setattr__(self, "value_range", None if vr is None else check_value_range(vr, "value_range"))
+        else:
+            for name in ("states", "smoothing", "value_range"):
+                if getattr(self, name) is not None:
+                    raise InvalidInputError(f"`{name}` applies to a fitted model (bundled or data:PATH), not {fmt(self.spec)}")
+        if not isinstance(self.max_tv_source, str) or not self.max_tv_source:
+            raise InvalidInputError(f"`max_tv_source` must be a non-empty string, got {fmt(self.max_tv_source)}")
 
-    def to_json(self) -> str:
-        """The model spec as canonical JSON (stored in the ledger's meta table)."""
-        return json.dumps({"spec": self.spec, "states": self.states, "smoothing": float(self.smoothing)}, sort_keys=True)
+    @property
+    def fitted(self) -> bool:
+        """True for chains fitted to data (bundled or ``data:PATH``)."""
+        return self.spec == "bundled" or self.spec.startswith("data:")
 
-    @classmethod
-    def from_json(cls, text: str) -> "ModelSpec":
-        """The model spec stored by :meth:`to_json`."""
-        d = json.loads(text)
-        return cls(d["spec"], d["states"], d["smoothing"])
+    @property
+    def path(self) -> str | None:
+        """The data or matrix file of the model (``None`` for bundled and two-state)."""
+        kind, _, arg = self.spec.partition(":")
+        return arg if kind in ("data", "matrix") else None
 
-    def describe(self) -> str:
-        """One line for people: the schedule's or model's parameters."""
-        if self.spec.startswith(("bundled", "data:")):
-            return f"{self.spec} ({self.states} states, smoothing {self.smoothing:g})"
-        return self.spec
+    def digest_now(self, option: str = "--model") -> dict | None:
+        """The current identity of the model's data (:func:`policyopt.io.data_digest`); ``None`` for two-state."""
+        from policyopt.io import data_digest
 
-    def load(self):
-        """The :class:`policyopt.models.markov.Population` of this model.
+        if self.spec == "bundled":
+            return data_digest(None)
+        if self.path is None:
+            return None
+        return data_digest(self.path, f"{option} {self.spec.partition(':')[0]}:")
+
+    def pinned(self, option: str = "--model") -> "ModelSpec":
+        """This spec with `sha256` and `nbytes` of its data as it is now (unchanged when already pinned).
 
         Raises
         ------
         InvalidInputError
-            Missing or bad model file (see :mod:`policyopt.io`).
+            If the model's file does not exist.
+        """
+        if self.sha256 is not None:
+            return self
+        d = self.digest_now(option)
+        if d is None:
+            return self
+        return replace(self, sha256=d["sha256"], nbytes=d["bytes"])
+
+    def to_dict(self) -> dict:
+        """The model spec as a JSON-ready dict (value range as a list)."""
+        d = asdict(self)
+        d["value_range"] = None if self.value_range is None else list(self.value_range)
+        return d
+
+    def to_json(self) -> str:
+        """The model spec as canonical JSON (stored in the ledger's meta table)."""
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "ModelSpec":
+        """The model spec of :meth:`to_dict` (a ledger of an earlier policyopt may lack the newer keys)."""
+        if not isinstance(d, dict) or not isinstance(d.get("spec"), str):
+            raise InvalidInputError(f"a model must be an object with a `spec`, got {fmt(d)}")
+        kind = d["spec"].partition(":")[0]
+        fitted = kind in ("bundled", "data")
+        vr = d.get("value_range")
+        return cls(d["spec"], d.get("states") if fitted else None, d.get("smoothing") if fitted else None,
+                   tuple(vr) if vr is not None else None, d.get("sha256"), d.get("nbytes"),
+                   d.get("max_tv_source", "chain"))
+
+    @classmethod
+    def from_json(cls, text: str) -> "ModelSpec":
+        """The model spec stored by :meth:`to_json`."""
+        return cls.from_dict(json.loads(text))
+
+    def describe(self) -> str:
+        """One line for people: the model, its fit and the first digits of its data's digest."""
+        parts = []
+        if self.fitted:
+            parts.append(f"{self.states} states, smoothing {self.smoothing:g}")
+            if self.value_range is not None:
+                parts.append(f"fitted on {self.value_range[0]:g}:{self.value_range[1]:g}")
+        if self.sha256 is not None:
+            parts.append(f"sha256 {self.sha256[:12]}")
+        if self.max_tv_source != "chain":
+            parts.append(f"Δ(t) from {self.max_tv_source}")
+        return self.spec + (f" ({', '.join(parts)})" if parts else "")
+
+    def _check_pin(self, option: str):
+        """Verify the data still holds what the model was fitted on; return the path to fit (or None)."""
+        from policyopt.io import file_prefix_sha256
+
+        if self.sha256 is None:
+            return self.path
+        now = self.digest_now(option)
+        if now["sha256"] == self.sha256:
+            return self.path
+        path = self.path
+        if (now["format"] == "csv" and self.nbytes is not None and now["bytes"] > self.nbytes
+                and file_prefix_sha256(path, self.nbytes) == self.sha256):
+            return path, self.nbytes  # the CSV grew by appended lines: fit on the design's bytes
+        raise InvalidInputError(
+            f"{option} {self.spec!r} is not the data the model was fitted on (sha256 {self.sha256[:12]}…, "
+            f"{self.nbytes} bytes; now {now['sha256'][:12]}…, {now['bytes']} bytes): the accounting would use other chains; "
+            "restore that data"
+        )
+
+    def load(self, option: str = "--model"):
+        """The :class:`policyopt.models.markov.Population` of this model, fitted on the pinned data.
+
+        A pinned model (`sha256` set) first checks that its data still has that digest, or,
+        for a CSV, that its first `nbytes` bytes have it (the file grew by appended lines; the
+        chains are then fitted on those bytes only, exactly the design's data).
+
+        Raises
+        ------
+        InvalidInputError
+            Missing or bad model file (see :mod:`policyopt.io`); data whose digest is not the
+            pinned one; a Δ(t) source other than the chains (:data:`REPRODUCIBLE_MAX_TV_SOURCES`).
         InvalidModelError
             If the data fit no chain or a matrix is not stochastic.
         """
         from policyopt.models.markov import Population
 
+        if self.max_tv_source not in REPRODUCIBLE_MAX_TV_SOURCES:
+            raise InvalidInputError(
+                f"the model's Δ(t) comes from {self.max_tv_source!r}, which the ledger cannot reproduce (it accounts with the "
+                "chains' own Δ(t), eq. (12)); give --model with --override REASON to account with a model's chains"
+            )
         kind, _, arg = self.spec.partition(":")
         if kind == "two-state":
             from policyopt.io import parse_chain_spec
 
-            return Population([parse_chain_spec(self.spec, "--model")])
+            return Population([parse_chain_spec(self.spec, option)])
+        where = self._check_pin(option)
         if kind == "matrix":
             from policyopt.io import read_matrix
 
-            return Population([read_matrix(arg, "--model matrix:")])
+            return Population([read_matrix(arg, f"{option} matrix:")])
         from policyopt.models.estimation import fit_population
 
         if kind == "data":
-            from policyopt.io import read_readings_csv
-
-            df, source = read_readings_csv(arg, "--model data:"), f"--model {self.spec!r}"
+            df, source = _read_design_data(where, f"{option} data:"), f"{option} {self.spec!r}"
         else:
             from policyopt.data import load_citylearn
 
             df, source = load_citylearn(), "bundled data"
-        return fit_population(df, self.states, smoothing=float(self.smoothing), source=source).population
+        return fit_population(df, self.states, smoothing=float(self.smoothing), source=source,
+                              value_range=self.value_range).population
+
+
+def same_source(design: dict | None, stream, option: str = "--data") -> str | None:
+    """Whether a stream comes from the data a schedule was designed on; ``None`` if so, else why not.
+
+    The stream is the design's source when its identity (:func:`policyopt.io.data_digest`) has the
+    design's digest, or when it is a CSV whose first ``design["bytes"]`` bytes have it (the design's
+    file, grown since by appended lines: the pilot is the start of the stream).
+
+    Parameters
+    ----------
+    design : dict or None
+        ``deployment.data`` of the schedule JSON; ``None`` (a --chain/--matrix design) matches any stream.
+    stream : str or Path or None
+        The ``--data`` of the publisher; ``None`` for the bundled data.
+    option : str
+        Option name for messages.
+
+    Returns
+    -------
+    str or None
+        One sentence naming both sources and digests when they differ.
+    """
+    from policyopt.io import data_digest, file_prefix_sha256
+
+    if design is None:
+        return None
+    now = data_digest(stream, option)
+    if now["sha256"] == design.get("sha256"):
+        return None
+    if (now["format"] == "csv" and design.get("format") == "csv" and isinstance(design.get("bytes"), int)
+            and now["bytes"] > design["bytes"] and file_prefix_sha256(now["source"], design["bytes"]) == design["sha256"]):
+        return None
+    what = "the bundled data" if stream is None else f"{option} {str(stream)!r}"
+    return (f"the stream ({what}, sha256 {now['sha256'][:12]}…) is not the data the schedule was designed on "
+            f"({design.get('source')}, sha256 {str(design.get('sha256'))[:12]}…) nor that data grown by appended lines")
+
+
+def _read_design_data(where, option: str):
+    """Readings of a model's data: a path, or (CSV path, n) for its first n bytes (a grown file)."""
+    from policyopt.io import read_readings
+
+    if not isinstance(where, tuple):
+        return read_readings(where, option)
+    import tempfile
+
+    path, nbytes = where
+    with open(path, "rb") as fh:
+        head = fh.read(nbytes)
+    with tempfile.TemporaryDirectory() as tmp:
+        part = Path(tmp) / Path(path).name
+        part.write_bytes(head)
+        return read_readings(part, option)
 
 
 @dataclass(frozen=True)
@@ -379,6 +615,9 @@ class LedgerRow:
         ε(S_n) of eq. (25) with the ledger's model at publish time (nats).
     reason : str or None
         Why a release was skipped.
+    input_sha256 : str
+        SHA-256 of the readings at `input_time` (:func:`input_digest`), also of a skipped slot's
+        (none): a rerun whose stream changes them is refused.
     schedule_id, package_version, sampler, committed_at : str
     """
 
@@ -396,6 +635,7 @@ class LedgerRow:
     prior_risk: float | None
     risk_at_release: float | None
     reason: str | None
+    input_sha256: str
     schedule_id: str
     package_version: str
     sampler: str
@@ -444,6 +684,50 @@ class LedgerRisk:
     at: int
     released: int
     skipped: int
+
+
+#: SHA-256 of no readings (the input digest of a skipped slot): the count 0 as 8 bytes.
+EMPTY_INPUT_SHA256 = hashlib.sha256((0).to_bytes(8, "little")).hexdigest()
+
+
+def input_digest(users, values) -> str:
+    """SHA-256 (hex) of the readings of one input slot, independent of their order.
+
+    The readings are sorted by user (UTF-8 byte order; users are unique within a slot) and the bytes
+    hashed are: the count I (8 bytes, little-endian), the UTF-8 length of each user name (I × 8 bytes),
+    the names' UTF-8 bytes, and the values as little-endian float64 (I × 8 bytes).  The same readings
+    from a CSV and from a Parquet copy give the same digest; it is computed with Arrow's sort, so
+    10⁶ readings take well under a second.
+
+    Parameters
+    ----------
+    users : sequence of str or pyarrow.Array, shape (I,)
+    values : sequence of float, shape (I,)
+
+    Returns
+    -------
+    str
+        64 hex digits (:data:`EMPTY_INPUT_SHA256` for no reading).
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    vals = np.asarray(values, dtype="<f8")
+    if vals.size == 0:
+        return EMPTY_INPUT_SHA256
+    u = users if isinstance(users, pa.Array) else pa.array(np.asarray(users, dtype=object), type=pa.string())
+    u = u.cast(pa.string())
+    order = pc.sort_indices(u)
+    u = pc.take(u, order)
+    idx = order.to_numpy()
+    offsets = np.frombuffer(u.buffers()[1], dtype=np.int32)[u.offset: u.offset + len(u) + 1]
+    data = u.buffers()[2]
+    h = hashlib.sha256()
+    h.update(len(u).to_bytes(8, "little"))
+    h.update(np.diff(offsets).astype("<i8").tobytes())
+    h.update(memoryview(data)[int(offsets[0]): int(offsets[-1])])
+    h.update(np.ascontiguousarray(vals[idx]).tobytes())
+    return h.hexdigest()
 
 
 def _classify_open_error(path: Path, exc: Exception, option: str, writer: bool = True) -> PolicyOptError:
@@ -524,6 +808,11 @@ class Ledger:
                     f"{self.option} {str(self.path)!r} is an SQLite database but not a policyopt ledger "
                     f"(application_id {app:#x}, tables {sorted(tables)}); it was not modified"
                 )
+            if version < SCHEMA_VERSION:
+                raise InvalidInputError(
+                    f"{self.option} {str(self.path)!r} has ledger schema {version}, written by an earlier policyopt without "
+                    f"the digests of released inputs (schema {SCHEMA_VERSION}); audit it with that version, publish into a new ledger"
+                )
             if version > SCHEMA_VERSION:
                 raise InvalidInputError(
                     f"{self.option} {str(self.path)!r} has ledger schema {version}, newer than this policyopt's "
@@ -583,8 +872,11 @@ class Ledger:
         if foreign:
             raise InvalidInputError(f"{self.option} {str(self.path)!r} is corrupted: {foreign} rows carry another schedule id")
 
-    def initialise(self, schedule: ScheduleSpec, model: ModelSpec) -> None:
-        """Create the tables of a new ledger and record `schedule` and `model` (one transaction).
+    def initialise(self, schedule: ScheduleSpec, model: ModelSpec, provenance: dict | None = None) -> None:
+        """Create the tables of a new ledger and record `schedule`, `model` and why (one transaction).
+
+        `provenance` (JSON-ready) goes into the ``meta`` table as ``provenance``: which model
+        was chosen and why (``model_reason``), the design's data and the stream's identity.
 
         Raises
         ------
@@ -605,12 +897,14 @@ class Ledger:
             c.executemany("INSERT INTO meta VALUES (?, ?)", [
                 ("schema_version", str(SCHEMA_VERSION)), ("created_at", now),
                 ("package_version", package_version()), ("model", model.to_json()),
+                ("provenance", json.dumps(provenance or {}, sort_keys=True)),
             ])
             c.execute("INSERT INTO schedule VALUES (?, ?, ?)", (schedule.id, json.dumps(schedule.to_dict(), sort_keys=True), now))
             c.execute("COMMIT")
         except BaseException:
             c.execute("ROLLBACK")
             raise
+        self._checkpoint()
         self.is_new = False
         self.schedule, self.schedule_id, self.model = schedule, schedule.id, model
 
@@ -666,6 +960,24 @@ class Ledger:
         except BaseException:
             c.execute("ROLLBACK")
             raise
+        self._checkpoint()
+
+    def _checkpoint(self) -> None:
+        """Copy the committed WAL frames into the database file, fsync it and truncate the WAL.
+
+        ``PRAGMA wal_checkpoint(TRUNCATE)`` runs the checkpoint to completion (no reader can hold
+        it back: the publisher has the exclusive lock) and, with ``synchronous = FULL``, syncs the
+        database file before truncating the WAL to zero bytes.  After it returns, the release is
+        in the main file: losing the ``-wal`` file later loses nothing committed.
+
+        Raises
+        ------
+        PolicyOptError
+            If SQLite reports the checkpoint as blocked (it then kept the WAL).
+        """
+        busy, _, _ = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        if busy:  # pragma: no cover - the exclusive lock rules it out
+            raise PolicyOptError(f"{self.option} {str(self.path)!r}: SQLite could not checkpoint the WAL (busy)")
 
     # -- accounting ------------------------------------------------------------------------
     def risk(self, population, at: int | None = None) -> LedgerRisk:

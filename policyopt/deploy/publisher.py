@@ -35,13 +35,26 @@ Each release is one SQLite transaction committed **before** its value is appende
 output CSV.  A crash after the noise draw and before the commit loses a value nobody saw;
 a crash after the commit leaves the CSV behind the ledger, and the next run rebuilds it from
 the ledger.  A rerun starts after the last committed release: noise is never drawn twice for
-a committed slot.  For tests, the environment variable ``POLICYOPT_PUBLISH_PAUSE=STAGE:K``
+a committed slot; the commit is checkpointed into the ledger's main file, so it survives the
+loss of the ``-wal`` file (see :mod:`policyopt.deploy.ledger`, Durability).  A new or empty
+ledger next to an output CSV that already holds releases is refused.
+
+Stream identity
+---------------
+Every row records ``input_sha256`` (:func:`policyopt.deploy.ledger.input_digest` of the
+readings at its input slot).  A rerun recomputes it from the stream for every row already in
+the ledger and refuses a stream that changes any of them, naming the first such slot: the
+stream must keep the whole history since the first input slot, and only grow.
+
+For tests, the environment variable ``POLICYOPT_PUBLISH_PAUSE=STAGE:K``
 (STAGE ``drawn`` or ``committed``) makes the K-th release of a run print
 ``policyopt-pause STAGE slot=S`` on stderr and sleep, so a test can SIGKILL the process there.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import sys
 import time
@@ -51,9 +64,18 @@ from pathlib import Path
 import numpy as np
 
 from policyopt.errors import InvalidInputError, PolicyOptError, fmt
-from policyopt.deploy.ledger import Ledger, LedgerRow, ModelSpec, ScheduleSpec, now_utc, package_version
+from policyopt.deploy.ledger import (
+    EMPTY_INPUT_SHA256,
+    Ledger,
+    LedgerRow,
+    ModelSpec,
+    ScheduleSpec,
+    input_digest,
+    now_utc,
+    package_version,
+)
 
-__all__ = ["Publisher", "PublishReport", "RiskLimitError", "ScheduleSpec", "read_stream_csv", "OUT_HEADER", "render_out"]
+__all__ = ["Publisher", "PublishReport", "RiskLimitError", "ScheduleSpec", "read_stream_csv", "ParquetStream", "spill_files", "OUT_HEADER", "render_out"]
 
 #: Header of the output CSV.
 OUT_HEADER = "n,slot,input_time,status,users,sensitivity,noise_scale,epsilon_spent,value"
@@ -163,6 +185,8 @@ class PublishReport:
         Whether the CSV was rebuilt from the ledger (it lagged or was missing).
     model : str
         The accounting model.
+    provenance : dict
+        The ledger's recorded ``provenance`` (why this model; the design's data and the stream's).
     """
 
     ledger: str
@@ -179,6 +203,7 @@ class PublishReport:
     out: str | None
     out_rebuilt: bool
     model: str
+    provenance: dict
 
 
 def _pause(stage: str, k: int, slot: int) -> None:
@@ -237,7 +262,11 @@ class Publisher:
         have ε(S_n) > `max_risk` (nats).
     out : str or Path, optional
         CSV of the rows (:data:`OUT_HEADER`), appended after each commit and rebuilt from the
-        ledger when it lags.
+        ledger when it lags.  A new or empty ledger next to an `out` that already holds
+        releases is refused (those slots were released with noise the ledger no longer knows).
+    provenance : dict, optional
+        Why this model and stream (JSON-ready; e.g. ``model_reason``), recorded in the ledger's
+        ``meta`` when it is created.
 
     Raises
     ------
@@ -251,7 +280,7 @@ class Publisher:
     """
 
     def __init__(self, ledger, schedule: ScheduleSpec, *, model: ModelSpec | None = None,
-                 max_risk: float | None = None, out=None):
+                 max_risk: float | None = None, out=None, provenance: dict | None = None):
         from policyopt.errors import check_positive
 
         if not isinstance(schedule, ScheduleSpec):
@@ -263,6 +292,7 @@ class Publisher:
         self.model = model
         self.max_risk = None if max_risk is None else check_positive(max_risk, "max_risk", "nats")
         self.out = None if out is None else Path(out)
+        self.provenance = provenance
 
     # ---------------------------------------------------------------------------------------
     def _compare(self, led: Ledger) -> ScheduleSpec:
@@ -301,6 +331,12 @@ class Publisher:
             have = None
         if have == expected:
             return expected, False
+        if not rows and have is not None and have.count("\n") > 1:
+            raise InvalidInputError(
+                f"`out` {str(self.out)!r} already holds {have.count(chr(10)) - 1} releases but `ledger` "
+                f"{str(self.ledger_path)!r} is new or empty: publishing would draw fresh noise for slots already released "
+                "(twice the budget); restore the ledger those releases were committed to, or move the CSV away on purpose"
+            )
         if have is not None and expected.startswith(have):
             return expected, True
         exp_lines = expected.splitlines()
@@ -332,9 +368,11 @@ class Publisher:
 
         Parameters
         ----------
-        readings : pandas.DataFrame
+        readings : pandas.DataFrame or ParquetStream
             The stream so far: columns user, time (integer slots), value, in arrival order
-            (each user's times strictly increasing down the rows).
+            (each user's times strictly increasing down the rows); or a :class:`ParquetStream`,
+            read slot by slot.  Every run reads the inputs of all rows already in the ledger
+            again, to check their digests (so a run's reading cost grows with the history).
         through : int, optional
             Last complete slot.  Default: the stream's last slot minus one (a slot is complete
             once a later slot has appeared; its readings may still be arriving until then).
@@ -358,15 +396,19 @@ class Publisher:
         from policyopt.privacy.age_dependent import risk_after_aging_log
         from policyopt.models.estimation import sort_readings, validate_readings
 
-        if not hasattr(readings, "columns"):
+        if isinstance(readings, ParquetStream):
+            clean = None
+            t_min, t_max = readings.span()
+        elif not hasattr(readings, "columns"):
             raise InvalidInputError(f"`readings` must be a pandas DataFrame with columns user,time,value, got {fmt(readings)}")
-        src = "`readings`"
-        rows = validate_readings(readings, source=src, sort=False)
-        if rows.empty:
-            raise InvalidInputError(f"{src} holds no reading")
-        check_stream_order(rows, src)
-        clean = sort_readings(rows)
-        t_min, t_max = int(clean["time"].min()), int(clean["time"].max())
+        else:
+            src = "`readings`"
+            rows = validate_readings(readings, source=src, sort=False)
+            if rows.empty:
+                raise InvalidInputError(f"{src} holds no reading")
+            check_stream_order(rows, src)
+            clean = sort_readings(rows)
+            t_min, t_max = int(clean["time"].min()), int(clean["time"].max())
         if through is None:
             through = t_max - 1
         else:
@@ -382,7 +424,9 @@ class Publisher:
                 _remove_db(self.ledger_path)
             raise
         try:
-            return self._run(led, clean, through, t_min, t_max, created, risk_after_aging_log)
+            with contextlib.ExitStack() as stack:  # holds the spilled slots of a Parquet stream until the run ends
+                return self._run(led, readings if clean is None else clean, through, t_min, t_max, created,
+                                 risk_after_aging_log, stack)
         except BaseException:
             if created and led.is_new:
                 led.close()
@@ -391,13 +435,20 @@ class Publisher:
         finally:
             led.close()
 
-    def _run(self, led, clean, through, t_min, t_max, created, risk_after_aging_log):
+    def _run(self, led, clean, through, t_min, t_max, created, risk_after_aging_log, stack):
         if led.is_new:
             sch = self.schedule if self.schedule.origin is not None else replace(self.schedule, origin=t_min)
             model = ModelSpec() if self.model is None else self.model
         else:
             sch = self._compare(led)
             model = led.model
+            have = json.loads(led.meta().get("provenance", "{}")).get("slot_length")
+            want = (self.provenance or {}).get("slot_length")
+            if have is not None and want is not None and have != want:
+                raise InvalidInputError(
+                    f"`ledger` {str(self.ledger_path)!r} counts slots of {have}, this stream's are {want}: its A, S̄ and "
+                    "release slots would change meaning; publish with the ledger's slot length (--slot-length/--resample)"
+                )
         rows = led.rows()
         last = rows[-1] if rows else None
         if last is not None and last.slot > t_max:
@@ -417,8 +468,12 @@ class Publisher:
             return log_dtv[age]
 
         mech = _Mechanism(sch.value_range, sch.epsilon_c)
-        by_time = clean.groupby("time")["value"]
-        groups = {int(t): g.to_numpy(dtype=float) for t, g in by_time}
+        if isinstance(clean, ParquetStream):  # the input slots' readings, spilled to one file per slot, read one at a time
+            groups = stack.enter_context(clean.spill(range(sch.origin, max(through - sch.A, sch.origin - 1) + 1, sch.S_bar)))
+        else:
+            groups = {int(t): (g["user"].to_numpy(), g["value"].to_numpy(dtype=float))
+                      for t, g in clean.groupby("time")[["user", "value"]]}
+        _check_history(rows, groups)
         lo, hi = sch.value_range
         # Plan every due release (the risk does not depend on the noise), then check max_risk.
         prev = led.last_released()
@@ -429,9 +484,9 @@ class Publisher:
         while sch.publish_time(n) <= through:
             slot = sch.publish_time(n)
             tau = slot - sch.A
-            vals = groups.get(tau)
+            users, vals = groups.get(tau, (None, None))
             if vals is None:
-                plan.append((n, slot, tau, None, None, None, None))
+                plan.append((n, slot, tau, None, None, None, None, EMPTY_INPUT_SHA256))
             else:
                 _, sens, scale, spent = mech.get(vals.size)
                 prior = 0.0 if state is None else risk_after_aging_log(ldtv(tau - state[0]), state[1] + state[2])  # (25) at S_n − A_n
@@ -443,27 +498,28 @@ class Publisher:
                         f"--max-risk {self.max_risk!r}; nothing was published"
                         + (f" ({ok} earlier due releases stay within it: --through {slot - 1} publishes them)" if ok else "")
                     )
-                plan.append((n, slot, tau, vals, spent, prior, risk))
+                plan.append((n, slot, tau, vals.size, spent, prior, risk, input_digest(users, vals)))  # values read again to draw
                 state = (tau, spent, prior)
                 peak = max(peak, risk)
             n += 1
         if led.is_new:
-            led.initialise(sch, model)
+            led.initialise(sch, model, self.provenance)
         rebuilt = False
         if self.out is not None and lagging:
             self._write_out(expected)
             rebuilt = bool(rows) or not created
         new_rows = []
-        for k, (n, slot, tau, vals, spent, prior, risk) in enumerate(plan, start=1):
-            common = dict(n=n, slot=slot, input_time=tau, schedule_id=sch.id, package_version=package_version(),
+        for k, (n, slot, tau, vals, spent, prior, risk, digest) in enumerate(plan, start=1):
+            common = dict(n=n, slot=slot, input_time=tau, input_sha256=digest, schedule_id=sch.id, package_version=package_version(),
                           sampler=mech.sampler, committed_at="")
             if vals is None:
                 row = LedgerRow(status="skipped", users=0, clipped=0, epsilon_c=0.0, epsilon_spent=0.0, sensitivity=None,
                                 noise_scale=None, value=None, prior_risk=None, risk_at_release=None,
                                 reason=f"no reading at input slot {tau}", **common)
             else:
+                _, vals = groups.get(tau)
                 meas, sens, scale, _ = mech.get(vals.size)
-                value = float(meas(vals.tolist()))  # OpenDP: clamp, mean, Laplace(Δf/ε_C)
+                value = float(meas(np.require(vals, np.float64, ["C", "W"])))  # OpenDP: clamp, mean, Laplace(Δf/ε_C); numpy in, no list
                 _pause("drawn", k, slot)
                 row = LedgerRow(status="released", users=int(vals.size), clipped=int(np.sum((vals < lo) | (vals > hi))),
                                 epsilon_c=sch.epsilon_c, epsilon_spent=spent, sensitivity=sens, noise_scale=scale,
@@ -483,7 +539,192 @@ class Publisher:
             last_slot=None if last_row is None else last_row.slot,
             next_slot=sch.publish_time((last_row.n if last_row else 0) + 1), peak_risk=float(peak),
             out=None if self.out is None else str(self.out), out_rebuilt=rebuilt, model=model.describe(),
+            provenance=json.loads(led.meta().get("provenance", "{}")),
         )
+
+
+class ParquetStream:
+    """A partitioned Parquet data set of readings (user, time, value) read slot by slot, never whole.
+
+    :meth:`span` scans the ``time`` column only; :meth:`spill` writes the rows of the input slots
+    to one temporary folder per slot in one filtered scan, from which the publisher reads one
+    slot at a time: memory holds a few files' batches and one slot's readings, not the stream.
+    The files are the same as ``policyopt schedule --data`` reads (:func:`policyopt.io.parquet_files`).
+
+    Parameters
+    ----------
+    spec : str or Path
+        A directory, glob pattern or Parquet file.
+    option : str
+        Option name for messages.
+    client : distributed.Client, optional
+        A Dask client: :meth:`spill` then runs one task per file on its workers (which need
+        policyopt, the files and the temporary folder at the same paths), else in this process.
+
+    Raises
+    ------
+    InvalidInputError
+        No file, or a schema other than user, time, value (:func:`policyopt.io.check_parquet_schema`).
+    """
+
+    def __init__(self, spec, option: str = "--data", client=None):
+        import pyarrow.dataset as ds
+
+        from policyopt.io import check_parquet_schema, parquet_files
+
+        self.spec, self.option, self.client = str(spec), option, client
+        self.files = parquet_files(spec, option)
+        self.source = f"{option} {self.spec!r}"
+        try:
+            self.dataset = ds.dataset([str(f) for f in self.files], format="parquet")
+        except Exception as exc:  # pyarrow raises ArrowInvalid / OSError on a file that is not Parquet
+            raise InvalidInputError(f"{self.source} is not a readable Parquet data set: {' '.join(str(exc).split())}") from None
+        check_parquet_schema(self.dataset.schema, self.source)
+
+    def span(self) -> tuple[int, int]:
+        """(first, last) time slot of the data set, scanning the ``time`` column batch by batch.
+
+        Raises
+        ------
+        InvalidInputError
+            If the data set holds no reading or a null time.
+        """
+        import pyarrow.compute as pc
+
+        lo = hi = None
+        for batch in self.dataset.to_batches(columns=["time"]):
+            if batch.num_rows == 0:
+                continue
+            col = batch.column(0)
+            if col.null_count:
+                raise InvalidInputError(f"{self.source}: a reading has no `time`")
+            mm = pc.min_max(col).as_py()
+            lo = mm["min"] if lo is None else min(lo, mm["min"])
+            hi = mm["max"] if hi is None else max(hi, mm["max"])
+        if lo is None:
+            raise InvalidInputError(f"{self.source} holds no readings")
+        return int(lo), int(hi)
+
+    @contextlib.contextmanager
+    def spill(self, times, directory=None, rows_per_group: int = 1 << 14):
+        """The readings of the given time slots, partitioned by slot into a temporary directory.
+
+        One filtered scan of the data set (:func:`spill_files`; with a Dask client one task per
+        file on the workers) writes the rows into one folder per slot, in row groups of at most
+        `rows_per_group` rows, so memory holds a few row groups per open slot, not the stream.  The
+        folder is removed when the context ends.
+
+        Parameters
+        ----------
+        times : iterable of int
+            The input slots to keep.
+        directory : str, optional
+            Where to create the temporary folder (default: the system's).
+        rows_per_group : int
+            Largest row group written (bounds the writer's buffers).
+
+        Yields
+        ------
+        SpilledSlots
+            ``get(slot, default)`` → (users: pyarrow string array, values: float64 array) of one slot.
+
+        Raises
+        ------
+        InvalidInputError
+            A non-integral time or a value that is not a number (from Arrow's safe casts).
+        """
+        import tempfile
+
+        times = sorted({int(t) for t in times})
+        with tempfile.TemporaryDirectory(prefix="policyopt-slots-", dir=directory) as tmp:
+            if times and self.client is not None:  # one task per file on the Dask workers, each writing its own parts
+                k = len(self.files)
+                futures = self.client.map(spill_files, [[str(f)] for f in self.files], [tmp] * k, [times] * k,
+                                          [self.source] * k, [rows_per_group] * k, [f"f{i}" for i in range(k)], pure=False)
+                self.client.gather(futures)
+            elif times:
+                spill_files([str(f) for f in self.files], tmp, times, self.source, rows_per_group)
+            yield SpilledSlots(tmp, self.source)
+
+
+def spill_files(files, tmp, times, source: str, rows_per_group: int = 1 << 14, tag: str = "part") -> None:
+    """Write the rows of `files` at the slots `times` into ``tmp/<slot>/<tag>-<i>.parquet`` (one filtered scan).
+
+    Columns are cast to user: string, time: int64 (safe cast: a non-integral time is refused),
+    value: float64; row groups of at most `rows_per_group` rows bound the writer's buffers.  A Dask
+    task of :meth:`ParquetStream.spill` (module level, so workers can import it).
+
+    Raises
+    ------
+    InvalidInputError
+        A non-integral time or a value that is not a number (from Arrow's safe casts).
+    """
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+
+    dataset = ds.dataset(list(files), format="parquet")
+    wanted = pa.array(sorted(times), type=pa.int64()).cast(dataset.schema.field("time").type)
+    columns = {"user": ds.field("user").cast(pa.string()), "time": ds.field("time").cast(pa.int64()),
+               "value": ds.field("value").cast(pa.float64())}
+    try:
+        scanner = dataset.scanner(columns=columns, filter=ds.field("time").isin(wanted))
+        ds.write_dataset(scanner, tmp, format="parquet", partitioning=["time"], basename_template=f"{tag}-{{i}}.parquet",
+                         max_partitions=len(times) + 1, max_rows_per_group=rows_per_group,
+                         min_rows_per_group=rows_per_group // 4, max_open_files=min(len(times) + 1, 512),
+                         use_threads=False, existing_data_behavior="overwrite_or_ignore")
+    except pa.ArrowException as exc:
+        raise InvalidInputError(f"{source}: {' '.join(str(exc).split())[:300]}") from None
+
+
+class SpilledSlots:
+    """One folder per slot written by :meth:`ParquetStream.spill`; each slot read and checked on demand."""
+
+    def __init__(self, root, source: str):
+        self.root, self.source = Path(root), source
+
+    def get(self, slot: int, default=(None, None)):
+        """(users, values) of `slot`: a pyarrow string array and a float64 array, or `default` without a reading.
+
+        Raises
+        ------
+        InvalidInputError
+            A null user, a value that is not finite, or a user with two readings in the slot.
+        """
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+
+        folder = self.root / str(int(slot))
+        if not folder.is_dir():
+            return default
+        table = pq.read_table(folder, columns=["user", "value"])
+        users, col = table.column("user").combine_chunks(), table.column("value").combine_chunks()
+        if users.null_count or col.null_count:
+            raise InvalidInputError(f"{self.source}: a reading at time {slot} has no user or no value")
+        values = col.to_numpy(zero_copy_only=False)
+        if not np.all(np.isfinite(values)):
+            raise InvalidInputError(f"{self.source}: a value at time {slot} is not a finite number (NaN readings are not allowed)")
+        if pc.count_distinct(users).as_py() != len(users):
+            raise InvalidInputError(f"{self.source}: a user has a second reading at time {slot}")
+        return users, values
+
+
+def _check_history(rows, groups) -> None:
+    """Refuse a stream that changes the readings of a slot the ledger already has a row for.
+
+    Raises
+    ------
+    InvalidInputError
+        Naming the first such row's publishing time and input slot.
+    """
+    for r in rows:
+        users, vals = groups.get(r.input_time, ((), ()))
+        if input_digest(users, vals) != r.input_sha256:
+            what = "released" if r.status == "released" else "skipped (no reading then)"
+            raise InvalidInputError(
+                f"the stream rewrites history: the readings of input slot {r.input_time} differ from those of release {r.n} "
+                f"at slot {r.slot} ({what}, {r.users} readings, sha256 {r.input_sha256[:12]}…); the ledger's releases stand: "
+                "restore the stream those slots were published from"
+            )
 
 
 def _remove_db(path: Path) -> None:

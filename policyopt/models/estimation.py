@@ -27,6 +27,10 @@ __all__ = ["Quantizer", "FittedModel", "fit_population", "validate_readings", "D
 
 #: Observed transitions out of a state below which a user's row counts as sparse.
 DEFAULT_MIN_ROW_TRANSITIONS = 30
+#: Quantile states K of a chain fitted to data when none is given.
+DEFAULT_STATES = 12
+#: Additive smoothing pseudo-count of a fitted chain when none is given.
+DEFAULT_SMOOTHING = 0.01
 
 
 @dataclass(frozen=True)
@@ -301,9 +305,9 @@ def validate_readings(df, *, source: str = "`data`", sort: bool = True):
 
 def fit_population(
     df,
-    n_states: int = 12,
+    n_states: int = DEFAULT_STATES,
     *,
-    smoothing: float = 0.01,
+    smoothing: float = DEFAULT_SMOOTHING,
     min_transitions: int | None = None,
     quantizer: Quantizer | None = None,
     source: str = "`data`",
