@@ -161,6 +161,8 @@ def _build_models(args, vary: dict) -> list:
             # Δ(0..max(A_MAX, S_MAX) + 1) once per fitted model, shared by all its points (and workers)
             population = tabulate_population(dep.population, horizon)
             penalty = deployment_penalty(dep, population)  # the deployment's I users, as `policyopt schedule`
+            if hasattr(penalty, "band"):
+                penalty.band()  # the readings penalty's bootstrap once here, shared by every I and shipped with the model
             if uses_data:
                 fits[ns.states] = (dep, population, penalty)
         info = dep.info
