@@ -419,6 +419,13 @@ def readings_penalty(dep: Deployment, *, design: str = "point"):
 
     if dep.readings is None:
         raise InvalidInputError("the readings penalty needs readings (--data or the bundled data)")
+    t = dep.readings["time"]
+    span = int(t.max()) - int(t.min()) + 1
+    if span <= dep.horizon:
+        raise InvalidInputError(
+            f"the readings span {span} slots; the readings penalty needs ages up to A_MAX + S_MAX + 1 = {dep.horizon} "
+            "within them: lower --max-age/--max-interval, give longer readings, or use --penalty chain"
+        )
     key = (id(dep.readings), dep.value_range, dep.horizon, dep.phase_period)
     if key not in _MOMENTS:
         _MOMENTS.clear()

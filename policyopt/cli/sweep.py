@@ -176,7 +176,9 @@ def _build_models(args, vary: dict) -> list:
             "smoothing": info.get("smoothing"),
             "value_range_lo": float(lo),
             "value_range_hi": float(hi),
-            "source": info["source"],
+            # the MSE model is part of a point's identity (a resumed --out never mixes the readings and chain penalties)
+            "source": info["source"] + (f"; MSE from the readings ({penalty.design}, worst of "
+                                        f"{penalty.moments.phase_period} phases)" if hasattr(penalty, "moments") else ""),
         }
         models.append(SweepModel(population=population, penalty=penalty, info=info, inputs=inputs))
     return models

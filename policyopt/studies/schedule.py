@@ -493,8 +493,10 @@ def design_schedule(
     max_penalty_source = "given"
     if max_penalty is None:  # the trade-off range first (it does not depend on f̄), then f̄ inside it
         probe = ScheduleProblem(population, penalty, 1.0, A_max=A_max, S_max=S_max)
-        max_penalty = default_max_penalty(*tradeoff_range(probe))
-        max_penalty_source = "default: geometric midpoint √(low·high) of the trade-off range"
+        low0, high0 = tradeoff_range(probe)
+        max_penalty = default_max_penalty(low0, high0)
+        max_penalty_source = ("default: geometric midpoint √(low·high) of the trade-off range" if low0 < high0 else
+                              "default: twice the smallest reachable MSE (no trade-off range: low ≥ high)")
     problem = ScheduleProblem(population, penalty, max_penalty, A_max=A_max, S_max=S_max)
     exact = problem.solve(method="exact")
     no_aging = problem.restrict(A_max=0).solve(method="exact")
@@ -693,13 +695,13 @@ def format_report(r: dict) -> str:
     pc = r.get("penalty_comparison")
     if pc:
         lines.append(
-            f"vs chain MSE: at peak AoI {pc['peak_aoi']} the readings give staleness {fmt_value(pc['readings_staleness'], 4)}{unit} "
+            f"vs chain MSE: {'at peak AoI ' + str(pc['age']) if pc['age'] == pc['peak_aoi'] else 'fresh data has no staleness; at age 1'}"
+            f" the readings give staleness {fmt_value(pc['readings_staleness'], 4)}{unit} "
             f"(self {fmt_value(pc['self'], 4)}, cross {fmt_value(pc['cross'], 4)}, pooled {fmt_value(pc['readings_pooled'], 4)}; "
             + (f"{100 * pc['level']:g}% band {fmt_value(pc['readings_lower'], 4)}–{fmt_value(pc['readings_upper'], 4)}; "
                if pc.get("readings_upper") is not None else "")
             + f"phase {pc['worst_phase']} worst), the chain model (48)–(49) {fmt_value(pc['chain_staleness'], 4)}{unit}: "
-            + (f"{pc['ratio']:.3g}× the chain's" if pc.get("ratio") is not None else
-               "both 0 (fresh data)" if pc["readings_staleness"] == 0 else "the chain's is 0")
+            + (f"{pc['ratio']:.3g}× the chain's" if pc.get("ratio") is not None else "the chain's is 0")
         )
     lines.append(f"message     : {r['message']}")
     na = r["benchmarks"]["no_aging"]
