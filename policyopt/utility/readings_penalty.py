@@ -109,7 +109,7 @@ def readings_panel(data, value_range=None) -> tuple[list, np.ndarray, np.ndarray
         users, or a panel larger than :data:`MAX_PANEL_CELLS`.
     """
     if isinstance(data, np.ndarray):
-        X = np.array(data, dtype=float)
+        X = np.asarray(data, dtype=float)  # no copy of a float64 panel unless it must be clipped (below)
         if X.ndim != 2 or X.shape[0] < 2 or X.shape[1] < 2:
             raise InvalidInputError(f"`data` must be a (users, slots) array with ≥ 2 of each, got shape {X.shape}")
         if np.isinf(X).any():
@@ -142,8 +142,12 @@ def readings_panel(data, value_range=None) -> tuple[list, np.ndarray, np.ndarray
 
         lo, hi = check_value_range(value_range)
         finite = np.isfinite(X)
-        clipped = int(np.count_nonzero(finite & ((X < lo) | (X > hi))))
-        np.clip(X, lo, hi, out=X, where=finite)
+        outside = finite & ((X < lo) | (X > hi))
+        clipped = int(np.count_nonzero(outside))
+        if clipped:
+            if isinstance(data, np.ndarray) and np.shares_memory(X, data):
+                X = X.copy()  # never clip the caller's array in place
+            np.clip(X, lo, hi, out=X, where=finite)
     return users, times, X, clipped
 
 
