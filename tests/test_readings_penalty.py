@@ -235,3 +235,27 @@ def test_design_schedule_defaults_to_readings_with_data(homes):
     low, high = d["model"]["tradeoff_range"]
     assert d["model"]["penalty"] == "readings-mse" and d["max_penalty"] == pytest.approx((low * high) ** 0.5)
     assert d["max_penalty_source"].startswith("default")
+
+
+def test_independent_chains_give_the_chain_model():
+    """Synthetic truth: users on independent two-state chains (values ±1).  The readings penalty then finds no cross
+    term and agrees with the chain model of eqs. (48)–(49) (MSEPenalty) within the sampling error."""
+    from policyopt import Population, two_state_chain
+    from policyopt.utility.penalty import MSEPenalty
+
+    rng = np.random.default_rng(8)
+    p = q = 0.1
+    n, T = 200, 3000
+    X = np.empty((n, T))
+    X[:, 0] = rng.choice([-1.0, 1.0], size=n)
+    flips = rng.random((n, T)) < p  # p = q: a switch with probability 0.1 from either state
+    for t in range(1, T):
+        X[:, t] = np.where(flips[:, t], -X[:, t - 1], X[:, t - 1])
+    pen = ReadingsMSEPenalty(readings_moments(X, 30, value_range=(-1, 1)), users=n)
+    chain = MSEPenalty(Population([two_state_chain(p, q)], [n]), users=n, value_range=(-1, 1))
+    ages = np.array([1, 3, 8, 30])
+    pooled = pen.moments.pooled(ages)
+    # self(a) = E[(x_t − x_{t−a})²] of one chain = I × the chain model's staleness (eq. (49) without noise)
+    np.testing.assert_allclose(pooled["self"], n * chain.staleness(ages), rtol=0.02)
+    # no common movement: the cross term is sampling noise (its standard error here is about 1e-3 at a = 30)
+    assert np.all(np.abs(pooled["cross"]) < 2e-3) and np.all(np.abs(pooled["cross"]) < 0.005 * pooled["self"])
