@@ -44,7 +44,7 @@ product per block of slots) and added; the cross term is formed once, from the s
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -341,7 +341,6 @@ class ReadingsMoments:
     clipped: int
     slots: int
     first_slot: int
-    _cache: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def max_age(self) -> int:
@@ -354,10 +353,17 @@ class ReadingsMoments:
         return self.self_sum.shape[0]
 
     def pooled(self, ages) -> dict:
-        """self(a) and cross(a) averaged over every slot (all phases), value units squared."""
-        ts = self._ages(ages)
-        s = self.self_sum[:, :, ts].sum(axis=(0, 1)) / self.self_cnt[:, :, ts].sum(axis=(0, 1))
-        c = self.cross_sum[:, :, ts].sum(axis=(0, 1)) / self.cross_cnt[:, :, ts].sum(axis=(0, 1))
+        """self(a) and cross(a) averaged over every slot (all phases), value units squared.
+
+        Raises
+        ------
+        InvalidInputError
+            If an age is beyond ``max_age``.
+        """
+        ts = self.check_ages(ages)
+        with np.errstate(divide="ignore", invalid="ignore"):  # NaN for an age no slot defines
+            s = self.self_sum[:, :, ts].sum(axis=(0, 1)) / self.self_cnt[:, :, ts].sum(axis=(0, 1))
+            c = self.cross_sum[:, :, ts].sum(axis=(0, 1)) / self.cross_cnt[:, :, ts].sum(axis=(0, 1))
         return {"self": s, "cross": c}
 
     def by_phase(self) -> tuple[np.ndarray, np.ndarray]:
@@ -366,7 +372,8 @@ class ReadingsMoments:
             return (self.self_sum.sum(axis=0) / self.self_cnt.sum(axis=0),
                     self.cross_sum.sum(axis=0) / self.cross_cnt.sum(axis=0))
 
-    def _ages(self, ages) -> np.ndarray:
+    def check_ages(self, ages) -> np.ndarray:
+        """`ages` as whole slots; InvalidInputError if one is beyond ``max_age``."""
         ts = as_slots(ages, "ages")
         if ts.size and int(np.max(ts)) > self.max_age:
             raise InvalidInputError(f"age {int(np.max(ts))} is beyond the ages estimated from the readings (0..{self.max_age})")
@@ -663,7 +670,7 @@ class ReadingsMSEPenalty(MSEPenalty):
 
     def phase_profile(self, t: int) -> dict:
         """Staleness at age `t` per phase (list of P values), the worst phase and the pooled (all slots) value."""
-        (a,) = self.moments._ages([t])
+        (a,) = self.moments.check_ages([t])
         v = self._self_h[:, a], self._cross_h[:, a]
         per = v[1] + (v[0] - v[1]) / self.users
         pooled = self.moments.pooled([a])
@@ -674,7 +681,7 @@ class ReadingsMSEPenalty(MSEPenalty):
 
     def summary(self, t: int, epsilon_c: float | None = None) -> dict:
         """Everything a report says about age `t` (slots): self, cross, staleness (point, band), noise, total."""
-        (a,) = self.moments._ages([t])
+        (a,) = self.moments.check_ages([t])
         pooled = self.moments.pooled([a])
         band = self.band()
         prof = self.phase_profile(a)
