@@ -134,6 +134,10 @@ def run_schedule(args) -> int:
     population = dep.population
     penalty = deployment_penalty(dep) if penalty is None else penalty
     warnings = []
+    if wants_distributed(args) and args.penalty is None:
+        warnings.append("the readings penalty is not available with --workers/--scheduler yet: this design bounds the "
+                        "chain model's MSE (eqs. (48)-(49), --penalty chain), which can be far below the readings'; run "
+                        "serially for the MSE from the readings")
     if dep.value_range is None and (dep.fitted is not None or wants_distributed(args)):
         lo, hi = penalty.value_range
         warnings.append(
