@@ -32,7 +32,8 @@ a release is read at (a stationary schedule's releases drift through every phase
 Uncertainty.  A circular block bootstrap over whole periods (days) (Politis & Romano 1992,
 ``arch.bootstrap.CircularBlockBootstrap``), block length by the automatic rule of Politis & White
 (2004) with the correction of Patton, Politis & White (2009) (``arch.bootstrap.optimal_block_length``)
-on the per-period means of self and cross at three ages; the band is the pointwise two-sided percentile
+on the per-period means of self and cross at three ages, and at least 2L + 1 slots (d(t) = x(t) − x(t − a)
+shares x(t) with d(t + a), so the per-slot terms depend at lags up to 2L; a shorter block undercovers); the band is the pointwise two-sided percentile
 interval of the worst-phase staleness at a level (default 0.95).  ``design="upper"`` designs against
 its upper end (never below the point estimate).
 
@@ -460,7 +461,9 @@ class _Bootstrap:
                 [m.self_sum[:, :, a].sum(axis=1) / m.self_cnt[:, :, a].sum(axis=1) for a in ages]
                 + [m.cross_sum[:, :, a].sum(axis=1) / m.cross_cnt[:, :, a].sum(axis=1) for a in ages]
             )
-        self.block = block_length(per, D)
+        # an a-step change d(t) = x(t) − x(t − a) is correlated with d(t ± a) (they share x(t)), so the per-slot terms
+        # depend at lags up to 2L: the block covers at least 2L + 1 slots, whatever the automatic rule says
+        self.block = max(block_length(per, D), min(math.ceil((2 * L + 1) / P), max(1, D // 2)))
         self.ages_for_block = ages
         self.reps = reps
         self.seed = seed
@@ -622,7 +625,8 @@ class ReadingsMSEPenalty(MSEPenalty):
         return {
             "method": "circular block bootstrap over whole periods (arch.bootstrap.CircularBlockBootstrap)",
             "block_rule": "Politis-White (2004) automatic length, Patton-Politis-White (2009) correction "
-                          f"(arch.bootstrap.optimal_block_length), max over self/cross per-period means at ages {bs.ages_for_block}",
+                          f"(arch.bootstrap.optimal_block_length), max over self/cross per-period means at ages {bs.ages_for_block}, "
+                          "and at least the periods covering 2L + 1 slots (a-step changes share a reading with those a slots away)",
             "block_periods": bs.block,
             "block_slots": bs.block * P,
             "reps": bs.reps,
