@@ -11,7 +11,8 @@ the expected squared error at t is (:mod:`policyopt.utility.readings_penalty`, (
 with self_t and cross_t the per-slot self and cross terms of the held-out readings.  The realised MSE is
 the mean of e_t over the held-out slots; its confidence interval is a circular block bootstrap of that
 mean over slots (``arch.bootstrap.CircularBlockBootstrap``, block length by Politis & White (2004) with
-the Patton, Politis & White (2009) correction on the series e_t; percentile interval).
+the Patton, Politis & White (2009) correction on the series e_t, at least 2·(A + S̄ − 1) + 1 slots; percentile
+interval).
 
 The held-out Δ(t) (the privacy side) is not compared here: the direct Δ(t) estimator is another module's.
 
@@ -210,7 +211,8 @@ def backtest(data, schedule: dict | None = None, *, train_fraction: float = 0.5,
     if st.size < 8:
         raise InvalidInputError(f"only {st.size} held-out slots have readings of ≥ 2 users at both ends of the age; "
                                 "lower `train_fraction` or give longer readings")
-    block = block_length(st[:, None], st.size)
+    # at least 2·peak AoI + 1 slots: an a-step change shares a reading with the change a slots away
+    block = max(block_length(st[:, None], st.size), min(2 * peak + 1, max(1, st.size // 2)))
     bs = CircularBlockBootstrap(block, st, seed=np.random.default_rng(seed))  # simulation only
     ci = bs.conf_int(np.mean, reps=reps, method="percentile", size=level)
     mean_st = float(np.mean(st))
@@ -245,7 +247,7 @@ def backtest(data, schedule: dict | None = None, *, train_fraction: float = 0.5,
                         "worst_phase_index": prof["worst_phase"], "phase_period": hm.phase_period},
         "bootstrap": {"method": "circular block bootstrap over held-out slots (arch.bootstrap.CircularBlockBootstrap)",
                       "block_rule": "Politis-White (2004) / Patton-Politis-White (2009), arch.bootstrap.optimal_block_length "
-                                    "on the per-slot errors", "block_slots": int(block), "reps": int(reps),
+                                    "on the per-slot errors, and at least 2·peak AoI + 1 slots", "block_slots": int(block), "reps": int(reps),
                       "level": float(level), "interval": "two-sided percentile", "seed": int(seed)},
         "series": {"time": t_held.tolist(), "age": ages.tolist(), "mse": (st + noise).tolist()},
         "value_range": [lo, hi],
