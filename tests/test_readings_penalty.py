@@ -259,3 +259,22 @@ def test_independent_chains_give_the_chain_model():
     np.testing.assert_allclose(pooled["self"], n * chain.staleness(ages), rtol=0.02)
     # no common movement: the cross term is sampling noise (its standard error here is about 1e-3 at a = 30)
     assert np.all(np.abs(pooled["cross"]) < 2e-3) and np.all(np.abs(pooled["cross"]) < 0.005 * pooled["self"])
+
+
+def test_pickled_penalty_is_compact_and_equal():
+    """A sweep ships the penalty to Dask workers: the pickle leaves out the per-period sums and the replicates, and
+    gives the same staleness, band, summary and bootstrap description."""
+    import pickle
+
+    X = common_factor_panel(6, 24 * 40, np.random.default_rng(9))
+    m = readings_moments(X, 30, value_range=(-20, 20), phase_period=24)
+    for design in ("point", "upper"):
+        pen = ReadingsMSEPenalty(m, users=500, design=design)
+        blob = pickle.dumps(pen)
+        back = pickle.loads(blob)
+        ages = np.arange(31)
+        assert np.array_equal(back.staleness(ages), pen.staleness(ages))
+        assert all(np.array_equal(x, y) for x, y in zip(back.band(), pen.band()))
+        assert back.summary(7) == pen.summary(7) and back.bootstrap_info() == pen.bootstrap_info()
+        assert back.moments.periods == m.periods == 40 and back.moments.self_sum.shape[0] == 1
+    assert len(blob) < m.self_sum.nbytes

@@ -342,6 +342,8 @@ class ReadingsMoments:
     clipped: int
     slots: int
     first_slot: int
+    #: periods of the readings when the per-period sums were added up (:meth:`compact`); ``None``: ``self_sum.shape[0]``
+    periods_read: int | None = None
 
     @property
     def max_age(self) -> int:
@@ -351,7 +353,17 @@ class ReadingsMoments:
     @property
     def periods(self) -> int:
         """D, whole or partial periods covered."""
-        return self.self_sum.shape[0]
+        return self.self_sum.shape[0] if self.periods_read is None else self.periods_read
+
+    def compact(self) -> "ReadingsMoments":
+        """The same moments with the periods added up (shape (1, P, L + 1)): per-phase and pooled values unchanged,
+        no bootstrap possible (what a worker of a distributed sweep needs once the band is formed)."""
+        from dataclasses import replace
+
+        return replace(self, self_sum=self.self_sum.sum(axis=0, keepdims=True),
+                       self_cnt=self.self_cnt.sum(axis=0, keepdims=True),
+                       cross_sum=self.cross_sum.sum(axis=0, keepdims=True),
+                       cross_cnt=self.cross_cnt.sum(axis=0, keepdims=True), periods_read=self.periods)
 
     def pooled(self, ages) -> dict:
         """self(a) and cross(a) averaged over every slot (all phases), value units squared.
@@ -363,8 +375,9 @@ class ReadingsMoments:
         """
         ts = self.check_ages(ages)
         with np.errstate(divide="ignore", invalid="ignore"):  # NaN for an age no slot defines
-            s = self.self_sum[:, :, ts].sum(axis=(0, 1)) / self.self_cnt[:, :, ts].sum(axis=(0, 1))
-            c = self.cross_sum[:, :, ts].sum(axis=(0, 1)) / self.cross_cnt[:, :, ts].sum(axis=(0, 1))
+            # over periods first, then phases: the same numbers after compact()
+            s = self.self_sum.sum(axis=0)[:, ts].sum(axis=0) / self.self_cnt.sum(axis=0)[:, ts].sum(axis=0)
+            c = self.cross_sum.sum(axis=0)[:, ts].sum(axis=0) / self.cross_cnt.sum(axis=0)[:, ts].sum(axis=0)
         return {"self": s, "cross": c}
 
     def by_phase(self) -> tuple[np.ndarray, np.ndarray]:
@@ -567,6 +580,16 @@ class ReadingsMSEPenalty(MSEPenalty):
             v = np.where(np.isfinite(v), v, -np.inf).max(axis=-2)
         return np.where(np.isfinite(v), v, np.nan)
 
+    def __getstate__(self):
+        """Pickle compactly (a sweep ships the penalty to its workers): the band and its description are formed
+        here, then the per-period sums and the bootstrap replicates are left out (the periods added up)."""
+        state = dict(self.__dict__)
+        state["_band"] = self.band()
+        state["_info"] = self.bootstrap_info()
+        state["moments"] = self.moments.compact()
+        state["_shared"] = {}
+        return state
+
     def with_users(self, users: int) -> "ReadingsMSEPenalty":
         """The same readings for another deployment size I; moments and bootstrap replicates are shared.
 
@@ -590,7 +613,7 @@ class ReadingsMSEPenalty(MSEPenalty):
 
     def bootstrap(self) -> _Bootstrap | None:
         """The bootstrap replicates (computed once, shared by :meth:`with_users` copies); ``None`` without a band."""
-        if not self.has_band:
+        if not self.has_band or self.moments.periods_read is not None:  # compacted: the band was formed before
             return None
         key = (self.reps, self.seed)
         if key not in self._shared:
@@ -618,6 +641,8 @@ class ReadingsMSEPenalty(MSEPenalty):
 
     def bootstrap_info(self) -> dict | None:
         """How the band was made: ``method``, ``block_periods``, ``block_slots``, ``reps``, ``level``, ``seed``, ``periods``."""
+        if getattr(self, "_info", None) is not None:
+            return self._info
         bs = self.bootstrap()
         if bs is None:
             return None
