@@ -102,3 +102,31 @@ def test_bad_input_one_line_exit_2(args, match, tmp_path):
     proc = run(*args, expect=2)
     assert proc.stdout == "" and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
     assert re.search(match, proc.stderr), proc.stderr
+
+
+def test_sweep_with_the_readings_penalty_on_dask_matches_serial(tmp_path):
+    """The readings penalty (bundled data) shipped to 2 Dask workers gives the serial sweep's rows and JSON lines."""
+    import json
+
+    from policyopt.studies.sweep import NONDETERMINISTIC, read_sweep_csv
+
+    args = ["sweep", "--vary", "users=1000,100000", "--max-penalty", "0.05,0.2", "--max-age", "24", "--max-interval", "24"]
+    serial = strict_json(run_cli(*args, "--out", tmp_path / "serial.csv", "--json").stdout)
+    dask = strict_json(run_cli(*args, "--out", tmp_path / "dask.csv", "--workers", "2", "--json").stdout)
+    assert serial["computed"] == dask["computed"] == 4 and dask["workers"] == 2
+
+    def rows(name):
+        return [{k: v for k, v in r.items() if k not in NONDETERMINISTIC} for r in read_sweep_csv(tmp_path / name)]
+
+    def lines(name):
+        out = []
+        for line in (tmp_path / name).read_text().splitlines():
+            rec = json.loads(line)
+            rec["report"].pop("wall_time_s", None)
+            rec.get("row", {}).pop("wall_time_s", None)
+            out.append(rec)
+        return out
+
+    assert rows("dask.csv") == rows("serial.csv")
+    assert all("MSE from the readings" in r["source"] for r in rows("serial.csv"))
+    assert lines("dask.jsonl") == lines("serial.jsonl")
