@@ -20,7 +20,6 @@ from policyopt.cli.options import (
     int_at_least,
     load_deployment,
     load_distributed_model,
-    positive_float,
     probability,
     wants_distributed,
 )
