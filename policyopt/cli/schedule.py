@@ -161,7 +161,7 @@ def run_schedule(args) -> int:
     )
     out = report.to_dict()
     if args.max_rmse is not None:
-        out["max_penalty_source"] = f"--max-rmse {args.max_rmse:g} (f̄ = R²)"
+        out["max_penalty_source"] = f"--max-rmse {args.max_rmse:g}: f̄ = R²"
     out["max_rmse"] = None if out["max_penalty"] is None else out["max_penalty"] ** 0.5
     m = out["model"]
     m["states"] = max(c.n_states for c in population.chains) if hasattr(population, "chains") else population.n_states
