@@ -4,7 +4,8 @@ Privacy is measured in nats and time in slots.  Main entry points:
 
 * :class:`~policyopt.models.markov.MarkovChain`, :class:`~policyopt.models.markov.Population` — models and Δ(t);
 * :mod:`policyopt.privacy.age_dependent` — Theorem 1, composition Theorem 3, peak risk Proposition 3;
-* :class:`~policyopt.utility.penalty.MSEPenalty` — utility penalty;
+* :class:`~policyopt.utility.penalty.MSEPenalty` — utility penalty (chain model);
+  :class:`~policyopt.utility.readings_penalty.ReadingsMSEPenalty` — the MSE estimated from the readings;
 * :func:`~policyopt.studies.schedule.design_schedule` — the optimal schedule with benchmarks;
 * :mod:`policyopt.problems` / :mod:`policyopt.solvers` — formulations and back ends.
 
@@ -34,6 +35,7 @@ from .errors import (
 )
 from .models.markov import GeometricEnvelope, MarkovChain, Population, two_state_chain
 from .utility.penalty import CallablePenalty, MSEPenalty, two_state_mse
+from .utility.readings_penalty import ReadingsMSEPenalty, readings_moments
 from .result import Solution, Status, Termination
 from .studies.schedule import ScheduleReport, design_schedule
 
@@ -92,6 +94,8 @@ __all__ = [
     "peak_risk",
     "peak_risk_iteration",
     "MSEPenalty",
+    "ReadingsMSEPenalty",
+    "readings_moments",
     "CallablePenalty",
     "two_state_mse",
     "Solution",

@@ -36,8 +36,13 @@ def test_bundled_demo_json_contract(capsys):
     assert m["sensitivity"] == pytest.approx(48.0 / 100_000, rel=1e-15)
     assert m["c"] >= 1.0 and 0.0 < m["rho"] < 1.0
     assert out["method"] == "exact"
-    assert out["max_penalty"] == 1.5e-05
+    # Changed deliberately with issue 24: the MSE is estimated from the readings (worst hour of day) and the
+    # default f̄ is the geometric midpoint of the trade-off range (no constant)
     low, high = m["tradeoff_range"]
+    assert m["penalty"] == "readings-mse" and m["readings_penalty"]["phase_period"] == 24
+    assert out["max_penalty"] == pytest.approx((low * high) ** 0.5, rel=1e-12)
+    assert out["max_rmse"] == pytest.approx(out["max_penalty"] ** 0.5, rel=1e-12)
+    assert out["max_penalty_source"].startswith("default: geometric midpoint")
     assert low < out["max_penalty"] < high == pytest.approx(m["staleness_limit"])
     assert out["status"] == "optimal" and 0 <= out["A"] < 168 and 1 <= out["S_bar"] < 168
     assert out["penalty"] <= out["max_penalty"]
@@ -84,8 +89,9 @@ def test_data_csv(tmp_path, capsys):
     rows = ["user,time,value"] + [f"u{u},{t},{v:.4f}" for u in range(3) for t, v in enumerate(rng.random(300))]
     path = tmp_path / "d.csv"
     path.write_text("\n".join(rows) + "\n")
-    out = run_json(capsys, "--data", str(path), "--states", "3", "--max-penalty", "0.5")
-    assert out["model"]["users"] == 3 and out["model"]["states"] == 3
+    out = run_json(capsys, "--data", str(path), "--states", "3", "--max-penalty", "0.5", "--max-age", "24",
+                   "--max-interval", "24")
+    assert out["model"]["users"] == 3 and out["model"]["states"] == 3 and out["model"]["penalty"] == "readings-mse"
 
 
 def write(tmp_path, name, text):

@@ -57,7 +57,7 @@ def test_users_and_value_range_apply_to_data(pilot_csv):
     assert m["users"] == m["pilot_users"] == 4 and m["value_range_declared"] is False
     assert any("not differentially private" in w for w in base["warnings"])
     out = run_json("--data", pilot_csv, "--states", "3", "--users", "200000", "--value-range", "0:5",
-                   "--max-penalty", "4e-6", "--max-age", "48", "--max-interval", "48")
+                   "--max-penalty", "4e-6", "--max-age", "48", "--max-interval", "48", "--penalty", "chain")
     m = out["model"]
     assert (m["users"], m["pilot_users"]) == (200_000, 4)
     assert m["value_range"] == [0.0, 5.0] and m["value_range_declared"] is True and m["clipped_readings"] == 1
@@ -85,7 +85,7 @@ def test_credible_options_and_seed_reproduce(pilot_csv):
 
 def test_robust_design_is_no_riskier_than_its_point_estimate(pilot_csv):
     common = ("--data", pilot_csv, "--states", "3", "--users", "200000", "--value-range", "0:5", "--max-penalty", "4e-6",
-              "--max-age", "24", "--max-interval", "24", "--draws", "40")
+              "--max-age", "24", "--max-interval", "24", "--draws", "40", "--penalty", "chain")
     plain, robust = run_json(*common), run_json(*common, "--robust", "0.9")
     rb = robust["robust"]
     assert rb["level"] == 0.9 and rb["coverage"] >= 0.9 and rb["draws"] == 40 and rb["horizon"] == 25
@@ -143,10 +143,11 @@ def test_real_data_file_gives_the_demo_design(tmp_path):
     path = tmp_path / "citylearn.csv"
     load_citylearn().to_csv(path, index=False)
     out = run_json("--data", str(path), "--users", "100000", "--value-range", "0:48", "--states", "3",
-                   "--max-penalty", "1.5e-5", "--draws", "20")
+                   "--phase-period", "24", "--draws", "20")
     demo = run_json("--draws", "20")
     low, high = out["model"]["tradeoff_range"]
-    assert out["status"] == "optimal" and low < 1.5e-5 < high
+    assert out["status"] == "optimal" and low < out["max_penalty"] < high
+    assert out["max_penalty"] == demo["max_penalty"] and out["penalty_comparison"] == demo["penalty_comparison"]
     assert 0 <= out["A"] < 168 and out["S_bar"] < 168
     assert (out["A"], out["S_bar"], out["epsilon_c"], out["peak_risk"]) == (demo["A"], demo["S_bar"], demo["epsilon_c"], demo["peak_risk"])
     assert out["credible"] == demo["credible"]

@@ -96,7 +96,8 @@ BAD = [
      r"--pb is 2×2 but --pf is 3×3"),
     (["schedule", "--chain", "two-state:p=0.1,q=0.1", "--plot-epochs", "3"], r"--plot-epochs 3 applies to --plot only"),
     (["schedule", "--chain", "two-state:p=0.1,q=0.1", "--method", "cvxpy"], r"use 'exact' or 'heuristic'"),
-    (["schedule", "--data", str(EXAMPLES / "readings.csv"), "--states", "3", "--method", "pyomo"],
+    (["schedule", "--data", str(EXAMPLES / "readings.csv"), "--states", "3", "--method", "pyomo", "--max-age", "40",
+      "--max-interval", "40"],
      r"^policyopt: error: the pyomo back end needs a penalty with an algebraic form .* use method 'exact' or 'heuristic'"),
 ]
 
@@ -116,7 +117,7 @@ def test_no_sub_command_prints_one_line_on_stderr_and_exits_2():
     assert code == 2 and out == ""
     assert len(err.splitlines()) == 1, err  # one line, like every other error
     assert err.startswith("policyopt: error: a COMMAND is required, one of schedule, tpl, tpl-budget, ")
-    assert "publish, ledger (policyopt --help lists them)" in err
+    assert "publish, ledger, backtest (policyopt --help lists them)" in err
 
 
 def test_version():

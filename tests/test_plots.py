@@ -147,7 +147,7 @@ def test_schedule_plot_command(tmp_path, capsys):
 
 def test_schedule_plot_bundled_data(tmp_path, capsys):
     png = tmp_path / "data.png"
-    assert main(["schedule", "--max-penalty", "0.2", "--plot", str(png), "--plot-epochs", "3",
+    assert main(["schedule", "--max-penalty", "0.2", "--plot", str(png), "--plot-epochs", "3", "--penalty", "chain",
                  "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["plot"] == str(png) and (out["status"], out["A"], out["S_bar"]) == ("unbounded", 168, 168)

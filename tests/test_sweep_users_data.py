@@ -46,14 +46,15 @@ def strip_time(row: dict) -> dict:
 def test_vary_users_on_bundled_data_equals_separate_schedule_runs(tmp_path):
     out = tmp_path / "users.csv"
     summary = json.loads(cli("sweep", "--vary", "users=1000:100000:3", "--max-penalty", F_GRID, "--out", str(out),
-                             "--json").stdout, parse_constant=_no_constants)
+                             "--penalty", "chain", "--json").stdout, parse_constant=_no_constants)
     assert summary["varied"] == {"users": USERS} and summary["points"] == 9 and summary["models"] == 3
     assert summary["status_counts"] == {"infeasible": 3, "optimal": 2, "unbounded": 4}
     rows = raw_csv(out)
     assert [(int(r["users"]), float(r["max_penalty"])) for r in rows] == [(i, f) for i in USERS for f in (1.5e-5, 3e-5, 0.0016)]
     for r in rows:
         # the schedule's JSON numbers kept as the exact text printed (parse_float=str): the sweep cell must be the same string
-        ref = json.loads(cli("schedule", "--users", r["users"], "--max-penalty", r["max_penalty"], "--json").stdout,
+        ref = json.loads(cli("schedule", "--users", r["users"], "--max-penalty", r["max_penalty"], "--penalty", "chain",
+                             "--json").stdout,
                          parse_float=str, parse_constant=_no_constants)
         assert r["status"] == ref["status"], r
         for key in ("A", "S_bar", "epsilon_c", "peak_risk", "penalty", "peak_aoi", "min_penalty"):
@@ -70,7 +71,10 @@ def test_vary_users_on_bundled_data_equals_separate_schedule_runs(tmp_path):
     assert status[(50500, 1.5e-5)] == status[(1000, 3e-5)] == "infeasible"
     # resume: a rerun computes nothing and the JSON lines carry users / pilot_users in their inputs
     again = json.loads(cli("sweep", "--vary", "users=1000:100000:3", "--max-penalty", F_GRID, "--out", str(out),
-                           "--json").stdout, parse_constant=_no_constants)
+                           "--penalty", "chain", "--json").stdout, parse_constant=_no_constants)
+    # the MSE model is part of a point's identity: the readings penalty does not resume the chain penalty's rows
+    mixed = cli("sweep", "--vary", "users=1000:100000:3", "--max-penalty", F_GRID, "--out", str(out), expect=2)
+    assert "not on this sweep's grid" in mixed.stderr and "MSE from the readings" not in mixed.stderr
     assert (again["computed"], again["resumed"]) == (0, 9)
     recs = [json.loads(line) for line in out.with_suffix(".jsonl").read_text().splitlines()]
     assert [(r["inputs"]["users"], r["inputs"]["pilot_users"]) for r in recs] == [(i, 17) for i in USERS for _ in range(3)]
@@ -109,7 +113,7 @@ def test_value_range_is_part_of_a_points_identity(tmp_path):
     """A rerun with another --value-range recomputes (it changes the sensitivity), it never resumes the old rows."""
     out = tmp_path / "vr.csv"
     common = ("sweep", "--vary", "users=50000,100000", "--max-penalty", "1.5e-5", "--max-age", "24", "--max-interval", "24",
-              "--out", str(out), "--json")
+              "--penalty", "chain", "--out", str(out), "--json")
     first = json.loads(cli(*common).stdout)
     assert (first["computed"], first["resumed"]) == (2, 0)
     proc = cli(*common, "--value-range", "0:10", expect=2)

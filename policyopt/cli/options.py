@@ -24,6 +24,10 @@ __all__ = [
     "load_deployment",
     "check_table_size",
     "deployment_penalty",
+    "readings_penalty",
+    "add_penalty_options",
+    "add_bound_options",
+    "bound_from_args",
     "value_range_arg",
     "probability",
     "Deployment",
@@ -53,6 +57,14 @@ MAX_COUNT = 10**9
 #: Largest --plot-epochs.
 MAX_PLOT_EPOCHS = 100
 
+#: Slots per day of the bundled hourly readings: the readings penalty's phase period.
+BUNDLED_PHASE_PERIOD = 24
+#: Choices of --penalty: readings (point estimate), readings-upper (bootstrap band's upper end), chain (eqs. (48)-(49)).
+PENALTY_CHOICES = ("readings", "readings-upper", "chain")
+#: Two-sided level of the readings penalty's band.
+DEFAULT_PENALTY_LEVEL = 0.95
+#: Seed of the readings penalty's bootstrap when the command has no --seed.
+DEFAULT_BOOTSTRAP_SEED = 0
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -189,6 +201,39 @@ def add_model_options(cmd) -> None:
                      "with the envelope Δ(t) ≤ c·ρ^t; all: every back end side by side")
     cmd.add_argument("--relax", action="store_true",
                      help="continuous relaxation of A and S_bar for the (39) back ends (cvxpy needs it)")
+    add_penalty_options(cmd)
+
+
+def add_penalty_options(cmd) -> None:
+    """``--penalty``, ``--phase-period``, ``--penalty-level``: which MSE the design bounds (shared by schedule, sweep, backtest)."""
+    cmd.add_argument("--penalty", choices=PENALTY_CHOICES, default=None,
+                     help="the MSE f̄ bounds: readings = estimated from the clipped readings, E[(m_{t-a} - m_t)^2] = "
+                     "cross(a) + (self(a) - cross(a))/I at the worst phase (default with data); readings-upper = the upper "
+                     "end of its block-bootstrap band; chain = the chain model of Zhang et al. eqs. (48)-(49) (independent "
+                     "users, quantile-state values; the only choice for --chain/--matrix)")
+    cmd.add_argument("--phase-period", type=int_at_least("--phase-period", 1, MAX_AGE_LIMIT), default=None, metavar="P",
+                     help=f"slots per cycle of the readings penalty (hour of day: 24 for hourly data); the design uses the "
+                     f"worst phase at every age (default {BUNDLED_PHASE_PERIOD} for the bundled pilot, 1 = no phase for --data)")
+    cmd.add_argument("--penalty-level", type=probability("--penalty-level"), default=None, metavar="LEVEL",
+                     help=f"two-sided level of the readings penalty's bootstrap band (default {DEFAULT_PENALTY_LEVEL})")
+
+
+def add_bound_options(cmd) -> None:
+    """``--max-penalty`` | ``--max-rmse`` (mutually exclusive): the utility bound f̄ of one design."""
+    bound = cmd.add_mutually_exclusive_group()
+    bound.add_argument("--max-penalty", type=positive_float("--max-penalty"), default=None, metavar="F",
+                       help="bound f̄ on the MSE of the released value against the current mean of the readings, in the "
+                       "readings' unit squared (kWh^2 for the bundled pilot; the state values' unit for --chain/--matrix); "
+                       "default: the geometric midpoint √(low·high) of the trade-off range, which the report prints")
+    bound.add_argument("--max-rmse", type=positive_float("--max-rmse"), default=None, metavar="R",
+                       help="the same bound as a root-mean-square error in the readings' unit (f̄ = R²; e.g. kWh)")
+
+
+def bound_from_args(args) -> float | None:
+    """f̄ from --max-penalty or --max-rmse (R²); ``None`` for the default inside the trade-off range."""
+    if getattr(args, "max_rmse", None) is not None:
+        return args.max_rmse**2
+    return args.max_penalty
 
 
 def check_table_size(args) -> None:
@@ -219,6 +264,12 @@ class Deployment:
         Declared public range (LO, HI); ``None`` when the data's own range is used.
     fitted : FittedModel or None
         The estimate (data only): counts per user, for the posterior check.
+    readings : pandas.DataFrame or None
+        The readings (data only; not yet clipped), for the readings penalty.
+    penalty_kind : str
+        ``readings``, ``readings-upper`` or ``chain`` (see :data:`PENALTY_CHOICES`).
+    phase_period, penalty_level, horizon, seed
+        The readings penalty's phase period (slots), band level, largest age (slots) and bootstrap seed.
     """
 
     population: object
@@ -227,6 +278,12 @@ class Deployment:
     users: int
     value_range: tuple | None
     fitted: object = None
+    readings: object = None
+    penalty_kind: str = "chain"
+    phase_period: int = 1
+    penalty_level: float = DEFAULT_PENALTY_LEVEL
+    horizon: int = 0
+    seed: int = DEFAULT_BOOTSTRAP_SEED
 
 
 def load_deployment(args) -> Deployment:
@@ -243,7 +300,15 @@ def load_deployment(args) -> Deployment:
     check_table_size(args)
     uses_data = args.chain is None and args.matrix is None
     value_range = getattr(args, "value_range", None)
+    kind = getattr(args, "penalty", None)
     if not uses_data:
+        if kind is not None and kind != "chain":
+            raise InvalidInputError(f"--penalty {kind} needs readings (--data or the bundled data); a --chain/--matrix "
+                                    "model has only the chain penalty")
+        for opt in ("phase_period", "penalty_level"):
+            if getattr(args, opt, None) is not None:
+                raise InvalidInputError(f"--{opt.replace('_', '-')} applies to the readings penalty (--data or the "
+                                        "bundled data) only; omit it with --chain/--matrix")
         if args.states is not None:
             raise InvalidInputError("--states applies to --data (or the bundled data) only; omit it with --chain/--matrix")
         if args.smoothing is not None:
@@ -301,18 +366,70 @@ def load_deployment(args) -> Deployment:
         "clipped_readings": fitted.clipped,
         "value_range_source": "declared" if value_range is not None else "data",
     }
-    return Deployment(fitted.population, info, unit, users, value_range, fitted)
+    kind = "readings" if kind is None else kind
+    if kind == "chain":
+        for opt in ("phase_period", "penalty_level"):
+            if getattr(args, opt, None) is not None:
+                raise InvalidInputError(f"--{opt.replace('_', '-')} applies to --penalty readings|readings-upper only; "
+                                        "omit it with --penalty chain")
+    phase = getattr(args, "phase_period", None)
+    phase = (BUNDLED_PHASE_PERIOD if bundled else 1) if phase is None else phase
+    level = getattr(args, "penalty_level", None)
+    seed = getattr(args, "seed", None)
+    return Deployment(fitted.population, info, unit, users, value_range, fitted, readings=df, penalty_kind=kind,
+                      phase_period=phase, penalty_level=DEFAULT_PENALTY_LEVEL if level is None else level,
+                      horizon=args.max_age + args.max_interval + 1,
+                      seed=DEFAULT_BOOTSTRAP_SEED if seed is None else seed)
 
 
-def deployment_penalty(dep: Deployment, population=None):
+def deployment_penalty(dep: Deployment, population=None, *, kind: str | None = None):
     """The MSE penalty of the deployment's released mean (I users, declared or data range).
 
-    `population` replaces ``dep.population`` (e.g. a tabulated copy with the same chains).
+    With readings and ``dep.penalty_kind`` (or `kind`) ``readings``/``readings-upper``: the
+    :class:`~policyopt.utility.readings_penalty.ReadingsMSEPenalty` estimated from them (worst phase,
+    point estimate or the bootstrap band's upper end); otherwise the chain penalty
+    :class:`~policyopt.utility.penalty.MSEPenalty` of eqs. (48)–(49).  `population` replaces
+    ``dep.population`` for the chain penalty (e.g. a tabulated copy with the same chains).
     """
     from policyopt.utility.penalty import MSEPenalty
 
+    kind = dep.penalty_kind if kind is None else kind
+    if kind != "chain" and dep.readings is not None:
+        return readings_penalty(dep, design="upper" if kind == "readings-upper" else "point")
     return MSEPenalty(dep.population if population is None else population, unit=dep.unit, users=dep.users,
                       value_range=dep.value_range)
+
+
+_MOMENTS: dict = {}  # (id of the readings, range, L, P) → ReadingsMoments: one estimate per command run
+
+
+def readings_penalty(dep: Deployment, *, design: str = "point"):
+    """The readings penalty of a deployment with readings (moments estimated once per readings and settings).
+
+    Raises
+    ------
+    InvalidInputError
+        The deployment has no readings, or they span too few slots for its largest age.
+    """
+    from policyopt.utility.readings_penalty import ReadingsMSEPenalty, readings_moments
+
+    if dep.readings is None:
+        raise InvalidInputError("the readings penalty needs readings (--data or the bundled data)")
+    t = dep.readings["time"]
+    span = int(t.max()) - int(t.min()) + 1
+    if span <= dep.horizon:
+        raise InvalidInputError(
+            f"the readings span {span} slots; the readings penalty needs ages up to A_MAX + S_MAX + 1 = {dep.horizon} "
+            "within them: lower --max-age/--max-interval, give longer readings, or use --penalty chain"
+        )
+    key = (id(dep.readings), dep.value_range, dep.horizon, dep.phase_period)
+    if key not in _MOMENTS:
+        _MOMENTS.clear()
+        _MOMENTS[key] = (dep.readings, readings_moments(dep.readings, dep.horizon, value_range=dep.value_range,
+                                                        phase_period=dep.phase_period))
+    moments = _MOMENTS[key][1]
+    return ReadingsMSEPenalty(moments, users=dep.users, unit=dep.unit, design=design, level=dep.penalty_level,
+                              seed=dep.seed)
 
 
 def load_model(args):

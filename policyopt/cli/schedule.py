@@ -10,18 +10,18 @@ from policyopt.cli.options import (
     BUNDLED_STATES,
     BUNDLED_USERS,
     BUNDLED_VALUE_RANGE,
-    DEFAULT_MAX_PENALTY,
     DEFAULT_PLOT_EPOCHS,
     DEFAULT_STATES,
     MAX_PLOT_EPOCHS,
+    add_bound_options,
     add_distributed_options,
+    bound_from_args,
     add_model_options,
     check_table_size,
     deployment_penalty,
     int_at_least,
     load_deployment,
     load_distributed_model,
-    positive_float,
     probability,
     wants_distributed,
 )
@@ -29,8 +29,6 @@ from policyopt.errors import InvalidInputError
 
 __all__ = ["add_command", "run_schedule", "deployment_record"]
 
-#: f̄ of the bundled pilot's documented deployment (kWh² on the mean of 10⁵ homes' hourly kWh).
-BUNDLED_MAX_PENALTY = 1.5e-05
 DEFAULT_CREDIBLE = 0.95
 DEFAULT_DRAWS = 200
 DEFAULT_SEED = 0
@@ -46,14 +44,13 @@ def add_command(sub) -> None:
             "minimising the peak age-dependent privacy risk (Zhang et al. 2024, problem (28), Theorem 4, eq. (30)) "
             "subject to an MSE bound on the released mean of a deployment of I users.  Without a model option the "
             "bundled CityLearn 2022 pilot (17 homes, hourly kWh) designs a documented deployment: "
-            f"I = {BUNDLED_USERS} homes, readings in {BUNDLED_VALUE_RANGE[0]:g}:{BUNDLED_VALUE_RANGE[1]:g} kWh, "
-            f"f̄ = {BUNDLED_MAX_PENALTY:g} kWh^2."
+            f"I = {BUNDLED_USERS} homes, readings in {BUNDLED_VALUE_RANGE[0]:g}:{BUNDLED_VALUE_RANGE[1]:g} kWh.  "
+            "With data, f̄ bounds the MSE of the released value against the current mean of the I users' readings, in the "
+            "readings' unit squared (kWh^2 for the bundled pilot), estimated from the readings (--penalty readings)."
         ),
     )
     add_model_options(sched)
-    sched.add_argument("--max-penalty", type=positive_float("--max-penalty"), default=None, metavar="F",
-                       help=f"bound f̄ on the MSE of the released mean, squared value units (default {BUNDLED_MAX_PENALTY:g} "
-                       f"for the bundled pilot, {DEFAULT_MAX_PENALTY} otherwise)")
+    add_bound_options(sched)
     sched.add_argument("--min-row-transitions", type=int_at_least("--min-row-transitions", 1), default=None, metavar="N",
                        help="a (user, state) row observed fewer times is sparse: listed in model.sparse_states, and a "
                        "warning is given when it sets Δ(t) at the chosen A or S_bar (data only; default 30)")
@@ -171,18 +168,22 @@ def run_schedule(args) -> int:
         require_matplotlib("--plot")
     penalty = None
     if wants_distributed(args):  # a Parquet set reduced on Dask (policyopt.studies.distributed)
+        if args.penalty not in (None, "chain") or args.phase_period is not None or args.penalty_level is not None:
+            raise InvalidInputError("the readings penalty (--penalty, --phase-period, --penalty-level) is not available "
+                                    "with --workers/--scheduler yet: run serially, or use --penalty chain")
         population, info, unit, penalty = load_distributed_model(args)
         dep = Deployment(population=population, info=info, unit=unit, users=penalty.users, value_range=None)
     else:
         dep = load_deployment(args)
     post = _posterior_options(args, dep)
-    bundled = args.data is None and args.chain is None and args.matrix is None
-    max_penalty = args.max_penalty
-    if max_penalty is None:
-        max_penalty = BUNDLED_MAX_PENALTY if bundled else DEFAULT_MAX_PENALTY
+    max_penalty = bound_from_args(args)
     population = dep.population
     penalty = deployment_penalty(dep) if penalty is None else penalty
     warnings = []
+    if wants_distributed(args) and args.penalty is None:
+        warnings.append("the readings penalty is not available with --workers/--scheduler yet: this design bounds the "
+                        "chain model's MSE (eqs. (48)-(49), --penalty chain), which can be far below the readings'; run "
+                        "serially for the MSE from the readings")
     if dep.value_range is None and (dep.fitted is not None or wants_distributed(args)):
         lo, hi = penalty.value_range
         warnings.append(
@@ -206,6 +207,9 @@ def run_schedule(args) -> int:
         relax=args.relax,
     )
     out = report.to_dict()
+    if args.max_rmse is not None:
+        out["max_penalty_source"] = f"--max-rmse {args.max_rmse:g}: f̄ = R²"
+    out["max_rmse"] = None if out["max_penalty"] is None else out["max_penalty"] ** 0.5
     m = out["model"]
     m["states"] = max(c.n_states for c in population.chains) if hasattr(population, "chains") else population.n_states
     if robust_info is not None:

@@ -161,6 +161,8 @@ def _build_models(args, vary: dict) -> list:
             # Δ(0..max(A_MAX, S_MAX) + 1) once per fitted model, shared by all its points (and workers)
             population = tabulate_population(dep.population, horizon)
             penalty = deployment_penalty(dep, population)  # the deployment's I users, as `policyopt schedule`
+            if hasattr(penalty, "band"):
+                penalty.band()  # the readings penalty's bootstrap once here, shared by every I and shipped with the model
             if uses_data:
                 fits[ns.states] = (dep, population, penalty)
         info = dep.info
@@ -174,7 +176,9 @@ def _build_models(args, vary: dict) -> list:
             "smoothing": info.get("smoothing"),
             "value_range_lo": float(lo),
             "value_range_hi": float(hi),
-            "source": info["source"],
+            # the MSE model is part of a point's identity (a resumed --out never mixes the readings and chain penalties)
+            "source": info["source"] + (f"; MSE from the readings ({penalty.design}, worst of "
+                                        f"{penalty.moments.phase_period} phases)" if hasattr(penalty, "moments") else ""),
         }
         models.append(SweepModel(population=population, penalty=penalty, info=info, inputs=inputs))
     return models

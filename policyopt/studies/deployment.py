@@ -39,6 +39,8 @@ from policyopt.problems import ScheduleProblem
 
 __all__ = [
     "tradeoff_range",
+    "default_max_penalty",
+    "penalty_comparison",
     "max_tv_witness",
     "sparse_row_warnings",
     "credible_peak_risk",
@@ -107,6 +109,86 @@ def tradeoff_range(problem: ScheduleProblem) -> tuple[float, float | None]:
         low = min(low, float(np.min(col)))
     high = getattr(pen, "staleness_limit", None)
     return low, (float(high) if high is not None else None)
+
+
+def default_max_penalty(low: float, high: float | None) -> float:
+    """The default bound f̄ inside the trade-off range (low, high): the geometric midpoint √(low·high).
+
+    The range spans orders of magnitude, so its geometric midpoint sits as far (in ratio) from the
+    infeasible end as from the unbounded one.  With low = 0 (a Δ(t) that reaches 0) it is high/100.
+    Without a trade-off (low ≥ high: no f̄ has a finite optimum) it is 2·low, a reachable bound, and the
+    report's explanation says that there is no trade-off.
+
+    Raises
+    ------
+    InvalidInputError
+        If low is not finite (no budget meets condition (31) in the box) or high is missing or not finite
+        (a penalty without a staleness limit): then the bound must be given.
+    """
+    if high is None or not math.isfinite(high) or not math.isfinite(low):
+        raise InvalidInputError(
+            f"no trade-off range to choose a default f̄ from (low {low!r}, high {high!r}): give the bound "
+            "(--max-penalty / --max-rmse, or `max_penalty`)"
+        )
+    if not low < high:
+        return 2.0 * low
+    return math.sqrt(low * high) if low > 0 else high / 100.0
+
+
+def penalty_comparison(penalty, population, A: int, S_bar: int) -> dict | None:
+    """The readings penalty against the chain model (Zhang et al. 2024, eqs. (48)–(49)) at a schedule.
+
+    Both staleness terms are the maximum over the epoch's ages A..A + S̄ − 1 (the peak AoI is A + S̄ − 1);
+    the chain model has the same deployment size I and value range.
+
+    Parameters
+    ----------
+    penalty : ReadingsMSEPenalty
+    population : Population
+        The pilot chains.
+    A, S_bar : int
+        The schedule (slots).
+
+    Returns
+    -------
+    dict or None
+        ``peak_aoi``, ``age`` (the ages compared end there: the peak AoI, or 1 for fresh data, whose staleness is 0
+        in both models), ``readings_staleness`` (what the design bounds), ``readings_pooled`` (all phases),
+        ``readings_lower``/``readings_upper`` (band at the peak AoI, ``None`` without one), ``level``,
+        ``worst_phase``, ``self``, ``cross`` (pooled, at the peak AoI), ``chain_staleness`` and ``ratio``
+        (readings / chain; ``None`` when the chain's is 0).  ``None`` when `penalty` is not a readings
+        penalty or `population` has no chains.
+    """
+    from policyopt.models.markov import Population
+    from policyopt.utility.penalty import MSEPenalty
+    from policyopt.utility.readings_penalty import ReadingsMSEPenalty
+
+    if not isinstance(penalty, ReadingsMSEPenalty) or not isinstance(population, Population):
+        return None
+    A, S = int(A), int(S_bar)
+    ages = np.arange(A, A + S) if A + S > 1 else np.array([1])  # fresh data (peak AoI 0): compare one slot of age
+    chain = MSEPenalty(population, penalty.unit, users=penalty.users,
+                       value_range=penalty.value_range if penalty.value_range_declared else None)
+    chain_st = float(np.max(chain.staleness(ages)))
+    read_st = float(np.max(penalty.staleness(ages)))
+    peak = A + S - 1
+    summ = penalty.summary(int(ages[-1]))
+    band = penalty.band()
+    return {
+        "peak_aoi": peak,
+        "age": int(ages[-1]),
+        "readings_staleness": read_st,
+        "readings_pooled": summ["staleness_pooled"],
+        "readings_lower": None if band is None else float(np.max(band[0][ages])),
+        "readings_upper": None if band is None else float(np.max(band[1][ages])),
+        "level": penalty.level,
+        "worst_phase": summ["worst_phase"],
+        "phase_period": summ["phase_period"],
+        "self": summ["self"],
+        "cross": summ["cross"],
+        "chain_staleness": chain_st,
+        "ratio": read_st / chain_st if chain_st > 0 else None,
+    }
 
 
 def max_tv_witness(population, t: int) -> dict:

@@ -405,7 +405,7 @@ def compare_methods(exact_solution: Solution, geometric, *, relax: bool, exact_l
 def design_schedule(
     population: Population,
     *,
-    max_penalty: float,
+    max_penalty: float | None = None,
     A_max: int = 168,
     S_max: int = 168,
     penalty: Penalty | None = None,
@@ -413,6 +413,10 @@ def design_schedule(
     model_info: dict | None = None,
     method: str = "exact",
     relax: bool = False,
+    data=None,
+    users: int | None = None,
+    value_range=None,
+    phase_period: int | None = None,
 ) -> ScheduleReport:
     """Optimal stationary schedule (A, S̄, ε_C) for a population, with both benchmarks.
 
@@ -421,12 +425,15 @@ def design_schedule(
     population : Population or MaxTVSource
         Users' chains (with numeric state values for the MSE penalty), or another Δ(t) source
         such as :class:`~policyopt.models.ar1.AR1Model` (then `penalty` is required).
-    max_penalty : float
-        f̄ (penalty units, e.g. kWh² for the MSE of a kWh mean).
+    max_penalty : float, optional
+        f̄ (penalty units, e.g. kWh² for the MSE of a kWh mean).  Default: the geometric midpoint
+        √(low·high) of the trade-off range (:func:`~policyopt.studies.deployment.default_max_penalty`).
     A_max, S_max : int
         Search box (slots).
     penalty : Penalty, optional
-        Default: :class:`MSEPenalty` of the mean over the population's own users.  For a deployment of
+        Default with `data`: the readings penalty
+        :class:`~policyopt.utility.readings_penalty.ReadingsMSEPenalty` (I = `users`, worst phase of
+        `phase_period`); without: :class:`MSEPenalty` of the mean over the population's own users.  For a deployment of
         I users modelled by pilot chains pass ``MSEPenalty(population, users=I, value_range=(LO, HI))``:
         Δ(t) stays the maximum over the pilot chains, the penalty is that of the I-user mean.
     releases : int
@@ -439,6 +446,14 @@ def design_schedule(
         from above); ``all`` reports the exact answer and a comparison of every back end.
     relax : bool
         Continuous relaxation of A and S̄ for the (39) back ends (required by ``cvxpy``).
+    data : pandas.DataFrame, optional
+        Readings (columns user, time, value) for the default readings penalty; ignored with `penalty`.
+    users : int, optional
+        Deployment size I of the readings penalty (default: the readings' users).
+    value_range : (float, float), optional
+        Public range the readings are clipped into (default: their own range, not private).
+    phase_period : int, optional
+        Slots per cycle of the readings penalty (24 for hourly readings); default one phase.
 
     Returns
     -------
@@ -467,6 +482,11 @@ def design_schedule(
     if relax and method == "exact":
         raise InvalidInputError("`relax` applies to the (39) back ends (heuristic, cvxpy, pyomo, all), not to the exact solver")
     start = time.perf_counter()
+    if penalty is None and data is not None:
+        from policyopt.utility.readings_penalty import ReadingsMSEPenalty, readings_moments
+
+        moments = readings_moments(data, A_max + S_max + 1, value_range=value_range, phase_period=phase_period)
+        penalty = ReadingsMSEPenalty(moments, users=moments.n_users if users is None else users)
     if penalty is None:
         if not isinstance(population, Population):
             raise InvalidInputError(
@@ -474,6 +494,15 @@ def design_schedule(
                 "e.g. policyopt.utility.ar1_penalty.AR1MSEPenalty(model)"
             )
         penalty = MSEPenalty(population)
+    from policyopt.studies.deployment import default_max_penalty, tradeoff_range
+
+    max_penalty_source = "given"
+    if max_penalty is None:  # the trade-off range first (it does not depend on f̄), then f̄ inside it
+        probe = ScheduleProblem(population, penalty, 1.0, A_max=A_max, S_max=S_max)
+        low0, high0 = tradeoff_range(probe)
+        max_penalty = default_max_penalty(low0, high0)
+        max_penalty_source = ("default: geometric midpoint √(low·high) of the trade-off range" if low0 < high0 else
+                              "default: twice the smallest reachable MSE (no trade-off range: low ≥ high)")
     problem = ScheduleProblem(population, penalty, max_penalty, A_max=A_max, S_max=S_max)
     exact = problem.solve(method="exact")
     no_aging = problem.restrict(A_max=0).solve(method="exact")
@@ -506,8 +535,7 @@ def design_schedule(
                 extra["deployable"] = near["best"]
                 extra["deployable_neighbours"] = near["neighbours"]
     certified = {"solution": certify_peak_risk(solution, solution_log), "no_aging": certify_peak_risk(no_aging, exact_log)}
-    from policyopt.studies.deployment import tradeoff_range
-
+    extra["max_penalty_source"] = max_penalty_source
     low, high = tradeoff_range(problem)
     pilot_users = population.n_users
     model = {
@@ -529,10 +557,26 @@ def design_schedule(
         model["value_range_declared"] = penalty.value_range_declared
         model["value_range_source"] = "declared" if penalty.value_range_declared else None  # model_info may say more
         model["deployment"] = (
+            f"{penalty.users} users drawn like the {getattr(penalty, 'moments', population).n_users} users of the readings; "
+            "MSE from the readings (cross + (self − cross)/I, worst phase); Δ(t) is the maximum over the pilot chains (eq. 12)"
+            if getattr(penalty, "moments", None) is not None else
             f"{penalty.users} independent users, each following one of the {pilot_users} pilot chains in equal shares; "
             "Δ(t) is the maximum over the pilot chains (eq. 12)"
         )
         model["staleness_profile"] = staleness_profile(penalty, population, horizon)
+        if getattr(penalty, "moments", None) is not None:
+            from policyopt.studies.deployment import penalty_comparison
+
+            model["readings_penalty"] = {
+                "design": penalty.design, "level": penalty.level, "phase_period": penalty.moments.phase_period,
+                "readings_users": penalty.moments.n_users, "slots": penalty.moments.slots,
+                "clipped_readings": penalty.moments.clipped, "bootstrap": penalty.bootstrap_info(),
+                "terms": {str(a): {k: v for k, v in penalty.summary(a).items() if k in ("self", "cross")}
+                          for a in (1, 3, 8) if a <= penalty.max_age},
+            }
+            d = solution.decision or {}
+            if d.get("A") is not None and float(d["A"]).is_integer() and float(d["S_bar"]).is_integer():
+                extra["penalty_comparison"] = penalty_comparison(penalty, population, int(d["A"]), int(d["S_bar"]))
     elif hasattr(penalty, "sensitivity"):
         model["sensitivity"] = penalty.sensitivity
     model.update(model_info or {})
@@ -589,8 +633,12 @@ def format_report(r: dict) -> str:
     if pilot is not None and users != pilot:
         lines.append(f"model       : {m.get('source') or 'population given in Python'}; {fmt_count(pilot, 'pilot user')}"
                      f"{_states(m)}")
-        lines.append(f"deployment  : I = {fmt_count(users, 'user')}, each following one of the {fmt_count(pilot, 'pilot chain')} "
-                     "in equal shares")
+        if m.get("readings_penalty"):
+            lines.append(f"deployment  : I = {fmt_count(users, 'user')} drawn like the {fmt_count(pilot, 'pilot user')} (MSE from "
+                         "their readings, Δ(t) the maximum over their chains)")
+        else:
+            lines.append(f"deployment  : I = {fmt_count(users, 'user')}, each following one of the "
+                         f"{fmt_count(pilot, 'pilot chain')} in equal shares")
     else:
         lines.append(f"model       : {m.get('source') or 'population given in Python'}; {fmt_count(m['users'], 'user')}"
                      f"{_states(m)}")
@@ -618,13 +666,12 @@ def format_report(r: dict) -> str:
             f"{fmt_count(m['min_row_transitions'], 'time')}"
             + (": " + ", ".join(f"{x['user']}/{x['state']} ({x['transitions']})" for x in sp[:6]) + (" …" if len(sp) > 6 else "") if sp else "")
         )
-    lines.append(f"bound       : MSE of the released mean ≤ f̄ = {fmt_value(r['max_penalty'])}{unit}")
     low, high = (m.get("tradeoff_range") or [None, None])[:2]
     if low is None and high is not None:  # low = inf (JSON null): Δ(S̄) = 1 for every S̄ in the box
         lines.append("trade-off   : none in this box — Δ(S̄) = 1 for every S̄ ≤ S_MAX, so no budget ε_C > 0 meets (31)")
     if low is not None:
         between = fmt_range(low, high, unit=unit, digits=6, low_note=" (smallest MSE reachable under (31))",
-                            high_note=" (staleness limit)")
+                            high_note=" (staleness limit" + (" over the ages estimated" if m.get("penalty") == "readings-mse" else "") + ")")
         if between:
             lines.append(f"trade-off   : a finite optimum exists for f̄ {between}")
         elif high is None:
@@ -635,6 +682,19 @@ def format_report(r: dict) -> str:
                          f"below the staleness limit {fmt_value(high)}{unit}, so no f̄ has a finite optimum")
         else:
             lines.append("trade-off   : none in this box — Δ(S̄) = 1 for every S̄ ≤ S_MAX, so no budget ε_C > 0 meets (31)")
+    src = r.get("max_penalty_source")
+    f_bar = r["max_penalty"]
+    rmse = f" (RMSE {fmt_value(math.sqrt(f_bar), 4)}{vunit})" if f_bar is not None and unit else ""
+    against = ("the released value vs the current mean of the readings" if m.get("penalty") == "readings-mse"
+               else "the released mean")
+    lines.append(f"bound       : MSE of {against} ≤ f̄ = {fmt_value(f_bar)}{unit}{rmse}"
+                 + (f" ({src})" if src and src != "given" else ""))
+    rp = m.get("readings_penalty")
+    if rp:
+        lines.append(
+            f"MSE model   : from the readings: cross(a) + (self(a) − cross(a))/I at the worst of {rp['phase_period']} phases"
+            + (f", designed against the {100 * rp['level']:g}% band's upper end" if rp.get("design") == "upper" else ", point estimate")
+        )
     lines.append(f"status      : {r['status']}")
     if r["A"] is not None and r.get("relaxed"):
         lines += [
@@ -671,6 +731,17 @@ def format_report(r: dict) -> str:
     else:
         lines.append(f"min penalty : {fmt_value(r['min_penalty'])}{unit} (smallest achievable)" if r.get("min_penalty") is not None
                      else "min penalty : none — no schedule in the box reaches any bound (the message says why)")
+    pc = r.get("penalty_comparison")
+    if pc:
+        lines.append(
+            f"vs chain MSE: {'at peak AoI ' + str(pc['age']) if pc['age'] == pc['peak_aoi'] else 'fresh data has no staleness; at age 1'}"
+            f" the readings give staleness {fmt_value(pc['readings_staleness'], 4)}{unit} "
+            f"(self {fmt_value(pc['self'], 4)}, cross {fmt_value(pc['cross'], 4)}, pooled {fmt_value(pc['readings_pooled'], 4)}; "
+            + (f"{100 * pc['level']:g}% band {fmt_value(pc['readings_lower'], 4)}–{fmt_value(pc['readings_upper'], 4)}; "
+               if pc.get("readings_upper") is not None else "")
+            + f"phase {pc['worst_phase']} worst), the chain model (48)–(49) {fmt_value(pc['chain_staleness'], 4)}{unit}: "
+            + (f"{pc['ratio']:.3g}× the chain's" if pc.get("ratio") is not None else "the chain's is 0")
+        )
     lines.append(f"message     : {r['message']}")
     na = r["benchmarks"]["no_aging"]
     if na["A"] is not None:

@@ -1,0 +1,135 @@
+"""``policyopt backtest``: replay a schedule on held-out readings; the realised MSE against f̄."""
+
+from __future__ import annotations
+
+import json
+
+from policyopt.cli.options import (
+    BUNDLED_PHASE_PERIOD,
+    BUNDLED_STATES,
+    BUNDLED_USERS,
+    BUNDLED_VALUE_RANGE,
+    DEFAULT_MAX_AGE,
+    DEFAULT_MAX_INTERVAL,
+    DEFAULT_PENALTY_LEVEL,
+    MAX_AGE_LIMIT,
+    MAX_COUNT,
+    add_bound_options,
+    bound_from_args,
+    int_at_least,
+    probability,
+    value_range_arg,
+)
+from policyopt.errors import InvalidInputError
+
+__all__ = ["add_command", "run_backtest"]
+
+DEFAULT_TRAIN_FRACTION = 0.5
+
+
+def _fraction(text):
+    """argparse type of --train-fraction: a number strictly between 0 and 1."""
+    return probability("--train-fraction")(text)
+
+
+def add_command(sub) -> None:
+    """Register the ``backtest`` sub-command on the sub-parsers `sub`."""
+    cmd = sub.add_parser(
+        "backtest",
+        help="replay a schedule on held-out readings: the realised MSE of the released value for I users, with its "
+        "block-bootstrap interval, against the bound f̄",
+        description=(
+            "Split the readings' time range at --train-fraction; replay the schedule (--schedule, a `policyopt schedule "
+            "--json` file, else one designed on the first part with the readings penalty) on the rest: releases every "
+            "S_bar slots of the readings A slots old, and report the realised MSE against the current mean of a "
+            "deployment of I users drawn like the readings' users (cross(a) + (self(a) - cross(a))/I at each slot's "
+            "AoI, plus the Laplace noise 2(Δf/ε_C)^2, Δf = (HI-LO)/I), in the readings' unit squared, with a circular "
+            "block-bootstrap interval, against f̄.  Without --data: the bundled CityLearn 2022 year (17 homes, hourly "
+            f"kWh), I = {BUNDLED_USERS}, range {BUNDLED_VALUE_RANGE[0]:g}:{BUNDLED_VALUE_RANGE[1]:g} kWh."
+        ),
+    )
+    cmd.add_argument("--schedule", metavar="FILE", help="JSON printed by `policyopt schedule --json` (default: design one "
+                     "on the training part)")
+    cmd.add_argument("--data", metavar="CSV_OR_PARQUET", help="long CSV user,time,value (or Parquet); default the bundled year")
+    cmd.add_argument("--train-fraction", type=_fraction, default=DEFAULT_TRAIN_FRACTION, metavar="F",
+                     help=f"first fraction of the time range held for training; the rest is replayed (default "
+                     f"{DEFAULT_TRAIN_FRACTION})")
+    cmd.add_argument("--users", type=int_at_least("--users", 1, MAX_COUNT), metavar="I",
+                     help="deployment size (default: the schedule's; for a design here the bundled pilot's "
+                     f"{BUNDLED_USERS} or the readings' users)")
+    cmd.add_argument("--value-range", type=value_range_arg("--value-range"), metavar="LO:HI",
+                     help="public range of one reading (default: the schedule's declared range; the bundled pilot's "
+                     f"{BUNDLED_VALUE_RANGE[0]:g}:{BUNDLED_VALUE_RANGE[1]:g} kWh; else the readings' own, not private)")
+    cmd.add_argument("--phase-period", type=int_at_least("--phase-period", 1, MAX_AGE_LIMIT), default=None, metavar="P",
+                     help=f"slots per cycle for the worst-phase numbers and a design here (default {BUNDLED_PHASE_PERIOD} "
+                     "for the bundled year, 1 for --data)")
+    add_bound_options(cmd)
+    cmd.add_argument("--states", type=int_at_least("--states", 2, 200), default=None, metavar="K",
+                     help=f"quantile states of the chains (Δ(t)) of a design here (default {BUNDLED_STATES})")
+    cmd.add_argument("--max-age", type=int_at_least("--max-age", 0, MAX_AGE_LIMIT), default=DEFAULT_MAX_AGE, metavar="A_MAX",
+                     help=f"search box of a design here (default {DEFAULT_MAX_AGE})")
+    cmd.add_argument("--max-interval", type=int_at_least("--max-interval", 1, MAX_AGE_LIMIT), default=DEFAULT_MAX_INTERVAL,
+                     metavar="S_MAX", help=f"search box of a design here (default {DEFAULT_MAX_INTERVAL})")
+    cmd.add_argument("--level", type=probability("--level"), default=DEFAULT_PENALTY_LEVEL, metavar="LEVEL",
+                     help=f"two-sided level of the interval (default {DEFAULT_PENALTY_LEVEL})")
+    cmd.add_argument("--seed", type=int_at_least("--seed", 0), default=0, metavar="N",
+                     help="seed of the bootstrap resampling (default 0; simulation only)")
+    cmd.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    cmd.add_argument("--plot", metavar="FILE", help="draw the realised error over the held-out time into FILE "
+                     "(.png, .pdf or .svg; needs matplotlib)")
+    cmd.set_defaults(handler=run_backtest)
+
+
+def run_backtest(args) -> int:
+    """Handler of ``policyopt backtest``: read, replay, print text or JSON; exit code."""
+    from policyopt.formatting import json_clean
+    from policyopt.studies.backtest import backtest, format_backtest, plot_backtest
+
+    if args.plot is not None:
+        from policyopt.studies.plots import check_plot_path, require_matplotlib
+
+        check_plot_path(args.plot, "--plot")
+        require_matplotlib("--plot")
+    schedule = None
+    if args.schedule is not None:
+        given = [o for o, v in (("--max-penalty", args.max_penalty), ("--max-rmse", args.max_rmse), ("--states", args.states))
+                 if v is not None]
+        if given:
+            raise InvalidInputError(f"{', '.join(given)} applies to a design made here; the --schedule file carries its own")
+        try:
+            with open(args.schedule, encoding="utf-8") as fh:
+                schedule = json.load(fh)
+        except FileNotFoundError:
+            raise InvalidInputError(f"--schedule file not found: {args.schedule!r}") from None
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise InvalidInputError(f"--schedule {args.schedule!r} is not a JSON file of `policyopt schedule --json`: "
+                                    f"{' '.join(str(exc).split())}") from None
+    bundled = args.data is None
+    if bundled:
+        from policyopt.data import load_citylearn
+
+        df, unit = load_citylearn(), "kWh^2"
+        value_range = BUNDLED_VALUE_RANGE if args.value_range is None else args.value_range
+        users = (BUNDLED_USERS if schedule is None else None) if args.users is None else args.users
+        phase = BUNDLED_PHASE_PERIOD if args.phase_period is None else args.phase_period
+    else:
+        from policyopt.io import read_readings
+
+        df, unit = read_readings(args.data), ""
+        value_range, users = args.value_range, args.users
+        phase = 1 if args.phase_period is None else args.phase_period
+    if schedule is not None and args.value_range is None:
+        value_range = None  # the schedule's declared range (else the readings' own)
+    out = backtest(df, schedule, train_fraction=args.train_fraction, users=users, value_range=value_range,
+                   phase_period=phase, max_penalty=bound_from_args(args),
+                   states=BUNDLED_STATES if args.states is None else args.states, A_max=args.max_age,
+                   S_max=args.max_interval, level=args.level, seed=args.seed, unit=unit)
+    if args.plot is not None:
+        plot_backtest(out, args.plot, phase_period=phase)
+        out["plot"] = str(args.plot)
+    if args.json:
+        out.pop("series")
+        print(json.dumps(json_clean(out), indent=2, ensure_ascii=False, allow_nan=False))
+    else:
+        print(format_backtest(out))
+    return 0

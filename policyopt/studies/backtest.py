@@ -1,0 +1,327 @@
+"""Backtest of a schedule on held-out readings: the MSE it would have realised against the bound f̄ it promised.
+
+The readings' time range is split at a fraction F: a schedule designed on the first part (or given) is
+replayed on the rest.  Releases happen at S_n = split + n·S̄ (n ≥ 0) and carry the readings of S_n − A
+(which may lie in the first part: they exist at release time), so at a held-out slot t the released
+value is A + ((t − split) mod S̄) slots old.  For a deployment of I users drawn like the readings' users
+the expected squared error at t is (:mod:`policyopt.utility.readings_penalty`, (R1)–(R2))
+
+    e_t = cross_t(age_t) + (self_t(age_t) − cross_t(age_t)) / I + 2 (Δf / ε_C)²,   Δf = (HI − LO)/I,
+
+with self_t and cross_t the per-slot self and cross terms of the held-out readings.  The realised MSE is
+the mean of e_t over the held-out slots; its confidence interval is a circular block bootstrap of that
+mean over slots (``arch.bootstrap.CircularBlockBootstrap``, block length by Politis & White (2004) with
+the Patton, Politis & White (2009) correction on the series e_t, at least 2·(A + S̄ − 1) + 1 slots; percentile
+interval).
+
+The held-out Δ(t) (the privacy side) is not compared here: the direct Δ(t) estimator is another module's.
+
+Source: Zhang, Wei, Berry, Huang, "Age-Dependent Differential Privacy", IEEE Trans. Inf. Theory, 2024, problem (28)
+(the schedule), eq. (27) (the penalty of an epoch), Proposition 1 (the Laplace noise of an ε_C-DP mean).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from policyopt.errors import InvalidInputError, fmt
+from policyopt.formatting import fmt_exact, fmt_value
+from policyopt.utility.readings_penalty import (
+    BOOTSTRAP_REPS,
+    DEFAULT_LEVEL,
+    ReadingsMSEPenalty,
+    SlotTerms,
+    block_length,
+    readings_moments,
+    slot_terms,
+)
+
+__all__ = ["backtest", "split_slot", "replay_errors", "format_backtest", "plot_backtest", "schedule_from_json"]
+
+
+def split_slot(times: np.ndarray, train_fraction: float) -> int:
+    """First held-out slot: t_0 + ⌊F · (t_last − t_0 + 1)⌋.
+
+    Raises
+    ------
+    InvalidInputError
+        If `train_fraction` is not strictly between 0 and 1, or leaves no slot on either side.
+    """
+    if isinstance(train_fraction, bool) or not isinstance(train_fraction, (int, float, np.floating)) or not (
+        0.0 < float(train_fraction) < 1.0
+    ):
+        raise InvalidInputError(f"`train_fraction` must be strictly between 0 and 1, got {fmt(train_fraction)}")
+    t0, t1 = int(np.min(times)), int(np.max(times))
+    split = t0 + int(math.floor(float(train_fraction) * (t1 - t0 + 1)))
+    if not t0 < split <= t1:
+        raise InvalidInputError(f"`train_fraction` = {train_fraction!r} leaves no slot to train on or to hold out "
+                                f"(slots {t0}..{t1})")
+    return split
+
+
+def schedule_from_json(obj: dict, source: str = "--schedule") -> dict:
+    """A, S̄, ε_C, f̄ and the deployment (I, value range) of a ``policyopt schedule --json`` object.
+
+    Raises
+    ------
+    InvalidInputError
+        If the object has no integer schedule (A, S_bar, epsilon_c) or no max_penalty.
+    """
+    if not isinstance(obj, dict):
+        raise InvalidInputError(f"{source} must hold the JSON object of `policyopt schedule --json`, got {type(obj).__name__}")
+    A, S, eps, f_bar = obj.get("A"), obj.get("S_bar"), obj.get("epsilon_c"), obj.get("max_penalty")
+    ok = (isinstance(A, int) and not isinstance(A, bool) and A >= 0 and isinstance(S, int) and not isinstance(S, bool)
+          and S >= 1 and isinstance(eps, (int, float)) and not isinstance(eps, bool) and math.isfinite(eps) and eps > 0)
+    if not ok:
+        raise InvalidInputError(f"{source} has no integer schedule to replay (A={A!r}, S_bar={S!r}, epsilon_c={eps!r}; "
+                                f"status {obj.get('status')!r})")
+    if not (isinstance(f_bar, (int, float)) and not isinstance(f_bar, bool) and math.isfinite(f_bar) and f_bar > 0):
+        raise InvalidInputError(f"{source} has no positive `max_penalty` (f̄), got {f_bar!r}")
+    m = obj.get("model") or {}
+    vr = m.get("value_range") if m.get("value_range_declared") else None
+    return {"A": A, "S_bar": S, "epsilon_c": float(eps), "max_penalty": float(f_bar), "users": m.get("users"),
+            "value_range": None if vr is None else (float(vr[0]), float(vr[1])), "promised": obj.get("penalty"),
+            "unit": m.get("penalty_unit") or "", "penalty": m.get("penalty")}
+
+
+def replay_errors(terms, A: int, S_bar: int, users: int, split: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per held-out slot: the slot, the age of the released value and the staleness of an I-user mean.
+
+    Parameters
+    ----------
+    terms : SlotTerms
+        Per-slot sums of the whole time range with ``max_age`` ≥ A + S̄ − 1.
+    A, S_bar : int
+        The schedule (slots).
+    users : int
+        I.
+    split : int
+        First held-out slot.
+
+    Returns
+    -------
+    (times, ages, staleness) : ndarray (T_test,) each
+        Slots where both terms are defined (≥ 2 users with readings at t − age and t).
+    """
+    sel = terms.times >= split
+    idx = np.flatnonzero(sel)
+    ages = int(A) + (terms.times[idx] - int(split)) % int(S_bar)
+    self_t = terms.self_slot()[ages, idx]
+    cross_t = terms.cross_slot()[ages, idx]
+    st = cross_t + (self_t - cross_t) / users  # (R1) per slot
+    ok = np.isfinite(st)
+    return terms.times[idx][ok], ages[ok], st[ok]
+
+
+def backtest(data, schedule: dict | None = None, *, train_fraction: float = 0.5, users: int | None = None,
+             value_range=None, phase_period: int | None = None, max_penalty: float | None = None, states: int = 3,
+             smoothing: float = 0.01, A_max: int = 168, S_max: int = 168, level: float = DEFAULT_LEVEL,
+             reps: int = BOOTSTRAP_REPS, seed: int = 0, unit: str = "") -> dict:
+    """Replay a schedule on the held-out part of the readings and report the realised MSE against f̄.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame
+        Readings (columns user, time, value).
+    schedule : dict, optional
+        The JSON object of ``policyopt schedule --json``.  ``None``: design one on the first part
+        (readings penalty at the worst of `phase_period` phases, chains with `states` quantile states for Δ(t)).
+    train_fraction : float
+        F in (0, 1): the first F of the time range trains, the rest is held out.
+    users : int, optional
+        Deployment size I (default: the schedule's, else the readings' users).
+    value_range : (float, float), optional
+        Public range (default: the schedule's declared range, else the readings' own, not private).
+    phase_period : int, optional
+        Phase period of the penalty designed here (slots; default none).
+    max_penalty : float, optional
+        f̄ of a design made here (default: the geometric midpoint of its trade-off range).
+    states, smoothing, A_max, S_max
+        Of a design made here.
+    level : float
+        Two-sided level of the interval.
+    reps : int
+        Bootstrap replicates.
+    seed : int
+        Seed of the bootstrap resampling (simulation only).
+    unit : str
+        Unit of the MSE for a design made here.
+
+    Returns
+    -------
+    dict
+        ``realized_mse``, ``realized_mse_lower``, ``realized_mse_upper``, ``realized_rmse``, ``max_penalty``,
+        ``promised_mse`` (the schedule's penalty), ``holds`` (realised ≤ f̄), ``holds_upper`` (the interval's upper
+        end ≤ f̄), ``train_fraction``, ``users``, ``split_slot``, ``held_out_slots``, ``schedule`` (A, S_bar,
+        epsilon_c, peak_aoi, designed_here), ``staleness`` and ``noise`` (the two parts of the realised MSE),
+        ``at_peak_aoi`` (held-out staleness at the peak AoI: pooled and worst phase), ``bootstrap``, ``series``
+        (slots and e_t, for the plot), ``value_range``, ``sensitivity``, ``unit``.
+
+    Raises
+    ------
+    InvalidInputError
+        Bad readings, fraction, schedule or options; `max_penalty` with a given schedule; a design here that
+        has no schedule (infeasible or unbounded); too few held-out slots.
+    """
+    from arch.bootstrap import CircularBlockBootstrap
+
+    from policyopt.models.estimation import validate_readings
+
+    start = time.perf_counter()
+    df = validate_readings(data)
+    times_all = df["time"].to_numpy()
+    split = split_slot(times_all, train_fraction)
+    designed_here = schedule is None
+    if designed_here:
+        from policyopt.models.estimation import fit_population
+        from policyopt.studies.schedule import design_schedule
+
+        train = df[df["time"] < split]
+        fitted = fit_population(train, states, smoothing=smoothing, value_range=value_range, source="training readings")
+        I = fitted.population.n_users if users is None else users
+        moments = readings_moments(train, A_max + S_max + 1, value_range=value_range, phase_period=phase_period)
+        pen = ReadingsMSEPenalty(moments, users=I, unit=unit)
+        report = design_schedule(fitted.population, max_penalty=max_penalty, A_max=A_max, S_max=S_max, penalty=pen)
+        sched = report.to_dict()
+        if sched["A"] is None or sched["status"] not in ("optimal", "feasible"):
+            raise InvalidInputError(f"the design on the first {train_fraction:g} of the readings has no schedule to replay "
+                                    f"(status {sched['status']}): {sched['message']}")
+        sched = schedule_from_json(sched, "the schedule designed on the training readings")
+        sched["value_range"] = value_range
+    else:
+        if max_penalty is not None:
+            raise InvalidInputError(f"`max_penalty` = {max_penalty!r} applies to a design made here; a given schedule "
+                                    "carries its own f̄")
+        sched = schedule_from_json(schedule)
+        I = users if users is not None else sched["users"]
+        if I is None:
+            raise InvalidInputError("the schedule records no deployment size (model.users); give `users`")
+        unit = unit or sched["unit"]
+    vr = value_range if value_range is not None else sched["value_range"]
+    A, S, eps = sched["A"], sched["S_bar"], sched["epsilon_c"]
+    peak = A + S - 1
+    terms = slot_terms(df, max(peak, 1), value_range=vr)
+    lo, hi = terms.value_range
+    sensitivity = (hi - lo) / I
+    noise = 2.0 * (sensitivity / eps) ** 2  # Laplace(Δf/ε_C) has variance 2(Δf/ε_C)²
+    t_held, ages, st = replay_errors(terms, A, S, I, split)
+    if st.size < 8:
+        raise InvalidInputError(f"only {st.size} held-out slots have readings of ≥ 2 users at both ends of the age; "
+                                "lower `train_fraction` or give longer readings")
+    # at least 2·peak AoI + 1 slots: an a-step change shares a reading with the change a slots away
+    block = max(block_length(st[:, None], st.size), min(2 * peak + 1, max(1, st.size // 2)))
+    bs = CircularBlockBootstrap(block, st, seed=np.random.default_rng(seed))  # simulation only
+    ci = bs.conf_int(np.mean, reps=reps, method="percentile", size=level)
+    mean_st = float(np.mean(st))
+    realized = mean_st + noise
+    lower, upper = float(ci[0, 0]) + noise, float(ci[1, 0]) + noise
+    # the held-out staleness at the peak AoI, pooled and at the worst hour (as the design measures it)
+    sel = terms.times >= split
+    held = SlotTerms(terms.times[sel], terms.n[:, sel], terms.sum_sq[:, sel], terms.sum_d[:, sel], terms.n_users,
+                     terms.value_range, terms.value_range_declared, terms.clipped)
+    hm = readings_moments(None, held.max_age, phase_period=phase_period, terms=held)
+    hp = ReadingsMSEPenalty(hm, users=I, unit=unit)
+    prof = hp.phase_profile(peak)
+    f_bar = sched["max_penalty"]
+    return {
+        "realized_mse": realized,
+        "realized_mse_lower": lower,
+        "realized_mse_upper": upper,
+        "realized_rmse": math.sqrt(realized),
+        "max_penalty": f_bar,
+        "promised_mse": sched["promised"],
+        "holds": bool(realized <= f_bar),
+        "holds_upper": bool(upper <= f_bar),
+        "train_fraction": float(train_fraction),
+        "users": int(I),
+        "split_slot": int(split),
+        "held_out_slots": int(st.size),
+        "schedule": {"A": A, "S_bar": S, "epsilon_c": eps, "peak_aoi": peak, "designed_here": designed_here,
+                     "penalty": sched["penalty"]},
+        "staleness": mean_st,
+        "noise": noise,
+        "at_peak_aoi": {"age": peak, "pooled": prof["pooled"] + noise, "worst_phase": prof["worst"] + noise,
+                        "worst_phase_index": prof["worst_phase"], "phase_period": hm.phase_period},
+        "bootstrap": {"method": "circular block bootstrap over held-out slots (arch.bootstrap.CircularBlockBootstrap)",
+                      "block_rule": "Politis-White (2004) / Patton-Politis-White (2009), arch.bootstrap.optimal_block_length "
+                                    "on the per-slot errors, and at least 2·peak AoI + 1 slots", "block_slots": int(block), "reps": int(reps),
+                      "level": float(level), "interval": "two-sided percentile", "seed": int(seed)},
+        "series": {"time": t_held.tolist(), "age": ages.tolist(), "mse": (st + noise).tolist()},
+        "value_range": [lo, hi],
+        "value_range_declared": terms.value_range_declared,
+        "sensitivity": sensitivity,
+        "unit": unit,
+        "replay": "releases at S_n = split + n·S̄ of the readings of S_n − A; the value read at t is A + ((t − split) mod S̄) "
+                  "slots old; error against the current mean of I users drawn like the readings' users",
+        "wall_time_s": time.perf_counter() - start,
+    }
+
+
+def format_backtest(r: dict) -> str:
+    """The text ``policyopt backtest`` prints, from the dict of :func:`backtest` (without ``series``)."""
+    u = f" {r['unit']}" if r.get("unit") else ""
+    s = r["schedule"]
+    b = r["bootstrap"]
+    verdict = ("holds: the whole interval is below f̄" if r["holds_upper"] else
+               "holds at the point estimate; the interval reaches above f̄" if r["holds"] else "FAILS: the realised MSE exceeds f̄")
+    lines = [
+        "policyopt backtest: the schedule replayed on held-out readings (Zhang et al. 2024, problem (28))",
+        f"split       : train on slots before {r['split_slot']} (fraction {r['train_fraction']:g}), replay on "
+        f"{r['held_out_slots']} held-out slots",
+        f"schedule    : A = {s['A']} slots, S̄ = {s['S_bar']} slots, ε_C = {fmt_exact(s['epsilon_c'])} nats "
+        f"({'designed on the training part' if s['designed_here'] else 'from --schedule'}); peak AoI {s['peak_aoi']}",
+        f"deployment  : I = {r['users']} users drawn like the readings' users; Δf = (HI − LO)/I = {fmt_value(r['sensitivity'])}",
+        f"realised MSE: {fmt_value(r['realized_mse'], 4)}{u} (RMSE {fmt_value(r['realized_rmse'], 4)}), "
+        f"{100 * b['level']:g}% interval {fmt_value(r['realized_mse_lower'], 4)}–{fmt_value(r['realized_mse_upper'], 4)}{u} "
+        f"(staleness {fmt_value(r['staleness'], 4)} + noise {fmt_value(r['noise'], 4)})",
+        f"bound       : f̄ = {fmt_value(r['max_penalty'])}{u}; the design promised {fmt_value(r['promised_mse'], 4)}{u}",
+        f"peak AoI    : held-out MSE at age {r['at_peak_aoi']['age']}: {fmt_value(r['at_peak_aoi']['pooled'], 4)}{u} over all "
+        f"slots, {fmt_value(r['at_peak_aoi']['worst_phase'], 4)}{u} at the worst of {r['at_peak_aoi']['phase_period']} phases",
+        f"verdict     : {verdict}",
+        f"bootstrap   : {b['method']}, blocks of {b['block_slots']} slots, {b['reps']} replicates, seed {b['seed']}",
+    ]
+    if r.get("plot"):
+        lines.append(f"plot        : {r['plot']} (realised error over the held-out time)")
+    lines.append(f"wall time   : {r['wall_time_s']:.3f} s")
+    return "\n".join(lines)
+
+
+def plot_backtest(r: dict, path, *, phase_period: int = 24) -> None:
+    """Draw the realised error over the held-out time (per-slot and its mean per `phase_period` slots) against f̄.
+
+    Raises
+    ------
+    BackendUnavailableError
+        Without matplotlib.
+    """
+    from policyopt.studies.plots import require_matplotlib
+
+    require_matplotlib("--plot")
+    from matplotlib.figure import Figure
+
+    t = np.asarray(r["series"]["time"], dtype=float)
+    e = np.asarray(r["series"]["mse"], dtype=float)
+    P = max(1, int(phase_period))
+    fig = Figure(figsize=(9, 4.2), layout="constrained")
+    ax = fig.add_subplot(1, 1, 1)
+    ax.plot(t, e, color="0.75", lw=0.4, label="per-slot estimate at the slot's AoI (pair products: may dip below 0)")
+    if t.size >= P:
+        k = t.size // P
+        ax.plot(t[: k * P].reshape(k, P).mean(axis=1), e[: k * P].reshape(k, P).mean(axis=1), color="0.1", lw=1.2,
+                label=f"mean over {P} slots")
+    ax.axhline(r["max_penalty"], color="0.0", ls="--", lw=1.2, label="bound f̄")
+    ax.axhspan(r["realized_mse_lower"], r["realized_mse_upper"], color="0.5", alpha=0.3,
+               label=f"realised MSE, {100 * r['bootstrap']['level']:g}% interval")
+    top = max(float(np.quantile(e, 0.995)), 1.5 * r["max_penalty"], r["realized_mse_upper"] * 1.2)
+    ax.set_ylim(min(0.0, float(np.quantile(e, 0.005))), top)  # linear: per-slot cross terms can be negative
+    u = f" ({r['unit']})" if r.get("unit") else ""
+    ax.set_xlabel("held-out slot")
+    ax.set_ylabel(f"MSE of the released value{u}")
+    s = r["schedule"]
+    ax.set_title(f"Backtest: A = {s['A']}, S̄ = {s['S_bar']}, I = {r['users']}; realised {r['realized_mse']:.3g} vs f̄ "
+                 f"{r['max_penalty']:.3g}")
+    ax.legend(loc="upper right", fontsize=8)
+    fig.savefig(str(path), dpi=120)
