@@ -74,13 +74,13 @@ def _line(text, key):
 def test_no_tradeoff_is_a_sentence_and_an_unbounded_posterior_is_explained():
     """Four quantile states of the shipped 4-home example: the smallest MSE under (31) lies above the staleness limit
     (the range printed backwards before) and (31) fails for most posterior draws (printed "— nats … inf nats")."""
-    text = _run("schedule", "--data", READINGS, "--states", "4", "--max-penalty", "0.5")
+    text = _run("schedule", "--data", READINGS, "--states", "4", "--max-penalty", "0.5", "--penalty", "chain")
     assert _line(text, "trade-off").startswith("trade-off   : none — the smallest MSE reachable under (31), 0.499676, "
                                                "is not below the staleness limit 0.477579")
     assert "between" not in text
     cred = _line(text, "credible")
     assert "no finite posterior median of ε*" in cred and "condition (31) fails for 88.0% of the posterior draws" in cred
-    out = strict_json(subprocess.run([POLICYOPT, "schedule", "--data", READINGS, "--states", "4",
+    out = strict_json(subprocess.run([POLICYOPT, "schedule", "--data", READINGS, "--states", "4", "--penalty", "chain",
                                       "--max-penalty", "0.5", "--json"], capture_output=True, text=True,
                                      timeout=300).stdout)
     assert out["credible"]["median"] is None and out["model"]["value_range_source"] == "data"
