@@ -224,6 +224,8 @@ class Deployment:
         Declared public range (LO, HI); ``None`` when the data's own range is used.
     fitted : FittedModel or None
         The estimate (data only): counts per user, for the posterior check.
+    readings : pandas.DataFrame or None
+        The readings the chains were fitted to (data only), for the model check and ``--max-tv empirical``.
     """
 
     population: object
@@ -232,6 +234,7 @@ class Deployment:
     users: int
     value_range: tuple | None
     fitted: object = None
+    readings: object = None
 
 
 def load_deployment(args) -> Deployment:
@@ -304,7 +307,7 @@ def load_deployment(args) -> Deployment:
         "excluded_users": dict(fitted.excluded),
         "clipped_readings": fitted.clipped,
     }
-    return Deployment(fitted.population, info, unit, users, value_range, fitted)
+    return Deployment(fitted.population, info, unit, users, value_range, fitted, df)
 
 
 def deployment_penalty(dep: Deployment, population=None):

@@ -39,7 +39,7 @@ from policyopt.models.empirical import (
     estimate_max_tv,
 )
 
-__all__ = ["ModelCheckReport", "check_model", "format_check", "plot_check", "readings_states", "lag_ranges",
+__all__ = ["ModelCheckReport", "check_model", "check_fitted", "data_states", "format_check", "format_summary", "plot_check", "readings_states", "lag_ranges",
            "DEFAULT_DRAWS", "BUNDLED_STATES", "BUNDLED_VALUE_RANGE"]
 
 #: Data sets simulated from the fitted chains for the test (p-values in steps of 1/(R + 1) = 0.01).
@@ -169,7 +169,8 @@ class ModelCheckReport:
             "level": self.level,
             "states": self.info.get("states"),
             "max_lag": self.empirical.max_lag,
-            "refuted_lags": lag_ranges(self.refuted_lags),
+            "refuted_lags": self.refuted_lags,
+            "refuted_lag_ranges": lag_ranges(self.refuted_lags),
             "refuted_count": int(ref.sum()),
             "draws": int(self.draws.shape[0]),
             "worst_lag": None if worst is None else worst + 1,
@@ -262,7 +263,7 @@ def format_check(r: dict) -> str:
     s = r["summary"]
     if s["refuted"]:
         lines.append(
-            f"refuted     : at {s['refuted_count']} of {L} lags ({s['refuted_lags']}); the largest excess is at lag "
+            f"refuted     : at {s['refuted_count']} of {L} lags ({s['refuted_lag_ranges']}); the largest excess is at lag "
             f"{s['worst_lag']}: Δ̂ = {fmt_value(s['worst_empirical_max_tv'], 3)} on the data vs ≤ "
             f"{fmt_value(s['worst_model_critical'], 3)} in {100 * r['level']:g}% of the chain's simulated data sets "
             f"(chain Δ = {fmt_value(s['worst_model_max_tv'], 3)})"
@@ -291,6 +292,20 @@ def format_check(r: dict) -> str:
         lines.append(f"plot        : {r['plot']} (chain Δ(t) vs the band on a log lag axis, refuted lags marked)")
     lines.append(f"wall time   : {r['wall_time_s']:.3f} s")
     return "\n".join(lines)
+
+
+def format_summary(s: dict) -> str:
+    """One sentence on a :meth:`ModelCheckReport.summary` (the ``model check`` line of ``policyopt schedule``)."""
+    head = (f"first-order chains ({s['states']} states) vs Δ(t) estimated from the data, lags 1..{s['max_lag']}, "
+            f"parametric bootstrap of {s['draws']} simulated data sets, level {s['level']:g}: ")
+    if not s["refuted"]:
+        return head + "not refuted at any lag"
+    return head + (
+        f"REFUTED at {s['refuted_count']} lags ({s['refuted_lag_ranges']}); worst at lag {s['worst_lag']}: Δ̂ = "
+        f"{fmt_value(s['worst_empirical_max_tv'], 3)} on the data vs ≤ {fmt_value(s['worst_model_critical'], 3)} under "
+        f"the chains, whose Δ there is {fmt_value(s['worst_model_max_tv'], 3)} — the chain's ε at those ages is not "
+        "supported by the data (see policyopt check-model; --max-tv empirical designs against the data)"
+    )
 
 
 def _check_fraction(holdout):
@@ -375,10 +390,6 @@ def check_model(
     source = source or "readings given in Python"
     n_states = 12 if n_states is None else n_states
     frac = _check_fraction(holdout)
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise InvalidInputError(f"`seed` must be an integer ≥ 0, got {fmt(seed)}")
-    if isinstance(draws, bool) or not isinstance(draws, (int, np.integer)) or draws < 1:
-        raise InvalidInputError(f"`draws` must be an integer ≥ 1, got {fmt(draws)}")
     df = validate_readings(data, source="`data`")
     if value_range is not None:
         lo, hi = check_value_range(value_range)
@@ -398,31 +409,80 @@ def check_model(
     if not users:
         raise InvalidInputError("no user kept by the fit has readings in the held-out part")
     states = readings_states(test, fitted.quantizer, users)
+    info = {
+        "source": source,
+        "holdout": frac,
+        "fit_slots": int(readings_states(train, fitted.quantizer, users).shape[1]) if frac is not None else int(states.shape[1]),
+        "value_range": None if value_range is None else list(value_range),
+        "smoothing": float(smoothing),
+    }
+    return check_fitted(fitted, states, users, max_lag=max_lag, level=level, min_pairs=min_pairs, draws=draws,
+                        n_boot=n_boot, seed=seed, info=info, start=start)
+
+
+def data_states(readings, fitted) -> tuple[np.ndarray, list]:
+    """States of the fitted users' readings (clipped to the fit's value range), for :func:`check_fitted`.
+
+    Returns
+    -------
+    (states, users) : numpy.ndarray of int64 (U, T) and list of str (the fit's kept users, in order)
+    """
+    from policyopt.models.estimation import validate_readings
+
+    df = validate_readings(readings, source="`readings`")
+    if fitted.value_range is not None:
+        df["value"] = np.clip(df["value"].to_numpy(), *fitted.value_range)
+    users = list(fitted.users)
+    return readings_states(df, fitted.quantizer, users), users
+
+
+def check_fitted(fitted, states, users, *, max_lag: int | None = None, level: float = 0.95,
+                 min_pairs: int = DEFAULT_MIN_PAIRS, draws: int = DEFAULT_DRAWS, n_boot: int = DEFAULT_N_BOOT,
+                 seed: int = 0, info: dict | None = None, start: float | None = None) -> ModelCheckReport:
+    """The check of :func:`check_model` for chains already fitted, on given state series.
+
+    Parameters
+    ----------
+    fitted : policyopt.models.estimation.FittedModel
+    states : numpy.ndarray of int, shape (U, T)
+        State series of `users` (−1 missing), e.g. from :func:`data_states`.
+    users : sequence of str
+        Users of the rows of `states`, each kept by `fitted`.
+    max_lag, level, min_pairs, draws, n_boot, seed
+        As :func:`check_model`.
+    info : dict, optional
+        Extra report facts (source, holdout, …).
+    start : float, optional
+        ``time.perf_counter()`` at the start of the caller's work (for ``wall_time_s``).
+
+    Returns
+    -------
+    ModelCheckReport
+    """
+    from policyopt.models.markov import Population
+
+    start = time.perf_counter() if start is None else start
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise InvalidInputError(f"`seed` must be an integer ≥ 0, got {fmt(seed)}")
+    if isinstance(draws, bool) or not isinstance(draws, (int, np.integer)) or draws < 1:
+        raise InvalidInputError(f"`draws` must be an integer ≥ 1, got {fmt(draws)}")
     keep = [fitted.users.index(u) for u in users]
     K = fitted.quantizer.n_states
     T = states.shape[1]
     L = default_max_lag(T) if max_lag is None else max_lag
     emp = estimate_max_tv(states, K, L, level=level, min_pairs=min_pairs, n_boot=n_boot, seed=int(seed))
     chains = [fitted.population.chains[i] for i in keep]
-    from policyopt.models.markov import Population
-
     model = np.asarray(Population(chains).max_tv(emp.lags), dtype=float)
     sims = chain_statistic_draws([c.P for c in chains], states, K, emp.max_lag, min_pairs=emp.min_pairs, draws=int(draws),
                                  rng=np.random.default_rng([int(seed), 1]))
     p = (1.0 + np.sum(sims >= emp.estimate[None, :] - 1e-12, axis=0)) / (sims.shape[0] + 1.0)
-    info = {
-        "source": source,
-        "states": K,
-        "users": len(users),
-        "slots": int(T),
-        "fit_slots": int(readings_states(train, fitted.quantizer, users).shape[1]) if frac is not None else int(T),
-        "holdout": frac,
-        "excluded_users": dict(fitted.excluded),
-        "value_range": None if value_range is None else list(value_range),
-        "smoothing": float(smoothing),
-        "seed": int(seed),
-    }
-    return ModelCheckReport(empirical=emp, model_max_tv=model, draws=sims, p_values=p, info=info,
+    full = {"source": "readings given in Python", "holdout": None, "fit_slots": int(T),
+            "value_range": None if fitted.value_range is None else list(fitted.value_range),
+            "smoothing": float(fitted.smoothing)}
+    full.update(info or {})
+    full.update({"states": K, "users": len(users), "slots": int(T), "seed": int(seed),
+                 "excluded_users": dict(fitted.excluded)})
+    return ModelCheckReport(empirical=emp, model_max_tv=model, draws=sims, p_values=p, info=full,
                             wall_time_s=time.perf_counter() - start)
 
 
