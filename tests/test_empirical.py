@@ -158,3 +158,15 @@ def test_errors_name_the_argument():
         states_matrix([[0, 1, 2]], 2)
     with pytest.raises(InvalidInputError, match="`n_boot` must be an integer ≥ 20"):
         estimate_max_tv(x, 2, 5, n_boot=3)
+
+
+def test_point_estimate_without_band_makes_no_claim():
+    rng = np.random.default_rng(9)
+    x = rng.integers(0, 3, size=(3, 800))
+    full = estimate_max_tv(x, 3, 12, n_boot=20, min_pairs=5)
+    point = estimate_max_tv(x, 3, 12, n_boot=0, min_pairs=5)
+    np.testing.assert_array_equal(point.estimate, full.estimate)
+    np.testing.assert_array_equal(point.per_user, full.per_user)
+    np.testing.assert_array_equal(point.upper, 1.0)
+    np.testing.assert_array_equal(point.lower, 0.0)
+    assert "no bootstrap band" in point.method

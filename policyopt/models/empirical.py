@@ -444,7 +444,8 @@ def estimate_max_tv(
     block_length : int, optional
         NBB block length (slots, ≥ 1).  Default: Politis–White per user (see the module docstring).
     n_boot : int
-        Bootstrap replicates (≥ 20).
+        Bootstrap replicates (≥ 20), or 0 for the point estimate alone: then no band is computed and the band is
+        [0, 1] at every lag (no claim), which is all a test against simulated chains needs.
     seed : int
         Seed of the resampling (simulation only).
 
@@ -480,8 +481,10 @@ def estimate_max_tv(
     mp = _check_int(min_pairs, "min_pairs", 1)
     if block_length is not None:
         _check_int(block_length, "block_length", 1)
-    B = _check_int(n_boot, "n_boot", 20)
+    B = 0 if (n_boot == 0 and not isinstance(n_boot, bool)) else _check_int(n_boot, "n_boot", 20)
     sd = _check_int(seed, "seed", 0)
+    if B == 0:
+        return _point_only(x, K, L, lv, mp)
     rng = np.random.default_rng(sd)  # resampling (simulation), never released noise
     per_user = np.zeros((U, L))
     row_pairs = np.zeros((U, L, K), dtype=np.int64)
@@ -529,6 +532,27 @@ def estimate_max_tv(
     return EmpiricalMaxTV(
         lags=arrs[0], estimate=est, lower=lo, upper=hi, per_user=per_user, level=lv, method=method, min_pairs=mp,
         users_without_claim=no_claim, row_pairs=row_pairs, n_users=U, block_lengths=blens,
+    )
+
+
+def _point_only(x: np.ndarray, K: int, L: int, level: float, min_pairs: int) -> EmpiricalMaxTV:
+    """The estimate without a band (``n_boot=0``): lower 0, upper 1 at every lag."""
+    U = x.shape[0]
+    counts = lagged_pair_counts(x, K, L)
+    rows = counts.sum(axis=-1)
+    claimed = rows >= min_pairs
+    per_user = max_row_tv(counts, claimed=claimed)
+    no_claim = np.sum(~np.all(claimed, axis=-1), axis=0).astype(np.int64)
+    est = per_user.max(axis=0)
+    arrs = [np.arange(1, L + 1, dtype=np.int64), est, np.zeros(L), np.ones(L), per_user, no_claim, rows,
+            np.zeros(U, dtype=np.int64)]
+    for a in arrs:
+        a.setflags(write=False)
+    return EmpiricalMaxTV(
+        lags=arrs[0], estimate=est, lower=arrs[2], upper=arrs[3], per_user=per_user, level=level,
+        method=f"point estimate only (no bootstrap band: the band is [0, 1], no claim); rows with < {min_pairs} pairs "
+        "make no claim", min_pairs=min_pairs, users_without_claim=no_claim, row_pairs=rows, n_users=U,
+        block_lengths=arrs[7],
     )
 
 
