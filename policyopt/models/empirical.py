@@ -535,13 +535,25 @@ def estimate_max_tv(
     )
 
 
+def _user_max_tv(x: np.ndarray, K: int, L: int, min_pairs: int) -> tuple[np.ndarray, np.ndarray]:
+    """Δ̂_u(t) (U, L) and the pairs per row (U, L, K), counting users in chunks (the counts are never all held)."""
+    U = x.shape[0]
+    per_user = np.zeros((U, L))
+    rows = np.zeros((U, L, K), dtype=np.int64)
+    step = max(1, int((128 * 2**20) // max(1, L * K * K * 8)))
+    for i in range(0, U, step):
+        counts = lagged_pair_counts(x[i : i + step], K, L)
+        r = counts.sum(axis=-1)
+        rows[i : i + step] = r
+        per_user[i : i + step] = max_row_tv(counts, claimed=r >= min_pairs)
+    return per_user, rows
+
+
 def _point_only(x: np.ndarray, K: int, L: int, level: float, min_pairs: int) -> EmpiricalMaxTV:
     """The estimate without a band (``n_boot=0``): lower 0, upper 1 at every lag."""
     U = x.shape[0]
-    counts = lagged_pair_counts(x, K, L)
-    rows = counts.sum(axis=-1)
+    per_user, rows = _user_max_tv(x, K, L, min_pairs)
     claimed = rows >= min_pairs
-    per_user = max_row_tv(counts, claimed=claimed)
     no_claim = np.sum(~np.all(claimed, axis=-1), axis=0).astype(np.int64)
     est = per_user.max(axis=0)
     arrs = [np.arange(1, L + 1, dtype=np.int64), est, np.zeros(L), np.ones(L), per_user, no_claim, rows,
@@ -638,12 +650,12 @@ def chain_statistic_draws(matrices, observed_states, n_states: int, max_lag: int
     lengths = np.array([int(np.flatnonzero(r >= 0)[-1]) + 1 if np.any(r >= 0) else 1 for r in x])
     out = np.zeros((R, L))
     # batch draws so that one batch's counts stay small (R_b·U·L·K² int64)
-    per_draw = U * L * K * K * 8 + U * K * K * (T + L) * 16
+    per_draw = U * T * 8 * 2 + U * L * (K + 1) * 8
     rb = max(1, int((256 * 2**20) // max(1, per_draw)))
     for r0 in range(0, R, rb):
         nb = min(rb, R - r0)
         sim = simulate_chain_states(matrices, lengths, first, nb, rng)
         sim = np.where(present[None, :, : sim.shape[2]], sim, -1)
-        counts = lagged_pair_counts(sim.reshape(nb * U, -1), K, L)
-        out[r0 : r0 + nb] = max_row_tv(counts, mp).reshape(nb, U, L).max(axis=1)
+        per_user, _ = _user_max_tv(sim.reshape(nb * U, -1), K, L, mp)
+        out[r0 : r0 + nb] = per_user.reshape(nb, U, L).max(axis=1)
     return out
