@@ -100,3 +100,29 @@ def test_parse_max_tv_source():
     assert parse_max_tv_source("empirical") == ("empirical", 0.95)
     assert parse_max_tv_source("empirical:0.8") == ("empirical", 0.8)
     assert math.isclose(parse_max_tv_source("empirical:0.99")[1], 0.99)
+
+
+def test_sweep_on_data_reports_the_model_check(tmp_path):
+    out = strict_json(run_cli("sweep", "--max-penalty", "1.5e-5,3e-5", "--vary", "states=3,4", *BOX, "--out",
+                              tmp_path / "s.csv", "--json").stdout)
+    checks = out["model_check"]
+    assert [c["states"] for c in checks] == [3, 4]
+    assert all(c["refuted"] and c["max_lag"] == 47 for c in checks)
+    chain = strict_json(run_cli("sweep", "--chain", "two-state:p=0.5,q=0.5", "--max-penalty", "0.1", "--max-age", 4,
+                                "--max-interval", 4, "--out", tmp_path / "c.csv", "--json").stdout)
+    assert chain["model_check"] is None
+
+
+def test_python_design_against_the_empirical_source():
+    from policyopt.studies.check_model import data_states
+    from policyopt.studies.empirical_design import empirical_source
+
+    df = po.load_citylearn()
+    fit = po.fit_population(df, 3, value_range=(0.0, 48.0))
+    states, _ = data_states(df, fit)
+    est = po.estimate_max_tv(states, 3, 100, n_boot=20)
+    source = empirical_source(est, 12, 12)
+    pen = po.MSEPenalty(fit.population, users=100_000, value_range=(0.0, 48.0))
+    rep = po.design_schedule(source, max_penalty=1.5e-5, A_max=12, S_max=12, penalty=pen)
+    assert rep.status == "infeasible"  # (31) cannot hold with Δ̃ ≈ 0.96: the horizon design is the way out
+    np.testing.assert_array_equal(np.exp(source.log_max_tv(np.arange(24))) >= np.r_[1.0, est.estimate[:23]], True)

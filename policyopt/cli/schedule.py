@@ -32,11 +32,6 @@ BUNDLED_MAX_PENALTY = 1.5e-05
 DEFAULT_CREDIBLE = 0.95
 DEFAULT_DRAWS = 200
 DEFAULT_SEED = 0
-#: Simulated data sets and bootstrap replicates of the model check every data run prints (cheap by design: with 19
-#: draws the smallest Monte Carlo p-value is 0.05, enough for a verdict at level 0.95; the verdict needs no band, so
-#: none is computed; ``policyopt check-model`` runs the full check).
-MODEL_CHECK_DRAWS = 19
-MODEL_CHECK_BOOT = 0
 
 
 def add_command(sub) -> None:
@@ -205,13 +200,10 @@ def run_schedule(args) -> int:
                     "guarantee is not credible for the plausible chains; use --robust LEVEL, fewer --states or longer data"
                 )
     if dep.fitted is not None and dep.readings is not None:
-        from policyopt.studies.check_model import check_fitted, data_states
+        from policyopt.studies.check_model import quick_check
 
-        states, users = data_states(dep.readings, dep.fitted)
-        last = max(args.max_age + args.max_interval - 1, 1)
-        check = check_fitted(dep.fitted, states, users, max_lag=min(last, states.shape[1] - 1), draws=MODEL_CHECK_DRAWS,
-                             n_boot=MODEL_CHECK_BOOT, seed=DEFAULT_SEED if post.get("seed") is None else post["seed"])
-        out["model_check"] = check.summary()
+        out["model_check"] = quick_check(dep.fitted, dep.readings, args.max_age, args.max_interval,
+                                         seed=DEFAULT_SEED if post.get("seed") is None else post["seed"])
     out["warnings"] = warnings
     out["explanation"] = explain(out)
     plot_error = None
