@@ -71,6 +71,9 @@ def test_fast_mixing_data_get_a_finite_peak_risk_under_the_empirical_bound(tmp_p
     ref = po.peak_risk(used[out["A"]], used[out["S_bar"]], out["epsilon_c"]).value
     assert out["peak_risk"] >= ref
     assert out["model_check"]["refuted"] in (True, False)
+    text = run_cli("schedule", "--data", csv, "--states", 3, "--value-range", "0:2", "--max-tv", "empirical:0.9",
+                   "--max-age", 12, "--max-interval", 12, "--users", 1000, "--max-penalty", 0.02).stdout
+    assert "under Δ(t) ≤ the band estimated from the data" in text and "posterior band" not in text
 
 
 def test_schedule_text_shows_the_model_check_line():
