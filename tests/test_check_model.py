@@ -130,7 +130,7 @@ def test_cli_csv_holdout_json(tmp_path):
         (("--level", "1.5"), "--level must be a probability strictly between 0 and 1, got '1.5'"),
         (("--max-lag", "0"), "--max-lag must be ≥ 1, got '0'"),
         (("--holdout", "1"), "--holdout must be a probability strictly between 0 and 1, got '1'"),
-        (("--max-lag", "9000"), "`max_lag`=9000 must be below the series length T = 8760 slots"),
+        (("--max-lag", "9000"), "--max-lag 9000 must be below the series length T = 8760 slots"),
         (("--data", "/nonexistent.csv"), "/nonexistent.csv"),
         (("--plot", "x.gif"), "--plot must name a .png, .pdf or .svg file"),
     ],

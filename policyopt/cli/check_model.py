@@ -72,11 +72,19 @@ def run_check_model(args) -> int:
         from policyopt.io import read_readings
 
         data, source = read_readings(args.data), f"data {args.data}"
-    report = check_model(
-        data, n_states=args.states, value_range=args.value_range, max_lag=args.max_lag, level=args.level,
-        holdout=args.holdout, min_pairs=args.min_pairs, draws=args.draws, n_boot=args.boot, smoothing=args.smoothing,
-        seed=args.seed, source=source,
-    )
+    from policyopt.errors import InvalidInputError
+
+    try:
+        report = check_model(
+            data, n_states=args.states, value_range=args.value_range, max_lag=args.max_lag, level=args.level,
+            holdout=args.holdout, min_pairs=args.min_pairs, draws=args.draws, n_boot=args.boot,
+            smoothing=args.smoothing, seed=args.seed, source=source,
+        )
+    except InvalidInputError as exc:  # name the option, not the Python argument
+        text = str(exc)
+        if text.startswith("`max_lag`="):
+            raise InvalidInputError("--max-lag " + text[len("`max_lag`="):]) from None
+        raise
     out = report.to_dict()
     if args.plot is not None:
         plot_check(report, args.plot, title=f"{out['source']}: chain model check, {out['states']} states")
