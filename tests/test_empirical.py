@@ -170,3 +170,20 @@ def test_point_estimate_without_band_makes_no_claim():
     np.testing.assert_array_equal(point.upper, 1.0)
     np.testing.assert_array_equal(point.lower, 0.0)
     assert "no bootstrap band" in point.method
+
+
+@settings(max_examples=15, deadline=None)
+@given(K=st.integers(2, 5), T=st.integers(200, 600), L=st.integers(1, 12), shift=st.integers(0, 4))
+def test_any_deterministic_cycle_has_max_tv_one(K, T, L, shift):
+    x = (np.arange(T) + shift) % K  # rows of the reversed kernel are point masses on different states
+    est = estimate_max_tv(np.stack([x, x[::-1] % K]), K, L, n_boot=20, min_pairs=1)
+    np.testing.assert_array_equal(est.estimate, 1.0)
+    np.testing.assert_array_equal(est.upper, 1.0)
+
+
+@settings(max_examples=10, deadline=None)
+@given(K=st.integers(2, 4), seed=st.integers(0, 2**16))
+def test_iid_rows_band_contains_small_values(K, seed):
+    x = np.random.default_rng(seed).integers(0, K, size=(1, 8000))  # Δ(t) = 0 for t ≥ 1
+    est = estimate_max_tv(x, K, 6, n_boot=40, seed=seed)
+    assert est.estimate.max() < 0.1 and est.lower.min() < 0.06
