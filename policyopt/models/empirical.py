@@ -107,6 +107,13 @@ def states_matrix(states, n_states: int) -> np.ndarray:
     """
     if isinstance(n_states, bool) or not isinstance(n_states, (int, np.integer)) or n_states < 2:
         raise InvalidInputError(f"`n_states` must be an integer ≥ 2, got {fmt(n_states)}")
+    if isinstance(states, np.ndarray) and states.ndim == 2 and states.dtype.kind in "iu" and states.shape[0] > 0:
+        out = states.astype(np.int64, copy=False)  # no copy of a large int64 matrix
+        bad = (out < -1) | (out >= n_states)
+        if bad.any():
+            i, j = (int(v[0]) for v in np.nonzero(bad))
+            raise InvalidInputError(f"`states` user {i} slot {j} is {int(out[i, j])}, outside 0..{n_states - 1} (−1 = missing)")
+        return out
     if isinstance(states, np.ndarray) and states.ndim == 2:
         rows = list(states)
     elif isinstance(states, np.ndarray) and states.ndim == 1 and states.dtype != object:
