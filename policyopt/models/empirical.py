@@ -221,7 +221,6 @@ def _block_counts(x: np.ndarray, K: int, L: int, bounds: np.ndarray) -> np.ndarr
     ``bounds`` (m + 1,) are the block edges over current times 0..T; block j holds the pairs whose current time
     lies in [bounds[j], bounds[j + 1]); summed over blocks they are the user's counts.
     """
-    T = x.size
     ind = _indicators(x[None, :], K)[0]  # (K, T)
     starts, ends = bounds[:-1], bounds[1:]
     bmax = int(np.max(ends - starts))
@@ -238,7 +237,6 @@ def _block_counts(x: np.ndarray, K: int, L: int, bounds: np.ndarray) -> np.ndarr
         cur = pad[:, a[:, None] + L + offs_c[None, :]].transpose(1, 0, 2)
         cur = cur * (offs_c[None, None, :] < lens[:, None, None])
         out[i : i + step] = _xcorr_counts(cur, past, L)
-    del T
     return out
 
 
