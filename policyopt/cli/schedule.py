@@ -199,6 +199,10 @@ def run_schedule(args) -> int:
                     f"condition (31) fails for {100 * cred['condition_31_fails']:.1f}% of the posterior draws: the schedule's "
                     "guarantee is not credible for the plausible chains; use --robust LEVEL, fewer --states or longer data"
                 )
+    if wants_distributed(args):
+        out["model_check"] = None
+        warnings.append("the chain model was not checked against the readings (no model check on the Dask path yet): "
+                        "run `policyopt check-model --data` on the same data before trusting the chains' ε")
     if dep.fitted is not None and dep.readings is not None:
         from policyopt.studies.check_model import quick_check
 
