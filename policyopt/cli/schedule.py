@@ -222,6 +222,8 @@ def run_schedule(args) -> int:
             label = None
             if robust_info is not None:
                 label = f"the simultaneous posterior upper band, level {post['robust']:g} (--robust), as in the design"
+            elif empirical is not None:
+                label = f"the data's {empirical['level']:g} upper band (--max-tv), as designed"
             plot_schedule(
                 out["A"], out["S_bar"], out["epsilon_c"], source, args.plot,
                 epochs=DEFAULT_PLOT_EPOCHS if args.plot_epochs is None else args.plot_epochs, peak_risk=out["peak_risk"],
