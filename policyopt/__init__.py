@@ -20,7 +20,9 @@ The entry points of the other tasks are exported here too (imported on first use
 * correlated sequences (Luo et al. 2025): :func:`design_fran` (→ :class:`FRANReport`, prints as
   ``policyopt fran``), :class:`CouplingMarkovChain`, :func:`two_binary_cmc`,
   :func:`fit_cmc_from_readings`, :class:`FRANProblem`, :class:`Query`;
-* sensitivity sweeps: :func:`run_sweep`, :class:`SweepModel`, :class:`SweepSettings`.
+* sensitivity sweeps: :func:`run_sweep`, :class:`SweepModel`, :class:`SweepSettings`;
+* the chain model against the data: :func:`check_model` (→ :class:`ModelCheckReport`, prints as
+  ``policyopt check-model``), :func:`estimate_max_tv` (→ :class:`EmpiricalMaxTV`, Δ(t) estimated directly).
 """
 
 from .data import load_citylearn
@@ -62,6 +64,10 @@ _LAZY = {
     "run_sweep": "policyopt.studies.sweep",
     "SweepModel": "policyopt.studies.sweep",
     "SweepSettings": "policyopt.studies.sweep",
+    "check_model": "policyopt.studies.check_model",
+    "ModelCheckReport": "policyopt.studies.check_model",
+    "estimate_max_tv": "policyopt.models.empirical",
+    "EmpiricalMaxTV": "policyopt.models.empirical",
 }
 
 

@@ -278,6 +278,9 @@ def test_cli_dask_and_serial_print_the_same_schedule(meters):
     assert jb["model"]["excluded_users"] == ja["model"]["excluded_users"]
     assert jb["model"]["distributed"]["partitions"] == 5
     assert any("readings penalty is not available with --workers" in w for w in jb["warnings"])
+    # the serial run checks the chains against the readings; the Dask path says it did not
+    assert ja["model_check"]["states"] == 12 and jb["model_check"] is None
+    assert any("not checked against the readings" in w for w in jb["warnings"])
 
 
 @pytest.mark.parametrize(

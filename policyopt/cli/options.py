@@ -265,7 +265,7 @@ class Deployment:
     fitted : FittedModel or None
         The estimate (data only): counts per user, for the posterior check.
     readings : pandas.DataFrame or None
-        The readings (data only; not yet clipped), for the readings penalty.
+        The readings (data only; not yet clipped): the readings penalty, the model check and ``--max-tv empirical``.
     penalty_kind : str
         ``readings``, ``readings-upper`` or ``chain`` (see :data:`PENALTY_CHOICES`).
     phase_period, penalty_level, horizon, seed

@@ -69,6 +69,13 @@ def add_command(sub) -> None:
     sched.add_argument("--slot-length", metavar="DUR", default=None,
                        help="length of one slot of --data, e.g. 30min, 1h (recorded in the JSON's deployment for "
                        "`publish`; the bundled data: 1h)")
+    sched.add_argument("--max-tv", metavar="SOURCE", default=None,
+                       help="Δ(t) the design uses: model (the fitted chains, default) or empirical[:LEVEL] (the upper "
+                       "edge of the LEVEL simultaneous block-bootstrap band of Δ(t) estimated directly from the data, "
+                       "default level 0.95, 1 beyond the estimated lags; data only, exact method)")
+    sched.add_argument("--horizon", type=int_at_least("--horizon", 1, 10**7), default=None, metavar="H",
+                       help="with --max-tv empirical: when no schedule has a finite infinite-horizon ε* (condition (31) "
+                       "fails), design for the largest risk over H slots by Theorem 3 (default: the data's length)")
     sched.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     sched.add_argument("--plot", metavar="FILE", help="draw ε(t) and AoI(t) of the chosen schedule over a few epochs "
                        "into FILE (.png, .pdf or .svg; needs matplotlib, the 'plot' extra)")
@@ -106,14 +113,17 @@ def _posterior_options(args, dep) -> dict:
     }
 
 
-def deployment_record(args, dep, robust_level=None) -> dict:
+def deployment_record(args, dep, robust_level=None, empirical_level=None) -> dict:
     """What ``publish --schedule`` and ``ledger`` need to account for this design: the ``deployment`` JSON field.
 
     ``model`` is the :class:`~policyopt.deploy.ModelSpec` the chains were fitted with, pinned to its data's
     digest; ``data`` the design data's identity (:func:`policyopt.io.data_digest`; ``null`` for --chain/--matrix),
     ``users`` the deployment size I, ``value_range`` the declared public range (``null``: the data's own),
     ``max_tv_horizon`` the largest lag of Δ(t) the search used (slots), ``slot_length`` the slot's duration
-    (``--slot-length``; ``"1h"`` for the bundled data; else ``null``: not known).
+    (``--slot-length``; ``"1h"`` for the bundled data; else ``null``: not known).  ``model.max_tv_source`` says
+    which Δ(t) the design used: ``chain``, ``posterior-band:LEVEL`` (``--robust``) or ``empirical:LEVEL``
+    (``--max-tv empirical``); ``publish`` and ``ledger`` refuse a source they cannot reproduce rather than account
+    with another Δ(t).
     """
     from policyopt.data import BUNDLED_SLOT_LENGTH
     from policyopt.deploy import ModelSpec
@@ -138,6 +148,8 @@ def deployment_record(args, dep, robust_level=None) -> dict:
                           dep.value_range, data["sha256"], data["bytes"])
     if robust_level is not None:
         model = ModelSpec(**{**model.to_dict(), "max_tv_source": f"posterior-band:{robust_level:g}"})
+    if empirical_level is not None:
+        model = ModelSpec(**{**model.to_dict(), "max_tv_source": f"empirical:{empirical_level:g}"})
     return {
         "model": model.to_dict(),
         "data": data,
@@ -192,6 +204,11 @@ def run_schedule(args) -> int:
         )
     rng = np.random.default_rng(post["seed"]) if post else None  # simulation only (posterior draws), never released noise
     source, robust_info = population, None
+    empirical = _empirical_options(args, dep, post)
+    if empirical is not None:
+        from policyopt.studies.empirical_design import empirical_source
+
+        source = empirical_source(empirical["estimate"], args.max_age, args.max_interval)
     if post and post["robust"] is not None:
         source, robust_info = robust_source(dep.fitted, max(args.max_age, args.max_interval) + 1, level=post["robust"],
                                             draws=post["draws"], rng=rng)
@@ -215,7 +232,9 @@ def run_schedule(args) -> int:
     if robust_info is not None:
         m["delta_source"] = f"simultaneous posterior upper band of Δ(t) (level {post['robust']})"
         out["robust"] = robust_info
-    if dep.fitted is not None:
+    if empirical is not None:
+        _empirical_report(out, empirical, source, penalty, max_penalty, args)
+    if dep.fitted is not None and empirical is None:
         rows = dep.fitted.row_transitions()
         m["row_transitions"] = {u: r.tolist() for u, r in rows.items()}
         m["min_row_transitions"] = post["min_row_transitions"]
@@ -236,7 +255,17 @@ def run_schedule(args) -> int:
                     f"condition (31) fails for {100 * cred['condition_31_fails']:.1f}% of the posterior draws: the schedule's "
                     "guarantee is not credible for the plausible chains; use --robust LEVEL, fewer --states or longer data"
                 )
-    out["deployment"] = deployment_record(args, dep, post.get("robust"))
+    out["deployment"] = deployment_record(args, dep, post.get("robust"),
+                                          None if empirical is None else empirical["level"])
+    if wants_distributed(args):
+        out["model_check"] = None
+        warnings.append("the chain model was not checked against the readings (no model check on the Dask path yet): "
+                        "run `policyopt check-model --data` on the same data before trusting the chains' ε")
+    if dep.fitted is not None and dep.readings is not None:
+        from policyopt.studies.check_model import quick_check
+
+        out["model_check"] = quick_check(dep.fitted, dep.readings, args.max_age, args.max_interval,
+                                         seed=DEFAULT_SEED if post.get("seed") is None else post["seed"])
     out["warnings"] = warnings
     out["explanation"] = explain(out)
     plot_error = None
@@ -251,6 +280,8 @@ def run_schedule(args) -> int:
             label = None
             if robust_info is not None:
                 label = f"the simultaneous posterior upper band, level {post['robust']:g} (--robust), as in the design"
+            elif empirical is not None:
+                label = f"the data's {empirical['level']:g} upper band (--max-tv), as designed"
             plot_schedule(
                 out["A"], out["S_bar"], out["epsilon_c"], source, args.plot,
                 epochs=args.plot_epochs, peak_risk=out["peak_risk"],
@@ -266,7 +297,97 @@ def run_schedule(args) -> int:
     if args.json:
         print(json.dumps(out, indent=2, ensure_ascii=False, allow_nan=False))
     else:
-        print(format_report(out))
+        print(_with_data_lines(format_report(out), out))
     if plot_error is not None:
         raise InvalidInputError(plot_error)
     return 0
+
+
+def _empirical_options(args, dep, post) -> dict | None:
+    """Resolve --max-tv / --horizon; for ``empirical`` estimate Δ(t) from the data.  ``None`` for the chains."""
+    from policyopt.studies.empirical_design import parse_max_tv_source
+
+    kind, level = parse_max_tv_source(args.max_tv) if args.max_tv is not None else ("model", None)
+    if kind == "model":
+        if args.horizon is not None:
+            raise InvalidInputError(f"--horizon {args.horizon} applies to --max-tv empirical only; add it or omit --horizon")
+        return None
+    if dep.fitted is None or dep.readings is None:
+        raise InvalidInputError(f"--max-tv {args.max_tv} estimates Δ(t) from readings: give --data (or use the bundled "
+                                "data), not --chain/--matrix, and run serially (no --workers/--scheduler)")
+    if args.method != "exact" or args.relax:
+        raise InvalidInputError(f"--max-tv {args.max_tv} designs with the exact solver: use --method exact without --relax")
+    if post.get("robust") is not None:
+        raise InvalidInputError(f"--robust bands the chains' Δ(t); it does not combine with --max-tv {args.max_tv}")
+    from policyopt.models.empirical import default_max_lag, estimate_max_tv
+    from policyopt.studies.check_model import data_states
+
+    states, _ = data_states(dep.readings, dep.fitted)
+    T = states.shape[1]
+    need = max(args.max_age + args.max_interval - 1, max(args.max_age, args.max_interval) + 1)
+    if need >= T:
+        raise InvalidInputError(f"--max-age {args.max_age} with --max-interval {args.max_interval} needs Δ(t) up to "
+                                f"t = {need} slots, beyond the data's {T} slots")
+    L = max(default_max_lag(T), need)
+    est = estimate_max_tv(states, dep.fitted.quantizer.n_states, L, level=level,
+                          seed=DEFAULT_SEED if post.get("seed") is None else post["seed"])
+    return {"estimate": est, "level": level, "slots": T, "spec": args.max_tv}
+
+
+def _empirical_report(out, empirical, source, penalty, max_penalty, args) -> None:
+    """Put the empirical Δ(t) and, if (31) rules out every schedule, the horizon design into the report."""
+    from policyopt.studies.empirical_design import design_over_horizon, empirical_max_tv_table
+
+    est = empirical["estimate"]
+    last = source.horizon
+    used = empirical_max_tv_table(est, last)
+    out["model"]["delta_source"] = (
+        f"upper edge of the {est.level:g} simultaneous block-bootstrap band of Δ(t) estimated directly from the data "
+        f"(t ≤ L = {est.max_lag} slots), non-increasing from the right; Theorem 3's composition under that bound"
+    )
+    out["empirical_max_tv"] = {
+        "level": est.level,
+        "max_lag": est.max_lag,
+        "method": est.method,
+        "min_pairs": est.min_pairs,
+        "estimate": est.estimate.tolist(),
+        "upper": est.upper.tolist(),
+        "max_tv_used": used.tolist(),
+        "users_without_claim": int(est.users_without_claim.max()),
+    }
+    out["horizon_design"] = None
+    if out["A"] is None:
+        horizon = empirical["slots"] if args.horizon is None else args.horizon
+        out["horizon_design"] = design_over_horizon(source, penalty, max_penalty, args.max_age, args.max_interval, horizon)
+
+
+def _with_data_lines(text: str, out: dict) -> str:
+    """The schedule text with the model-check and empirical-design lines before the wall time."""
+    from policyopt.formatting import fmt_exact, fmt_upper
+    from policyopt.studies.check_model import format_summary
+
+    extra = []
+    if out.get("model_check"):
+        extra.append(f"model check : {format_summary(out['model_check'])}")
+    emp = out.get("empirical_max_tv")
+    if emp:
+        used = emp["max_tv_used"]
+        extra.append(
+            f"Δ(t) data   : {emp['level']:g} upper band, Δ̃(1) = {fmt_upper(used[1], 3)}, Δ̃({len(used) - 1}) = "
+            f"{fmt_upper(used[-1], 3)} (direct estimate {emp['estimate'][len(used) - 2]:.3g} there); 1 beyond L = {emp['max_lag']}"
+        )
+    hd = out.get("horizon_design")
+    if hd is not None:
+        if hd["status"] == "optimal":
+            extra.append(
+                f"horizon     : no schedule has a finite ε* under the data's Δ(t) (condition (31) fails), so the design "
+                f"bounds the largest risk over {hd['horizon']} slots (Theorem 3): A = {hd['A']} slots, S̄ = {hd['S_bar']} "
+                f"slots, ε_C = {fmt_exact(hd['epsilon_c'])} nats, {hd['releases']} releases, largest risk ≤ "
+                f"{fmt_upper(hd['horizon_risk'])} nats (optimal: {hd['proof']})"
+            )
+        else:
+            extra.append(f"horizon     : no schedule in the box meets f̄ over {hd['horizon']} slots ({hd['proof']})")
+    if not extra:
+        return text
+    lines = text.split("\n")
+    return "\n".join(lines[:-1] + extra + lines[-1:])

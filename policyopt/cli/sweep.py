@@ -120,7 +120,7 @@ def _parse_vary(items, args) -> dict:
     return out
 
 
-def _build_models(args, vary: dict) -> list:
+def _build_models(args, vary: dict, checks: dict | None = None) -> list:
     """One SweepModel per combination of the varied values (product, in the order given).
 
     With data (``--data`` or the bundled pilot) the chains are fitted once per number of states K
@@ -165,6 +165,10 @@ def _build_models(args, vary: dict) -> list:
                 penalty.band()  # the readings penalty's bootstrap once here, shared by every I and shipped with the model
             if uses_data:
                 fits[ns.states] = (dep, population, penalty)
+                if checks is not None and dep.readings is not None:  # the chains tested against the data, once per fit
+                    from policyopt.studies.check_model import quick_check
+
+                    checks[ns.states] = quick_check(dep.fitted, dep.readings, args.max_age, args.max_interval)
         info = dep.info
         lo, hi = penalty.value_range
         inputs = {
@@ -207,7 +211,8 @@ def _cmd_sweep(args) -> int:
         points *= len(values)
     if points > MAX_GRID_POINTS:
         raise InvalidInputError(f"the sweep has {points} points (--max-penalty × --vary); at most {MAX_GRID_POINTS}")
-    models = _build_models(args, vary)
+    checks: dict = {}
+    models = _build_models(args, vary, checks)
     settings = SweepSettings(
         max_age=args.max_age, max_interval=args.max_interval, releases=args.releases, method=args.method, relax=args.relax
     )
@@ -255,6 +260,7 @@ def _cmd_sweep(args) -> int:
         "workers": args.workers,
         "scheduler": args.scheduler,
         "plot": args.plot,
+        "model_check": [checks[k] for k in checks] or None,
         "wall_time_s": time.perf_counter() - start,
     }
     if args.json:
@@ -296,5 +302,10 @@ def _format_summary(s: dict) -> str:
     lines.append(f"files        : {s['out']} (CSV), {s['jsonl']} (JSON lines)")
     if s["plot"]:
         lines.append(f"plot         : {s['plot']}")
+    if s.get("model_check"):
+        from policyopt.studies.check_model import format_summary
+
+        for check in s["model_check"]:
+            lines.append(f"model check  : {format_summary(check)}")
     lines.append(f"wall time    : {s['wall_time_s']:.3f} s")
     return check_text("\n".join(lines))

@@ -726,7 +726,8 @@ def format_report(r: dict) -> str:
                 f"design      : every {fmt_count(r['S_bar'], 'slot')}, release the mean of {which} of the {fmt_count(users, 'user')} plus "
                 f"Laplace noise of scale Δf/ε_C = {fmt_upper(scale)}{vunit}; no user's age-dependent risk ever "
                 f"exceeds ε* = {fmt_upper(r['peak_risk'])} nats "
-                + ("for any chains whose Δ(t) lies below the posterior band" if m.get("delta_source") else "under the estimated chains")
+                + ("under Δ(t) ≤ the band estimated from the data (see Δ(t) above)" if "from the data" in (m.get("delta_source") or "")
+                   else "for any chains whose Δ(t) lies below the posterior band" if m.get("delta_source") else "under the estimated chains")
             )
     else:
         lines.append(f"min penalty : {fmt_value(r['min_penalty'])}{unit} (smallest achievable)" if r.get("min_penalty") is not None

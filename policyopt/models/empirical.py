@@ -1,0 +1,666 @@
+r"""Δ(t) estimated directly from readings, with a confidence band, and its distribution under fitted chains.
+
+Δ(t) of M. Zhang, E. Wei, R. Berry, J. Huang, "Age-Dependent Differential Privacy", IEEE Trans. Inf. Theory
+70(2), 2024, eq. (12), is the largest total variation between two rows of a user's *reversed t-step kernel*
+R_t(x, ·) = Pr(state at s − t = · | state at s = x), maximised over users.  :mod:`policyopt.models.markov`
+computes it from a fitted first-order chain (matrix powers); here it is estimated from the readings
+themselves, with no Markov assumption:
+
+1. **Lagged-pair counts.**  For user u and lag t = 1..L, N_{u,t}[x, y] = #{s : state_s = x, state_{s−t} = y}
+   (pairs with a missing end are not counted).  All lags at once by FFT cross-correlation of the K state
+   indicator series (exact: the float result is rounded to the integer counts, and the rounding error is
+   checked to be < 0.25).
+2. **Plug-in estimate.**  Row x of N_{u,t} normalised is R̂_{u,t}(x, ·); rows with at least `min_pairs` pairs are
+   *claimed*; Δ̂_u(t) is the largest ½‖R̂(x, ·) − R̂(x', ·)‖₁ over two claimed rows, and Δ̂(t) = max_u Δ̂_u(t).
+   A row seen fewer than `min_pairs` times makes no claim: its TV to any other row may be 1, so the upper
+   bound at that lag is 1 (:attr:`EmpiricalMaxTV.users_without_claim` counts the users concerned).
+3. **Upper confidence band (serially dependent pairs).**  A non-overlapping block bootstrap (NBB; E. Carlstein,
+   "The use of subseries values for estimating the variance of a general statistic from a stationary sequence",
+   Ann. Statist. 14(3), 1986; S. N. Lahiri, "Resampling Methods for Dependent Data", Springer, 2003, Sec. 2.5):
+   each user's current times s are cut into m blocks of about `block_length` consecutive slots, the lagged-pair
+   counts of each block are tabulated (all lags), and a replicate resamples m blocks with replacement,
+   independently per user (users are independent), and recomputes the whole statistic Δ̂*(t) = max_u Δ̂*_u(t).
+   Blocks keep the serial dependence of the pairs inside them, which is what makes the resampling valid for a
+   stationary, strongly mixing state series when the block length grows with T but slower than T (Lahiri 2003,
+   Ch. 3); the default block length is the Politis–White automatic choice for the circular block bootstrap
+   (D. N. Politis, H. White, "Automatic block-length selection for the dependent bootstrap", Econometric Rev.
+   23(1), 2004, with A. Patton, D. N. Politis, H. White's correction, 2009; ``arch.bootstrap.optimal_block_length``)
+   of each user's state series, kept within [⌈T^{1/3}⌉, T/20].
+   **Simultaneity**: the level holds for all lags 1..L and all users at once, because the statistic bootstrapped
+   is the maximum over users, and the band over lags is a max-statistic band: the pointwise `level` quantile
+   q(t) of Δ̂*(t) is raised by the smallest constant c ≥ 0 such that a share ≥ `level` of the replicates lie
+   below q(t) + c at every lag.  The lower band is built the same way from below.  The band is a percentile
+   band: the plug-in TV is biased upwards (markedly near Δ = 0, and where several row pairs nearly tie), and
+   so is its bootstrap distribution, so the *upper* band errs on the safe side there while the *lower* band
+   may lie above a true Δ near 0.  Its coverage on held-out data is measured, not assumed (the benchmark).
+4. **Beyond L** nothing is claimed: :meth:`EmpiricalMaxTV.max_tv` returns 1 for t > L.
+
+The test of a chain model (:func:`chain_statistic_draws`) compares Δ̂(t) with the distribution of *the same
+statistic* on series simulated from the fitted chains (a parametric bootstrap; a Monte Carlo test,
+A. C. Davison, D. V. Hinkley, "Bootstrap Methods and their Application", Cambridge, 1997, Sec. 4.2.5), which
+carries the same upward bias, instead of comparing the band with the chain's Δ(t).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from policyopt.errors import InvalidInputError, fmt
+from policyopt.models.markov import as_slots
+
+__all__ = [
+    "EmpiricalMaxTV",
+    "estimate_max_tv",
+    "lagged_pair_counts",
+    "max_row_tv",
+    "default_max_lag",
+    "states_matrix",
+    "simulate_chain_states",
+    "chain_statistic_draws",
+    "DEFAULT_MIN_PAIRS",
+    "DEFAULT_N_BOOT",
+    "MAX_LAG_CAP",
+]
+
+#: Pairs a row (current state) needs before its reversed-kernel row is claimed (every row of every bundled home has ≥ 143 at K = 3).
+DEFAULT_MIN_PAIRS = 100
+#: Block-bootstrap replicates of the band.
+DEFAULT_N_BOOT = 200
+#: Largest default number of lags (slots); see :func:`default_max_lag`.
+MAX_LAG_CAP = 1000
+#: Bytes of complex FFT products held at once (per chunk of blocks or series).
+_CHUNK_BYTES = 64 * 2**20
+
+
+def default_max_lag(T: int) -> int:
+    """Default number of lags L for series of T slots: ⌊T/10⌋, at most :data:`MAX_LAG_CAP`, at least 1.
+
+    At lag t only T − t pairs exist; with t ≤ T/10 every lag keeps ≥ 90 % of the pairs of lag 1, so the
+    estimates at all lags rest on about the same amount of data (the usual rule of thumb for sample
+    autocorrelations, G. E. P. Box, G. M. Jenkins, "Time Series Analysis", 1976, Sec. 6.2.1: n/4 at most,
+    here stricter).
+    """
+    return int(max(1, min(int(T) // 10, MAX_LAG_CAP)))
+
+
+def states_matrix(states, n_states: int) -> np.ndarray:
+    """Quantile-state series as an int64 array (users, T) with −1 for a missing slot.
+
+    Parameters
+    ----------
+    states : array_like of shape (U, T), or a list of U one-dimensional arrays (unequal lengths allowed)
+        State indices 0..K−1; −1 or NaN marks a missing slot.  Shorter series are padded with −1.
+    n_states : int
+        K ≥ 2.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (U, T_max)
+
+    Raises
+    ------
+    InvalidInputError
+        Non-integral entries, entries outside −1..K−1, no users, or a bad `n_states`.
+    """
+    if isinstance(n_states, bool) or not isinstance(n_states, (int, np.integer)) or n_states < 2:
+        raise InvalidInputError(f"`n_states` must be an integer ≥ 2, got {fmt(n_states)}")
+    if isinstance(states, np.ndarray) and states.ndim == 2 and states.dtype.kind in "iu" and states.shape[0] > 0:
+        out = states.astype(np.int64, copy=False)  # no copy of a large int64 matrix
+        bad = (out < -1) | (out >= n_states)
+        if bad.any():
+            i, j = (int(v[0]) for v in np.nonzero(bad))
+            raise InvalidInputError(f"`states` user {i} slot {j} is {int(out[i, j])}, outside 0..{n_states - 1} (−1 = missing)")
+        return out
+    if isinstance(states, np.ndarray) and states.ndim == 2:
+        rows = list(states)
+    elif isinstance(states, np.ndarray) and states.ndim == 1 and states.dtype != object:
+        rows = [states]
+    else:
+        try:
+            rows = [np.asarray(r) for r in states]
+        except TypeError:
+            raise InvalidInputError(f"`states` must be an array (users, T) or a list of 1-D arrays, got {fmt(states)}") from None
+    if not rows:
+        raise InvalidInputError("`states` holds no user")
+    T = max(int(np.size(r)) for r in rows)
+    out = np.full((len(rows), T), -1, dtype=np.int64)
+    for i, r in enumerate(rows):
+        a = np.asarray(r)
+        if a.ndim != 1:
+            raise InvalidInputError(f"`states` user {i} must be a one-dimensional series, got shape {a.shape}")
+        if a.dtype == bool or not (np.issubdtype(a.dtype, np.number)):
+            raise InvalidInputError(f"`states` user {i} must hold state indices, got dtype {a.dtype}")
+        if np.issubdtype(a.dtype, np.floating):
+            nan = np.isnan(a)
+            a = np.where(nan, -1.0, a)
+            if np.any(a != np.round(a)) or not np.all(np.isfinite(a)):
+                raise InvalidInputError(f"`states` user {i} has a non-integral state index")
+        a = a.astype(np.int64)
+        bad = (a < -1) | (a >= n_states)
+        if bad.any():
+            j = int(np.flatnonzero(bad)[0])
+            raise InvalidInputError(f"`states` user {i} slot {j} is {int(a[j])}, outside 0..{n_states - 1} (−1 = missing)")
+        out[i, : a.size] = a
+    return out
+
+
+def _indicators(x: np.ndarray, K: int) -> np.ndarray:
+    """(S, T) states → (S, K, T) float indicators (0 at missing slots)."""
+    return (x[:, None, :] == np.arange(K)[None, :, None]).astype(np.float64)
+
+
+def _xcorr_counts(cur: np.ndarray, past: np.ndarray, L: int) -> np.ndarray:
+    """Counts (S, L, K, K): entry [i, t−1, x, y] = Σ_s cur[i, x, s]·past[i, y, s + L − t], t = 1..L.
+
+    `cur` (S, K, b) holds the indicators at the current times of a stretch, `past` (S, K, b + L) those from L
+    slots before it to its end (zeros outside the series).  Linear cross-correlation by real FFT of length
+    n ≥ b + L (no circular wrap at the offsets used), rounded to integers.  Computed in single precision first
+    (twice as fast); if any result is not within 0.25 of an integer it is recomputed in double precision, and
+    if even that fails an ArithmeticError is raised, so the counts returned are always exact.
+    """
+    from scipy import fft as sfft
+
+    S, K, b = cur.shape
+    n = sfft.next_fast_len(b + L, real=True)
+    for dtype in (np.float32, np.float64):
+        fc = np.conj(sfft.rfft(cur.astype(dtype, copy=False), n, axis=-1))
+        fp = sfft.rfft(past.astype(dtype, copy=False), n, axis=-1)
+        corr = sfft.irfft(fc[:, :, None, :] * fp[:, None, :, :], n, axis=-1)[..., :L]  # offset k = L − t
+        counts = np.rint(corr)
+        err = float(np.max(np.abs(corr - counts))) if corr.size else 0.0
+        if err < 0.25:
+            return np.ascontiguousarray(counts[..., ::-1].transpose(0, 3, 1, 2)).astype(np.int64)
+    raise ArithmeticError(f"FFT lagged-pair counts are not integral (error {err:.3g}); series too long")  # pragma: no cover
+
+
+def _chunk(S: int, K: int, n: int) -> int:
+    return max(1, int(_CHUNK_BYTES // max(1, K * K * (n // 2 + 1) * 16)))
+
+
+def lagged_pair_counts(states, n_states: int, max_lag: int) -> np.ndarray:
+    """Lagged-pair counts of every user at lags 1..L.
+
+    Parameters
+    ----------
+    states : array_like
+        As :func:`states_matrix`: (U, T) state indices, −1 missing.
+    n_states : int
+        K.
+    max_lag : int
+        L ≥ 1 (slots).
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (U, L, K, K)
+        ``counts[u, t − 1, x, y]`` = number of slots s with state x at s and state y at s − t (both observed).
+
+    Raises
+    ------
+    InvalidInputError
+        Bad `states`, `n_states` or `max_lag`.
+    """
+    x = states_matrix(states, n_states)
+    L = _check_lag(max_lag, x.shape[1])
+    U, T = x.shape
+    K = int(n_states)
+    out = np.empty((U, L, K, K), dtype=np.int64)
+    step = _chunk(U, K, T + L)
+    for i in range(0, U, step):
+        ind = _indicators(x[i : i + step], K)
+        past = np.concatenate([np.zeros(ind.shape[:2] + (L,)), ind], axis=-1)
+        out[i : i + step] = _xcorr_counts(ind, past, L)
+    return out
+
+
+def _block_counts(x: np.ndarray, K: int, L: int, bounds: np.ndarray) -> np.ndarray:
+    """Lagged-pair counts of one user's series per block of current times: (m, L, K, K).
+
+    ``bounds`` (m + 1,) are the block edges over current times 0..T; block j holds the pairs whose current time
+    lies in [bounds[j], bounds[j + 1]); summed over blocks they are the user's counts.
+    """
+    ind = _indicators(x[None, :], K)[0]  # (K, T)
+    starts, ends = bounds[:-1], bounds[1:]
+    bmax = int(np.max(ends - starts))
+    pad = np.concatenate([np.zeros((K, L)), ind, np.zeros((K, bmax))], axis=1)  # padded index = time + L
+    m = starts.size
+    out = np.empty((m, L, K, K), dtype=np.int64)
+    step = _chunk(m, K, bmax + L)
+    offs_p = np.arange(bmax + L)
+    offs_c = np.arange(bmax)
+    for i in range(0, m, step):
+        a = starts[i : i + step]
+        lens = (ends - starts)[i : i + step]
+        past = pad[:, a[:, None] + offs_p[None, :]].transpose(1, 0, 2)  # times a − L .. a + bmax − 1
+        cur = pad[:, a[:, None] + L + offs_c[None, :]].transpose(1, 0, 2)
+        cur = cur * (offs_c[None, None, :] < lens[:, None, None])
+        out[i : i + step] = _xcorr_counts(cur, past, L)
+    return out
+
+
+def max_row_tv(counts, min_pairs: int = 1, claimed=None) -> np.ndarray:
+    """Largest total variation between two claimed rows of normalised lagged-pair counts.
+
+    Parameters
+    ----------
+    counts : array_like, shape (..., K, K)
+        ``counts[..., x, y]``: pairs with current state x and past state y.
+    min_pairs : int
+        A row is claimed when it holds at least this many pairs (and at least one).
+    claimed : array_like of bool, shape (..., K), optional
+        Rows to use instead of the `min_pairs` rule (a row with no pairs is still skipped).
+
+    Returns
+    -------
+    numpy.ndarray, shape (...)
+        max over claimed x, x' of ½ Σ_y |R(x, y) − R(x', y)|; 0 where fewer than two rows are claimed.
+    """
+    c = np.asarray(counts, dtype=np.float64)
+    rows = c.sum(axis=-1)
+    ok = rows >= max(1, int(min_pairs)) if claimed is None else (np.asarray(claimed, dtype=bool) & (rows > 0))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        R = np.where(ok[..., None], c / np.where(rows > 0, rows, 1.0)[..., None], 0.0)
+    K = c.shape[-1]
+    best = np.zeros(c.shape[:-2])
+    for xr in range(K - 1):
+        tv = 0.5 * np.abs(R[..., xr : xr + 1, :] - R[..., xr + 1 :, :]).sum(axis=-1)  # eq. (12): ½‖·‖₁
+        both = ok[..., xr : xr + 1] & ok[..., xr + 1 :]
+        best = np.maximum(best, np.max(np.where(both, tv, 0.0), axis=-1))
+    return np.minimum(best, 1.0)
+
+
+def _check_lag(max_lag, T: int) -> int:
+    if isinstance(max_lag, bool) or not isinstance(max_lag, (int, np.integer)) or max_lag < 1:
+        raise InvalidInputError(f"`max_lag` must be an integer ≥ 1 (slots), got {fmt(max_lag)}")
+    if max_lag >= T:
+        raise InvalidInputError(f"`max_lag`={int(max_lag)} must be below the series length T = {T} slots")
+    return int(max_lag)
+
+
+def _check_level(level) -> float:
+    if isinstance(level, bool) or not isinstance(level, (int, float, np.floating)) or not (0.0 < float(level) < 1.0):
+        raise InvalidInputError(f"`level` must be a probability strictly between 0 and 1, got {fmt(level)}")
+    return float(level)
+
+
+def _check_int(v, name: str, lower: int) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lower:
+        raise InvalidInputError(f"`{name}` must be an integer ≥ {lower}, got {fmt(v)}")
+    return int(v)
+
+
+def _block_bounds(x: np.ndarray, block_length: int | None) -> np.ndarray:
+    """Edges of the NBB blocks over one user's current times 0..T (lengths differ by at most one slot)."""
+    T = x.size
+    if block_length is None:
+        block_length = _auto_block_length(x)
+    m = max(1, int(round(T / max(1, int(block_length)))))
+    return np.linspace(0, T, m + 1).round().astype(np.int64)
+
+
+def _auto_block_length(x: np.ndarray) -> int:
+    """Politis–White (2004, corrected 2009) circular-bootstrap block length of the state series, clipped."""
+    T = x.size
+    lo, hi = math.ceil(T ** (1.0 / 3.0)), max(math.ceil(T ** (1.0 / 3.0)), T // 20)
+    obs = x[x >= 0].astype(float)
+    if obs.size < 10 or np.all(obs == obs[0]):
+        return lo
+    from arch.bootstrap import optimal_block_length
+
+    b = float(optimal_block_length(obs)["circular"].iloc[0])
+    return int(min(hi, max(lo, math.ceil(b) if math.isfinite(b) else lo)))
+
+
+def _quantile_band(draws: np.ndarray, level: float, upper: bool) -> np.ndarray:
+    """Max-statistic band over lags: pointwise order statistic, shifted by one constant for simultaneity."""
+    B = draws.shape[0]
+    k = math.ceil(level * B)
+    srt = np.sort(draws, axis=0)
+    if upper:
+        q = srt[k - 1]
+        c = max(0.0, float(np.sort(np.max(draws - q[None, :], axis=1))[k - 1]))
+        return q + c
+    q = srt[B - k]
+    c = max(0.0, float(np.sort(np.max(q[None, :] - draws, axis=1))[k - 1]))
+    return q - c
+
+
+@dataclass(frozen=True)
+class EmpiricalMaxTV:
+    """Δ(t) estimated from readings (eq. (12) of Zhang et al. 2024), with a simultaneous confidence band.
+
+    A Δ(t) source: :meth:`max_tv` / :meth:`log_max_tv` give the upper band for 1 ≤ t ≤ L, and 1 at t = 0
+    (Δ(0) = 1) and beyond L (nothing is claimed there).
+
+    Attributes
+    ----------
+    lags : numpy.ndarray of int64, shape (L,)
+        1..L (slots).
+    estimate : numpy.ndarray, shape (L,)
+        Δ̂(t) = max over users of the plug-in largest row TV (claimed rows only), in [0, 1].
+    lower, upper : numpy.ndarray, shape (L,)
+        Simultaneous band at `level` (all lags and users at once); ``upper`` is 1 at a lag where some user has
+        a row with fewer than `min_pairs` pairs.  0 ≤ lower ≤ estimate ≤ upper ≤ 1.
+    per_user : numpy.ndarray, shape (U, L)
+        Δ̂_u(t) of each user.
+    level : float
+        Confidence level of the band.
+    method : str
+        How the band was made (resampling scheme, replicates, block lengths).
+    min_pairs : int
+        Pairs a row needs to be claimed.
+    users_without_claim : numpy.ndarray of int64, shape (L,)
+        Users with at least one unclaimed row at each lag (the reason ``upper`` is 1 there).
+    row_pairs : numpy.ndarray of int64, shape (U, L, K)
+        Pairs behind each row.
+    n_users : int
+        U.
+    block_lengths : numpy.ndarray of int64, shape (U,)
+        Mean NBB block length per user (slots).
+    """
+
+    lags: np.ndarray
+    estimate: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    per_user: np.ndarray
+    level: float
+    method: str
+    min_pairs: int
+    users_without_claim: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    row_pairs: np.ndarray | None = None
+    n_users: int = 0
+    block_lengths: np.ndarray | None = None
+
+    @property
+    def max_lag(self) -> int:
+        """L, the last lag estimated (slots)."""
+        return int(self.lags[-1])
+
+    def max_tv(self, t):
+        """Upper bound on Δ(t): the band's upper edge for 1 ≤ t ≤ L, 1 for t = 0 and t > L.
+
+        Parameters
+        ----------
+        t : int or array_like of int
+            Ages (slots) ≥ 0.
+
+        Returns
+        -------
+        float or numpy.ndarray of the shape of `t`
+
+        Raises
+        ------
+        InvalidInputError
+            If `t` is not non-negative integers.
+        """
+        ts = as_slots(t, "t")
+        L = self.max_lag
+        inside = (ts >= 1) & (ts <= L)
+        out = np.where(inside, self.upper[np.clip(ts, 1, L) - 1], 1.0)
+        return float(out) if out.ndim == 0 else out
+
+    def log_max_tv(self, t):
+        """ln of :meth:`max_tv` (−inf where the bound is 0)."""
+        with np.errstate(divide="ignore"):
+            out = np.log(self.max_tv(t))
+        return float(out) if np.ndim(out) == 0 else out
+
+
+def _per_user_arrays(x: np.ndarray, K: int, L: int, block_length):
+    """Block counts (m, L, K, K), and the block bounds, of one user (trailing missing slots dropped)."""
+    obs = np.flatnonzero(x >= 0)
+    last = int(obs[-1]) + 1 if obs.size else 0
+    xs = x[:last]
+    if xs.size <= L:
+        return None, None
+    bounds = _block_bounds(xs, block_length)
+    return _block_counts(xs, K, L, bounds), bounds
+
+
+def estimate_max_tv(
+    states,
+    n_states: int,
+    max_lag: int | None = None,
+    *,
+    level: float = 0.95,
+    min_pairs: int = DEFAULT_MIN_PAIRS,
+    block_length: int | None = None,
+    n_boot: int = DEFAULT_N_BOOT,
+    seed: int = 0,
+) -> EmpiricalMaxTV:
+    """Direct estimate of Δ(t), t = 1..L, with a simultaneous block-bootstrap confidence band.
+
+    Parameters
+    ----------
+    states : array_like of int, shape (U, T), or list of U one-dimensional arrays
+        Quantile-state indices 0..K−1 of each user's consecutive slots; −1 (or NaN) marks a missing slot.
+    n_states : int
+        K ≥ 2.
+    max_lag : int, optional
+        L (slots), below the longest series.  Default :func:`default_max_lag` of the longest series.
+    level : float
+        Confidence level in (0, 1) of the band, simultaneous over lags and users.
+    min_pairs : int
+        Pairs (≥ 1) a row needs to be claimed; a user with an unclaimed row at lag t makes Δ(t) ≤ 1 the only
+        claim at that lag.
+    block_length : int, optional
+        NBB block length (slots, ≥ 1).  Default: Politis–White per user (see the module docstring).
+    n_boot : int
+        Bootstrap replicates (≥ 20), or 0 for the point estimate alone: then no band is computed and the band is
+        [0, 1] at every lag (no claim), which is all a test against simulated chains needs.
+    seed : int
+        Seed of the resampling (simulation only).
+
+    Returns
+    -------
+    EmpiricalMaxTV
+
+    Raises
+    ------
+    InvalidInputError
+        Bad `states`, `n_states`, `max_lag`, `level`, `min_pairs`, `block_length`, `n_boot` or `seed`; no user
+        with a series longer than L.
+
+    References
+    ----------
+    Zhang, Wei, Berry, Huang, "Age-Dependent Differential Privacy", IEEE Trans. Inf. Theory, 2024, eq. (12);
+    Carlstein (1986), Lahiri (2003) Sec. 2.5 (NBB); Politis & White (2004) (block length).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from policyopt.models.empirical import estimate_max_tv
+    >>> cycle = np.tile([0, 1], (2, 500))          # a deterministic cycle: Δ(t) = 1 at every lag
+    >>> est = estimate_max_tv(cycle, 2, 5, n_boot=20)
+    >>> est.estimate.tolist(), est.max_tv(6)
+    ([1.0, 1.0, 1.0, 1.0, 1.0], 1.0)
+    """
+    x = states_matrix(states, n_states)
+    U, T = x.shape
+    K = int(n_states)
+    L = default_max_lag(T) if max_lag is None else _check_lag(max_lag, T)
+    lv = _check_level(level)
+    mp = _check_int(min_pairs, "min_pairs", 1)
+    if block_length is not None:
+        _check_int(block_length, "block_length", 1)
+    B = 0 if (n_boot == 0 and not isinstance(n_boot, bool)) else _check_int(n_boot, "n_boot", 20)
+    sd = _check_int(seed, "seed", 0)
+    if B == 0:
+        return _point_only(x, K, L, lv, mp)
+    rng = np.random.default_rng(sd)  # resampling (simulation), never released noise
+    per_user = np.zeros((U, L))
+    row_pairs = np.zeros((U, L, K), dtype=np.int64)
+    boot = np.zeros((B, L))
+    no_claim = np.zeros(L, dtype=np.int64)
+    blens = np.zeros(U, dtype=np.int64)
+    used = 0
+    for u in range(U):
+        q, bounds = _per_user_arrays(x[u], K, L, block_length)
+        if q is None:
+            no_claim += 1  # a user too short for lag L makes no claim at any lag
+            continue
+        used += 1
+        m = q.shape[0]
+        blens[u] = int(round(bounds[-1] / m))
+        total = q.sum(axis=0)  # (L, K, K)
+        rows = total.sum(axis=-1)
+        row_pairs[u] = rows
+        claimed = rows >= mp
+        per_user[u] = max_row_tv(total, claimed=claimed)
+        no_claim += ~np.all(claimed, axis=-1)
+        W = rng.multinomial(m, np.full(m, 1.0 / m), size=B).astype(np.float64)  # NBB: m blocks drawn with replacement
+        flat = q.reshape(m, -1).astype(np.float64)
+        step = max(1, (2**24) // max(1, B * K * K))
+        for j in range(0, L, step):
+            rep = (W @ flat[:, j * K * K : (j + step) * K * K]).reshape(B, -1, K, K)
+            boot[:, j : j + step] = np.maximum(boot[:, j : j + step], max_row_tv(rep, claimed=claimed[None, j : j + step]))
+    if used == 0:
+        raise InvalidInputError(f"no user has a series longer than `max_lag`={L} slots")
+    est = per_user.max(axis=0)
+    hi = np.maximum(_quantile_band(boot, lv, upper=True), est)
+    lo = np.minimum(_quantile_band(boot, lv, upper=False), est)
+    hi = np.where(no_claim > 0, 1.0, np.minimum(hi, 1.0))
+    lo = np.clip(lo, 0.0, 1.0)
+    bl = blens[blens > 0]
+    how = "given" if block_length is not None else "Politis–White, per user"
+    method = (
+        f"non-overlapping block bootstrap (Carlstein 1986), {B} replicates, blocks of {int(bl.min())}–{int(bl.max())} "
+        f"slots ({how}); percentile band of max over users, simultaneous over lags 1..{L} (max-statistic); rows with "
+        f"< {mp} pairs make no claim (bound 1)"
+    )
+    arrs = [np.arange(1, L + 1, dtype=np.int64), est, lo, hi, per_user, no_claim, row_pairs, blens]
+    for a in arrs:
+        a.setflags(write=False)
+    return EmpiricalMaxTV(
+        lags=arrs[0], estimate=est, lower=lo, upper=hi, per_user=per_user, level=lv, method=method, min_pairs=mp,
+        users_without_claim=no_claim, row_pairs=row_pairs, n_users=U, block_lengths=blens,
+    )
+
+
+def _user_max_tv(x: np.ndarray, K: int, L: int, min_pairs: int) -> tuple[np.ndarray, np.ndarray]:
+    """Δ̂_u(t) (U, L) and the pairs per row (U, L, K), counting users in chunks (the counts are never all held)."""
+    U = x.shape[0]
+    per_user = np.zeros((U, L))
+    rows = np.zeros((U, L, K), dtype=np.int64)
+    step = max(1, int((128 * 2**20) // max(1, L * K * K * 8)))
+    for i in range(0, U, step):
+        counts = lagged_pair_counts(x[i : i + step], K, L)
+        r = counts.sum(axis=-1)
+        rows[i : i + step] = r
+        per_user[i : i + step] = max_row_tv(counts, claimed=r >= min_pairs)
+    return per_user, rows
+
+
+def _point_only(x: np.ndarray, K: int, L: int, level: float, min_pairs: int) -> EmpiricalMaxTV:
+    """The estimate without a band (``n_boot=0``): lower 0, upper 1 at every lag."""
+    U = x.shape[0]
+    per_user, rows = _user_max_tv(x, K, L, min_pairs)
+    claimed = rows >= min_pairs
+    no_claim = np.sum(~np.all(claimed, axis=-1), axis=0).astype(np.int64)
+    est = per_user.max(axis=0)
+    arrs = [np.arange(1, L + 1, dtype=np.int64), est, np.zeros(L), np.ones(L), per_user, no_claim, rows,
+            np.zeros(U, dtype=np.int64)]
+    for a in arrs:
+        a.setflags(write=False)
+    return EmpiricalMaxTV(
+        lags=arrs[0], estimate=est, lower=arrs[2], upper=arrs[3], per_user=per_user, level=level,
+        method=f"point estimate only (no bootstrap band: the band is [0, 1], no claim); rows with < {min_pairs} pairs "
+        "make no claim", min_pairs=min_pairs, users_without_claim=no_claim, row_pairs=rows, n_users=U,
+        block_lengths=arrs[7],
+    )
+
+
+def simulate_chain_states(matrices, lengths, initial, draws: int, rng: np.random.Generator) -> np.ndarray:
+    """Simulate each user's first-order chain: `draws` independent series per user.
+
+    Parameters
+    ----------
+    matrices : sequence of U array_like, shape (K, K)
+        Row-stochastic transition matrices P_u.
+    lengths : array_like of int, shape (U,)
+        Slots to simulate per user (the series is padded with −1 up to the longest).
+    initial : array_like of int, shape (U,)
+        State at slot 0 of every draw of each user.
+    draws : int
+        R ≥ 1.
+    rng : numpy.random.Generator
+        Simulation randomness (seeded by the caller), never released noise.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (R, U, max(lengths))
+    """
+    P = np.stack([np.asarray(m, dtype=float) for m in matrices])
+    U, K, _ = P.shape
+    n = np.asarray(lengths, dtype=np.int64)
+    T = int(n.max())
+    cum = np.cumsum(P, axis=2)
+    cum[:, :, -1] = np.inf  # a uniform draw always lands in some state
+    out = np.empty((int(draws), U, T), dtype=np.int64)
+    cur = np.broadcast_to(np.asarray(initial, dtype=np.int64), (int(draws), U)).copy()
+    out[:, :, 0] = cur
+    uidx = np.arange(U)[None, :]
+    for s in range(1, T):
+        u01 = rng.random((int(draws), U, 1))
+        cur = np.sum(u01 >= cum[uidx, cur], axis=-1)
+        out[:, :, s] = cur
+    out[:, np.arange(T)[None, :] >= n[:, None]] = -1
+    return out
+
+
+def chain_statistic_draws(matrices, observed_states, n_states: int, max_lag: int, *, min_pairs: int = DEFAULT_MIN_PAIRS,
+                          draws: int = 99, rng: np.random.Generator) -> np.ndarray:
+    """The statistic Δ̂(t) = max_u Δ̂_u(t) on series simulated from fitted chains (parametric bootstrap).
+
+    Each user's chain is started in the user's first observed state and run for the user's span; the slots
+    missing in the observed series are masked in the simulated one, so the statistic sees the same pattern of
+    pairs.  Comparing the observed Δ̂(t) with these draws is a Monte Carlo test of the chain model that carries
+    the same upward bias of the plug-in TV (Davison & Hinkley 1997, Sec. 4.2.5).
+
+    Parameters
+    ----------
+    matrices : sequence of U array_like, shape (K, K)
+        The fitted chains P_u, in the order of the rows of `observed_states`.
+    observed_states : array_like, shape (U, T)
+        As :func:`states_matrix`.
+    n_states : int
+        K.
+    max_lag : int
+        L.
+    min_pairs : int
+        As :func:`estimate_max_tv`.
+    draws : int
+        Simulated data sets R ≥ 1.
+    rng : numpy.random.Generator
+        Simulation randomness (seeded), never released noise.
+
+    Returns
+    -------
+    numpy.ndarray, shape (R, L)
+        Row r: the statistic on simulated data set r.
+    """
+    x = states_matrix(observed_states, n_states)
+    U, T = x.shape
+    L = _check_lag(max_lag, T)
+    K = int(n_states)
+    R = _check_int(draws, "draws", 1)
+    mp = _check_int(min_pairs, "min_pairs", 1)
+    if len(matrices) != U:
+        raise InvalidInputError(f"`matrices` has {len(matrices)} chains for {U} users")
+    present = x >= 0
+    first = np.array([int(r[r >= 0][0]) if np.any(r >= 0) else 0 for r in x])
+    lengths = np.array([int(np.flatnonzero(r >= 0)[-1]) + 1 if np.any(r >= 0) else 1 for r in x])
+    out = np.zeros((R, L))
+    # batch draws so that one batch's counts stay small (R_b·U·L·K² int64)
+    per_draw = U * T * 8 * 2 + U * L * (K + 1) * 8
+    rb = max(1, int((256 * 2**20) // max(1, per_draw)))
+    for r0 in range(0, R, rb):
+        nb = min(rb, R - r0)
+        sim = simulate_chain_states(matrices, lengths, first, nb, rng)
+        sim = np.where(present[None, :, : sim.shape[2]], sim, -1)
+        per_user, _ = _user_max_tv(sim.reshape(nb * U, -1), K, L, mp)
+        out[r0 : r0 + nb] = per_user.reshape(nb, U, L).max(axis=1)
+    return out

@@ -1,0 +1,179 @@
+"""Design a schedule against Δ(t) estimated from the data (``schedule --max-tv empirical``).
+
+Source: M. Zhang, E. Wei, R. Berry, J. Huang, "Age-Dependent Differential Privacy", IEEE Trans. Inf. Theory 70(2),
+2024: Theorem 3 (eq. (25), the risk of a sequence of releases), Proposition 3 (eq. (30), its limit for an
+equal-spacing schedule under condition (31)), problem (28).
+
+The Δ(t) source is the upper edge U(t) of the simultaneous confidence band of
+:func:`~policyopt.models.empirical.estimate_max_tv` for 1 ≤ t ≤ L (and Δ(0) = 1), made non-increasing by a
+running maximum from the right over 0..L: Δ̃(t) = max_{t ≤ s ≤ L} U(s) ≥ U(t).  Theorem 3 looks Δ up at the ages
+A..A + S̄ − 1 inside each epoch and at the gap S̄ between inputs, so whenever A_max + S_max − 1 ≤ L every age it
+uses is covered, and Δ̃ being non-increasing makes the epoch's risk peak at its publication, as eq. (30) and the
+exact solver assume.  Nothing is assumed beyond L.
+
+Δ estimated from data need not decay: if Δ̃(S̄)·e^{ε_C} ≥ 1 for every schedule meeting the MSE bound, the
+infinite-horizon peak risk ε* of eq. (30) does not exist.  :func:`design_over_horizon` then designs for the
+largest risk over a finite deployment horizon H (slots): with publications at S_n = A + (n − 1)·S̄ ≤ H (inputs at
+slots (n − 1)·S̄), Theorem 3's recursion ε(τ_n) = ln(1 + Δ̃(S̄)(e^{ε_C + ε(τ_{n−1})} − 1)) grows with n, so the
+largest risk over the horizon is the one at the last publication, ln(1 + Δ̃(A)(e^{ε_C + ε(τ_N)} − 1)),
+N = ⌊(H − A)/S̄⌋ + 1.  That risk increases with ε_C and the penalty does not, so for each (A, S̄) the smallest
+ε_C meeting f̄ is optimal; every (A, S̄) of the integer box is enumerated, which proves the optimum over the box.
+
+What the numbers assume: Theorem 3 is proven for inputs that form a Markov chain on the publication grid; here
+Δ̃ bounds the data's pairwise Δ(t) at the stated confidence, and the composition is Theorem 3's.  The design is
+an upper bound *under that Δ bound* (statistical: level of the band), not under the fitted chains.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from policyopt.errors import InvalidInputError, fmt
+from policyopt.formatting import UNIT_ROUNDOFF, round_up
+from policyopt.models.empirical import EmpiricalMaxTV
+from policyopt.models.posterior import TabulatedMaxTV
+from policyopt.privacy.age_dependent import compose, log_expm1
+
+__all__ = ["empirical_max_tv_table", "empirical_source", "design_over_horizon", "parse_max_tv_source"]
+
+
+def parse_max_tv_source(text: str, default_level: float = 0.95) -> tuple[str, float | None]:
+    """``model`` → (``"model"``, None); ``empirical`` / ``empirical:LEVEL`` → (``"empirical"``, level).
+
+    Raises
+    ------
+    InvalidInputError
+        Anything else, or a LEVEL outside (0, 1).
+    """
+    kind, sep, rest = str(text).partition(":")
+    if kind == "model" and not sep:
+        return "model", None
+    if kind == "empirical":
+        if not sep:
+            return "empirical", float(default_level)
+        try:
+            level = float(rest)
+        except ValueError:
+            level = math.nan
+        if not 0.0 < level < 1.0:
+            raise InvalidInputError(f"--max-tv empirical:LEVEL needs a LEVEL strictly between 0 and 1, got {text!r}")
+        return "empirical", level
+    raise InvalidInputError(f"--max-tv must be model, empirical or empirical:LEVEL, got {text!r}")
+
+
+def empirical_max_tv_table(est: EmpiricalMaxTV, last_age: int) -> np.ndarray:
+    """Δ̃(0..last_age): 1 at 0, then the running maximum from the right of the band's upper edge over 1..L.
+
+    Raises
+    ------
+    InvalidInputError
+        If `last_age` > L (no claim is made beyond the estimated lags).
+    """
+    L = est.max_lag
+    if isinstance(last_age, bool) or not isinstance(last_age, (int, np.integer)) or last_age < 0:
+        raise InvalidInputError(f"`last_age` must be an integer ≥ 0, got {fmt(last_age)}")
+    if last_age > L:
+        raise InvalidInputError(
+            f"the schedule box uses Δ(t) up to t = {int(last_age)} slots (A_max + S_max − 1) but Δ(t) was estimated for "
+            f"t ≤ L = {L} only: lower --max-age/--max-interval or raise the estimated lags"
+        )
+    full = np.concatenate([[1.0], np.asarray(est.upper, dtype=float)])
+    full = np.maximum.accumulate(full[::-1])[::-1]  # non-increasing, ≥ the band at every lag
+    return full[: int(last_age) + 1]
+
+
+def empirical_source(est: EmpiricalMaxTV, A_max: int, S_max: int) -> TabulatedMaxTV:
+    """The Δ(t) source of the schedule problem: ln Δ̃(0..max(A_max + S_max − 1, max(A_max, S_max) + 1)).
+
+    Raises
+    ------
+    InvalidInputError
+        If the box needs ages beyond the estimated lags L.
+    """
+    last = max(int(A_max) + int(S_max) - 1, max(int(A_max), int(S_max)) + 1)
+    table = empirical_max_tv_table(est, last)
+    with np.errstate(divide="ignore"):
+        logs = np.log(table)
+    return TabulatedMaxTV(logs, est.n_users, 1.0)
+
+
+def design_over_horizon(source: TabulatedMaxTV, penalty, max_penalty: float, A_max: int, S_max: int,
+                        horizon: int) -> dict:
+    """The schedule minimising the largest risk over `horizon` slots (Theorem 3), by enumeration of the box.
+
+    Parameters
+    ----------
+    source : TabulatedMaxTV
+        Δ̃(t), non-increasing, tabulated at least to max(A_max, S_max).
+    penalty : Penalty
+        Utility penalty with ``min_epsilon_c_table``.
+    max_penalty : float
+        f̄.
+    A_max, S_max : int
+        Box (slots).
+    horizon : int
+        Last slot H of the deployment (≥ 1); publications at A + (n − 1)·S̄ ≤ H.
+
+    Returns
+    -------
+    dict
+        ``status`` (``optimal`` or ``infeasible``), ``A``, ``S_bar``, ``epsilon_c``, ``horizon_risk`` (nats, rounded
+        up), ``releases`` (N), ``horizon``, ``enumerated`` (cells of the box), ``feasible_cells``, ``composition_check``
+        (the chosen schedule's largest risk recomputed by :func:`policyopt.privacy.age_dependent.compose`),
+        ``proof`` (what was enumerated and why it is optimal).
+
+    Raises
+    ------
+    InvalidInputError
+        Bad `horizon` or box.
+    """
+    if isinstance(horizon, bool) or not isinstance(horizon, (int, np.integer)) or horizon < 1:
+        raise InvalidInputError(f"`horizon` must be an integer ≥ 1 (slots), got {fmt(horizon)}")
+    H = int(horizon)
+    A_max, S_max = int(A_max), int(S_max)
+    eps = np.asarray(penalty.min_epsilon_c_table(A_max, S_max, max_penalty), dtype=float)  # (A_max + 1, S_max)
+    logd = np.asarray(source.log_max_tv(np.arange(max(A_max, S_max) + 1)), dtype=float)
+    A = np.arange(A_max + 1)[:, None]
+    S = np.arange(1, S_max + 1)[None, :]
+    N = np.where(A <= H, (H - A) // S + 1, 0)  # publications A + (n − 1)S̄ ≤ H
+    ok = np.isfinite(eps) & (N >= 1)
+    e = np.where(ok, eps, 0.0)
+    risk = np.empty(e.shape)
+    with np.errstate(invalid="ignore"):
+        for j in range(S_max):  # one column S̄ = j + 1 at a time: ~H/S̄ steps over the A_max + 1 agings
+            ej, nj, prior = e[:, j], N[:, j], np.zeros(A_max + 1)
+            for k in range(2, int(nj.max(initial=1)) + 1):  # Theorem 3, eq. (25): ε(τ_k) from ε(τ_{k−1}) across S̄
+                nxt = np.logaddexp(0.0, logd[j + 1] + log_expm1(ej + prior))
+                prior = np.where(k <= nj, nxt, prior)
+            risk[:, j] = np.logaddexp(0.0, logd[: A_max + 1] + log_expm1(ej + prior))  # peak: the last publication
+    risk = np.where(ok, risk, np.inf)
+    cells = int(risk.size)
+    feasible = int(np.count_nonzero(ok))
+    proof = (
+        f"all {cells} integer (A, S̄) with 0 ≤ A ≤ {A_max}, 1 ≤ S̄ ≤ {S_max} enumerated; per cell the smallest ε_C "
+        "meeting f̄ is optimal because the risk over the horizon increases with ε_C and the penalty does not"
+    )
+    if feasible == 0:
+        return {"status": "infeasible", "A": None, "S_bar": None, "epsilon_c": None, "horizon_risk": None,
+                "releases": None, "horizon": H, "enumerated": cells, "feasible_cells": 0, "composition_check": None,
+                "proof": proof}
+    flat = np.lexsort((np.broadcast_to(S, risk.shape).ravel(), np.broadcast_to(A, risk.shape).ravel(), risk.ravel()))[0]
+    a, s = np.unravel_index(int(flat), risk.shape)
+    a, s = int(a), int(s) + 1
+    n = int(N[a, s - 1])
+    ec = float(eps[a, s - 1])
+    value = float(risk[a, s - 1])
+    times = a + s * np.arange(n)
+    def table(t):
+        """Δ̃(t) for the ages compose asks (≤ A + S̄ − 1, inside the table); 1 beyond the table (no claim)."""
+        t = np.asarray(t)
+        return np.where(t > source.horizon, 1.0, np.exp(source.log_max_tv(np.minimum(t, source.horizon))))
+
+    comp = compose(times, a, ec, table, horizon=H)
+    check = float(np.max(comp.risk))
+    # n recursion steps of logaddexp/log_expm1, each within a few ulps: a relative margin of 16(n + 2)u
+    upper = round_up(max(value, check), rel=16.0 * (n + 2) * UNIT_ROUNDOFF)
+    return {"status": "optimal", "A": a, "S_bar": s, "epsilon_c": ec, "horizon_risk": upper, "releases": n,
+            "horizon": H, "enumerated": cells, "feasible_cells": feasible, "composition_check": check, "proof": proof}
