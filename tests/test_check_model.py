@@ -145,3 +145,23 @@ def test_cli_bad_input_one_line_exit_2(args, message):
 def test_lag_ranges():
     assert lag_ranges([1, 2, 3, 7, 9, 10]) == "1–3, 7, 9–10"
     assert lag_ranges([]) == "none"
+
+
+def test_schedule_says_whether_the_lags_its_design_uses_are_refuted():
+    """The model check names the lags the chosen schedule's ε* rests on (A..A + S̄ − 1 and S̄) and which are refuted."""
+    import subprocess
+
+    from _cli import POLICYOPT, strict_json
+
+    run = subprocess.run([POLICYOPT, "schedule", "--max-penalty", "0.2", "--json"], capture_output=True, text=True,
+                         timeout=600)
+    assert run.returncode == 0, run.stderr
+    out = strict_json(run.stdout)
+    A, S = out["A"], out["S_bar"]
+    mc = out["model_check"]
+    assert mc["design_lags"] == sorted(({*range(A, A + S)} | {S}) - {0})
+    assert mc["design_lags_refuted"] == [t for t in mc["design_lags"] if t in set(mc["refuted_lags"])]
+    assert mc["design_lags_refuted"]  # an aged design on the bundled homes rests on refuted lags
+    text = subprocess.run([POLICYOPT, "schedule", "--max-penalty", "0.2"], capture_output=True, text=True, timeout=600)
+    line = next(x for x in text.stdout.splitlines() if x.startswith("model check"))
+    assert "so its ε* is not a bound for the data" in line

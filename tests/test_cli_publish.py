@@ -260,7 +260,7 @@ def test_end_to_end_bundled_data_as_a_stream(tmp_path):
     stream = tmp_path / "stream.csv"
     df[df.time < 240].to_csv(stream, index=False)  # ten days so far
     design = run("schedule", "--data", stream, "--value-range", "0:48", "--states", 3, "--users", 100000,
-                 "--max-penalty", 1.5e-5, "--json")
+                 "--max-penalty", 1.5e-5, "--penalty", "chain", "--json")
     assert design.returncode == 0, design.stderr
     sched = _strict(design.stdout)
     assert sched["deployment"]["data"]["format"] == "csv" and sched["deployment"]["model"]["states"] == 3

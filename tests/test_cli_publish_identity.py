@@ -54,12 +54,14 @@ def test_readme_design_publish_audit_repeats_the_schedules_peak(tmp_path):
     assert dep["max_tv_horizon"] == 169
     ledger = tmp_path / "ledger.db"
     pub = ok_json("publish", "--schedule", sched, "--ledger", ledger, "--out", tmp_path / "r.csv", "--through", 200)
-    assert pub["released"] == 51 and pub["model_reason"].startswith("the design recorded in --schedule")
+    assert pub["released"] == len(range(d["A"], 201, d["S_bar"]))
+    assert pub["model_reason"].startswith("the design recorded in --schedule")
     audit = ok_json("ledger", "--ledger", ledger)
     assert audit["designed_peak_risk"] == pytest.approx(d["peak_risk"], rel=1e-9)
     assert audit["provenance"]["design_data"] == dep["data"] and audit["provenance"]["stream"]["format"] == "bundled"
     text = run("ledger", "--ledger", ledger)
-    assert "designed    : ε* = 1.0048 nats" in text.stdout  # the schedule's ε* (README: 1.0048)
+    shown = run("schedule").stdout.split("peak risk   : ε* = ")[1].split(" nats")[0]  # the schedule's text (README)
+    assert f"designed    : ε* = {shown} nats" in text.stdout
 
 
 def test_readme_table_publish_then_ledger_is_finite(tmp_path):
@@ -75,7 +77,7 @@ def test_readme_table_publish_then_ledger_is_finite(tmp_path):
 def test_another_csv_design_publish_audit_and_refusals(tmp_path, homes_csv):
     sched = tmp_path / "homes.json"
     design = run("schedule", "--data", homes_csv, "--value-range", "0:48", "--states", 3, "--max-age", 24,
-                 "--max-interval", 24, "--users", 100000, "--max-penalty", 1.5e-5, "--json")
+                 "--max-interval", 24, "--users", 100000, "--max-penalty", 1.5e-5, "--penalty", "chain", "--json")
     assert design.returncode == 0, design.stderr
     sched.write_text(design.stdout)
     d = json.loads(design.stdout)

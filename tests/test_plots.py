@@ -262,7 +262,7 @@ def test_sweep_plot_of_five_models_keeps_its_legends_off_the_panels(tmp_path, ca
     """`--vary states=3,4,6,8,12` on the bundled data: one legend entry per model, below the panels, none on them."""
     out, png = tmp_path / "k.csv", tmp_path / "k.png"
     assert main(["sweep", "--vary", "states=3,4,6,8,12", "--max-penalty", "1.2e-5:1.6e-5:3", "--max-age", "12",
-                 "--max-interval", "12", "--out", str(out), "--plot", str(png)]) == 0
+                 "--max-interval", "12", "--penalty", "chain", "--out", str(out), "--plot", str(png)]) == 0
     fig = plot_sweep(read_sweep_csv(out), tmp_path / "again.png")
     assert len(fig.legends) == 1 and [t.get_text() for t in fig.legends[0].get_texts()] == [
         f"states={k}" for k in (3, 4, 6, 8, 12)]

@@ -121,7 +121,7 @@ def test_a_200_state_chain_whose_floor_lies_above_the_staleness_limit(tmp_path):
 
 def test_robust_deployment_too_small_for_a_tradeoff():
     """The bundled pilot deployed to 10⁴ homes with --robust 0.9: the floor under (31) exceeds the staleness limit."""
-    text = _run("schedule", "--robust", "0.9", "--users", "10000")
+    text = _run("schedule", "--robust", "0.9", "--users", "10000", "--penalty", "chain")
     assert _line(text, "trade-off").startswith("trade-off   : none — ")
     assert "no f̄ has a finite optimum" in text and "between" not in text
 

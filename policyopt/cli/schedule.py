@@ -266,6 +266,7 @@ def run_schedule(args) -> int:
 
         out["model_check"] = quick_check(dep.fitted, dep.readings, args.max_age, args.max_interval,
                                          seed=DEFAULT_SEED if post.get("seed") is None else post["seed"])
+        out["model_check"].update(design_lags(out["model_check"], out.get("A"), out.get("S_bar")))
     out["warnings"] = warnings
     out["explanation"] = explain(out)
     plot_error = None
@@ -361,6 +362,24 @@ def _empirical_report(out, empirical, source, penalty, max_penalty, args) -> Non
         out["horizon_design"] = design_over_horizon(source, penalty, max_penalty, args.max_age, args.max_interval, horizon)
 
 
+def design_lags(check: dict, A, S_bar) -> dict:
+    """The lags whose Δ the chosen schedule's ε* rests on, and which of them the model check refutes.
+
+    Eq. (30) and Theorem 3's recursion (Zhang et al. 2024) evaluate Δ at the ages A..A + S̄ − 1 of an epoch's input
+    and at the gap S̄ between inputs; lag 0 (Δ(0) = 1) needs no model.  ``design_lags`` lists them (``null`` when no
+    schedule was found), ``design_lags_refuted`` those among them the check refutes.
+    """
+    if A is None or S_bar is None:
+        return {"design_lags": None, "design_lags_refuted": None}
+    lags = sorted(({t for t in range(int(A), int(A) + int(S_bar))} | {int(S_bar)}) - {0})
+    refuted = set(check.get("refuted_lags") or ())
+    return {"design_lags": lags, "design_lags_refuted": [t for t in lags if t in refuted]}
+
+
+def _lag_list(lags: list) -> str:
+    return ", ".join(map(str, lags)) if len(lags) <= 4 else f"{lags[0]}–{lags[-1]}"
+
+
 def _with_data_lines(text: str, out: dict) -> str:
     """The schedule text with the model-check and empirical-design lines before the wall time."""
     from policyopt.formatting import fmt_exact, fmt_upper
@@ -368,7 +387,15 @@ def _with_data_lines(text: str, out: dict) -> str:
 
     extra = []
     if out.get("model_check"):
-        extra.append(f"model check : {format_summary(out['model_check'])}")
+        mc = out["model_check"]
+        line = f"model check : {format_summary(mc)}"
+        if mc.get("design_lags"):
+            lags, bad = mc["design_lags"], mc["design_lags_refuted"]
+            line += (f"; this design's ε* uses Δ at lag{'s' if len(lags) > 1 else ''} {_lag_list(lags)} (A..A + S̄ − 1 "
+                     "and S̄): " + (f"REFUTED at {len(bad)} of them ({_lag_list(bad)}), so its ε* is not a bound for "
+                                   "the data" if bad else "the chains are not refuted there (Theorem 3's composition "
+                                   "still assumes them)"))
+        extra.append(line)
     emp = out.get("empirical_max_tv")
     if emp:
         used = emp["max_tv_used"]

@@ -119,12 +119,17 @@ def default_max_penalty(low: float, high: float | None) -> float:
     Without a trade-off (low ≥ high: no f̄ has a finite optimum) it is 2·low, a reachable bound, and the
     report's explanation says that there is no trade-off.
 
+    When no budget meets condition (31) in the box (low = ∞), no f̄ has a schedule; the default is then the
+    staleness limit `high`, so that the design runs and its report says why nothing is feasible.
+
     Raises
     ------
     InvalidInputError
-        If low is not finite (no budget meets condition (31) in the box) or high is missing or not finite
-        (a penalty without a staleness limit): then the bound must be given.
+        If high is missing or not finite (a penalty without a staleness limit) and low is not finite:
+        then the bound must be given.
     """
+    if not math.isfinite(low) and high is not None and math.isfinite(high) and high > 0:
+        return float(high)
     if high is None or not math.isfinite(high) or not math.isfinite(low):
         raise InvalidInputError(
             f"no trade-off range to choose a default f̄ from (low {low!r}, high {high!r}): give the bound "

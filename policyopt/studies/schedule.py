@@ -501,7 +501,9 @@ def design_schedule(
         probe = ScheduleProblem(population, penalty, 1.0, A_max=A_max, S_max=S_max)
         low0, high0 = tradeoff_range(probe)
         max_penalty = default_max_penalty(low0, high0)
-        max_penalty_source = ("default: geometric midpoint √(low·high) of the trade-off range" if low0 < high0 else
+        max_penalty_source = ("default: the staleness limit (no budget meets condition (31) in the box)"
+                              if not math.isfinite(low0) else
+                              "default: geometric midpoint √(low·high) of the trade-off range" if low0 < high0 else
                               "default: twice the smallest reachable MSE (no trade-off range: low ≥ high)")
     problem = ScheduleProblem(population, penalty, max_penalty, A_max=A_max, S_max=S_max)
     exact = problem.solve(method="exact")
