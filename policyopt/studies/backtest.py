@@ -28,7 +28,7 @@ import time
 import numpy as np
 
 from policyopt.errors import InvalidInputError, fmt
-from policyopt.formatting import fmt_exact, fmt_value
+from policyopt.formatting import fmt_count, fmt_exact, fmt_value
 from policyopt.utility.readings_penalty import (
     BOOTSTRAP_REPS,
     DEFAULT_LEVEL,
@@ -84,7 +84,80 @@ def schedule_from_json(obj: dict, source: str = "--schedule") -> dict:
     vr = m.get("value_range") if m.get("value_range_declared") else None
     return {"A": A, "S_bar": S, "epsilon_c": float(eps), "max_penalty": float(f_bar), "users": m.get("users"),
             "value_range": None if vr is None else (float(vr[0]), float(vr[1])), "promised": obj.get("penalty"),
-            "unit": m.get("penalty_unit") or "", "penalty": m.get("penalty")}
+            "unit": m.get("penalty_unit") or "", "penalty": m.get("penalty"), "states": m.get("states"),
+            "smoothing": m.get("smoothing"), "design_max_tv": _design_max_tv(obj)}
+
+
+def _design_max_tv(obj: dict) -> dict:
+    """The Δ(t) values a ``schedule --json`` object says its design used, by lag: the empirical table of
+    ``--max-tv empirical`` (``empirical_max_tv.max_tv_used``) or the chains' values at A and S̄
+    (``model.max_tv_witnesses``).  Empty when the object records neither."""
+    emp = obj.get("empirical_max_tv")
+    if isinstance(emp, dict) and isinstance(emp.get("max_tv_used"), list):
+        return {"source": "the data's upper band (--max-tv empirical)", "values": dict(enumerate(emp["max_tv_used"]))}
+    wit = (obj.get("model") or {}).get("max_tv_witnesses")
+    if isinstance(wit, list):
+        vals = {w["t"]: w["max_tv"] for w in wit if isinstance(w, dict) and isinstance(w.get("t"), int)
+                and isinstance(w.get("max_tv"), (int, float))}
+        return {"source": "the design's chains", "values": vals}
+    return {"source": None, "values": {}}
+
+
+#: Bootstrap replicates of the held-out Δ(t) band of :func:`backtest` (the check at two or three lags needs few).
+MAX_TV_BOOT = 100
+
+
+def max_tv_comparison(train, held, fitted, design: dict, lags: list, *, level: float, seed: int,
+                      n_boot: int = MAX_TV_BOOT) -> dict:
+    """Δ(t) the design used against Δ(t) estimated directly on the held-out readings, at the lags of eq. (30).
+
+    The held-out readings are put on the design's quantile states (the chains `fitted` on the training part) and
+    :func:`policyopt.models.empirical.estimate_max_tv` gives the direct estimate and its simultaneous block-bootstrap
+    band at `level`.  A lag *exceeds* when the band's lower end lies above the Δ the design used: with confidence
+    `level` the held-out data depend on the past more than the design assumed there, so its ε* is not a bound for them.
+
+    Parameters
+    ----------
+    train, held : pandas.DataFrame
+        Training and held-out readings (columns user, time, value).
+    fitted : FittedModel
+        Chains fitted on `train` (their quantizer defines the states).
+    design : dict
+        ``{"source": str or None, "values": {lag: Δ}}`` from the schedule; lags it lacks take the chains'.
+    lags : list of int
+        Lags ≥ 1 (slots), e.g. A and S̄.
+    level : float
+        Level of the band.
+    seed : int
+        Seed of the bootstrap (simulation only).
+    n_boot : int
+        Bootstrap replicates.
+
+    Returns
+    -------
+    dict
+        ``lags``, ``design_max_tv``, ``design_source``, ``held_out_max_tv``, ``held_out_lower``, ``held_out_upper``,
+        ``level``, ``exceeds`` (list of bool), ``holds`` (no lag exceeds), ``method``.
+    """
+    from policyopt.models.empirical import estimate_max_tv
+    from policyopt.studies.check_model import data_states
+
+    states, _ = data_states(held, fitted)
+    est = estimate_max_tv(states, fitted.quantizer.n_states, max(lags), level=level, n_boot=n_boot, seed=seed)
+    values, source = [], design.get("source")
+    for t in lags:
+        v = design.get("values", {}).get(t)
+        if v is None:
+            v = float(fitted.population.max_tv(t))
+            source = source or "the chains fitted on the training readings"
+        values.append(float(v))
+    idx = [t - 1 for t in lags]
+    lower = [float(est.lower[i]) for i in idx]
+    exceeds = [lo > v for lo, v in zip(lower, values)]
+    return {"lags": list(lags), "design_max_tv": values, "design_source": source,
+            "held_out_max_tv": [float(est.estimate[i]) for i in idx], "held_out_lower": lower,
+            "held_out_upper": [float(est.upper[i]) for i in idx], "level": float(est.level), "exceeds": exceeds,
+            "holds": not any(exceeds), "method": est.method}
 
 
 def replay_errors(terms, A: int, S_bar: int, users: int, split: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -191,11 +264,14 @@ def backtest(data, schedule: dict | None = None, *, train_fraction: float = 0.5,
                                     f"(status {sched['status']}): {sched['message']}")
         sched = schedule_from_json(sched, "the schedule designed on the training readings")
         sched["value_range"] = value_range
+        sched["design_max_tv"] = {"source": "the chains fitted on the training readings",
+                                  "values": {t: float(fitted.population.max_tv(t)) for t in (sched["A"], sched["S_bar"])}}
     else:
         if max_penalty is not None:
             raise InvalidInputError(f"`max_penalty` = {max_penalty!r} applies to a design made here; a given schedule "
                                     "carries its own f̄")
         sched = schedule_from_json(schedule)
+        fitted = None
         I = users if users is not None else sched["users"]
         if I is None:
             raise InvalidInputError("the schedule records no deployment size (model.users); give `users`")
@@ -226,6 +302,16 @@ def backtest(data, schedule: dict | None = None, *, train_fraction: float = 0.5,
     hp = ReadingsMSEPenalty(hm, users=I, unit=unit)
     prof = hp.phase_profile(peak)
     f_bar = sched["max_penalty"]
+    lags = sorted({A, S} - {0})
+    comparison = None
+    if lags:
+        train_df, held_df = df[df["time"] < split], df[df["time"] >= split]
+        if fitted is None:
+            from policyopt.models.estimation import fit_population
+
+            fitted = fit_population(train_df, sched["states"] or 3, smoothing=sched["smoothing"] or 0.01, value_range=vr,
+                                    source="training readings")
+        comparison = max_tv_comparison(train_df, held_df, fitted, sched["design_max_tv"], lags, level=level, seed=seed)
     return {
         "realized_mse": realized,
         "realized_mse_lower": lower,
@@ -256,6 +342,7 @@ def backtest(data, schedule: dict | None = None, *, train_fraction: float = 0.5,
         "unit": unit,
         "replay": "releases at S_n = split + n·S̄ of the readings of S_n − A; the value read at t is A + ((t − split) mod S̄) "
                   "slots old; error against the current mean of I users drawn like the readings' users",
+        "max_tv_comparison": comparison,
         "wall_time_s": time.perf_counter() - start,
     }
 
@@ -281,8 +368,17 @@ def format_backtest(r: dict) -> str:
         f"peak AoI    : held-out MSE at age {r['at_peak_aoi']['age']}: {fmt_value(r['at_peak_aoi']['pooled'], 4)}{u} over all "
         f"slots, {fmt_value(r['at_peak_aoi']['worst_phase'], 4)}{u} at the worst of {r['at_peak_aoi']['phase_period']} phases",
         f"verdict     : {verdict}",
-        f"bootstrap   : {b['method']}, blocks of {b['block_slots']} slots, {b['reps']} replicates, seed {b['seed']}",
+        f"bootstrap   : {b['method']}, blocks of {fmt_count(b['block_slots'], 'slot')}, {b['reps']} replicates, seed {b['seed']}",
     ]
+    c = r.get("max_tv_comparison")
+    if c:
+        parts = [f"lag {t}: design {fmt_value(d, 3)}, held-out {fmt_value(e, 3)} ({100 * c['level']:g}% band "
+                 f"{fmt_value(lo, 3)}–{fmt_value(hi, 3)})"
+                 for t, d, e, lo, hi in zip(c["lags"], c["design_max_tv"], c["held_out_max_tv"], c["held_out_lower"],
+                                            c["held_out_upper"])]
+        lines.append(f"Δ(t)        : {'; '.join(parts)} — " + (
+            "the held-out data depend on the past more than the design assumed: its ε* is no bound for them"
+            if not c["holds"] else "the design's Δ is not below the held-out band at these lags"))
     if r.get("plot"):
         lines.append(f"plot        : {r['plot']} (realised error over the held-out time)")
     lines.append(f"wall time   : {r['wall_time_s']:.3f} s")
