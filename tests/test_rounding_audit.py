@@ -37,3 +37,96 @@ def test_fran_tiny_distance_not_below_exact(p, q, lam):
         assert mp.mpf(out["distance"]) >= dist, (out["distance"], dist)
         assert mp.mpf(out["distance"]) <= dist * (1 + mp.mpf(2) ** -50)  # exact, then one rounding up
         assert mp.mpf(out["epsilon_s"]) >= eps_s, (out["epsilon_s"], eps_s)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# ledger: every risk in `ledger --json` and in the ledger's SQLite columns ≥ the exact recursion of Theorem 3
+# ----------------------------------------------------------------------------------------------------------------
+
+P_LEDGER, Q_LEDGER = 0.5, 0.5 - 2.0**-30  # Δ(t) = (2^-30)^t: a fast-forgetting chain, so ε_C = 20 keeps (31)
+EPS_LEDGER = 20.0
+
+
+def _exact_recursion(releases, p, q, times):
+    """Theorem 3 (eq. 25) in 50-digit mpmath for a two-state chain, Δ(t) = |1 − p − q|^t exactly."""
+    with mp.workdps(50):
+        rho = abs(1 - mp.mpf(p) - mp.mpf(q))
+
+        def leak(t, e):
+            return mp.log1p(rho ** t * mp.expm1(e))
+
+        prior, rows = mp.mpf(0), []
+        for k, r in enumerate(releases):
+            if k:
+                prev = releases[k - 1]
+                prior = leak(r["input_time"] - prev["input_time"], mp.mpf(prev["epsilon_spent"]) + prior)
+            rows.append((r["slot"], r["input_time"], mp.mpf(r["epsilon_spent"]) + prior, prior))
+        traj, j = [], -1
+        for t in times:
+            while j + 1 < len(rows) and rows[j + 1][0] <= t:
+                j += 1
+            traj.append(mp.mpf(0) if j < 0 else leak(t - rows[j][1], rows[j][2]))
+        return rows, traj
+
+
+def test_ledger_3000_releases_not_below_exact(tmp_path):
+    import sqlite3
+
+    stream = tmp_path / "stream.csv"
+    rng = __import__("random").Random(0)
+    stream.write_text("user,time,value\n" + "".join(f"u{u},{t},{rng.random() * 4:.3f}\n"
+                                                   for t in range(3001) for u in range(3)))
+    db = tmp_path / "ledger.db"
+    model = f"two-state:p={P_LEDGER!r},q={Q_LEDGER!r}"
+    pub = strict_json(run_cli("publish", "--A", "0", "--S-bar", "1", "--epsilon-c", EPS_LEDGER, "--value-range", "0:4",
+                              "--data", stream, "--ledger", db, "--model", model, "--json").stdout)
+    assert pub["released"] == 3000
+    out = strict_json(run_cli("ledger", "--ledger", db, "--json").stdout)
+    releases = [r for r in out["releases"] if r["status"] == "released"]
+    times = out["trajectory"]["times"]
+    origin = out["schedule"]["origin"]
+    rows, traj = _exact_recursion(releases, P_LEDGER, Q_LEDGER, [t - origin for t in times])
+    below = [(t, v, e) for t, v, e in zip(times, out["trajectory"]["risk"], traj) if mp.mpf(v) < e]
+    assert not below, f"{len(below)} of {len(times)} trajectory points below the exact recursion, first {below[:3]}"
+    assert all(mp.mpf(v) - e < 1e-9 for v, e in zip(out["trajectory"]["risk"], traj))  # a rounding margin, not slack
+    peaks = [leak_e for leak_e in (traj[times.index(r["slot"])] for r in releases)]
+    for r, e, (_, _, _, prior) in zip(releases, peaks, rows):
+        assert mp.mpf(r["risk_at_release"]) >= e
+        assert mp.mpf(r["recorded_risk_at_release"]) >= e  # the SQLite column, written by publish
+        assert mp.mpf(r["prior_risk"]) >= prior
+    assert mp.mpf(out["peak_risk"]) >= max(peaks)
+    assert mp.mpf(out["risk_at"]) >= traj[-1]
+    assert mp.mpf(pub["peak_risk"]) >= max(peaks)
+    # the designed peak, eq. (30): ε* = ln(1 + Δ(A)(e^ε_C − 1)/(1 − Δ(S̄)e^ε_C)), A = 0, S̄ = 1
+    with mp.workdps(50):
+        rho = abs(1 - mp.mpf(P_LEDGER) - mp.mpf(Q_LEDGER))
+        e = mp.mpf(EPS_LEDGER)
+        designed = mp.log1p(mp.expm1(e) / (1 - rho * mp.exp(e)))
+    assert mp.mpf(out["designed_peak_risk"]) >= designed
+    # the SQLite columns themselves
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as con:
+        cols = con.execute("SELECT risk_at_release, prior_risk FROM releases WHERE status = 'released' ORDER BY n").fetchall()
+    assert all(mp.mpf(a) >= pk and mp.mpf(b) >= pr for (a, b), pk, (_, _, _, pr) in zip(cols, peaks, rows))
+
+
+def test_publish_max_risk_compares_the_upper_bound(tmp_path):
+    """--max-risk just above the float value but below the exact-side bound refuses the release."""
+    stream = tmp_path / "stream.csv"
+    stream.write_text("user,time,value\n" + "".join(f"u{u},{t},1.0\n" for t in range(12) for u in range(2)))
+    model = f"two-state:p={P_LEDGER!r},q={Q_LEDGER!r}"
+    base = ["publish", "--A", "0", "--S-bar", "1", "--epsilon-c", EPS_LEDGER, "--value-range", "0:4", "--data", stream,
+            "--model", model, "--json"]
+    peak = strict_json(run_cli(*base, "--ledger", tmp_path / "a.db").stdout)["peak_risk"]
+    releases = strict_json(run_cli("ledger", "--ledger", tmp_path / "a.db", "--json").stdout)["releases"]
+    rows, _ = _exact_recursion(releases, P_LEDGER, Q_LEDGER, [])
+    with mp.workdps(50):
+        exact = max(mp.log1p(mp.expm1(total)) for _, _, total, _ in rows)  # Δ(A = 0) = 1
+    assert mp.mpf(peak) >= exact
+    import subprocess
+
+    from _cli import POLICYOPT
+    below = float(exact) if mp.mpf(float(exact)) < exact else __import__("math").nextafter(float(exact), 0)
+    proc = subprocess.run([POLICYOPT, *map(str, base), "--ledger", tmp_path / "b.db", "--max-risk", repr(below)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "--max-risk" in proc.stderr, proc.stderr
+    assert not (tmp_path / "b.db").exists()

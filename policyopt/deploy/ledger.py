@@ -374,9 +374,10 @@ class LedgerRow:
     value : float or None
         The released value (``None`` when skipped).
     prior_risk : float or None
-        Leakage about the input of this release from the earlier ones (nats, Theorem 3).
+        Leakage about the input of this release from the earlier ones (nats, Theorem 3), an upper
+        bound rounded outward (:func:`policyopt.privacy.age_dependent.risk_after_aging_upper`).
     risk_at_release : float or None
-        ε(S_n) of eq. (25) with the ledger's model at publish time (nats).
+        ε(S_n) of eq. (25) with the ledger's model at publish time (nats), an upper bound rounded outward.
     reason : str or None
         Why a release was skipped.
     schedule_id, package_version, sampler, committed_at : str
@@ -692,9 +693,11 @@ class Ledger:
         -----
         Each release enters with its own publishing time, aging and the OpenDP-mapped budget
         ``epsilon_spent``; skipped rows are left out.  All in log space via
-        :func:`policyopt.privacy.age_dependent.compose`.
+        :func:`policyopt.privacy.age_dependent.compose`; the risks returned are its outward-rounded
+        ``risk_upper`` / ``epoch_peaks_upper`` and the designed peak is rounded up by
+        :func:`policyopt.privacy.age_dependent.peak_risk_upper`.
         """
-        from policyopt.privacy.age_dependent import compose, peak_risk
+        from policyopt.privacy.age_dependent import compose, peak_risk, peak_risk_upper
 
         if self.is_new:
             raise InvalidInputError(f"{self.option} {str(self.path)!r} holds no schedule yet")
@@ -710,15 +713,18 @@ class Ledger:
             ages = np.array([r.slot - r.input_time for r in made])
             # compose evaluates Δ only up to the largest lag Theorem 3 looks up, not up to the horizon
             comp = compose(S, ages, np.array([r.epsilon_spent for r in made]), population, horizon=T - sch.origin)
-            risk, aoi, peaks = comp.risk, comp.aoi, comp.epoch_peaks
+            # outward-rounded trajectory: every reported risk is ≥ its exact value (issue 26)
+            risk, aoi, peaks = comp.risk_upper, comp.aoi, comp.epoch_peaks_upper
         else:
             risk, aoi, peaks = np.zeros(times.size), np.full(times.size, np.nan), np.empty(0)
+        la, ls = float(population.log_max_tv(sch.A)), float(population.log_max_tv(sch.S_bar))
         designed = peak_risk(float(population.max_tv(sch.A)), float(population.max_tv(sch.S_bar)), sch.epsilon_c)
+        designed_up = peak_risk_upper(designed.value, la, ls, sch.epsilon_c, sch.A, sch.S_bar)
         return LedgerRisk(
             times=times, risk=np.asarray(risk), aoi=np.asarray(aoi),
             release_slots=np.array([r.slot for r in made], dtype=np.int64), epoch_peaks=np.asarray(peaks),
             peak_risk=float(np.max(peaks)) if len(peaks) else 0.0,
-            designed_peak_risk=designed.value, designed_status=designed.status,
+            designed_peak_risk=designed_up, designed_status=designed.status,
             at=int(T), released=len(made), skipped=skipped,
         )
 

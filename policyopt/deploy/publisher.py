@@ -51,6 +51,7 @@ from pathlib import Path
 import numpy as np
 
 from policyopt.errors import InvalidInputError, PolicyOptError, fmt
+from policyopt.formatting import round_up
 from policyopt.deploy.ledger import Ledger, LedgerRow, ModelSpec, ScheduleSpec, now_utc, package_version
 
 __all__ = ["Publisher", "PublishReport", "RiskLimitError", "ScheduleSpec", "read_stream_csv", "OUT_HEADER", "render_out"]
@@ -355,7 +356,7 @@ class Publisher:
         LedgerLockedError
             If another publisher holds the ledger.
         """
-        from policyopt.privacy.age_dependent import risk_after_aging_log
+        from policyopt.privacy.age_dependent import risk_after_aging_upper
         from policyopt.models.estimation import sort_readings, validate_readings
 
         if not hasattr(readings, "columns"):
@@ -382,7 +383,7 @@ class Publisher:
                 _remove_db(self.ledger_path)
             raise
         try:
-            return self._run(led, clean, through, t_min, t_max, created, risk_after_aging_log)
+            return self._run(led, clean, through, t_min, t_max, created, risk_after_aging_upper)
         except BaseException:
             if created and led.is_new:
                 led.close()
@@ -391,7 +392,7 @@ class Publisher:
         finally:
             led.close()
 
-    def _run(self, led, clean, through, t_min, t_max, created, risk_after_aging_log):
+    def _run(self, led, clean, through, t_min, t_max, created, risk_after_aging_upper):
         if led.is_new:
             sch = self.schedule if self.schedule.origin is not None else replace(self.schedule, origin=t_min)
             model = ModelSpec() if self.model is None else self.model
@@ -434,8 +435,11 @@ class Publisher:
                 plan.append((n, slot, tau, None, None, None, None))
             else:
                 _, sens, scale, spent = mech.get(vals.size)
-                prior = 0.0 if state is None else risk_after_aging_log(ldtv(tau - state[0]), state[1] + state[2])  # (25) at S_n − A_n
-                risk = risk_after_aging_log(ldtv(sch.A), spent + prior)  # (25) at t = S_n
+                # upper bounds (issue 26): eq. (25) is increasing in its inputs, so each step is fed the previous
+                # step's upper bound and rounded up; --max-risk compares this upper side
+                prior = 0.0 if state is None else risk_after_aging_upper(
+                    ldtv(tau - state[0]), round_up(state[1] + state[2]), tau - state[0])  # (25) at S_n − A_n
+                risk = risk_after_aging_upper(ldtv(sch.A), round_up(spent + prior), sch.A)  # (25) at t = S_n
                 if self.max_risk is not None and risk > self.max_risk:
                     ok = len(plan)
                     raise RiskLimitError(
