@@ -130,3 +130,35 @@ def test_publish_max_risk_compares_the_upper_bound(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "--max-risk" in proc.stderr, proc.stderr
     assert not (tmp_path / "b.db").exists()
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# schedule: `bound` (a proven lower bound) ≤ the exact optimum over the box, computed in mpmath
+# ----------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("p, q, f_bar", [(0.1, 0.1, 0.09), (0.1, 0.2, 0.07), (0.05, 0.3, 0.045), (0.3, 0.1, 0.06), (0.2, 0.2, 0.07)])
+def test_schedule_bound_not_above_exact_optimum(p, q, f_bar):
+    import _mp_refs as R
+
+    box = 12
+    out = strict_json(run_cli("schedule", "--chain", f"two-state:p={p},q={q}", "--users", "20", "--max-age", box,
+                              "--max-interval", box, "--max-penalty", repr(f_bar), "--json").stdout)
+    assert out["status"] == "optimal" and out["bound"] is not None
+    P = [[1 - p, p], [q, 1 - q]]
+    with mp.workdps(50):
+        stale = [R.staleness([P], [20], [[-1.0, 1.0]], t) for t in range(2 * box)]
+        dtv = [R.max_tv(P, t) for t in range(box + 1)]
+        s = mp.mpf(2) / 20  # Δf = (HI − LO)/I of the mean
+        best = mp.inf
+        for A in range(box + 1):
+            for S in range(1, box + 1):
+                W = max(stale[A:A + S])
+                if W >= f_bar:
+                    continue
+                eps = s * mp.sqrt(2 / (mp.mpf(f_bar) - W))  # the exact smallest budget meeting f̄
+                if dtv[S] * mp.exp(eps) < 1:  # condition (31)
+                    best = min(best, R.peak_risk(dtv[A], dtv[S], eps))
+    assert mp.mpf(out["bound"]) <= best, (out["bound"], best)
+    assert mp.mpf(out["peak_risk"]) >= best
+    assert best - mp.mpf(out["bound"]) < 1e-8 * best  # a rounding margin, not slack
