@@ -93,6 +93,10 @@ def _tpl_matrices(args):
     return P_B, P_F, f"{source}: P_B, P_F per user ({len(P_B)} users)"
 
 
+#: A supremum that is finite but too close to the divergence threshold for a finite rounding bound (JSON string).
+UNCERTIFIED = "finite, no certified bound: ε is at the edge of divergence (the fixed point's slope is 1 within rounding)"
+
+
 def _suprema(P_B, P_F, epsilon: float) -> dict:
     """Theorem 11 suprema of BPL, FPL and TPL for a constant budget, rounded up; ``"divergent"`` where infinite."""
     from policyopt.privacy.tpl_supremum import supremum_upper
@@ -108,15 +112,19 @@ def _suprema(P_B, P_F, epsilon: float) -> dict:
             value = supremum_upper(m, epsilon)
             if value is None:
                 return None
+            if not math.isfinite(value):
+                return UNCERTIFIED  # finite, but no finite rounding bound: ε at the edge of divergence
             vals.append(value)
         return vals
 
     b, f = sup(P_B), sup(P_F)
-    n = max(len(b or [0]), len(f or [0]))
-    out = {"bpl": "divergent" if b is None else max(b), "fpl": "divergent" if f is None else max(f)}
+    out = {k: "divergent" if v is None else v if isinstance(v, str) else max(v) for k, v in (("bpl", b), ("fpl", f))}
     if b is None or f is None:
         out["tpl"] = "divergent"
+    elif isinstance(b, str) or isinstance(f, str):
+        out["tpl"] = UNCERTIFIED
     else:
+        n = max(len(b), len(f))
         b = b * n if len(b) == 1 else b
         f = f * n if len(f) == 1 else f
         # per user, then the max (eq. 3); x, y are rounded up, the sum is rounded up once more
