@@ -68,3 +68,88 @@ def test_discounted_hyperbolic_subnormal_beta():
     out, err = ok_json("discounted", "--notion", "hyperbolic", "--beta", "1e-320", "--epsilon", 1, "--horizon", 10)
     assert out["total_variance"] is None and any("overflows a float" in w for w in out["warnings"])
     assert all(isinstance(b, float) and b > 0 for b in out["schedule"])
+
+
+# ------------------------------------------------------------------ 3 and 5: publish / ledger inputs
+
+
+@pytest.fixture(scope="module")
+def stream(tmp_path_factory):
+    d = tmp_path_factory.mktemp("pub")
+    (d / "st.csv").write_text("user,time,value\n" + "".join(f"{u},{t},{1.0 + (t % 3)}\n" for t in range(31) for u in "ab"))
+    sch = strict_json(run("schedule", "--chain", "two-state:p=0.1,q=0.1", "--max-penalty", "0.09", "--json").stdout)
+    for name, change in (("null_model", {"model": None}), ("big_sbar", {"S_bar": 10**30})):
+        (d / f"{name}.json").write_text(json.dumps(dict(sch, **change)))
+    (d / "deep.json").write_text("[" * 100000 + "]" * 100000)
+    (d / "big.csv").write_text("user,time,value\n" + "".join(f"{u},{10**17 + t},1.5\n" for t in range(12) for u in "ab"))
+    return d
+
+
+PUB = ["--value-range", "0:4", "--model", "two-state:p=0.1,q=0.1"]
+DIRECT = ["--A", "0", "--S-bar", "2"]
+
+
+@pytest.mark.parametrize("argv,match", [
+    (DIRECT + ["--epsilon-c", "1e-320"] + PUB, "`epsilon_c` = 1e-320 nats is too small"),
+    (DIRECT + ["--epsilon-c", "1", "--value-range=0:1e308", "--model", "two-state:p=0.1,q=0.1"],
+     "`value_range` must lie within ±1e+300"),
+    (DIRECT + ["--epsilon-c", "99999999999999999999999999999"] + PUB, "`epsilon_c` must be ≤ 700 nats"),
+    (DIRECT + ["--epsilon-c", "1", "--start", "99999999999999999999999999"] + PUB, "`origin` must be an integer from 0"),
+    (["--schedule", "{d}/deep.json"] + PUB, "is JSON nested too deeply"),
+    (["--schedule", "{d}/big_sbar.json"] + PUB, "`S_bar` must be an integer from 1 to 4611686018427387904"),
+])
+def test_publish_refuses(stream, argv, match):
+    argv = [a.replace("{d}", str(stream)) for a in argv]
+    db = stream / "refused.db"
+    refused("publish", *argv, "--data", stream / "st.csv", "--ledger", db, match=match)
+    assert not db.exists()
+
+
+def test_publish_schedule_with_null_model(stream, tmp_path):
+    out, err = ok_json("publish", "--schedule", stream / "null_model.json", *PUB, "--data", stream / "st.csv",
+                       "--ledger", tmp_path / "l.db")
+    assert out["released"] > 0 and err == ""
+
+
+def test_publish_times_beyond_2_53_like_schedule(stream, tmp_path):
+    """Times ≥ 10^17 are valid integer slots for `publish` as for `schedule` (no float conversion)."""
+    out, _ = ok_json("publish", *DIRECT, "--epsilon-c", "1", *PUB, "--data", stream / "big.csv", "--ledger", tmp_path / "l.db")
+    assert out["released"] == 6 and out["schedule"]["origin"] == 10**17
+    audit, _ = ok_json("ledger", "--ledger", tmp_path / "l.db")
+    assert audit["at"] == 10**17 + 10
+
+
+@pytest.fixture()
+def ledger(stream, tmp_path):
+    db = tmp_path / "ok.db"
+    ok_json("publish", *DIRECT, "--epsilon-c", "1", *PUB, "--data", stream / "st.csv", "--ledger", db)
+    return db
+
+
+@pytest.mark.parametrize("at,match", [("100000000000000000", "at most 10000000 slots are audited"),
+                                      ("99999999999999999999999999", "`at` must be an integer from 0")])
+def test_ledger_at_far_away(ledger, at, match):
+    refused("ledger", "--ledger", ledger, "--at", at, match=match)
+
+
+@pytest.mark.parametrize("sql,match", [
+    ("UPDATE schedule SET json = '{}'", "its schedule or model record is unreadable"),
+    ("UPDATE schedule SET json = '[[[[1]]]]'", "its schedule or model record is unreadable"),
+    ("UPDATE releases SET reason = CAST(randomblob(64) AS TEXT) WHERE n = 1", "a release row is unreadable"),
+    ("UPDATE releases SET sampler = randomblob(64) WHERE n = 2", "release n=2 (status 'released') lacks"),
+    ("UPDATE meta SET value = CAST(randomblob(64) AS TEXT) WHERE key = 'created_at'", "is corrupted or not a ledger"),
+    ("UPDATE meta SET value = '99' WHERE key = 'schema_version'", "records schema_version '99'"),
+    ("UPDATE releases SET value = NULL WHERE n = 1", "release n=1 (status 'released') lacks a value"),
+])
+def test_corrupted_ledger(stream, ledger, sql, match):
+    import sqlite3
+
+    con = sqlite3.connect(ledger)
+    con.execute(sql)
+    con.commit()
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the change into the main file, so that bytes compare
+    con.close()
+    before = ledger.read_bytes()
+    refused("ledger", "--ledger", ledger, match=match)
+    refused("publish", *DIRECT, "--epsilon-c", "1", *PUB, "--data", stream / "st.csv", "--ledger", ledger, match=match)
+    assert ledger.read_bytes() == before

@@ -286,9 +286,9 @@ def test_ledger_file_identity(tmp_path):
 
 
 def test_api_input_errors(tmp_path):
-    with pytest.raises(InvalidInputError, match=r"`A` must be an integer ≥ 0 \(slots\), got 1.5"):
+    with pytest.raises(InvalidInputError, match=r"`A` must be an integer from 0 to 4611686018427387904 \(slots\), got 1.5"):
         ScheduleSpec(1.5, 2, 1.0, (0, 1))
-    with pytest.raises(InvalidInputError, match=r"`S_bar` must be an integer ≥ 1 \(slots\), got 0"):
+    with pytest.raises(InvalidInputError, match=r"`S_bar` must be an integer from 1 to 4611686018427387904 \(slots\), got 0"):
         ScheduleSpec(1, 0, 1.0, (0, 1))
     with pytest.raises(InvalidInputError, match=r"`epsilon_c` must be finite and > 0 \(nats\), got 0.0"):
         ScheduleSpec(1, 1, 0.0, (0, 1))

@@ -126,8 +126,10 @@ def check_stream_order(df, source: str = "`readings`") -> None:
     InvalidInputError
         Naming the user, the two times and their lines (header = line 1).
     """
-    prev = df.groupby("user", sort=False)["time"].shift()
-    bad = (df["time"] <= prev).to_numpy()
+    # int64 throughout: a plain shift() gives float64 (NaN for each user's first row), whose 53-bit mantissa makes
+    # distinct times ≥ 2⁵³ (e.g. 10¹⁷ + 1 after 10¹⁷) compare equal — "time goes backwards" for a valid stream
+    prev = df.groupby("user", sort=False)["time"].shift(fill_value=np.iinfo(np.int64).min).to_numpy(dtype=np.int64)
+    bad = df["time"].to_numpy(dtype=np.int64) <= prev
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         user = df["user"].iloc[i]
@@ -210,12 +212,19 @@ class _Mechanism:
         """(measurement, Δf, scale, ε spent) for a mean over `users` readings."""
         if users not in self._cache:
             dp = self.dp
-            space = dp.vector_domain(dp.atom_domain(T=float, nan=False), size=users), dp.symmetric_distance()
-            mean = space >> dp.t.then_clamp((self.lo, self.hi)) >> dp.t.then_mean()
-            sensitivity = float(mean.map(2))  # replace one user's reading: symmetric distance 2
-            scale = sensitivity / self.epsilon_c
-            meas = mean >> dp.m.then_laplace(scale)
-            self._cache[users] = (meas, sensitivity, scale, float(meas.map(2)))
+            try:
+                space = dp.vector_domain(dp.atom_domain(T=float, nan=False), size=users), dp.symmetric_distance()
+                mean = space >> dp.t.then_clamp((self.lo, self.hi)) >> dp.t.then_mean()
+                sensitivity = float(mean.map(2))  # replace one user's reading: symmetric distance 2
+                scale = sensitivity / self.epsilon_c
+                meas = mean >> dp.m.then_laplace(scale)
+                spent = float(meas.map(2))
+            except dp.OpenDPException as exc:
+                raise InvalidInputError(
+                    f"OpenDP refuses the mechanism for {users} users, value range {self.lo!r}:{self.hi!r} and ε_C = "
+                    f"{self.epsilon_c!r} ({str(exc).splitlines()[0][:200]}); use a narrower --value-range or a larger --epsilon-c"
+                ) from None
+            self._cache[users] = (meas, sensitivity, scale, spent)
         return self._cache[users]
 
 
