@@ -153,3 +153,41 @@ def test_corrupted_ledger(stream, ledger, sql, match):
     refused("ledger", "--ledger", ledger, match=match)
     refused("publish", *DIRECT, "--epsilon-c", "1", *PUB, "--data", stream / "st.csv", "--ledger", ledger, match=match)
     assert ledger.read_bytes() == before
+
+
+# ------------------------------------------------------------------ 7. Ctrl-C at any moment of a publish run
+
+
+def test_ctrl_c_during_publish_always_130(tmp_path):
+    """SIGINT at spread-out moments of a long run (between, inside and right after the per-release transactions):
+    always exit 130 with one line, never "cannot rollback - no transaction is active" (exit 1)."""
+    import os
+    import signal
+    import sqlite3
+    import time
+
+    from _cli import default_sigint
+
+    data = tmp_path / "s.csv"
+    data.write_text("user,time,value\n" + "".join(f"u{u},{t},{(t * 7 + u) % 5 * 0.4:.1f}\n" for t in range(3000) for u in range(2)))
+    env = {k: v for k, v in os.environ.items() if k != "POLICYOPT_PUBLISH_PAUSE"}
+    codes = []
+    for k in range(6):
+        db = tmp_path / f"l{k}.db"
+        proc = subprocess.Popen([POLICYOPT, "publish", *DIRECT, "--epsilon-c", "1", *PUB, "--data", data, "--ledger", db],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, preexec_fn=default_sigint)
+        deadline = time.monotonic() + 60
+        while not (db.exists() and db.stat().st_size > 0) and time.monotonic() < deadline:  # releases are being made
+            time.sleep(0.02)
+        time.sleep(0.05 + 0.13 * k)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        codes.append(proc.returncode)
+        assert proc.returncode == 130, (k, proc.returncode, err)
+        assert err.count("\n") == 1 and err.startswith("policyopt: interrupted") and "Traceback" not in err, err
+        if db.exists():  # interrupted before the ledger was initialised: the file is removed
+            con = sqlite3.connect(db)
+            n, top = con.execute("SELECT count(*), coalesce(max(n), 0) FROM releases").fetchone()
+            con.close()
+            assert n == top  # consistent: numbered without gaps
+    assert codes == [130] * 6

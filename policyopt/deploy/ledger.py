@@ -96,6 +96,19 @@ CREATE TABLE releases (
 """
 
 
+def _rollback(conn) -> None:
+    """Roll back an open transaction, if any, without masking the exception being handled.
+
+    A Ctrl-C (KeyboardInterrupt) can arrive before BEGIN or after COMMIT; a plain ``ROLLBACK`` then fails with
+    "cannot rollback - no transaction is active" and that error would replace the interrupt (exit 1, not 130).
+    """
+    if conn.in_transaction:
+        try:
+            conn.execute("ROLLBACK")
+        except sqlite3.Error:  # the connection is closed next; SQLite rolls back an unfinished transaction itself
+            pass
+
+
 def _brief(exc) -> str:
     """An SQLite error for a message: without the undecodable text SQLite quotes, at most 200 characters."""
     return str(exc).split(" with text ")[0][:200]
@@ -697,7 +710,7 @@ class Ledger:
             c.execute("INSERT INTO schedule VALUES (?, ?, ?)", (schedule.id, json.dumps(schedule.to_dict(), sort_keys=True), now))
             c.execute("COMMIT")
         except BaseException:
-            c.execute("ROLLBACK")
+            _rollback(c)
             raise
         self.is_new = False
         self.schedule, self.schedule_id, self.model = schedule, schedule.id, model
@@ -755,7 +768,7 @@ class Ledger:
                       tuple(getattr(row, k) for k in _COLUMNS))
             c.execute("COMMIT")
         except BaseException:
-            c.execute("ROLLBACK")
+            _rollback(c)
             raise
 
     # -- accounting ------------------------------------------------------------------------
