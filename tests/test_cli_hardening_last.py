@@ -7,7 +7,9 @@ exactly one line on stderr with exit code 2 — never a traceback, never exit 1,
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+from pathlib import Path
 
 import mpmath as mp
 import pytest
@@ -16,7 +18,12 @@ from _cli import POLICYOPT, strict_json
 
 
 def run(*argv, timeout=120, **kw):
-    proc = subprocess.run([POLICYOPT, *map(str, argv)], capture_output=True, text=True, timeout=timeout, **kw)
+    """The installed command; a first argument ``--as-nobody`` runs it as user 65534 through ``setpriv`` (root only)."""
+    prefix = []
+    if argv and argv[0] == "--as-nobody":
+        prefix, argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"], argv[1:]
+    proc = subprocess.run([*prefix, os.path.realpath(POLICYOPT), *map(str, argv)], capture_output=True, text=True,
+                          timeout=timeout, **kw)
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc
 
@@ -191,3 +198,37 @@ def test_ctrl_c_during_publish_always_130(tmp_path):
             con.close()
             assert n == top  # consistent: numbered without gaps
     assert codes == [130] * 6
+
+
+# ------------------------------------------------------------------ 8. read-only ledgers
+
+
+def test_read_only_ledger_audited_not_published(stream, ledger):
+    """A ledger in a read-only file and directory: `ledger` audits it (read-only connection), `publish` refuses it
+    in one line.  As root (who ignores file modes) the commands run as the unprivileged user 65534."""
+    import os
+    import shutil
+    import stat
+    import tempfile
+
+    d = Path(tempfile.mkdtemp(prefix="policyopt-ro-"))
+    try:
+        shutil.copy(ledger, d / "ro.db")
+        shutil.copy(stream / "st.csv", d / "st.csv")
+        (d / "ro.db").chmod(0o444)
+        d.chmod(0o555)
+        as_user = []
+        if os.geteuid() == 0:
+            if shutil.which("setpriv") is None:
+                pytest.skip("running as root without setpriv: file modes cannot be tested")
+            as_user = ["--as-nobody"]
+
+        want, _ = ok_json("ledger", "--ledger", ledger)
+        out, err = ok_json(*as_user, "ledger", "--ledger", d / "ro.db", cwd=d)
+        assert err == "" and out["peak_risk"] == want["peak_risk"] and out["released"] == want["released"]
+        refused(*as_user, "publish", *DIRECT, "--epsilon-c", "1", *PUB, "--data", d / "st.csv", "--ledger", d / "ro.db",
+                match="is read-only", cwd=d)
+        assert sorted(p.name for p in d.iterdir()) == ["ro.db", "st.csv"]  # nothing created, nothing changed
+    finally:
+        d.chmod(stat.S_IRWXU)
+        shutil.rmtree(d)

@@ -96,6 +96,20 @@ CREATE TABLE releases (
 """
 
 
+def _readable(conn) -> bool:
+    """Whether a fresh connection can read the database header (a WAL file needs its -shm to be readable)."""
+    try:
+        conn.execute("PRAGMA application_id").fetchone()
+        return True
+    except sqlite3.Error:
+        return False
+
+
+def _wal_is_empty(path: Path) -> bool:
+    wal = Path(str(path) + "-wal")
+    return not wal.exists() or wal.stat().st_size == 0
+
+
 def _rollback(conn) -> None:
     """Roll back an open transaction, if any, without masking the exception being handled.
 
@@ -524,6 +538,12 @@ def _classify_open_error(path: Path, exc: Exception, option: str, writer: bool =
         return LedgerLockedError(
             f"{option} {str(path)!r} is locked by another process (SQLite: {text}): a publisher is running on it; {what}"
         )
+    if "readonly" in text or "read-only" in text:
+        return InvalidInputError(
+            f"{option} {str(path)!r} is read-only (SQLite: {text}); "
+            + ("publishing writes the ledger: make it writable, or audit it with `policyopt ledger`" if writer
+               else "a WAL ledger whose -wal/-shm side files cannot be read or created; copy it somewhere writable to audit it")
+        )
     if "not a database" in text:
         return InvalidInputError(f"{option} {str(path)!r} is not a policyopt ledger (not an SQLite database: {text}); it was not modified")
     return InvalidInputError(f"{option} {str(path)!r} is corrupted (SQLite: {text}); it was not modified — restore it from a backup")
@@ -568,8 +588,25 @@ class Ledger:
             raise InvalidInputError(f"{option} file not found: {str(self.path)!r}")
         if self.path.exists() and not self.path.is_file():
             raise InvalidInputError(f"{option} {str(self.path)!r} is not a file")
+        if writer and self.path.exists() and not (os.access(self.path, os.W_OK) and os.access(self.path.parent or ".", os.W_OK)):
+            raise InvalidInputError(
+                f"{option} {str(self.path)!r} is read-only (the file or its directory): publishing writes the ledger and its "
+                "WAL side files; make it writable, or audit it with `policyopt ledger`"
+            )
         try:
-            self._conn = sqlite3.connect(str(self.path), isolation_level=None, timeout=0 if writer else timeout)
+            if writer:
+                self._conn = sqlite3.connect(str(self.path), isolation_level=None, timeout=0)
+            else:  # an audit never writes: read-only, so a read-only file or directory can be audited
+                from urllib.parse import quote
+
+                uri = f"file:{quote(str(self.path.resolve()))}"
+                self._conn = sqlite3.connect(uri + "?mode=ro", uri=True, isolation_level=None, timeout=timeout)
+                if not _readable(self._conn) and _wal_is_empty(self.path):
+                    # WAL mode in a directory this user cannot write: no -shm can be made, so even a read-only
+                    # connection fails; with no pending WAL content the main file is the whole ledger and it is
+                    # read as immutable (a running publisher always has a non-empty -wal, so it is never bypassed)
+                    self._conn.close()
+                    self._conn = sqlite3.connect(uri + "?immutable=1", uri=True, isolation_level=None, timeout=timeout)
         except sqlite3.Error as exc:
             raise _classify_open_error(self.path, exc, option, writer) from None
         try:
