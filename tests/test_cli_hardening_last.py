@@ -232,3 +232,18 @@ def test_read_only_ledger_audited_not_published(stream, ledger):
     finally:
         d.chmod(stat.S_IRWXU)
         shutil.rmtree(d)
+
+
+# ------------------------------------------------------------------ 5 and 6: sweep grids
+
+
+def test_sweep_infinite_grid_no_warning(tmp_path):
+    err = refused("sweep", "--chain", "two-state:p=0.1,q=0.1", "--max-penalty=inf:inf:2", "--out", tmp_path / "s.csv",
+                  match="--max-penalty values must be finite")
+    assert "RuntimeWarning" not in err
+
+
+def test_sweep_vary_users_past_the_users_cap(tmp_path):
+    refused("sweep", "--chain", "two-state:p=0.1,q=0.1", "--max-penalty", "0.1,0.2", "--vary", "users=1e9:1e10:2",
+            "--out", tmp_path / "s.csv", match="--vary users values must be ≤ 1e+09")
+    assert not (tmp_path / "s.csv").exists()
