@@ -247,3 +247,34 @@ def test_sweep_vary_users_past_the_users_cap(tmp_path):
     refused("sweep", "--chain", "two-state:p=0.1,q=0.1", "--max-penalty", "0.1,0.2", "--vary", "users=1e9:1e10:2",
             "--out", tmp_path / "s.csv", match="--vary users values must be ≤ 1e+09")
     assert not (tmp_path / "s.csv").exists()
+
+
+# ------------------------------------------------------------------ 4. time limits
+
+
+def test_tpl_budget_horizon_limit_documented():
+    refused("tpl-budget", "--alpha", "1", "--horizon", "1000000", match="--horizon must be ≤ 100000")
+    assert "at most 100000" in run("tpl-budget", "--help").stdout
+
+
+def test_schedule_draws_limit_documented():
+    refused("schedule", "--draws=99999999999999", match="--draws must be ≤ 10000")
+
+
+@pytest.mark.parametrize("P", [[[0.8, 0.2], [0.1, 0.9]], [[0.999, 0.001], [0.002, 0.998]], [[0.5, 0.5], [0.5, 0.5]]])
+def test_leakage_fixed_point_fill_is_bit_identical(P):
+    """The recursion (13) stops evaluating L once α repeats inside a run of equal budgets; the values are the
+    plain loop's, bit for bit (Cao et al. 2019, eq. 13)."""
+    import numpy as np
+
+    from policyopt.privacy.tpl_leakage import leakage
+    from policyopt.privacy.tpl_loss import LossFunction, scalar_piecewise
+
+    budgets = np.concatenate([[0.4], np.full(20000, 0.003), [0.5], np.full(500, 0.2), [0.1]])
+    f = scalar_piecewise(LossFunction(np.array(P), "P"))
+    plain, prev = [], 0.0
+    for t, e in enumerate(budgets.tolist()):
+        prev = (f(prev) if t else 0.0) + e
+        plain.append(prev)
+    got = leakage(np.array(P), None, budgets).bpl
+    assert got.tolist() == plain

@@ -14,6 +14,8 @@ __all__ = ["add_command", "MAX_HORIZON", "MAX_OPTIMAL_HORIZON", "MAX_BUDGET", "M
 
 #: Largest number of steps T of ``tpl`` and ``tpl-budget`` (a few float arrays of length T per user).
 MAX_HORIZON = 1_000_000
+#: Most steps of `tpl-budget` (time: 10^6 steps took minutes for the bundled homes, issue 26).
+MAX_BUDGET_HORIZON = 100_000
 #: Largest T of ``tpl-budget --method optimal`` (bound tightening solves 6T LPs per round).
 MAX_OPTIMAL_HORIZON = 1000
 #: Largest per-step budget or α, nats (the loss function is evaluated in log space up to 10³).
@@ -58,8 +60,10 @@ def add_command(sub) -> None:
     _add_tpl_source(bud)
     bud.add_argument("--alpha", type=positive_float("--alpha", MAX_BUDGET, MIN_ALPHA), required=True, metavar="A",
                      help=f"target α of α-DP_T, nats (from {MIN_ALPHA:g} to {MAX_BUDGET:g})")
-    bud.add_argument("--horizon", type=int_at_least("--horizon", 1, MAX_HORIZON), required=True, metavar="T",
-                     help=f"number of steps (at most {MAX_HORIZON}; {MAX_OPTIMAL_HORIZON} with --method optimal)")
+    bud.add_argument("--horizon", type=int_at_least("--horizon", 1, MAX_BUDGET_HORIZON), required=True, metavar="T",
+                     help=f"number of steps (at most {MAX_BUDGET_HORIZON}: the allocation re-runs the BPL/FPL recursions of "
+                     "every user, about 20 s at the limit for the bundled homes, whose slowly mixing chains approach "
+                     f"their fixed point over 10^5 steps; {MAX_OPTIMAL_HORIZON} with --method optimal)")
     bud.add_argument("--method", choices=("upper-bound", "quantification", "optimal"), default="quantification",
                      help="Algorithm 7 (upper-bound), Algorithm 8 (quantification, default) or the utility-optimal allocation")
     bud.set_defaults(handler=_cmd_tpl_budget)
