@@ -32,11 +32,12 @@ the symmetric distance), which is ≥ ε_C after OpenDP's outward rounding.
 Crash safety
 ------------
 Each release is one SQLite transaction committed **before** its value is appended to the
-output CSV.  A crash after the noise draw and before the commit loses a value nobody saw;
+output CSV; a run of consecutive skipped rows (no reading, no noise drawn) is committed as one
+transaction, so a sparse stream costs one transaction per gap, not one per skipped slot.  A crash after the noise draw and before the commit loses a value nobody saw;
 a crash after the commit leaves the CSV behind the ledger, and the next run rebuilds it from
 the ledger.  A rerun starts after the last committed release: noise is never drawn twice for
 a committed slot.  For tests, the environment variable ``POLICYOPT_PUBLISH_PAUSE=STAGE:K``
-(STAGE ``drawn`` or ``committed``) makes the K-th release of a run print
+(STAGE ``drawn`` or ``committed``; K counts due publishing times, and only released ones pause) makes the K-th release of a run print
 ``policyopt-pause STAGE slot=S`` on stderr and sleep, so a test can SIGKILL the process there.
 """
 
@@ -329,8 +330,8 @@ class Publisher:
             os.fsync(fh.fileno())
         os.replace(tmp, self.out)
 
-    def _append_out(self, row: LedgerRow) -> None:
-        line = render_out([row]).split("\n", 1)[1]
+    def _append_out(self, rows) -> None:
+        line = render_out(rows).split("\n", 1)[1]
         with open(self.out, "a", encoding="utf-8") as fh:
             fh.write(line)
             fh.flush()
@@ -467,26 +468,40 @@ class Publisher:
             self._write_out(expected)
             rebuilt = bool(rows) or not created
         new_rows = []
+        skipped = []  # a run of skipped rows: no noise, so they are committed together (one transaction per gap)
+        version = package_version()
+
+        def flush():
+            if skipped:
+                led.append_many(skipped)
+                if self.out is not None:
+                    self._append_out(skipped)
+                new_rows.extend(skipped)
+                skipped.clear()
+
         for k, (n, slot, tau, vals, spent, prior, risk) in enumerate(plan, start=1):
-            common = dict(n=n, slot=slot, input_time=tau, schedule_id=sch.id, package_version=package_version(),
+            common = dict(n=n, slot=slot, input_time=tau, schedule_id=sch.id, package_version=version,
                           sampler=mech.sampler, committed_at="")
             if vals is None:
-                row = LedgerRow(status="skipped", users=0, clipped=0, epsilon_c=0.0, epsilon_spent=0.0, sensitivity=None,
-                                noise_scale=None, value=None, prior_risk=None, risk_at_release=None,
-                                reason=f"no reading at input slot {tau}", **common)
-            else:
-                meas, sens, scale, _ = mech.get(vals.size)
-                value = float(meas(vals.tolist()))  # OpenDP: clamp, mean, Laplace(Δf/ε_C)
-                _pause("drawn", k, slot)
-                row = LedgerRow(status="released", users=int(vals.size), clipped=int(np.sum((vals < lo) | (vals > hi))),
-                                epsilon_c=sch.epsilon_c, epsilon_spent=spent, sensitivity=sens, noise_scale=scale,
-                                value=value, prior_risk=float(prior), risk_at_release=float(risk), reason=None, **common)
+                skipped.append(LedgerRow(status="skipped", users=0, clipped=0, epsilon_c=0.0, epsilon_spent=0.0,
+                                         sensitivity=None, noise_scale=None, value=None, prior_risk=None,
+                                         risk_at_release=None, reason=f"no reading at input slot {tau}",
+                                         **dict(common, committed_at=now_utc())))
+                continue
+            flush()
+            meas, sens, scale, _ = mech.get(vals.size)
+            value = float(meas(vals.tolist()))  # OpenDP: clamp, mean, Laplace(Δf/ε_C)
+            _pause("drawn", k, slot)
+            row = LedgerRow(status="released", users=int(vals.size), clipped=int(np.sum((vals < lo) | (vals > hi))),
+                            epsilon_c=sch.epsilon_c, epsilon_spent=spent, sensitivity=sens, noise_scale=scale,
+                            value=value, prior_risk=float(prior), risk_at_release=float(risk), reason=None, **common)
             row = replace(row, committed_at=now_utc())
             led.append(row)  # one transaction, committed before the CSV sees the value
             _pause("committed", k, slot)
             if self.out is not None:
-                self._append_out(row)
+                self._append_out([row])
             new_rows.append(row)
+        flush()
         all_rows = rows + new_rows
         last_row = all_rows[-1] if all_rows else None
         return PublishReport(
