@@ -14,7 +14,8 @@ import time
 
 import numpy as np
 
-from policyopt.privacy.age_dependent import peak_risk_values_log
+from policyopt.formatting import round_down
+from policyopt.privacy.age_dependent import peak_risk_margin, peak_risk_values_log
 from policyopt.errors import InvalidInputError, fmt
 from policyopt.utility.penalty import window_max
 from policyopt.problems.age_dependent import ScheduleProblem
@@ -140,7 +141,7 @@ class ExactScheduleSolver:
             termination=Termination.COMPLETED,
             decision={"A": a, "S_bar": s, "epsilon_c": float(eps[a, s - 1])},
             objective=best,
-            bound=best if status is Status.OPTIMAL else None,
+            bound=self._lower_bound(problem) if status is Status.OPTIMAL else None,
             method=self.name,
             backend="numpy",
             backend_version=np.__version__,
@@ -149,6 +150,31 @@ class ExactScheduleSolver:
             values=values,
             objective_name="peak_risk",
         )
+
+    @staticmethod
+    def _lower_bound(problem: ScheduleProblem) -> float:
+        """A proven lower bound on the exact optimum ε* over the box, rounded down (issue 26).
+
+        The deployed ε_C of each schedule is moved up so that f̄ holds exactly; the optimum's bound starts
+        from the other side, the penalty's lower bound on the smallest budget
+        (:meth:`~policyopt.utility.penalty.Penalty.min_epsilon_c_lower_table`): eq. (30) increases in ε_C, so
+        the minimum over the box of ε* at those budgets (schedules where (31) fails there excluded, as
+        no larger budget satisfies it either) is ≤ the exact optimum; it is lowered by
+        :func:`~policyopt.privacy.age_dependent.peak_risk_margin` of its own evaluation.
+        """
+        A_max, S_max = problem.A_max, problem.S_max
+        log_d = problem.log_max_tv_table
+        lo = np.asarray(problem.penalty.min_epsilon_c_lower_table(A_max, S_max, problem.max_penalty), dtype=float)
+        finite = np.isfinite(lo)
+        with np.errstate(invalid="ignore"):
+            risk = np.where(finite, peak_risk_values_log(log_d[: A_max + 1, None], log_d[None, 1 : S_max + 1],
+                                                         np.where(finite, lo, 1.0)), np.nan)
+        risk = np.where(np.isfinite(risk), risk, np.nan)  # (31) fails: no schedule there
+        if np.all(np.isnan(risk)):
+            return 0.0
+        i, j = np.unravel_index(int(np.nanargmin(risk)), risk.shape)
+        m = peak_risk_margin(float(log_d[i]), float(log_d[j + 1]), float(lo[i, j]), float(i), float(j + 1))
+        return max(0.0, round_down(float(risk[i, j]), m))
 
     def _solve_geometric(self, problem: GeometricScheduleProblem) -> Solution:
         """Enumerate integer (A, S̄) of an integer (39)/(42) problem with its smallest feasible ε_C."""

@@ -443,7 +443,13 @@ def fig5_baselines(problem: FRANProblem) -> dict:
             row = dict(empty, note="cannot meet the MSE bound without aging (no ε_C is large enough)")
         out[name] = {"sound": dict(row), "paper": dict(row)}
     chains = [MarkovChain(problem.cmc.transitions[i, i]) for i in range(s)]
-    uni = [int(np.flatnonzero((t["aoi"] == a).all(axis=1))[0]) for a in range(problem.max_age + 1)]
+    # row of the uniform AoI vector (a, ..., a) for each a: one pass over the table (a scan per a was O(A³), issue 26)
+    aoi = np.asarray(t["aoi"])
+    rows = np.flatnonzero((aoi == aoi[:, :1]).all(axis=1))
+    first = {}
+    for i in rows.tolist():
+        first.setdefault(int(aoi[i, 0]), i)
+    uni = [first[a] for a in range(problem.max_age + 1)]
     adp = {"sound": None, "paper": None}
     try:
         deltas = [max(float(c.max_tv(a)) for c in chains) for a in range(problem.max_age + 1)]

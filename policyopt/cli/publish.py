@@ -63,11 +63,12 @@ def add_command(sub) -> None:
         ),
     )
     pub.add_argument("--schedule", metavar="FILE", help="JSON printed by `policyopt schedule --json`")
-    pub.add_argument("--A", dest="A", type=int_at_least("--A", 0), metavar="N", help="aging A, slots (instead of --schedule)")
+    pub.add_argument("--A", dest="A", type=int_at_least("--A", 0), metavar="N", help="aging A, slots, ≤ 2^62 (instead of --schedule)")
     pub.add_argument("--S-bar", dest="S_bar", type=int_at_least("--S-bar", 1), metavar="N",
-                     help="inter-publish time S_bar, slots (instead of --schedule)")
+                     help="inter-publish time S_bar, slots, ≤ 2^62 (instead of --schedule)")
     pub.add_argument("--epsilon-c", dest="epsilon_c", type=positive_float("--epsilon-c"), metavar="E",
-                     help="budget per release ε_C, nats (instead of --schedule)")
+                     help="budget per release ε_C, nats, ≤ 700 (beyond, the noise is below float resolution) and large enough that the "
+                     "Laplace scale (HI − LO)/(I·ε_C) stays ≤ 1e300 (instead of --schedule)")
     pub.add_argument("--data", metavar="CSV_OR_PARQUET",
                      help="the stream so far: long CSV user,time,value (time in integer slots, each user's times increasing), "
                      "or a Parquet data set with those columns (a directory, a glob or a .parquet file, as `schedule` reads; "
@@ -82,14 +83,14 @@ def add_command(sub) -> None:
                      help="publish on slots of DUR (a multiple of the slot length): each user's mean over each DUR bin, "
                      "as pandas resample(DUR).mean() (CSV or bundled --data)")
     pub.add_argument("--value-range", type=value_range_arg("--value-range"), metavar="LO:HI",
-                     help="public range of one reading; readings are clipped to it (write --value-range=-1:1 for a negative LO); "
+                     help="public range of one reading, within ±1e300; readings are clipped to it (write --value-range=-1:1 for a negative LO); "
                      "default: the range --schedule declares (required with --A/--S-bar/--epsilon-c)")
     pub.add_argument("--ledger", metavar="FILE", required=True, help="SQLite privacy ledger (created on the first run)")
     pub.add_argument("--out", metavar="CSV", help="releases CSV, appended after each commit and rebuilt from the ledger when behind")
     pub.add_argument("--through", type=int_at_least("--through", 0), metavar="T",
                      help="last complete slot (default: the stream's last slot − 1, whose readings may still be arriving)")
     pub.add_argument("--start", type=int_at_least("--start", 0), metavar="T",
-                     help="first input slot of the schedule (default: the stream's first slot when the ledger is created)")
+                     help="first input slot of the schedule, ≤ 2^62 (default: the stream's first slot when the ledger is created)")
     pub.add_argument("--max-risk", type=positive_float("--max-risk"), metavar="R",
                      help="refuse (exit 2, nothing written) a run in which a release would have ε(S_n) > R nats")
     _add_model(pub, "default: the model recorded in --schedule's deployment, else the bundled pilot as `policyopt schedule` "
@@ -116,7 +117,8 @@ def add_command(sub) -> None:
         ),
     )
     led.add_argument("--ledger", metavar="FILE", required=True, help="SQLite ledger written by `policyopt publish`")
-    led.add_argument("--at", type=int_at_least("--at", 0), metavar="T", help="report ε and AoI at slot T (default: the last row's slot)")
+    led.add_argument("--at", type=int_at_least("--at", 0), metavar="T", help="report ε and AoI at slot T (default: the last row's slot); the trajectory from the first input slot to T "
+                     "holds at most 10^7 slots (memory)")
     _add_model(led, "default: the model recorded in the ledger",
                "audit under a --model/--states/--smoothing other than the one recorded in the ledger")
     led.add_argument("--json", action="store_true", help="print one JSON object (with the whole trajectory) instead of text")
@@ -314,7 +316,7 @@ def _designed_sensitivity(path):
         return None
     try:
         value = json.loads(open(path, encoding="utf-8").read()).get("model", {}).get("sensitivity")
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, RecursionError):
         return None
     return float(value) if isinstance(value, (int, float)) else None
 

@@ -31,6 +31,8 @@ __all__ = ["add_command", "run_schedule", "deployment_record"]
 
 DEFAULT_CREDIBLE = 0.95
 DEFAULT_DRAWS = 200
+#: Most posterior draws (time: each re-fits and re-solves a simulated pilot).
+MAX_DRAWS = 10_000
 DEFAULT_SEED = 0
 
 
@@ -61,8 +63,9 @@ def add_command(sub) -> None:
     sched.add_argument("--robust", type=probability("--robust"), default=None, metavar="LEVEL",
                        help="design against a simultaneous posterior upper band of Δ(t) (t ≤ max(A_MAX, S_MAX) + 1) that "
                        "holds for the whole curve with posterior probability LEVEL (data only; exact method)")
-    sched.add_argument("--draws", type=int_at_least("--draws", 2), default=None, metavar="M",
-                       help=f"posterior draws (simulated pilots) for --credible and --robust (default {DEFAULT_DRAWS})")
+    sched.add_argument("--draws", type=int_at_least("--draws", 2, MAX_DRAWS), default=None, metavar="M",
+                       help=f"posterior draws (simulated pilots) for --credible and --robust (default {DEFAULT_DRAWS}; at most "
+                       f"{MAX_DRAWS}, about 4 ms each for the bundled pilot)")
     sched.add_argument("--seed", type=int_at_least("--seed", 0), default=None, metavar="N",
                        help=f"seed of the simulation generator for the posterior draws (default {DEFAULT_SEED}; "
                        "simulation only, never released noise)")

@@ -15,7 +15,15 @@ import re
 import sys
 import time
 
-from policyopt.cli.options import add_model_options, deployment_penalty, int_at_least, load_deployment, non_negative_float
+from policyopt.cli.options import (
+    MAX_COUNT,
+    MAX_STATES,
+    add_model_options,
+    deployment_penalty,
+    int_at_least,
+    load_deployment,
+    non_negative_float,
+)
 from policyopt.formatting import check_text, fmt_count, fmt_upper, fmt_value
 from policyopt.errors import InvalidInputError, fmt
 
@@ -78,7 +86,8 @@ def add_command(sub) -> None:
                      help="also sweep a model parameter (repeatable; the grid is the product, f̄ innermost): "
                      "p=... or q=... (two-state --chain), users=... (deployment size I; with data the pilot is "
                      "fitted once and its chains stand for I users in equal shares), states=... (data); "
-                     "integers for users/states; a list NAME=V1,V2,... works too")
+                     f"integers for users/states, at most {MAX_COUNT:.0e} users and {MAX_STATES} states as --users/--states; a list "
+                     "NAME=V1,V2,... works too")
     cmd.add_argument("--out", required=True, metavar="FILE.csv",
                      help="CSV of one row per point; JSON lines go to FILE.jsonl; an existing pair is resumed")
     cmd.add_argument("--plot", metavar="FILE", help="draw the trade-off curves into FILE (.png, .pdf or .svg; needs matplotlib)")
@@ -116,7 +125,8 @@ def _parse_vary(items, args) -> dict:
             raise InvalidInputError(f"--vary {name} applies to {applies} only")
         if name in ("users", "states") and getattr(args, name) is not None:
             raise InvalidInputError(f"give either --{name} or --vary {name}=..., not both")
-        out[name] = parse_grid(spec, f"--vary {name}", integer=integer, lower=lower)
+        cap = {"users": MAX_COUNT, "states": MAX_STATES}.get(name)  # the caps of --users / --states
+        out[name] = parse_grid(spec, f"--vary {name}", integer=integer, lower=lower, upper=cap)
     return out
 
 

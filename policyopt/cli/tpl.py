@@ -14,6 +14,8 @@ __all__ = ["add_command", "MAX_HORIZON", "MAX_OPTIMAL_HORIZON", "MAX_BUDGET", "M
 
 #: Largest number of steps T of ``tpl`` and ``tpl-budget`` (a few float arrays of length T per user).
 MAX_HORIZON = 1_000_000
+#: Most steps of `tpl-budget` (time: 10^6 steps took minutes for the bundled homes, issue 26).
+MAX_BUDGET_HORIZON = 100_000
 #: Largest T of ``tpl-budget --method optimal`` (bound tightening solves 6T LPs per round).
 MAX_OPTIMAL_HORIZON = 1000
 #: Largest per-step budget or α, nats (the loss function is evaluated in log space up to 10³).
@@ -58,8 +60,10 @@ def add_command(sub) -> None:
     _add_tpl_source(bud)
     bud.add_argument("--alpha", type=positive_float("--alpha", MAX_BUDGET, MIN_ALPHA), required=True, metavar="A",
                      help=f"target α of α-DP_T, nats (from {MIN_ALPHA:g} to {MAX_BUDGET:g})")
-    bud.add_argument("--horizon", type=int_at_least("--horizon", 1, MAX_HORIZON), required=True, metavar="T",
-                     help=f"number of steps (at most {MAX_HORIZON}; {MAX_OPTIMAL_HORIZON} with --method optimal)")
+    bud.add_argument("--horizon", type=int_at_least("--horizon", 1, MAX_BUDGET_HORIZON), required=True, metavar="T",
+                     help=f"number of steps (at most {MAX_BUDGET_HORIZON}: the allocation re-runs the BPL/FPL recursions of "
+                     "every user, about 20 s at the limit for the bundled homes, whose slowly mixing chains approach "
+                     f"their fixed point over 10^5 steps; {MAX_OPTIMAL_HORIZON} with --method optimal)")
     bud.add_argument("--method", choices=("upper-bound", "quantification", "optimal"), default="quantification",
                      help="Algorithm 7 (upper-bound), Algorithm 8 (quantification, default) or the utility-optimal allocation")
     bud.set_defaults(handler=_cmd_tpl_budget)
@@ -93,6 +97,10 @@ def _tpl_matrices(args):
     return P_B, P_F, f"{source}: P_B, P_F per user ({len(P_B)} users)"
 
 
+#: A supremum that is finite but too close to the divergence threshold for a finite rounding bound (JSON string).
+UNCERTIFIED = "finite, no certified bound: ε is at the edge of divergence (the fixed point's slope is 1 within rounding)"
+
+
 def _suprema(P_B, P_F, epsilon: float) -> dict:
     """Theorem 11 suprema of BPL, FPL and TPL for a constant budget, rounded up; ``"divergent"`` where infinite."""
     from policyopt.privacy.tpl_supremum import supremum_upper
@@ -108,15 +116,19 @@ def _suprema(P_B, P_F, epsilon: float) -> dict:
             value = supremum_upper(m, epsilon)
             if value is None:
                 return None
+            if not math.isfinite(value):
+                return UNCERTIFIED  # finite, but no finite rounding bound: ε at the edge of divergence
             vals.append(value)
         return vals
 
     b, f = sup(P_B), sup(P_F)
-    n = max(len(b or [0]), len(f or [0]))
-    out = {"bpl": "divergent" if b is None else max(b), "fpl": "divergent" if f is None else max(f)}
+    out = {k: "divergent" if v is None else v if isinstance(v, str) else max(v) for k, v in (("bpl", b), ("fpl", f))}
     if b is None or f is None:
         out["tpl"] = "divergent"
+    elif isinstance(b, str) or isinstance(f, str):
+        out["tpl"] = UNCERTIFIED
     else:
+        n = max(len(b), len(f))
         b = b * n if len(b) == 1 else b
         f = f * n if len(f) == 1 else f
         # per user, then the max (eq. 3); x, y are rounded up, the sum is rounded up once more

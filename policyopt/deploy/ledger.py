@@ -77,6 +77,16 @@ __all__ = ["SCHEMA_VERSION", "APPLICATION_ID", "ScheduleSpec", "ModelSpec", "REP
 SCHEMA_VERSION = 2
 #: ``PRAGMA application_id`` of a policyopt ledger ("PoLg").
 APPLICATION_ID = 0x506F4C67
+#: Largest slot number (A, S̄, first input slot, stream times): 2⁶² keeps every S_n = origin + A + (n − 1)·S̄ that
+#: can be due inside SQLite's 64-bit INTEGER and exact in int64 arithmetic.
+MAX_SLOT = 2**62
+#: Largest per-release budget ε_C (nats): beyond it e^{ε_C} overflows a float and the Laplace noise is below the
+#: resolution of any released value, i.e. no privacy at all.
+MAX_EPSILON_C = 700.0
+#: Largest |LO|, |HI| of the value range: OpenDP's float-safe sensitivity bound must stay finite.
+MAX_VALUE = 1e300
+#: Most slots of an audited trajectory (``ledger --at``): ε(t) and AoI(t) are held per slot.
+MAX_TRAJECTORY = 10**7
 #: Statuses of a schedule JSON that carry a schedule one may publish.
 PUBLISHABLE_STATUSES = ("optimal", "feasible", "unbounded")
 
@@ -107,6 +117,56 @@ CREATE TABLE releases (
 """
 
 
+def _readable(conn) -> bool:
+    """Whether a fresh connection can read the database header (a WAL file needs its -shm to be readable)."""
+    try:
+        conn.execute("PRAGMA application_id").fetchone()
+        return True
+    except sqlite3.Error:
+        return False
+
+
+def _wal_is_empty(path: Path) -> bool:
+    wal = Path(str(path) + "-wal")
+    return not wal.exists() or wal.stat().st_size == 0
+
+
+def _rollback(conn) -> None:
+    """Roll back an open transaction, if any, without masking the exception being handled.
+
+    A Ctrl-C (KeyboardInterrupt) can arrive before BEGIN or after COMMIT; a plain ``ROLLBACK`` then fails with
+    "cannot rollback - no transaction is active" and that error would replace the interrupt (exit 1, not 130).
+    """
+    if conn.in_transaction:
+        try:
+            conn.execute("ROLLBACK")
+        except sqlite3.Error:  # the connection is closed next; SQLite rolls back an unfinished transaction itself
+            pass
+
+
+def _brief(exc) -> str:
+    """An SQLite error for a message: without the undecodable text SQLite quotes, at most 200 characters."""
+    return str(exc).split(" with text ")[0][:200]
+
+
+def _is_number(x, *, optional: bool = False) -> bool:
+    if x is None:
+        return optional
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _row_ok(r) -> bool:
+    """A row's types as the ledger writes them: a released row carries a value, a budget and its risks."""
+    ints = all(isinstance(v, int) and not isinstance(v, bool) for v in (r.n, r.slot, r.input_time, r.users, r.clipped))
+    texts = all(isinstance(v, str) for v in (r.status, r.schedule_id, r.package_version, r.sampler, r.committed_at))
+    if not (ints and texts and (r.reason is None or isinstance(r.reason, str))):
+        return False
+    if not (_is_number(r.epsilon_c) and _is_number(r.epsilon_spent)):
+        return False
+    optional = all(_is_number(v, optional=True) for v in (r.sensitivity, r.noise_scale, r.prior_risk, r.risk_at_release))
+    return optional and _is_number(r.value, optional=r.status != "released")
+
+
 class LedgerLockedError(PolicyOptError):
     """Another process holds the ledger's SQLite lock (a publisher is running)."""
 
@@ -126,16 +186,23 @@ def package_version() -> str:
         return "unknown"
 
 
-def _int_param(value, name: str, lower: int) -> int:
+def _int_param(value, name: str, lower: int, upper: int = MAX_SLOT, unit: str = "slots") -> int:
+    what = f"`{name}` must be an integer from {lower} to {upper} ({unit}), got {fmt(value)}"
     if isinstance(value, bool) or isinstance(value, str):
-        raise InvalidInputError(f"`{name}` must be an integer ≥ {lower} (slots), got {fmt(value)}")
-    try:
-        as_float = float(value)
-    except (TypeError, ValueError):
-        raise InvalidInputError(f"`{name}` must be an integer ≥ {lower} (slots), got {fmt(value)}") from None
-    if not math.isfinite(as_float) or as_float != int(as_float) or int(as_float) < lower:
-        raise InvalidInputError(f"`{name}` must be an integer ≥ {lower} (slots), got {fmt(value)}")
-    return int(as_float)
+        raise InvalidInputError(what)
+    if isinstance(value, (int, np.integer)):
+        as_int = int(value)
+    else:
+        try:
+            as_float = float(value)
+        except (TypeError, ValueError, OverflowError):
+            raise InvalidInputError(what) from None
+        if not math.isfinite(as_float) or as_float != int(as_float):
+            raise InvalidInputError(what)
+        as_int = int(as_float)
+    if not lower <= as_int <= upper:
+        raise InvalidInputError(what)
+    return as_int
 
 
 @dataclass(frozen=True)
@@ -185,17 +252,31 @@ class ScheduleSpec:
         object.__setattr__(self, "A", _int_param(self.A, "A", 0))
         object.__setattr__(self, "S_bar", _int_param(self.S_bar, "S_bar", 1))
         object.__setattr__(self, "epsilon_c", check_positive(self.epsilon_c, "epsilon_c", "nats"))
+        if self.epsilon_c > MAX_EPSILON_C:
+            raise InvalidInputError(
+                f"`epsilon_c` must be ≤ {MAX_EPSILON_C:g} nats, got {fmt(self.epsilon_c)}: beyond it e^ε_C overflows and "
+                "the Laplace noise is below the resolution of the released value (no privacy)"
+            )
         if self.origin is not None:
             if isinstance(self.origin, bool) or not isinstance(self.origin, (int, np.integer)):
                 raise InvalidInputError(f"`origin` must be an integer slot, got {fmt(self.origin)}")
-            object.__setattr__(self, "origin", int(self.origin))
+            object.__setattr__(self, "origin", _int_param(self.origin, "origin", 0))
         try:
             lo, hi = (float(v) for v in self.value_range)
         except (TypeError, ValueError):
             raise InvalidInputError(f"`value_range` must be two numbers (LO, HI), got {fmt(self.value_range)}") from None
         if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
             raise InvalidInputError(f"`value_range` must be finite with LO < HI, got {fmt(self.value_range)}")
+        if max(abs(lo), abs(hi)) > MAX_VALUE:
+            raise InvalidInputError(
+                f"`value_range` must lie within ±{MAX_VALUE:g} (the mean's sensitivity must stay finite), got {fmt(self.value_range)}"
+            )
         object.__setattr__(self, "value_range", (lo, hi))
+        if not (hi - lo) / self.epsilon_c * 4.0 < MAX_VALUE:
+            raise InvalidInputError(
+                f"`epsilon_c` = {self.epsilon_c!r} nats is too small for the value range {lo!r}:{hi!r}: the Laplace scale "
+                f"(HI − LO)/(I·ε_C) would exceed {MAX_VALUE:g} (a release of pure noise)"
+            )
 
     @property
     def id(self) -> str:
@@ -285,6 +366,8 @@ def read_schedule_json(path, option: str = "--schedule") -> dict:
         data = json.loads(p.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InvalidInputError(f"{option} {str(p)!r} is not JSON ({exc}); expected the output of `policyopt schedule --json`") from None
+    except RecursionError:
+        raise InvalidInputError(f"{option} {str(p)!r} is JSON nested too deeply; expected the output of `policyopt schedule --json`") from None
     if not isinstance(data, dict) or "status" not in data:
         raise InvalidInputError(f"{option} {str(p)!r} has no `status`; expected the output of `policyopt schedule --json`")
     status = data["status"]
@@ -299,7 +382,7 @@ def read_schedule_json(path, option: str = "--schedule") -> dict:
         raise InvalidInputError(f"{option} {str(p)!r} lacks {missing}; expected the output of `policyopt schedule --json`")
     for k in ("A", "S_bar"):
         v = data[k]
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or v != int(v):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v != int(v):
             raise InvalidInputError(
                 f"{option} {str(p)!r}: `{k}` = {fmt(v)} is not a whole number of slots (a --relax design?); "
                 "round it and pass --A/--S-bar/--epsilon-c"
@@ -374,7 +457,7 @@ class ModelSpec:
         if self.fitted:
             bundled = kind == "bundled"
             states = (BUNDLED_STATES if bundled else DEFAULT_STATES) if self.states is None else self.states
-            object.__setattr__(self, "states", _int_param(states, "states", 2))
+            object.__setattr__(self, "states", _int_param(states, "states", 2, 10_000, "quantile states"))
             s = (BUNDLED_SMOOTHING if bundled else DEFAULT_SMOOTHING) if self.smoothing is None else self.smoothing
             if isinstance(s, bool) or not isinstance(s, (int, float)) or not (math.isfinite(s) and s >= 0):
                 raise InvalidInputError(f"`smoothing` must be a finite number ≥ 0, got {fmt(s)}")
@@ -610,9 +693,10 @@ class LedgerRow:
     value : float or None
         The released value (``None`` when skipped).
     prior_risk : float or None
-        Leakage about the input of this release from the earlier ones (nats, Theorem 3).
+        Leakage about the input of this release from the earlier ones (nats, Theorem 3), an upper
+        bound rounded outward (:func:`policyopt.privacy.age_dependent.risk_after_aging_upper`).
     risk_at_release : float or None
-        ε(S_n) of eq. (25) with the ledger's model at publish time (nats).
+        ε(S_n) of eq. (25) with the ledger's model at publish time (nats), an upper bound rounded outward.
     reason : str or None
         Why a release was skipped.
     input_sha256 : str
@@ -738,6 +822,12 @@ def _classify_open_error(path: Path, exc: Exception, option: str, writer: bool =
         return LedgerLockedError(
             f"{option} {str(path)!r} is locked by another process (SQLite: {text}): a publisher is running on it; {what}"
         )
+    if "readonly" in text or "read-only" in text:
+        return InvalidInputError(
+            f"{option} {str(path)!r} is read-only (SQLite: {text}); "
+            + ("publishing writes the ledger: make it writable, or audit it with `policyopt ledger`" if writer
+               else "a WAL ledger whose -wal/-shm side files cannot be read or created; copy it somewhere writable to audit it")
+        )
     if "not a database" in text:
         return InvalidInputError(f"{option} {str(path)!r} is not a policyopt ledger (not an SQLite database: {text}); it was not modified")
     return InvalidInputError(f"{option} {str(path)!r} is corrupted (SQLite: {text}); it was not modified — restore it from a backup")
@@ -782,8 +872,25 @@ class Ledger:
             raise InvalidInputError(f"{option} file not found: {str(self.path)!r}")
         if self.path.exists() and not self.path.is_file():
             raise InvalidInputError(f"{option} {str(self.path)!r} is not a file")
+        if writer and self.path.exists() and not (os.access(self.path, os.W_OK) and os.access(self.path.parent or ".", os.W_OK)):
+            raise InvalidInputError(
+                f"{option} {str(self.path)!r} is read-only (the file or its directory): publishing writes the ledger and its "
+                "WAL side files; make it writable, or audit it with `policyopt ledger`"
+            )
         try:
-            self._conn = sqlite3.connect(str(self.path), isolation_level=None, timeout=0 if writer else timeout)
+            if writer:
+                self._conn = sqlite3.connect(str(self.path), isolation_level=None, timeout=0)
+            else:  # an audit never writes: read-only, so a read-only file or directory can be audited
+                from urllib.parse import quote
+
+                uri = f"file:{quote(str(self.path.resolve()))}"
+                self._conn = sqlite3.connect(uri + "?mode=ro", uri=True, isolation_level=None, timeout=timeout)
+                if not _readable(self._conn) and _wal_is_empty(self.path):
+                    # WAL mode in a directory this user cannot write: no -shm can be made, so even a read-only
+                    # connection fails; with no pending WAL content the main file is the whole ledger and it is
+                    # read as immutable (a running publisher always has a non-empty -wal, so it is never bypassed)
+                    self._conn.close()
+                    self._conn = sqlite3.connect(uri + "?immutable=1", uri=True, isolation_level=None, timeout=timeout)
         except sqlite3.Error as exc:
             raise _classify_open_error(self.path, exc, option, writer) from None
         try:
@@ -855,14 +962,45 @@ class Ledger:
                 "WHERE b.slot <= a.slot OR b.input_time < a.input_time"
             ).fetchone()[0]
         except sqlite3.Error as exc:
-            raise InvalidInputError(f"{self.option} {str(self.path)!r} is corrupted or not a ledger (SQLite: {exc}); it was not modified") from None
+            raise InvalidInputError(f"{self.option} {str(self.path)!r} is corrupted or not a ledger (SQLite: {_brief(exc)}); it was not modified") from None
         if len(sched) != 1 or "model" not in keys:
             raise InvalidInputError(f"{self.option} {str(self.path)!r} is corrupted: expected one schedule and a model, found {len(sched)} schedules")
+        if not all(isinstance(v, str) for v in keys.values()):
+            raise InvalidInputError(f"{self.option} {str(self.path)!r} is corrupted: its meta table holds a non-text value; "
+                                    "it was not modified — restore it from a backup")
+        version = keys.get("schema_version")
+        if version != str(SCHEMA_VERSION):
+            raise InvalidInputError(
+                f"{self.option} {str(self.path)!r} records schema_version {version!r} in its meta table, not {SCHEMA_VERSION} "
+                "(a newer policyopt's ledger, or a corrupted one); it was not modified"
+            )
         self.schedule_id = sched[0][0]
-        d = json.loads(sched[0][1])
-        self.schedule = ScheduleSpec(d["A"], d["S_bar"], d["epsilon_c"], tuple(d["value_range"]), d["origin"],
-                                     d.get("source", "ledger"), d.get("designed_peak_risk"))
-        self.model = ModelSpec.from_json(keys["model"])
+        try:
+            d = json.loads(sched[0][1])
+            self.schedule = ScheduleSpec(d["A"], d["S_bar"], d["epsilon_c"], tuple(d["value_range"]), d["origin"],
+                                         d.get("source", "ledger"), d.get("designed_peak_risk"))
+            self.model = ModelSpec.from_json(keys["model"])
+        except (ValueError, TypeError, KeyError, AttributeError, RecursionError, InvalidInputError) as exc:
+            why = exc if isinstance(exc, InvalidInputError) else f"{type(exc).__name__}: {exc}"
+            raise InvalidInputError(
+                f"{self.option} {str(self.path)!r} is corrupted: its schedule or model record is unreadable ({str(why)[:200]}); "
+                "it was not modified — restore it from a backup"
+            ) from None
+        if self.schedule.origin is None:
+            raise InvalidInputError(f"{self.option} {str(self.path)!r} is corrupted: its schedule has no first input slot")
+        try:
+            self._all_rows = self._read_rows()
+        except (sqlite3.Error, ValueError, TypeError) as exc:
+            raise InvalidInputError(
+                f"{self.option} {str(self.path)!r} is corrupted: a release row is unreadable ({type(exc).__name__}: "
+                f"{_brief(exc)}); it was not modified — restore it from a backup"
+            ) from None
+        bad = next((r for r in self._all_rows if not _row_ok(r)), None)
+        if bad is not None:
+            raise InvalidInputError(
+                f"{self.option} {str(self.path)!r} is corrupted: release n={bad.n} (status {bad.status!r}) lacks a value, "
+                "a budget or a risk, or holds a non-number; it was not modified — restore it from a backup"
+            )
         count, first, last = stats
         if count and (first != 1 or last != count):
             raise InvalidInputError(f"{self.option} {str(self.path)!r} is corrupted: releases numbered {first}..{last} but {count} rows (a gap)")
@@ -902,19 +1040,22 @@ class Ledger:
             c.execute("INSERT INTO schedule VALUES (?, ?, ?)", (schedule.id, json.dumps(schedule.to_dict(), sort_keys=True), now))
             c.execute("COMMIT")
         except BaseException:
-            c.execute("ROLLBACK")
+            _rollback(c)
             raise
         self._checkpoint()
         self.is_new = False
         self.schedule, self.schedule_id, self.model = schedule, schedule.id, model
 
     # -- rows ------------------------------------------------------------------------------
+    def _read_rows(self) -> list[LedgerRow]:
+        cur = self._conn.execute(f"SELECT {', '.join(_COLUMNS)} FROM releases ORDER BY n")
+        return [LedgerRow(*r) for r in cur.fetchall()]
+
     def rows(self) -> list[LedgerRow]:
         """All rows in release order."""
         if self.is_new:
             return []
-        cur = self._conn.execute(f"SELECT {', '.join(_COLUMNS)} FROM releases ORDER BY n")
-        return [LedgerRow(*r) for r in cur.fetchall()]
+        return self._read_rows()
 
     def last_row(self) -> LedgerRow | None:
         """The last committed row, or ``None``."""
@@ -941,24 +1082,37 @@ class Ledger:
             If the ledger is not open for writing, or `row` does not continue the ledger
             (number, slot and input time must follow the last row; its schedule id must match).
         """
+        self.append_many([row])
+
+    def append_many(self, rows) -> None:
+        """Commit consecutive rows in one transaction (the publisher's runs of skipped rows: no noise, one fsync).
+
+        Raises
+        ------
+        InvalidInputError
+            As :meth:`append`, for the first row that does not continue the ledger; nothing is committed then.
+        """
         if not self.writer or self.is_new:
             raise InvalidInputError(f"{self.option} {str(self.path)!r} is not open for publishing")
-        if row.schedule_id != self.schedule_id:
-            raise InvalidInputError(f"row for schedule {row.schedule_id} cannot go into the ledger of schedule {self.schedule_id}")
+        for row in rows:
+            if row.schedule_id != self.schedule_id:
+                raise InvalidInputError(f"row for schedule {row.schedule_id} cannot go into the ledger of schedule {self.schedule_id}")
         c = self._conn
         c.execute("BEGIN IMMEDIATE")
         try:
             last = c.execute("SELECT n, slot, input_time FROM releases ORDER BY n DESC LIMIT 1").fetchone()
             n, slot, tau = last if last is not None else (0, None, None)
-            if row.n != n + 1 or (slot is not None and (row.slot <= slot or row.input_time < tau)):
-                raise InvalidInputError(
-                    f"row n={row.n} at slot {row.slot} does not continue the ledger (last n={n}, slot {slot}, input {tau})"
-                )
-            c.execute(f"INSERT INTO releases ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})",
-                      tuple(getattr(row, k) for k in _COLUMNS))
+            for row in rows:
+                if row.n != n + 1 or (slot is not None and (row.slot <= slot or row.input_time < tau)):
+                    raise InvalidInputError(
+                        f"row n={row.n} at slot {row.slot} does not continue the ledger (last n={n}, slot {slot}, input {tau})"
+                    )
+                n, slot, tau = row.n, row.slot, row.input_time
+            c.executemany(f"INSERT INTO releases ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})",
+                          [tuple(getattr(row, k) for k in _COLUMNS) for row in rows])
             c.execute("COMMIT")
         except BaseException:
-            c.execute("ROLLBACK")
+            _rollback(c)
             raise
         self._checkpoint()
 
@@ -1004,9 +1158,11 @@ class Ledger:
         -----
         Each release enters with its own publishing time, aging and the OpenDP-mapped budget
         ``epsilon_spent``; skipped rows are left out.  All in log space via
-        :func:`policyopt.privacy.age_dependent.compose`.
+        :func:`policyopt.privacy.age_dependent.compose`; the risks returned are its outward-rounded
+        ``risk_upper`` / ``epoch_peaks_upper`` and the designed peak is rounded up by
+        :func:`policyopt.privacy.age_dependent.peak_risk_upper`.
         """
-        from policyopt.privacy.age_dependent import compose, peak_risk
+        from policyopt.privacy.age_dependent import compose, peak_risk, peak_risk_upper
 
         if self.is_new:
             raise InvalidInputError(f"{self.option} {str(self.path)!r} holds no schedule yet")
@@ -1014,6 +1170,11 @@ class Ledger:
         rows = self.rows()
         last = rows[-1].slot if rows else sch.origin
         T = last if at is None else _int_param(at, "at", sch.origin)  # `at` ≥ the first input slot
+        if T - sch.origin + 1 > MAX_TRAJECTORY:
+            raise InvalidInputError(
+                f"`at` = {T} asks for a trajectory of {T - sch.origin + 1} slots from the first input slot {sch.origin}; "
+                f"at most {MAX_TRAJECTORY} slots are audited at once (ε(t) is held per slot)"
+            )
         made = [r for r in rows if r.status == "released" and r.slot <= T]
         skipped = sum(1 for r in rows if r.status == "skipped" and r.slot <= T)
         times = np.arange(sch.origin, T + 1)
@@ -1022,15 +1183,18 @@ class Ledger:
             ages = np.array([r.slot - r.input_time for r in made])
             # compose evaluates Δ only up to the largest lag Theorem 3 looks up, not up to the horizon
             comp = compose(S, ages, np.array([r.epsilon_spent for r in made]), population, horizon=T - sch.origin)
-            risk, aoi, peaks = comp.risk, comp.aoi, comp.epoch_peaks
+            # outward-rounded trajectory: every reported risk is ≥ its exact value (issue 26)
+            risk, aoi, peaks = comp.risk_upper, comp.aoi, comp.epoch_peaks_upper
         else:
             risk, aoi, peaks = np.zeros(times.size), np.full(times.size, np.nan), np.empty(0)
+        la, ls = float(population.log_max_tv(sch.A)), float(population.log_max_tv(sch.S_bar))
         designed = peak_risk(float(population.max_tv(sch.A)), float(population.max_tv(sch.S_bar)), sch.epsilon_c)
+        designed_up = peak_risk_upper(designed.value, la, ls, sch.epsilon_c, sch.A, sch.S_bar)
         return LedgerRisk(
             times=times, risk=np.asarray(risk), aoi=np.asarray(aoi),
             release_slots=np.array([r.slot for r in made], dtype=np.int64), epoch_peaks=np.asarray(peaks),
             peak_risk=float(np.max(peaks)) if len(peaks) else 0.0,
-            designed_peak_risk=designed.value, designed_status=designed.status,
+            designed_peak_risk=designed_up, designed_status=designed.status,
             at=int(T), released=len(made), skipped=skipped,
         )
 

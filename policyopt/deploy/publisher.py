@@ -32,7 +32,8 @@ the symmetric distance), which is ≥ ε_C after OpenDP's outward rounding.
 Crash safety
 ------------
 Each release is one SQLite transaction committed **before** its value is appended to the
-output CSV.  A crash after the noise draw and before the commit loses a value nobody saw;
+output CSV; a run of consecutive skipped rows (no reading, no noise drawn) is committed as one
+transaction, so a sparse stream costs one transaction per gap, not one per skipped slot.  A crash after the noise draw and before the commit loses a value nobody saw;
 a crash after the commit leaves the CSV behind the ledger, and the next run rebuilds it from
 the ledger.  A rerun starts after the last committed release: noise is never drawn twice for
 a committed slot; the commit is checkpointed into the ledger's main file, so it survives the
@@ -47,7 +48,7 @@ the ledger and refuses a stream that changes any of them, naming the first such 
 stream must keep the whole history since the first input slot, and only grow.
 
 For tests, the environment variable ``POLICYOPT_PUBLISH_PAUSE=STAGE:K``
-(STAGE ``drawn`` or ``committed``) makes the K-th release of a run print
+(STAGE ``drawn`` or ``committed``; K counts due publishing times, and only released ones pause) makes the K-th release of a run print
 ``policyopt-pause STAGE slot=S`` on stderr and sleep, so a test can SIGKILL the process there.
 """
 
@@ -74,6 +75,7 @@ from policyopt.deploy.ledger import (
     now_utc,
     package_version,
 )
+from policyopt.formatting import round_up
 
 __all__ = ["Publisher", "PublishReport", "RiskLimitError", "ScheduleSpec", "read_stream_csv", "ParquetStream", "spill_files", "OUT_HEADER", "render_out"]
 
@@ -147,8 +149,10 @@ def check_stream_order(df, source: str = "`readings`") -> None:
     InvalidInputError
         Naming the user, the two times and their lines (header = line 1).
     """
-    prev = df.groupby("user", sort=False)["time"].shift()
-    bad = (df["time"] <= prev).to_numpy()
+    # int64 throughout: a plain shift() gives float64 (NaN for each user's first row), whose 53-bit mantissa makes
+    # distinct times ≥ 2⁵³ (e.g. 10¹⁷ + 1 after 10¹⁷) compare equal — "time goes backwards" for a valid stream
+    prev = df.groupby("user", sort=False)["time"].shift(fill_value=np.iinfo(np.int64).min).to_numpy(dtype=np.int64)
+    bad = df["time"].to_numpy(dtype=np.int64) <= prev
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         user = df["user"].iloc[i]
@@ -234,12 +238,19 @@ class _Mechanism:
         """(measurement, Δf, scale, ε spent) for a mean over `users` readings."""
         if users not in self._cache:
             dp = self.dp
-            space = dp.vector_domain(dp.atom_domain(T=float, nan=False), size=users), dp.symmetric_distance()
-            mean = space >> dp.t.then_clamp((self.lo, self.hi)) >> dp.t.then_mean()
-            sensitivity = float(mean.map(2))  # replace one user's reading: symmetric distance 2
-            scale = sensitivity / self.epsilon_c
-            meas = mean >> dp.m.then_laplace(scale)
-            self._cache[users] = (meas, sensitivity, scale, float(meas.map(2)))
+            try:
+                space = dp.vector_domain(dp.atom_domain(T=float, nan=False), size=users), dp.symmetric_distance()
+                mean = space >> dp.t.then_clamp((self.lo, self.hi)) >> dp.t.then_mean()
+                sensitivity = float(mean.map(2))  # replace one user's reading: symmetric distance 2
+                scale = sensitivity / self.epsilon_c
+                meas = mean >> dp.m.then_laplace(scale)
+                spent = float(meas.map(2))
+            except dp.OpenDPException as exc:
+                raise InvalidInputError(
+                    f"OpenDP refuses the mechanism for {users} users, value range {self.lo!r}:{self.hi!r} and ε_C = "
+                    f"{self.epsilon_c!r} ({str(exc).splitlines()[0][:200]}); use a narrower --value-range or a larger --epsilon-c"
+                ) from None
+            self._cache[users] = (meas, sensitivity, scale, spent)
         return self._cache[users]
 
 
@@ -355,8 +366,8 @@ class Publisher:
             os.fsync(fh.fileno())
         os.replace(tmp, self.out)
 
-    def _append_out(self, row: LedgerRow) -> None:
-        line = render_out([row]).split("\n", 1)[1]
+    def _append_out(self, rows) -> None:
+        line = render_out(rows).split("\n", 1)[1]
         with open(self.out, "a", encoding="utf-8") as fh:
             fh.write(line)
             fh.flush()
@@ -393,7 +404,7 @@ class Publisher:
         LedgerLockedError
             If another publisher holds the ledger.
         """
-        from policyopt.privacy.age_dependent import risk_after_aging_log
+        from policyopt.privacy.age_dependent import risk_after_aging_upper
         from policyopt.models.estimation import sort_readings, validate_readings
 
         if isinstance(readings, ParquetStream):
@@ -426,7 +437,7 @@ class Publisher:
         try:
             with contextlib.ExitStack() as stack:  # holds the spilled slots of a Parquet stream until the run ends
                 return self._run(led, readings if clean is None else clean, through, t_min, t_max, created,
-                                 risk_after_aging_log, stack)
+                                 risk_after_aging_upper, stack)
         except BaseException:
             if created and led.is_new:
                 led.close()
@@ -435,7 +446,7 @@ class Publisher:
         finally:
             led.close()
 
-    def _run(self, led, clean, through, t_min, t_max, created, risk_after_aging_log, stack):
+    def _run(self, led, clean, through, t_min, t_max, created, risk_after_aging_upper, stack):
         if led.is_new:
             sch = self.schedule if self.schedule.origin is not None else replace(self.schedule, origin=t_min)
             model = ModelSpec() if self.model is None else self.model
@@ -489,8 +500,11 @@ class Publisher:
                 plan.append((n, slot, tau, None, None, None, None, EMPTY_INPUT_SHA256))
             else:
                 _, sens, scale, spent = mech.get(vals.size)
-                prior = 0.0 if state is None else risk_after_aging_log(ldtv(tau - state[0]), state[1] + state[2])  # (25) at S_n − A_n
-                risk = risk_after_aging_log(ldtv(sch.A), spent + prior)  # (25) at t = S_n
+                # upper bounds (issue 26): eq. (25) is increasing in its inputs, so each step is fed the previous
+                # step's upper bound and rounded up; --max-risk compares this upper side
+                prior = 0.0 if state is None else risk_after_aging_upper(
+                    ldtv(tau - state[0]), round_up(state[1] + state[2]), tau - state[0])  # (25) at S_n − A_n
+                risk = risk_after_aging_upper(ldtv(sch.A), round_up(spent + prior), sch.A)  # (25) at t = S_n
                 if self.max_risk is not None and risk > self.max_risk:
                     ok = len(plan)
                     raise RiskLimitError(
@@ -509,27 +523,41 @@ class Publisher:
             self._write_out(expected)
             rebuilt = bool(rows) or not created
         new_rows = []
+        skipped = []  # a run of skipped rows: no noise, so they are committed together (one transaction per gap)
+        version = package_version()
+
+        def flush():
+            if skipped:
+                led.append_many(skipped)
+                if self.out is not None:
+                    self._append_out(skipped)
+                new_rows.extend(skipped)
+                skipped.clear()
+
         for k, (n, slot, tau, vals, spent, prior, risk, digest) in enumerate(plan, start=1):
-            common = dict(n=n, slot=slot, input_time=tau, input_sha256=digest, schedule_id=sch.id, package_version=package_version(),
+            common = dict(n=n, slot=slot, input_time=tau, input_sha256=digest, schedule_id=sch.id, package_version=version,
                           sampler=mech.sampler, committed_at="")
             if vals is None:
-                row = LedgerRow(status="skipped", users=0, clipped=0, epsilon_c=0.0, epsilon_spent=0.0, sensitivity=None,
-                                noise_scale=None, value=None, prior_risk=None, risk_at_release=None,
-                                reason=f"no reading at input slot {tau}", **common)
-            else:
-                _, vals = groups.get(tau)
-                meas, sens, scale, _ = mech.get(vals.size)
-                value = float(meas(np.require(vals, np.float64, ["C", "W"])))  # OpenDP: clamp, mean, Laplace(Δf/ε_C); numpy in, no list
-                _pause("drawn", k, slot)
-                row = LedgerRow(status="released", users=int(vals.size), clipped=int(np.sum((vals < lo) | (vals > hi))),
-                                epsilon_c=sch.epsilon_c, epsilon_spent=spent, sensitivity=sens, noise_scale=scale,
-                                value=value, prior_risk=float(prior), risk_at_release=float(risk), reason=None, **common)
+                skipped.append(LedgerRow(status="skipped", users=0, clipped=0, epsilon_c=0.0, epsilon_spent=0.0,
+                                         sensitivity=None, noise_scale=None, value=None, prior_risk=None,
+                                         risk_at_release=None, reason=f"no reading at input slot {tau}",
+                                         **dict(common, committed_at=now_utc())))
+                continue
+            flush()
+            _, vals = groups.get(tau)
+            meas, sens, scale, _ = mech.get(vals.size)
+            value = float(meas(np.require(vals, np.float64, ["C", "W"])))  # OpenDP: clamp, mean, Laplace(Δf/ε_C); numpy in, no list
+            _pause("drawn", k, slot)
+            row = LedgerRow(status="released", users=int(vals.size), clipped=int(np.sum((vals < lo) | (vals > hi))),
+                            epsilon_c=sch.epsilon_c, epsilon_spent=spent, sensitivity=sens, noise_scale=scale,
+                            value=value, prior_risk=float(prior), risk_at_release=float(risk), reason=None, **common)
             row = replace(row, committed_at=now_utc())
             led.append(row)  # one transaction, committed before the CSV sees the value
             _pause("committed", k, slot)
             if self.out is not None:
-                self._append_out(row)
+                self._append_out([row])
             new_rows.append(row)
+        flush()
         all_rows = rows + new_rows
         last_row = all_rows[-1] if all_rows else None
         return PublishReport(

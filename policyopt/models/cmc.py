@@ -57,6 +57,9 @@ __all__ = [
 
 #: Largest number of joint snapshots m^s analysed exactly (dense m^s × m^s matrices).
 EXACT_SNAPSHOT_LIMIT = 4096
+#: Work bound (m^s)³·(max age + 1) under which :meth:`CouplingMarkovChain.aged_distance` computes Δ_k in exact
+#: rational arithmetic (two binary sequences up to age 249, three up to age 30; about a second at the limit).
+EXACT_RATIONAL_WORK = 16_000
 
 #: Largest number of joint snapshots m^s for the matrix-free spectral bound (operator products
 #: cost O((m^s)^2) time and O(m^s · m^{s/2}) memory each; see tests/benchmarks/bench_fran.py).
@@ -558,10 +561,76 @@ class CouplingMarkovChain:
         if neighbours not in ("one", "any"):
             raise InvalidInputError(f"`neighbours` must be 'one' or 'any', got {fmt(neighbours)}")
         ages = self._check_aoi(aoi)
+        if self.n_snapshots ** 3 * (max(ages) + 1) <= EXACT_RATIONAL_WORK:
+            # exact rational arithmetic: a tiny Δ_k is a difference of nearly equal rows, which floats
+            # get wrong by ~u absolutely (issue 26: 1.4 % below the exact value at Δ_k ≈ 1e-16)
+            return self._aged_distance_rational(ages, neighbours)
         if neighbours == "any" and len(set(ages)) == 1:
             return float(self.joint_chain.max_tv(ages[0]))
         C = self.aged_kernel(ages)
         return self._one_entry_tv(C) if neighbours == "one" else _max_pair_tv(C, None)
+
+    def _aged_distance_rational(self, ages, neighbours: str) -> float:
+        """Δ_k of :meth:`aged_distance` in exact rational arithmetic, rounded up to a float.
+
+        The float inputs (P^(jk), λ) are taken as exact rationals (:class:`fractions.Fraction`) and
+        each row renormalised to sum exactly to 1; the joint chain, its stationary law (Gaussian
+        elimination), the aged joint law W (the forward recursion of :meth:`aged_joint`), the kernel
+        C[x, z] = W[z, x]/π(x) and the total variations are all exact, so no cancellation can occur.
+        The result is the smallest float ≥ the exact Δ_k.
+        """
+        from fractions import Fraction
+
+        m, s, N = self.n_states, self.n_sequences, self.n_snapshots
+        X = self.snapshots.tolist()
+
+        def rows(mat):
+            out = [[Fraction(float(v)) for v in row] for row in np.asarray(mat)]
+            return [[v / sum(row) for v in row] for row in out]
+
+        lam = rows(self._lam)
+        T = [[rows(self._T[j, k]) for k in range(s)] for j in range(s)]
+        P = [[Fraction(1)] * N for _ in range(N)]
+        for x in range(N):
+            for y in range(N):
+                v = Fraction(1)
+                for j in range(s):
+                    v *= sum(lam[j][k] * T[j][k][X[x][k]][X[y][j]] for k in range(s))
+                P[x][y] = v
+        pi = _rational_stationary(P)
+
+        def step(W):
+            return [[sum(r[i] * P[i][y] for i in range(N) if r[i]) for y in range(N)] for r in W]
+
+        W, order = [list(pi)], []
+        levels = sorted(set(ages), reverse=True)
+        for idx, a in enumerate(levels):
+            for c in [i for i in range(s) if ages[i] == a]:
+                W = [[r[x] if X[x][c] == b else Fraction(0) for x in range(N)] for r in W for b in range(m)]
+                order.append(c)
+            nxt = levels[idx + 1] if idx + 1 < len(levels) else 0
+            for _ in range(a - nxt):
+                W = step(W)
+        # row r of W is z in recording order: digit i (base m, most significant first) is sequence order[i]
+        def z_index(r):
+            digits = [(r // m ** (s - 1 - i)) % m for i in range(s)]
+            seq = [0] * s
+            for i, c in enumerate(order):
+                seq[c] = digits[i]
+            return sum(v * m ** (s - 1 - j) for j, v in enumerate(seq))
+
+        C = [[Fraction(0)] * N for _ in range(N)]
+        for r in range(N):
+            z = z_index(r)
+            for x in range(N):
+                C[x][z] = W[r][x] / pi[x]
+        pairs = (self.neighbour_pairs().tolist() if neighbours == "one"
+                 else [(a, b) for a in range(N) for b in range(a + 1, N)])
+        best = max((sum(abs(C[a][z] - C[b][z]) for z in range(N)) / 2 for a, b in pairs), default=Fraction(0))
+        f = float(best)
+        if Fraction(f) < best:
+            f = math.nextafter(f, math.inf)
+        return min(1.0, f)
 
     def _one_entry_tv(self, C: np.ndarray) -> float:
         """Max TV between rows of C (indexed by snapshots) over pairs differing in one sequence."""
@@ -644,6 +713,12 @@ class CouplingMarkovChain:
         out = np.zeros((s, s, A + 1, A + 1))
         for i in range(s):
             out[i, i] = single[i][:, None]
+        # P^b for b = 0..A, stacked once, so that the newer entry's ages b are evaluated together per (old, gap, new)
+        # (a Python loop over (A + 1)²/2 pairs took ~50 s at A = 1000, issue 26)
+        powers = np.empty((A + 1, N, N))
+        powers[0] = np.eye(N)
+        for b in range(1, A + 1):
+            powers[b] = powers[b - 1] @ P
         for old in range(s):
             V = E[old] * pi[None, :]  # law of (x^(old) at the older slot, current state)
             for gap in range(A + 1):
@@ -653,12 +728,11 @@ class CouplingMarkovChain:
                     if new == old or (gap == 0 and new < old):
                         continue
                     W = (V[:, None, :] * E[new][None, :, :]).reshape(m * m, N)
-                    for b in range(A + 1 - gap):
-                        if b:
-                            W = W @ P
-                        C = (W / pi[None, :]).T  # (N, m²): law of the entry pair given x_t
-                        tv = float(0.5 * np.abs(C[pairs[:, 0]] - C[pairs[:, 1]]).sum(axis=1).max())
-                        out[old, new, b + gap, b] = out[new, old, b, b + gap] = min(1.0, tv)
+                    nb = A + 1 - gap
+                    Wb = np.matmul(W[None, :, :], powers[:nb]) / pi[None, None, :]  # (b, m², N): laws given x_t
+                    tv = 0.5 * np.abs(Wb[:, :, pairs[:, 0]] - Wb[:, :, pairs[:, 1]]).sum(axis=1).max(axis=1)
+                    b = np.arange(nb)
+                    out[old, new, b + gap, b] = out[new, old, b, b + gap] = np.minimum(1.0, tv)
         return out
 
     def lagged_moments(self, weights, max_lag: int) -> np.ndarray:
@@ -711,6 +785,36 @@ def _ages(aoi, s: int) -> tuple[int, ...]:
     if arr.shape != (s,):
         raise InvalidInputError(f"`aoi` must hold one age per sequence ({s}), got {fmt(aoi)}")
     return tuple(int(a) for a in as_slots(arr, "aoi"))
+
+
+def _rational_stationary(P) -> list:
+    """The stationary law of an exactly stochastic rational matrix `P` (list of lists of Fractions).
+
+    Solves π(P − I) = 0, Σπ = 1 by Gaussian elimination in exact arithmetic.
+
+    Raises
+    ------
+    InvalidModelError
+        If the solution is not unique (a reducible chain).
+    """
+    from fractions import Fraction
+
+    n = len(P)
+    # equations: columns y of (P − I)ᵀ for y < n−1, and Σπ = 1
+    A = [[P[x][y] - (1 if x == y else 0) for x in range(n)] + [Fraction(0)] for y in range(n - 1)]
+    A.append([Fraction(1)] * n + [Fraction(1)])
+    for col in range(n):
+        piv = next((r for r in range(col, n) if A[r][col] != 0), None)
+        if piv is None:
+            raise InvalidModelError("the joint chain is reducible: its stationary distribution is not unique")
+        A[col], A[piv] = A[piv], A[col]
+        inv = 1 / A[col][col]
+        A[col] = [v * inv for v in A[col]]
+        for r in range(n):
+            if r != col and A[r][col] != 0:
+                f = A[r][col]
+                A[r] = [a - f * b for a, b in zip(A[r], A[col])]
+    return [A[r][n] for r in range(n)]
 
 
 def _max_pair_tv(C: np.ndarray, pairs=None, chunk: int = 4096) -> float:

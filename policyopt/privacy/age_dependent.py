@@ -33,6 +33,7 @@ from policyopt.result import result_repr
 __all__ = [
     "risk_after_aging",
     "risk_after_aging_log",
+    "risk_after_aging_upper",
     "compose",
     "Composition",
     "peak_risk",
@@ -149,6 +150,62 @@ def risk_after_aging_log(log_max_tv, epsilon_c):
     return float(out) if out.ndim == 0 else out
 
 
+def risk_after_aging_upper(log_max_tv, epsilon_c, age=0.0, *, exact_max_tv: bool = False):
+    """An upper bound on Theorem 1 (eq. 14) from a computed ln Δ(age): ≥ ln(1 + Δ(e^{ε_C} − 1)) exactly.
+
+    ln Δ is first raised by 2δ, δ = :func:`max_tv_rel_error` (``age``) the relative error of a
+    computed Δ (0 with ``exact_max_tv``; the result is capped at ln 1 = 0), and the log-space
+    value ε is then raised by the rounding of its evaluation, at most
+    16·[(8 + ``|ln Δ|`` + ε_C + ``|ln(e^{ε_C} − 1)|``)·min(1, ε) + ε]·u (a few u per operation of
+    ``logaddexp(0, y)``, y = ln Δ + ln(e^{ε_C} − 1), times the magnitudes it handles; an error of y moves
+    the result by at most its derivative 1 − e^{−ε} ≤ min(1, ε) times it; u = 2⁻⁵³, a factor 4 to
+    spare), and by one float step towards +∞.  Eq. (14) is increasing in ε_C and in Δ, so an
+    upper bound on either input gives an upper bound on the output: a recursion (Theorem 3) stays
+    an upper bound when each step is fed the previous step's upper bound (see :func:`compose`).
+
+    Parameters
+    ----------
+    log_max_tv : float or array_like
+        Computed ln Δ(age) ≤ 0 (−inf for Δ = 0, which gives exactly 0).
+    epsilon_c : float or array_like
+        ε_C ≥ 0 (nats), taken as exact (pass an upper bound, e.g. ``round_up(a + b)`` of a sum).
+    age : float or array_like
+        Age (slots) at which Δ was computed, for its error bound.
+    exact_max_tv : bool, keyword-only
+        Δ is exact (a user's table), no margin for it.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        Upper bound on ε(t), nats.
+
+    Raises
+    ------
+    InvalidInputError
+        As :func:`risk_after_aging_log`.
+
+    References
+    ----------
+    Zhang, Wei, Berry, Huang, "Age-Dependent Differential Privacy", IEEE Trans. Inf. Theory, 2024,
+    Theorem 1 (eq. 14) and Theorem 3 (eq. 25).
+    """
+    ld = np.asarray(log_max_tv, dtype=float)
+    if np.any(np.isnan(ld)) or np.any(ld > 0):
+        raise InvalidInputError(f"`log_max_tv` must be ≤ 0 (ln of a total variation distance), got {fmt(log_max_tv)}")
+    eps = _check_epsilon(epsilon_c)
+    age = np.asarray(age, dtype=float)
+    delta = 0.0 if exact_max_tv else 64.0 * (age + 1.0) * UNIT_ROUNDOFF  # max_tv_rel_error, vectorised
+    ld_up = np.minimum(ld + 2.0 * delta, 0.0)
+    value = _leak_log(ld_up, eps)
+    le = log_expm1(eps)
+    with np.errstate(invalid="ignore"):
+        # an absolute error e of y = ln Δ + ln(e^ε − 1) moves logaddexp(0, y) by ≤ e·(1 − e^{−value}) ≤ e·min(1, value)
+        mag = ((8.0 + np.where(np.isfinite(ld), np.abs(ld), 0.0) + eps + np.where(np.isfinite(le), np.abs(le), 0.0))
+               * np.minimum(1.0, value) + value)
+    out = np.where(value > 0, np.nextafter(value + 16.0 * UNIT_ROUNDOFF * mag, np.inf), value)
+    return float(out) if out.ndim == 0 else out
+
+
 @dataclass(frozen=True)
 class Composition:
     """Risk and AoI trajectories of a multi-query mechanism (Theorem 3).
@@ -165,6 +222,11 @@ class Composition:
         In-epoch peaks ε(S_n) (the value at each publication).
     prior_risk : numpy.ndarray, shape (N,)
         ε(S_n − A_n): leakage about the n-th input X_{S_n−A_n} from queries 1..n−1.
+    risk_upper, epoch_peaks_upper, prior_risk_upper : numpy.ndarray
+        The same three rounded outward: each step of the recursion evaluated by
+        :func:`risk_after_aging_upper` on the upper bound of the previous step (eq. (25) is increasing
+        in ε(S_n − A_n)), so each entry is ≥ the exact value for the given budgets and Δ.  These are
+        the numbers to report.
     """
 
     times: np.ndarray
@@ -172,6 +234,9 @@ class Composition:
     aoi: np.ndarray
     epoch_peaks: np.ndarray
     prior_risk: np.ndarray
+    risk_upper: np.ndarray | None = None
+    epoch_peaks_upper: np.ndarray | None = None
+    prior_risk_upper: np.ndarray | None = None
 
     def __repr__(self) -> str:
         """A short multi-line summary: arrays by shape and range, long mappings by their keys."""
@@ -309,18 +374,27 @@ def compose(
     else:
         table = log_max_tv_table(max_tv, T + 1)  # a table: checked up to the horizon, as documented
 
+    exact_tv = not (callable(max_tv) or hasattr(max_tv, "log_max_tv"))  # a user's table is taken as exact
     prior = np.zeros(n)
+    prior_up = np.zeros(n)
     for k in range(1, n):
         # ε(S_k − A_k): previous epoch's eq. (25) at t = S_k − A_k
-        prior[k] = _leak_log(table[tau[k] - tau[k - 1]], eps[k - 1] + prior[k - 1])
+        d = tau[k] - tau[k - 1]
+        prior[k] = _leak_log(table[d], eps[k - 1] + prior[k - 1])
+        prior_up[k] = risk_after_aging_upper(table[d], round_up(eps[k - 1] + prior_up[k - 1]), d, exact_max_tv=exact_tv)
     total = eps + prior  # ε_{C,n} + ε(S_n − A_n)
+    total_up = np.nextafter(eps + prior_up, np.inf)
 
     risk = np.zeros(T + 1)
+    risk_up = np.zeros(T + 1)
     aoi = np.full(T + 1, np.nan)
     risk[live] = _leak_log(table[lag], total[epoch[live]])  # eq. (25)
+    risk_up[live] = risk_after_aging_upper(table[lag], total_up[epoch[live]], lag, exact_max_tv=exact_tv)
     aoi[live] = lag  # eq. (24): A_n at S_n, +1 per slot
     peaks = _leak_log(table[A], total)
-    return Composition(times=times, risk=risk, aoi=aoi, epoch_peaks=np.asarray(peaks), prior_risk=prior)
+    peaks_up = risk_after_aging_upper(table[A], total_up, A, exact_max_tv=exact_tv)
+    return Composition(times=times, risk=risk, aoi=aoi, epoch_peaks=np.asarray(peaks), prior_risk=prior,
+                       risk_upper=risk_up, epoch_peaks_upper=np.atleast_1d(peaks_up), prior_risk_upper=prior_up)
 
 
 @dataclass(frozen=True)

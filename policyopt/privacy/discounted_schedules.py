@@ -223,10 +223,11 @@ def _corollary16_constant(b: float) -> float:
     G = M @ (1.0 / np.sqrt(k))  # G_t, t = 1..N
     head = float(G.max())
     # (e), second part: sup_{t > N} B_t
-    t1 = max(N + 1, math.ceil(_Z_HI / b))
-    if t1 - N > _H_GRID_MAX:
+    ratio = _Z_HI / b  # inf for a subnormal β (e.g. 1e-320): then the bound (c) applies, as for any small β
+    if not math.isfinite(ratio) or ratio - N > _H_GRID_MAX:
         tail = 2.0 * _PHI_MAX / math.sqrt(b) + 1.0 / math.sqrt(N + 1)  # (c)
     else:
+        t1 = max(N + 1, math.ceil(ratio))
         t = np.arange(N + 1, t1 + 1, dtype=float)
         with np.errstate(over="ignore"):
             integral = 2.0 * np.arcsinh(np.sqrt(b * t)) / np.sqrt(b * (1.0 + b * t))  # I_t, step (b)

@@ -205,11 +205,28 @@ def _run(loss: LossFunction | None, budgets: np.ndarray, method: str) -> np.ndar
     """α_t = L(α_{t−1}) + ε_t, α_1 = ε_1 (eq. 13; eq. 15 on the reversed budgets)."""
     if loss is None or method == "piecewise":
         f = (lambda a: 0.0) if loss is None else scalar_piecewise(loss)
-        out = []
+        eps_list = budgets.tolist()
+        T = len(eps_list)
+        # end (exclusive) of the run of equal budgets containing t: once α repeats inside such a run (a float fixed
+        # point, or a 2-cycle of the last ulp), every later step of the run repeats it — filled without evaluating L,
+        # bit for bit what the loop would compute (issue 26: --horizon 10^6 took tens of minutes)
+        change = np.flatnonzero(np.diff(budgets) != 0) + 1
+        run_end = np.repeat(np.append(change, T), np.diff(np.concatenate([[0], change, [T]]))).tolist() if T else []
+        out = [0.0] * T
         prev = 0.0
-        for t, eps in enumerate(budgets.tolist()):
-            prev = (f(prev) if t else 0.0) + eps
-            out.append(prev)
+        t = 0
+        while t < T:
+            prev = (f(prev) if t else 0.0) + eps_list[t]
+            out[t] = prev
+            if t >= 2 and run_end[t - 2] == run_end[t] and out[t - 2] == prev:
+                end = run_end[t]
+                n = end - t - 1
+                out[t + 1:end] = ([out[t - 1], prev] * ((n + 1) // 2))[:n]  # the 2-cycle (period 1 if equal)
+                if end > t + 1:
+                    prev = out[end - 1]
+                t = end
+                continue
+            t += 1
         return np.array(out, dtype=float)
     out = np.empty(budgets.size)
     prev = 0.0

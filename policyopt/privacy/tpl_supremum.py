@@ -187,12 +187,19 @@ def supremum_upper(P, epsilon) -> float | None:
         return a  # L ≡ 0: the supremum is ε itself; ε = 0: exactly 0
     n = loss.P.shape[0]
     q, d = sup.q, sup.d
-    with np.errstate(over="ignore"):
-        em1 = math.expm1(min(a, 700.0))
-    # 1 − ℓ at α* = [(q(e^α − 1) + 1)(d(e^α − 1) + 1) − (q − d)e^α] / [(q(e^α − 1) + 1)(d(e^α − 1) + 1)]
-    num = (q * em1 + 1.0) * (d * em1 + 1.0)
-    # (less 4u, so that rounding in this difference can only enlarge E)
-    one_minus_slope = (num - (q - d) * (em1 + 1.0)) / num - 4.0 * UNIT_ROUNDOFF if math.isfinite(num) and num > 0 else 0.0
+    if q <= d:
+        one_minus_slope = 1.0  # ℓ ≤ 0: 1 − ℓ ≥ 1, and 1 only enlarges E
+    else:
+        # ln ℓ = ln(q − d) + α − ln(q(e^α − 1) + 1) − ln(d(e^α − 1) + 1), in log space so that α* > 709 (ε ≳ 700)
+        # does not overflow e^α (issue 26: the old e^α capped at 700 gave 1 − ℓ ≤ 0, hence E = ∞)
+        lem1 = a + math.log1p(-math.exp(-a)) if a > 30.0 else math.log(math.expm1(a))
+
+        def log_affine(c):  # ln(c(e^α − 1) + 1)
+            return 0.0 if c == 0.0 else float(np.logaddexp(0.0, math.log(c) + lem1))
+
+        log_slope = math.log(q - d) + a - log_affine(q) - log_affine(d)
+        # less a few u per operation times the magnitudes handled, so that rounding can only enlarge E
+        one_minus_slope = -math.expm1(log_slope) - 16.0 * UNIT_ROUNDOFF * (4.0 + a + abs(log_slope))
     if not one_minus_slope > 0:
         return math.inf
     E = 32.0 * (n + 8) * UNIT_ROUNDOFF * (1.0 + a + eps) / one_minus_slope

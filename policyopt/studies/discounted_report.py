@@ -14,6 +14,7 @@ one day.
 from __future__ import annotations
 
 import copy
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -234,7 +235,12 @@ def design_discounted(notion: str, epsilon: float, horizon: int, *, alpha: float
                if schedule == "paper" else "")
         )
     n = min(T, days.values.size)
-    err = expected_relative_error(b[:n], days.values[:n])
+    with np.errstate(over="ignore"):  # a tiny β (e.g. 1e-320) gives scales ~1e160, whose squares overflow
+        err = expected_relative_error(b[:n], days.values[:n])
+        variance = total_variance(b)
+    if not math.isfinite(variance):
+        warnings.append("the total noise variance 2·Σ b_k² overflows a float (> 1.8e308), so `total_variance` is null: "
+                        "the noise scales are astronomically large (a discount rate near 0 is hardly discounting)")
     out.update(
         schedule=b.tolist(),
         worst_discounted_loss=loss.worst,
@@ -242,7 +248,7 @@ def design_discounted(notion: str, epsilon: float, horizon: int, *, alpha: float
         holds=holds_until == T,
         holds_until=holds_until,
         accounting_method=loss.method,
-        total_variance=total_variance(b),
+        total_variance=variance,
         expected_relative_error={
             "days": n,
             "data_days": int(days.values.size),

@@ -110,7 +110,8 @@ _TRADEOFF_ATOL = 1e-12
 MAX_GRID_POINTS = 100_000
 
 
-def parse_grid(text: str, name: str, *, integer: bool = False, lower: float | None = None) -> list:
+def parse_grid(text: str, name: str, *, integer: bool = False, lower: float | None = None,
+               upper: float | None = None) -> list:
     """Parse a sweep grid ``START:STOP:N`` (N evenly spaced values, ends included) or ``V1,V2,...``.
 
     Parameters
@@ -154,6 +155,8 @@ def parse_grid(text: str, name: str, *, integer: bool = False, lower: float | No
             raise InvalidInputError(f"{name}: the number of points N must be ≥ 1, got {fmt(text)}")
         if n > MAX_GRID_POINTS:
             raise InvalidInputError(f"{name}: the number of points N must be ≤ {MAX_GRID_POINTS}, got {fmt(text)}")
+        if not (math.isfinite(start) and math.isfinite(stop)):  # before linspace, which warns on inf − inf
+            raise InvalidInputError(f"{name} values must be finite, got {fmt(text)}")
         if n == 1 and start != stop:
             raise InvalidInputError(f"{name}: N = 1 needs START = STOP, got {fmt(text)}")
         raw = [float(v) for v in np.linspace(start, stop, n)]
@@ -168,6 +171,8 @@ def parse_grid(text: str, name: str, *, integer: bool = False, lower: float | No
         raise InvalidInputError(f"{name} values must be finite, got {fmt(text)}")
     if any(b <= a for a, b in zip(raw, raw[1:])):
         raise InvalidInputError(f"{name} values must be strictly increasing, got {fmt(text)}")
+    if upper is not None and raw[-1] > upper:
+        raise InvalidInputError(f"{name} values must be ≤ {upper:g}, got {fmt(text)}")
     if integer:
         if any(v != round(v) for v in raw):
             raise InvalidInputError(f"{name} values must be integers, got {fmt(text)} (values {fmt(raw)})")

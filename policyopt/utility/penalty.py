@@ -234,6 +234,18 @@ class Penalty(ABC):
                 out[a, s - 1] = root
         return out
 
+    def min_epsilon_c_lower_table(self, A_max: int, S_max: int, max_penalty: float) -> np.ndarray:
+        """A lower bound on the exact smallest ε_C meeting f̄ for every (A, S̄), for a solver's proven bound.
+
+        :meth:`min_epsilon_c_table` moves each budget *up* so that the bound holds at the value deployed; a
+        lower bound on the optimum must start from the other side.  Generic version: the table divided by
+        (1 + 4·``ROUND_UP``), which undoes the upward move of the root; the root finder's own error is
+        Brent's (``xtol``).  Subclasses with a closed form (:class:`MSEPenalty`) bound it exactly.
+
+        Returns shape (A_max + 1, S_max), nats (``inf`` where no budget is found).
+        """
+        return np.asarray(self.min_epsilon_c_table(A_max, S_max, max_penalty), dtype=float) / (1.0 + 4.0 * ROUND_UP)
+
     def _grid_min_epsilon_c_table(self, A_max: int, S_max: int, f_bar: float, grid=None, *, xtol: float = 1e-10) -> np.ndarray:
         """Smallest feasible budget on a grid, for penalties not proven monotone in ε_C.
 
@@ -494,6 +506,23 @@ class MSEPenalty(Penalty):
     def min_epsilon_c_table(self, A_max: int, S_max: int, max_penalty: float, **_) -> np.ndarray:
         """Smallest ε_C meeting f̄ for every (A, S̄), closed form; shape (A_max + 1, S_max)."""
         return self.min_epsilon_c(self._stale_windows(A_max, S_max), max_penalty)
+
+    def min_epsilon_c_lower(self, staleness_bound, max_penalty):
+        """A lower bound on the exact s·sqrt(2/(f̄ − W)): the mirror of :meth:`min_epsilon_c`.
+
+        The slack is *enlarged* by W's error bound (:attr:`staleness_rel_error` · W) and the subtraction's
+        (4u·f̄), and the result moved down by a relative ``ROUND_UP``, so it is ≤ the smallest budget that
+        meets f̄ in exact arithmetic.  ``inf`` where even the enlarged slack is ≤ 0 (no budget can meet f̄).
+        """
+        f_bar = check_max_penalty(max_penalty)
+        W = np.asarray(staleness_bound, dtype=float)
+        slack = f_bar - W + self.staleness_rel_error * np.abs(W) + 4.0 * 2.0**-53 * f_bar
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(slack > 0, self.sensitivity * np.sqrt(2.0 / slack) * (1.0 - ROUND_UP), np.inf)
+
+    def min_epsilon_c_lower_table(self, A_max: int, S_max: int, max_penalty: float) -> np.ndarray:
+        """:meth:`min_epsilon_c_lower` for every (A, S̄); shape (A_max + 1, S_max), nats."""
+        return self.min_epsilon_c_lower(self._stale_windows(A_max, S_max), max_penalty)
 
 
 class CallablePenalty(Penalty):
