@@ -264,7 +264,7 @@ def test_daily_means_of_bundled_data():
 
 def test_daily_means_rejects_missing_days():
     df = pd.DataFrame({"user": ["a"] * 24 + ["b"] * 23, "time": list(range(24)) + list(range(23)), "value": 1.0})
-    with pytest.raises(InvalidInputError, match=r"every home must have all slots of every day"):
+    with pytest.raises(InvalidInputError, match=r"home .b. has no complete day"):
         daily_means(df)
 
 

@@ -18,7 +18,8 @@ BOX = ("--max-age", "24", "--max-interval", "24")
 
 
 def test_bundled_design_uses_a_bound_above_the_direct_estimate_and_falls_back_to_the_horizon():
-    out = strict_json(run_cli("schedule", "--max-tv", "empirical", *BOX, "--horizon", "2000", "--json").stdout)
+    out = strict_json(run_cli("schedule", "--max-tv", "empirical", *BOX, "--horizon", "2000", "--penalty", "chain", "--max-penalty",
+                                 "1.5e-5", "--json").stdout)
     emp = out["empirical_max_tv"]
     used, est, upper = emp["max_tv_used"], emp["estimate"], emp["upper"]
     assert used[0] == 1.0 and len(used) == 24 + 24  # ages 0..A_max + S_max − 1
