@@ -139,7 +139,12 @@ def _given_model(args, base=None):
     states = args.states if args.states is not None else (base.states if same else None)
     smoothing = args.smoothing if args.smoothing is not None else (base.smoothing if same else None)
     value_range = base.value_range if same else (getattr(args, "value_range", None) if kind == "data" else None)
-    return ModelSpec(spec, states, smoothing, value_range, max_tv_source=base.max_tv_source if same else "chain")
+    chains = ModelSpec(spec, states, smoothing, value_range)
+    if same and (chains.states, chains.smoothing) == (base.states, base.smoothing):
+        # the design's own model: keep its Δ(t) source (and an empirical design's table)
+        return ModelSpec(spec, states, smoothing, value_range, max_tv_source=base.max_tv_source,
+                         max_tv_table=base.max_tv_table)
+    return chains  # other chains: their own Δ(t), eq. (12)
 
 
 def _same_model(a, b) -> bool:
@@ -175,7 +180,8 @@ def _publish_plan(args):
     if args.schedule is not None:
         if any(v is not None for v in direct):
             raise InvalidInputError("give either --schedule FILE or --A/--S-bar/--epsilon-c, not both")
-        design = read_schedule_json(args.schedule).get("deployment")
+        sched_json = read_schedule_json(args.schedule)
+        design = sched_json.get("deployment")
         if design is None and not given:
             raise InvalidInputError(
                 f"--schedule {args.schedule!r} records no `deployment` (written by an earlier policyopt): redesign it with "
@@ -193,7 +199,7 @@ def _publish_plan(args):
         if args.value_range is None:
             raise InvalidInputError("--value-range LO:HI is required with --A/--S-bar/--epsilon-c (the public range of one reading)")
         schedule = ScheduleSpec(args.A, args.S_bar, args.epsilon_c, args.value_range, args.start, source="options")
-    designed = None if design is None else ModelSpec.from_dict(design["model"])
+    designed = None if design is None else ModelSpec.from_schedule(sched_json, f"--schedule {args.schedule!r}")
     if designed is not None:
         model = designed
         reason = f"the design recorded in --schedule {os.path.abspath(args.schedule)}"
@@ -231,6 +237,8 @@ def _publish_plan(args):
         "override": args.override,
         "schedule_file": None if args.schedule is None else os.path.abspath(args.schedule),
         "design_data": None if design is None else design.get("data"),
+        "max_tv_table_from": (f"empirical_max_tv.max_tv_used of --schedule {os.path.abspath(args.schedule)}"
+                              if model.max_tv_table is not None and args.schedule is not None else None),
         "slot_length": None if design is None else design.get("slot_length"),
         "stream": data_digest(args.data, "--data"),
     }
@@ -387,6 +395,7 @@ def _publish(args, start, schedule, model, provenance, client) -> int:
         "schedule_id": rep.schedule_id,
         "schedule": rep.schedule.to_dict(),
         "model": rep.model,
+        "max_tv_source": model.max_tv_source,
         "model_reason": rep.provenance.get("model_reason"),
         "override": rep.provenance.get("override"),
         "slot_length": rep.provenance.get("slot_length"),
@@ -501,6 +510,10 @@ def run_ledger(args) -> int:
         "peak_risk": risk.peak_risk,
         "designed_peak_risk": risk.designed_peak_risk,
         "designed_status": risk.designed_status,
+        "max_tv_source": model.max_tv_source,
+        "max_tv_table": None if model.max_tv_table is None else list(model.max_tv_table),
+        "designed_horizon": sch.horizon,
+        "designed_horizon_risk": risk.designed_horizon_risk,
         "releases": [dict(_row_dict(r), risk_at_release=peaks.get(r.slot) if r.status == "released" else None,
                           recorded_risk_at_release=r.risk_at_release) for r in rows if r.slot <= risk.at],
         "trajectory": {
@@ -515,6 +528,10 @@ def run_ledger(args) -> int:
         return 0
     designed = (f"ε* = {fmt_upper(risk.designed_peak_risk)} nats (eq. (30), the limit of ε(S_n) for the schedule as designed)"
                 if risk.designed_peak_risk is not None else "divergent: condition (31) Δ(S̄)e^ε_C < 1 fails")
+    if risk.designed_peak_risk is None and risk.designed_horizon_risk is not None:
+        designed = (f"no finite ε* (condition (31) Δ(S̄)e^ε_C < 1 fails); designed over {sch.horizon} slots"
+                    f"{_span(sch.horizon, slot_seconds)}: largest risk ≤ {fmt_upper(risk.designed_horizon_risk)} nats "
+                    "(Theorem 3, every planned release made); the releases made so far are accounted above")
     aoi = out["aoi_at"]
     lines = [
         "policyopt ledger: age-dependent risk of the releases made (Zhang et al. 2024, Theorem 3, eq. (25); nats, slots)",

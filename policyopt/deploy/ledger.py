@@ -71,7 +71,7 @@ import numpy as np
 
 from policyopt.errors import InvalidInputError, PolicyOptError, check_value_range, fmt
 
-__all__ = ["SCHEMA_VERSION", "APPLICATION_ID", "ScheduleSpec", "ModelSpec", "REPRODUCIBLE_MAX_TV_SOURCES", "read_schedule_json", "same_source", "input_digest", "EMPTY_INPUT_SHA256", "LedgerRow", "LedgerRisk", "Ledger", "LedgerLockedError"]
+__all__ = ["SCHEMA_VERSION", "APPLICATION_ID", "ScheduleSpec", "ModelSpec", "REPRODUCIBLE_MAX_TV_SOURCES", "TABLE_MAX_TV_SOURCE", "read_schedule_json", "same_source", "input_digest", "EMPTY_INPUT_SHA256", "LedgerRow", "LedgerRisk", "Ledger", "LedgerLockedError"]
 
 #: Version of the ledger's tables; a ledger with a larger version is refused.
 SCHEMA_VERSION = 2
@@ -230,6 +230,11 @@ class ScheduleSpec:
         Where the schedule came from (file or options); not part of :attr:`id`.
     designed_peak_risk : float or None
         ε* printed by ``policyopt schedule`` (nats), for the record; ``None`` when given directly.
+    horizon : int or None
+        The deployment horizon H (slots) of a horizon design (``schedule --max-tv empirical`` when no
+        schedule has a finite ε*: ``horizon_design``): releases at S_n ≤ origin + H.  Not part of :attr:`id`.
+    designed_horizon_risk : float or None
+        The largest risk over H the schedule printed (``horizon_design.horizon_risk``, nats), for the record.
 
     Raises
     ------
@@ -245,9 +250,14 @@ class ScheduleSpec:
     origin: int | None = None
     source: str = "options"
     designed_peak_risk: float | None = None
+    horizon: int | None = None
+    designed_horizon_risk: float | None = None
 
     def __post_init__(self):
         from policyopt.errors import check_positive
+
+        if self.horizon is not None:
+            object.__setattr__(self, "horizon", _int_param(self.horizon, "horizon", 1))
 
         object.__setattr__(self, "A", _int_param(self.A, "A", 0))
         object.__setattr__(self, "S_bar", _int_param(self.S_bar, "S_bar", 1))
@@ -334,8 +344,20 @@ class ScheduleSpec:
                 )
             value_range = tuple(declared)
         peak = data.get("peak_risk")
+        hd = _horizon_design(data)
+        horizon = None if hd is None else hd["horizon"]
+        risk = None if hd is None else hd.get("horizon_risk")
         return cls(int(data["A"]), int(data["S_bar"]), data["epsilon_c"], value_range, origin,
-                   source=f"{option} {str(path)!r}", designed_peak_risk=peak if isinstance(peak, (int, float)) else None)
+                   source=f"{option} {str(path)!r}", designed_peak_risk=peak if _is_number(peak) else None,
+                   horizon=horizon, designed_horizon_risk=risk if _is_number(risk) else None)
+
+
+def _horizon_design(data: dict) -> dict | None:
+    """The schedule JSON's ``horizon_design`` when it is the schedule (no finite ε*, the design over H slots)."""
+    hd = data.get("horizon_design")
+    if data.get("status") not in PUBLISHABLE_STATUSES and isinstance(hd, dict) and hd.get("status") == "optimal":
+        return hd
+    return None
 
 
 def read_schedule_json(path, option: str = "--schedule") -> dict:
@@ -358,6 +380,12 @@ def read_schedule_json(path, option: str = "--schedule") -> dict:
         Missing file, not JSON, no ``status``/``A``/``S_bar``/``epsilon_c``, a status other
         than optimal/feasible/unbounded (e.g. infeasible: there is no schedule), or a
         non-integer A/S̄ (a ``--relax`` design).
+
+    Notes
+    -----
+    A ``schedule --max-tv empirical`` design for which no schedule has a finite ε* (status
+    ``infeasible``, ``A`` null) carries its schedule in ``horizon_design`` (status ``optimal``):
+    the object returned then has that design's ``A``, ``S_bar`` and ``epsilon_c``.
     """
     p = Path(path)
     if not p.is_file():
@@ -371,7 +399,12 @@ def read_schedule_json(path, option: str = "--schedule") -> dict:
     if not isinstance(data, dict) or "status" not in data:
         raise InvalidInputError(f"{option} {str(p)!r} has no `status`; expected the output of `policyopt schedule --json`")
     status = data["status"]
-    if status not in PUBLISHABLE_STATUSES:
+    hd = _horizon_design(data)
+    if hd is not None:
+        if not _is_number(hd.get("horizon")) or not _is_number(hd.get("epsilon_c")):
+            raise InvalidInputError(f"{option} {str(p)!r}: `horizon_design` lacks its horizon or ε_C")
+        data = dict(data, A=hd.get("A"), S_bar=hd.get("S_bar"), epsilon_c=hd["epsilon_c"])
+    elif status not in PUBLISHABLE_STATUSES:
         why = str(data.get("message") or "")[:120]
         raise InvalidInputError(
             f"{option} {str(p)!r} has status {status!r}: there is no schedule to publish"
@@ -393,8 +426,33 @@ def read_schedule_json(path, option: str = "--schedule") -> dict:
     return data
 
 
-#: The Δ(t) sources a ledger can reproduce (the model's own chains, eq. (12)).
+#: The Δ(t) sources a ledger can reproduce from the model alone (the model's own chains, eq. (12)).  An
+#: ``empirical:LEVEL`` source is reproduced from the table the schedule recorded (``ModelSpec.max_tv_table``).
 REPRODUCIBLE_MAX_TV_SOURCES = ("chain",)
+#: Prefix of the Δ(t) sources a ledger accounts with from a stored table.
+TABLE_MAX_TV_SOURCE = "empirical:"
+
+
+def _check_max_tv_table(table, source: str) -> tuple:
+    """A Δ(t) table as a tuple of floats: finite, in [0, 1], non-increasing, for an ``empirical:`` source.
+
+    Raises
+    ------
+    InvalidInputError
+        Otherwise (naming the table's offending entry).
+    """
+    if not str(source).startswith(TABLE_MAX_TV_SOURCE):
+        raise InvalidInputError(f"`max_tv_table` goes with an {TABLE_MAX_TV_SOURCE}LEVEL Δ(t) source, not {fmt(source)}")
+    if isinstance(table, (str, bytes)) or not hasattr(table, "__len__") or len(table) < 1:
+        raise InvalidInputError(f"`max_tv_table` must be a non-empty list of Δ(t), got {fmt(table)}")
+    vals = []
+    for t, v in enumerate(table):
+        if not _is_number(v) or not 0.0 <= v <= 1.0:
+            raise InvalidInputError(f"`max_tv_table`[{t}] must be a number in [0, 1], got {fmt(v)}")
+        if vals and v > vals[-1]:
+            raise InvalidInputError(f"`max_tv_table` must be non-increasing, but Δ({t}) = {v!r} > Δ({t - 1}) = {vals[-1]!r}")
+        vals.append(float(v))
+    return tuple(vals)
 
 
 @dataclass(frozen=True)
@@ -423,9 +481,14 @@ class ModelSpec:
         Size of the data the model was fitted on: a CSV that has grown by appended lines since
         is fitted on its first `nbytes` bytes, whose digest must be `sha256`.
     max_tv_source : str
-        Where Δ(t) comes from: ``"chain"`` (the model's chains, eq. (12)).  A schedule designed
-        against another source (e.g. ``"posterior-band"`` of ``schedule --robust``) records it
-        here; :meth:`load` refuses what it cannot reproduce.
+        Where Δ(t) comes from: ``"chain"`` (the model's chains, eq. (12)) or ``"empirical:LEVEL"``
+        (``schedule --max-tv empirical``: the table `max_tv_table`).  A schedule designed against
+        another source (e.g. ``"posterior-band"`` of ``schedule --robust``) records it here;
+        :meth:`load` refuses what it cannot reproduce.
+    max_tv_table : tuple of float or None
+        Δ̃(0..H) the design used, for an ``empirical:LEVEL`` source (the schedule JSON's
+        ``empirical_max_tv.max_tv_used``: non-increasing, in [0, 1]); Δ(t) = 1 beyond H.  ``None``
+        for the chains.
 
     Raises
     ------
@@ -440,6 +503,7 @@ class ModelSpec:
     sha256: str | None = None
     nbytes: int | None = None
     max_tv_source: str = "chain"
+    max_tv_table: tuple | None = None
 
     def __post_init__(self):
         from policyopt.data import BUNDLED_SMOOTHING, BUNDLED_STATES, BUNDLED_VALUE_RANGE
@@ -470,6 +534,8 @@ class ModelSpec:
                     raise InvalidInputError(f"`{name}` applies to a fitted model (bundled or data:PATH), not {fmt(self.spec)}")
         if not isinstance(self.max_tv_source, str) or not self.max_tv_source:
             raise InvalidInputError(f"`max_tv_source` must be a non-empty string, got {fmt(self.max_tv_source)}")
+        if self.max_tv_table is not None:
+            object.__setattr__(self, "max_tv_table", _check_max_tv_table(self.max_tv_table, self.max_tv_source))
 
     @property
     def fitted(self) -> bool:
@@ -508,9 +574,13 @@ class ModelSpec:
         return replace(self, sha256=d["sha256"], nbytes=d["bytes"])
 
     def to_dict(self) -> dict:
-        """The model spec as a JSON-ready dict (value range as a list)."""
+        """The model spec as a JSON-ready dict (value range as a list; ``max_tv_table`` only when there is one)."""
         d = asdict(self)
         d["value_range"] = None if self.value_range is None else list(self.value_range)
+        if self.max_tv_table is None:
+            del d["max_tv_table"]  # the chains' Δ(t): the record of earlier policyopt versions, unchanged
+        else:
+            d["max_tv_table"] = list(self.max_tv_table)
         return d
 
     def to_json(self) -> str:
@@ -527,7 +597,33 @@ class ModelSpec:
         vr = d.get("value_range")
         return cls(d["spec"], d.get("states") if fitted else None, d.get("smoothing") if fitted else None,
                    tuple(vr) if vr is not None else None, d.get("sha256"), d.get("nbytes"),
-                   d.get("max_tv_source", "chain"))
+                   d.get("max_tv_source", "chain"), d.get("max_tv_table"))
+
+    @classmethod
+    def from_schedule(cls, data: dict, option: str = "--schedule") -> "ModelSpec":
+        """The accounting model a schedule JSON records: ``deployment.model``, with the Δ(t) table of its design.
+
+        For an ``empirical:LEVEL`` Δ(t) source the table is the schedule's ``empirical_max_tv.max_tv_used``
+        (Δ̃(0..A_max + S_max − 1), non-increasing; Δ = 1 beyond it).
+
+        Raises
+        ------
+        InvalidInputError
+            If `data` has no ``deployment.model``, or an ``empirical:`` source without a valid table.
+        """
+        dep = data.get("deployment")
+        if not isinstance(dep, dict) or not isinstance(dep.get("model"), dict):
+            raise InvalidInputError(f"{option}: the schedule records no `deployment.model`")
+        d = dict(dep["model"])
+        if str(d.get("max_tv_source", "")).startswith(TABLE_MAX_TV_SOURCE) and d.get("max_tv_table") is None:
+            emp = data.get("empirical_max_tv")
+            table = emp.get("max_tv_used") if isinstance(emp, dict) else None
+            if table is None:
+                raise InvalidInputError(
+                    f"{option}: its Δ(t) source is {d['max_tv_source']!r} but it records no `empirical_max_tv.max_tv_used` "
+                    "table to account with; redesign it with `policyopt schedule --max-tv empirical --json`")
+            d["max_tv_table"] = table
+        return cls.from_dict(d)
 
     @classmethod
     def from_json(cls, text: str) -> "ModelSpec":
@@ -543,7 +639,9 @@ class ModelSpec:
                 parts.append(f"fitted on {self.value_range[0]:g}:{self.value_range[1]:g}")
         if self.sha256 is not None:
             parts.append(f"sha256 {self.sha256[:12]}")
-        if self.max_tv_source != "chain":
+        if self.max_tv_table is not None:
+            parts.append(f"Δ(t) from {self.max_tv_source}: the design's table for t ≤ {len(self.max_tv_table) - 1}, 1 beyond")
+        elif self.max_tv_source != "chain":
             parts.append(f"Δ(t) from {self.max_tv_source}")
         return self.spec + (f" ({', '.join(parts)})" if parts else "")
 
@@ -577,12 +675,25 @@ class ModelSpec:
         ------
         InvalidInputError
             Missing or bad model file (see :mod:`policyopt.io`); data whose digest is not the
-            pinned one; a Δ(t) source other than the chains (:data:`REPRODUCIBLE_MAX_TV_SOURCES`).
+            pinned one; a Δ(t) source other than the chains (:data:`REPRODUCIBLE_MAX_TV_SOURCES`)
+            without its table.
         InvalidModelError
             If the data fit no chain or a matrix is not stochastic.
+
+        Notes
+        -----
+        With a `max_tv_table` (an ``empirical:LEVEL`` design) the Δ(t) source is that table,
+        Δ(t) = 1 beyond it (:class:`policyopt.models.posterior.TabulatedMaxTV` with ``beyond_one``);
+        no chain is fitted and the model's data are not read.
         """
         from policyopt.models.markov import Population
 
+        if self.max_tv_table is not None:
+            from policyopt.models.posterior import TabulatedMaxTV
+
+            with np.errstate(divide="ignore"):
+                logs = np.log(np.asarray(self.max_tv_table, dtype=float))
+            return TabulatedMaxTV(logs, 1, 1.0, beyond_one=True)
         if self.max_tv_source not in REPRODUCIBLE_MAX_TV_SOURCES:
             raise InvalidInputError(
                 f"the model's Δ(t) comes from {self.max_tv_source!r}, which the ledger cannot reproduce (it accounts with the "
@@ -755,6 +866,10 @@ class LedgerRisk:
         Last slot of the trajectory.
     released, skipped : int
         Rows of each status up to `at`.
+    designed_horizon_risk : float or None
+        For a schedule designed over a horizon H (``ScheduleSpec.horizon``): the largest risk over the
+        H slots of the schedule as designed (every release made, ε_C as budget), Theorem 3 (eq. (25))
+        with the ledger's Δ(t), rounded outward; ``None`` without a horizon.
     """
 
     times: np.ndarray
@@ -768,6 +883,7 @@ class LedgerRisk:
     at: int
     released: int
     skipped: int
+    designed_horizon_risk: float | None = None
 
 
 #: SHA-256 of no readings (the input digest of a skipped slot): the count 0 as 8 bytes.
@@ -978,7 +1094,8 @@ class Ledger:
         try:
             d = json.loads(sched[0][1])
             self.schedule = ScheduleSpec(d["A"], d["S_bar"], d["epsilon_c"], tuple(d["value_range"]), d["origin"],
-                                         d.get("source", "ledger"), d.get("designed_peak_risk"))
+                                         d.get("source", "ledger"), d.get("designed_peak_risk"), d.get("horizon"),
+                                         d.get("designed_horizon_risk"))
             self.model = ModelSpec.from_json(keys["model"])
         except (ValueError, TypeError, KeyError, AttributeError, RecursionError, InvalidInputError) as exc:
             why = exc if isinstance(exc, InvalidInputError) else f"{type(exc).__name__}: {exc}"
@@ -1190,12 +1307,18 @@ class Ledger:
         la, ls = float(population.log_max_tv(sch.A)), float(population.log_max_tv(sch.S_bar))
         designed = peak_risk(float(population.max_tv(sch.A)), float(population.max_tv(sch.S_bar)), sch.epsilon_c)
         designed_up = peak_risk_upper(designed.value, la, ls, sch.epsilon_c, sch.A, sch.S_bar)
+        horizon_risk = None
+        if sch.horizon is not None and sch.A <= sch.horizon:
+            # the design's releases S_n = A + (n − 1)S̄ ≤ H, each with ε_C; ε(S_n) grows with n when (31) fails
+            planned = sch.A + sch.S_bar * np.arange((sch.horizon - sch.A) // sch.S_bar + 1)
+            plan = compose(planned, sch.A, sch.epsilon_c, population, horizon=sch.horizon)
+            horizon_risk = float(np.max(plan.risk_upper))
         return LedgerRisk(
             times=times, risk=np.asarray(risk), aoi=np.asarray(aoi),
             release_slots=np.array([r.slot for r in made], dtype=np.int64), epoch_peaks=np.asarray(peaks),
             peak_risk=float(np.max(peaks)) if len(peaks) else 0.0,
             designed_peak_risk=designed_up, designed_status=designed.status,
-            at=int(T), released=len(made), skipped=skipped,
+            at=int(T), released=len(made), skipped=skipped, designed_horizon_risk=horizon_risk,
         )
 
     def meta(self) -> dict:

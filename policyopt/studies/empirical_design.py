@@ -166,11 +166,8 @@ def design_over_horizon(source: TabulatedMaxTV, penalty, max_penalty: float, A_m
     ec = float(eps[a, s - 1])
     value = float(risk[a, s - 1])
     times = a + s * np.arange(n)
-    def table(t):
-        """Δ̃(t) for the ages compose asks (≤ A + S̄ − 1, inside the table); 1 beyond the table (no claim)."""
-        t = np.asarray(t)
-        return np.where(t > source.horizon, 1.0, np.exp(source.log_max_tv(np.minimum(t, source.horizon))))
-
+    # Δ̃(t) for the ages compose asks (≤ A + S̄ − 1, inside the table); 1 beyond the table (no claim)
+    table = TabulatedMaxTV(source.log_max_tv(np.arange(source.horizon + 1)), source.n_users, 1.0, beyond_one=True)
     comp = compose(times, a, ec, table, horizon=H)
     check = float(np.max(comp.risk))
     # n recursion steps of logaddexp/log_expm1, each within a few ulps: a relative margin of 16(n + 2)u
