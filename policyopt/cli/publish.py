@@ -388,6 +388,7 @@ def _publish(args, start, schedule, model, provenance, client) -> int:
         return _interrupted("the ledger is consistent (every committed release is kept); rerun the same command to resume")
     new = rep.new_rows
     released = [r for r in new if r.status == "released"]
+    check, check_note = _publish_model_check(model, rep.schedule)
     designed_sens = _designed_sensitivity(args.schedule)
     used_sens = max((r.sensitivity for r in released), default=None)
     out = {
@@ -415,6 +416,7 @@ def _publish(args, start, schedule, model, provenance, client) -> int:
         "out": rep.out,
         "out_rebuilt": rep.out_rebuilt,
         "designed_sensitivity": designed_sens,
+        "model_check": check,
         "wall_time_s": time.perf_counter() - start,
     }
     if args.json:
@@ -447,9 +449,37 @@ def _publish(args, start, schedule, model, provenance, client) -> int:
     if designed_sens is not None and used_sens is not None and used_sens > designed_sens * (1 + 1e-3):
         lines.append(f"note        : Δf up to {fmt_value(used_sens)} in this run, above the Δf = {fmt_value(designed_sens)} the schedule's "
                      "penalty assumed (wider --value-range or fewer users): the privacy is as accounted, the error larger")
+    if check is not None:
+        from policyopt.cli.schedule import model_check_text
+
+        lines.append(f"model check : {model_check_text(check, chains_used=model.max_tv_table is None)}")
+    elif check_note is not None:
+        lines.append(f"model check : {check_note}")
     lines.append(f"wall time   : {out['wall_time_s']:.3f} s")
     print("\n".join(lines))
     return 0
+
+
+def _publish_model_check(model, schedule) -> tuple[dict | None, str | None]:
+    """(``model_check``, note) of a publish run: the accounting model's chains against the readings they were fitted on.
+
+    As ``schedule`` does (:func:`policyopt.studies.check_model.quick_check`, lags 1..A + S̄, with the lags the
+    schedule's risk uses, :func:`policyopt.cli.schedule.design_lags`).  ``(None, None)`` for a matrix or two-state
+    model (nothing was fitted to readings); ``(None, why)`` for a Parquet model (not read whole in this process).
+    """
+    from policyopt.cli.schedule import DEFAULT_SEED, design_lags
+    from policyopt.io import is_parquet_source
+    from policyopt.studies.check_model import quick_check
+
+    if not model.fitted:
+        return None, None
+    if model.path is not None and is_parquet_source(model.path):
+        return None, ("not run: the model's data are a Parquet data set, which publish does not read whole; run "
+                      "`check-model --data` on it before trusting the chains' ε")
+    fitted, readings = model.fit("--model")
+    check = quick_check(fitted, readings, schedule.A, schedule.S_bar + 1, seed=DEFAULT_SEED)
+    check.update(design_lags(check, schedule.A, schedule.S_bar))
+    return check, None
 
 
 def _slots(x):

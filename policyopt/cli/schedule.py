@@ -379,6 +379,29 @@ def design_lags(check: dict, A, S_bar) -> dict:
     return {"design_lags": lags, "design_lags_refuted": [t for t in lags if t in refuted]}
 
 
+def model_check_text(mc: dict, chains_used: bool = True) -> str:
+    """The ``model check`` line's text: :func:`~policyopt.studies.check_model.format_summary` and, with
+    :func:`design_lags` in `mc`, whether the lags the schedule's risk uses are refuted.
+
+    `chains_used` False: the accounting's Δ(t) is not the chains' (an ``empirical:LEVEL`` table), which the line says
+    instead of drawing a conclusion about the risk from the chains.
+    """
+    from policyopt.studies.check_model import format_summary
+
+    line = format_summary(mc)
+    if mc.get("design_lags"):
+        lags, bad = mc["design_lags"], mc["design_lags_refuted"]
+        line += f"; this design's ε* uses Δ at lag{'s' if len(lags) > 1 else ''} {_lag_list(lags)} (A..A + S̄ − 1 and S̄): "
+        if not chains_used:
+            line += (f"the chains are refuted at {len(bad)} of them, but the accounting uses the data's Δ̃(t) table, "
+                     "not the chains")
+        elif bad:
+            line += f"REFUTED at {len(bad)} of them ({_lag_list(bad)}), so its ε* is not a bound for the data"
+        else:
+            line += "the chains are not refuted there (Theorem 3's composition still assumes them)"
+    return line
+
+
 def _lag_list(lags: list) -> str:
     return ", ".join(map(str, lags)) if len(lags) <= 4 else f"{lags[0]}–{lags[-1]}"
 
@@ -386,19 +409,10 @@ def _lag_list(lags: list) -> str:
 def _with_data_lines(text: str, out: dict) -> str:
     """The schedule text with the model-check and empirical-design lines before the wall time."""
     from policyopt.formatting import fmt_exact, fmt_upper
-    from policyopt.studies.check_model import format_summary
 
     extra = []
     if out.get("model_check"):
-        mc = out["model_check"]
-        line = f"model check : {format_summary(mc)}"
-        if mc.get("design_lags"):
-            lags, bad = mc["design_lags"], mc["design_lags_refuted"]
-            line += (f"; this design's ε* uses Δ at lag{'s' if len(lags) > 1 else ''} {_lag_list(lags)} (A..A + S̄ − 1 "
-                     "and S̄): " + (f"REFUTED at {len(bad)} of them ({_lag_list(bad)}), so its ε* is not a bound for "
-                                   "the data" if bad else "the chains are not refuted there (Theorem 3's composition "
-                                   "still assumes them)"))
-        extra.append(line)
+        extra.append(f"model check : {model_check_text(out['model_check'], chains_used=not out.get('empirical_max_tv'))}")
     emp = out.get("empirical_max_tv")
     if emp:
         used = emp["max_tv_used"]

@@ -704,21 +704,42 @@ class ModelSpec:
             from policyopt.io import parse_chain_spec
 
             return Population([parse_chain_spec(self.spec, option)])
-        where = self._check_pin(option)
         if kind == "matrix":
+            self._check_pin(option)
             from policyopt.io import read_matrix
 
             return Population([read_matrix(arg, f"{option} matrix:")])
+        return self.fit(option)[0].population
+
+    def fit(self, option: str = "--model"):
+        """The chains of a fitted model (bundled or ``data:PATH``) and the readings they were fitted on.
+
+        The pinned data is checked as :meth:`load` does.  The Δ(t) table of an ``empirical:`` source plays no part:
+        these are the chains themselves (for a model check, :func:`policyopt.studies.check_model.quick_check`).
+
+        Returns
+        -------
+        (policyopt.models.estimation.FittedModel, pandas.DataFrame)
+
+        Raises
+        ------
+        InvalidInputError
+            If the model is not fitted (a matrix or two-state chain), or as :meth:`load`.
+        """
         from policyopt.models.estimation import fit_population
 
-        if kind == "data":
+        if not self.fitted:
+            raise InvalidInputError(f"{option} {self.spec!r} is not fitted to data: there are no readings to fit")
+        where = self._check_pin(option)
+        if self.spec.startswith("data:"):
             df, source = _read_design_data(where, f"{option} data:"), f"{option} {self.spec!r}"
         else:
             from policyopt.data import load_citylearn
 
             df, source = load_citylearn(), "bundled data"
-        return fit_population(df, self.states, smoothing=float(self.smoothing), source=source,
-                              value_range=self.value_range).population
+        fitted = fit_population(df, self.states, smoothing=float(self.smoothing), source=source,
+                                value_range=self.value_range)
+        return fitted, df
 
 
 def same_source(design: dict | None, stream, option: str = "--data") -> str | None:
