@@ -73,7 +73,7 @@ def test_ledger_accounts_with_the_schedules_table(finite):
     con.close()
     assert json.loads(meta["model"])["max_tv_table"] == sched["empirical_max_tv"]["max_tv_used"]
     assert "empirical_max_tv.max_tv_used" in json.loads(meta["provenance"])["max_tv_table_from"]
-    assert "Δ(t) from empirical:0.95: the design's table for t ≤ 47, 1 beyond" in text
+    assert "Δ(t) from empirical:0.95: the recorded table for t ≤ 47, 1 beyond" in text
     # the ledger repeats the schedule's ε* (eq. (30) with the same Δ̃(A), Δ̃(S̄)), and it bounds the exact value
     assert led["designed_status"] == "finite"
     assert led["designed_peak_risk"] == sched["peak_risk"]
@@ -151,3 +151,4 @@ def test_schedule_without_its_table_is_refused(finite, tmp_path):
     res = run_any("publish", "--schedule", path, "--ledger", tmp_path / "x.db", "--through", 5)
     refused(res, "records no `empirical_max_tv.max_tv_used` table")
     assert not (tmp_path / "x.db").exists()
+

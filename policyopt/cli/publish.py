@@ -93,6 +93,11 @@ def add_command(sub) -> None:
                      help="first input slot of the schedule, ≤ 2^62 (default: the stream's first slot when the ledger is created)")
     pub.add_argument("--max-risk", type=positive_float("--max-risk"), metavar="R",
                      help="refuse (exit 2, nothing written) a run in which a release would have ε(S_n) > R nats")
+    pub.add_argument("--max-tv", metavar="SOURCE",
+                     help="with --A/--S-bar/--epsilon-c: the Δ(t) the ledger accounts with: model (the chains, default) or "
+                     "empirical[:LEVEL] (the upper edge of the LEVEL, default 0.95, block-bootstrap band of Δ(t) estimated "
+                     "from the model's data — --data by default — as `schedule --max-tv empirical` does, for t ≤ A + S̄; 1 "
+                     "beyond); estimated when the ledger is created and recorded in it (a --schedule carries its own)")
     _add_model(pub, "default: the model recorded in --schedule's deployment, else the bundled pilot as `policyopt schedule` "
                "designs it (3 states, fitted on 0:48 kWh); fixed by the ledger's first run",
                "publish with a --model/--states/--smoothing/--value-range that differs from the schedule's design, a "
@@ -154,6 +159,67 @@ def _same_model(a, b) -> bool:
     return replace(a, sha256=None, nbytes=None) == replace(b, sha256=None, nbytes=None)
 
 
+def _wants_empirical(args) -> bool:
+    """Whether ``--max-tv`` asks for the empirical Δ(t) (checked by :func:`_empirical_model`)."""
+    return getattr(args, "max_tv", None) is not None and str(args.max_tv).partition(":")[0] == "empirical"
+
+
+def _empirical_model(args, schedule, model):
+    """(model, where its table came from) for ``publish --max-tv``: the Δ̃(t) table estimated from the model's data.
+
+    The table is Δ̃(0..max(A + S̄ − 1, max(A, S̄) + 1)) of
+    :func:`policyopt.studies.empirical_design.empirical_max_tv_table` (the band's upper edge, non-increasing; 1
+    beyond), estimated by :func:`policyopt.studies.empirical_design.estimate_up_to` as ``schedule`` does.  A ledger
+    that already holds an ``empirical:`` model of the same data keeps its table (estimated at its creation): a
+    stream that grew since does not change the accounting of the releases made.
+
+    Raises
+    ------
+    InvalidInputError
+        A bad SOURCE, or a model not fitted to readings (a matrix, two-state).
+    """
+    from dataclasses import replace
+
+    from policyopt.studies.empirical_design import empirical_max_tv_table, estimate_up_to, parse_max_tv_source
+
+    if getattr(args, "max_tv", None) is None:
+        return model, None
+    kind, level = parse_max_tv_source(args.max_tv)
+    if kind == "model":
+        return model, None
+    if not model.fitted:
+        raise InvalidInputError(f"--max-tv {args.max_tv} estimates Δ(t) from readings: the model {model.spec!r} was "
+                                "not fitted to any (give --data, or --model bundled/data:CSV)")
+    source = f"empirical:{level:g}"
+    recorded = _recorded_model(args.ledger)
+    if (recorded is not None and recorded.max_tv_source == source and recorded.max_tv_table is not None
+            and replace(recorded, sha256=None, nbytes=None, max_tv_table=None)
+            == replace(model, sha256=None, nbytes=None, max_tv_source=source)):
+        return recorded, "the ledger's record (estimated when it was created)"
+    last = max(schedule.A + schedule.S_bar - 1, max(schedule.A, schedule.S_bar) + 1)
+    fitted, readings = model.fit("--model")
+    est, _ = estimate_up_to(fitted, readings, last, level, what=f"--A {schedule.A} with --S-bar {schedule.S_bar}")
+    table = empirical_max_tv_table(est, last)
+    where = (f"--max-tv {args.max_tv}: upper edge of the {level:g} block-bootstrap band of Δ(t) estimated from "
+             f"{model.spec} ({est.method}, L = {est.max_lag} slots), non-increasing, t ≤ {last}; 1 beyond")
+    return replace(model, max_tv_source=source, max_tv_table=tuple(float(v) for v in table)), where
+
+
+def _recorded_model(path):
+    """The model recorded in an existing ledger, or ``None`` (no file, or not a readable ledger: publish says why)."""
+    import os
+
+    from policyopt.deploy import Ledger
+
+    if not os.path.isfile(path):
+        return None
+    try:
+        with Ledger(path) as led:
+            return None if led.is_new else led.model
+    except Exception:  # noqa: BLE001 - the publisher opens it again and reports what is wrong in one line
+        return None
+
+
 def _refuse_unless_override(args, why: str, advice: str) -> None:
     if args.override is None:
         raise InvalidInputError(f"{why}; {advice}, or give --override REASON to do so on purpose")
@@ -176,6 +242,9 @@ def _publish_plan(args):
 
     given = args.model is not None or args.states is not None or args.smoothing is not None
     direct = [args.A, args.S_bar, args.epsilon_c]
+    if args.max_tv is not None and args.schedule is not None:
+        raise InvalidInputError(f"--max-tv {args.max_tv} goes with --A/--S-bar/--epsilon-c; a --schedule carries the "
+                                "Δ(t) it was designed with (design with `schedule --max-tv empirical`)")
     design = None
     if args.schedule is not None:
         if any(v is not None for v in direct):
@@ -222,6 +291,9 @@ def _publish_plan(args):
         model, reason = _given_model(args), "--model given (the schedule records no deployment)"
     elif given:
         model, reason = _given_model(args), "--model given"
+    elif args.data is not None and _wants_empirical(args):
+        model, reason = ModelSpec(f"data:{args.data}"), ("--max-tv: Δ(t) estimated from --data's readings on its "
+                                                          "quantile states (the chains' default fit)")
     else:
         if args.data is not None:
             _refuse_unless_override(
@@ -232,13 +304,15 @@ def _publish_plan(args):
             reason = "default: the bundled pilot as `policyopt schedule` designs it"
         model = ModelSpec()
     model = model.pinned("--model")
+    model, table_from = _empirical_model(args, schedule, model)
     provenance = {
         "model_reason": reason,
         "override": args.override,
         "schedule_file": None if args.schedule is None else os.path.abspath(args.schedule),
         "design_data": None if design is None else design.get("data"),
-        "max_tv_table_from": (f"empirical_max_tv.max_tv_used of --schedule {os.path.abspath(args.schedule)}"
-                              if model.max_tv_table is not None and args.schedule is not None else None),
+        "max_tv_table_from": table_from if table_from is not None else (
+            f"empirical_max_tv.max_tv_used of --schedule {os.path.abspath(args.schedule)}"
+            if model.max_tv_table is not None and args.schedule is not None else None),
         "slot_length": None if design is None else design.get("slot_length"),
         "stream": data_digest(args.data, "--data"),
     }

@@ -323,18 +323,12 @@ def _empirical_options(args, dep, post) -> dict | None:
         raise InvalidInputError(f"--max-tv {args.max_tv} designs with the exact solver: use --method exact without --relax")
     if post.get("robust") is not None:
         raise InvalidInputError(f"--robust bands the chains' Δ(t); it does not combine with --max-tv {args.max_tv}")
-    from policyopt.models.empirical import default_max_lag, estimate_max_tv
-    from policyopt.studies.check_model import data_states
+    from policyopt.studies.empirical_design import estimate_up_to
 
-    states, _ = data_states(dep.readings, dep.fitted)
-    T = states.shape[1]
     need = max(args.max_age + args.max_interval - 1, max(args.max_age, args.max_interval) + 1)
-    if need >= T:
-        raise InvalidInputError(f"--max-age {args.max_age} with --max-interval {args.max_interval} needs Δ(t) up to "
-                                f"t = {need} slots, beyond the data's {T} slots")
-    L = max(default_max_lag(T), need)
-    est = estimate_max_tv(states, dep.fitted.quantizer.n_states, L, level=level,
-                          seed=DEFAULT_SEED if post.get("seed") is None else post["seed"])
+    est, T = estimate_up_to(dep.fitted, dep.readings, need, level,
+                            seed=DEFAULT_SEED if post.get("seed") is None else post["seed"],
+                            what=f"--max-age {args.max_age} with --max-interval {args.max_interval}")
     return {"estimate": est, "level": level, "slots": T, "spec": args.max_tv}
 
 

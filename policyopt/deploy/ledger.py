@@ -640,7 +640,7 @@ class ModelSpec:
         if self.sha256 is not None:
             parts.append(f"sha256 {self.sha256[:12]}")
         if self.max_tv_table is not None:
-            parts.append(f"Δ(t) from {self.max_tv_source}: the design's table for t ≤ {len(self.max_tv_table) - 1}, 1 beyond")
+            parts.append(f"Δ(t) from {self.max_tv_source}: the recorded table for t ≤ {len(self.max_tv_table) - 1}, 1 beyond")
         elif self.max_tv_source != "chain":
             parts.append(f"Δ(t) from {self.max_tv_source}")
         return self.spec + (f" ({', '.join(parts)})" if parts else "")
