@@ -237,7 +237,8 @@ def _publish_plan(args):
     import os
 
     from policyopt.deploy import ModelSpec, ScheduleSpec
-    from policyopt.deploy.ledger import read_schedule_json, same_source
+    from policyopt.deploy.ledger import read_schedule_json
+    from policyopt.deploy.model import same_source
     from policyopt.io import data_digest
 
     given = args.model is not None or args.states is not None or args.smoothing is not None

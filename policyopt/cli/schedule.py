@@ -125,8 +125,9 @@ def deployment_record(args, dep, robust_level=None, empirical_level=None) -> dic
     ``max_tv_horizon`` the largest lag of Δ(t) the search used (slots), ``slot_length`` the slot's duration
     (``--slot-length``; ``"1h"`` for the bundled data; else ``null``: not known).  ``model.max_tv_source`` says
     which Δ(t) the design used: ``chain``, ``posterior-band:LEVEL`` (``--robust``) or ``empirical:LEVEL``
-    (``--max-tv empirical``); ``publish`` and ``ledger`` refuse a source they cannot reproduce rather than account
-    with another Δ(t).
+    (``--max-tv empirical``, whose table ``empirical_max_tv.max_tv_used`` ``publish`` records in the ledger and
+    accounts with); ``publish`` and ``ledger`` refuse a source they cannot reproduce (``posterior-band``) rather than
+    account with another Δ(t).
     """
     from policyopt.data import BUNDLED_SLOT_LENGTH
     from policyopt.deploy import ModelSpec

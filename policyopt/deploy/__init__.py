@@ -20,7 +20,8 @@ accounting, the models, the utility code, :mod:`policyopt.io`, :mod:`policyopt.e
 
 from __future__ import annotations
 
-from policyopt.deploy.ledger import SCHEMA_VERSION, Ledger, LedgerRisk, LedgerRow, ModelSpec
+from policyopt.deploy.ledger import SCHEMA_VERSION, Ledger, LedgerRisk, LedgerRow
+from policyopt.deploy.model import ModelSpec
 from policyopt.deploy.publisher import PublishReport, Publisher, RiskLimitError, ScheduleSpec
 
 __all__ = [

@@ -69,8 +69,7 @@ from pathlib import Path
 
 import numpy as np
 
-from policyopt.deploy.model import (REPRODUCIBLE_MAX_TV_SOURCES, TABLE_MAX_TV_SOURCE, ModelSpec, int_param,
-                                    is_number, same_source)
+from policyopt.deploy.model import ModelSpec, int_param, is_number
 from policyopt.errors import InvalidInputError, PolicyOptError, fmt
 
 __all__ = ["SCHEMA_VERSION", "APPLICATION_ID", "ScheduleSpec", "read_schedule_json", "input_digest", "EMPTY_INPUT_SHA256", "LedgerRow", "LedgerRisk", "Ledger", "LedgerLockedError"]
