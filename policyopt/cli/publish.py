@@ -93,6 +93,11 @@ def add_command(sub) -> None:
                      help="first input slot of the schedule, ≤ 2^62 (default: the stream's first slot when the ledger is created)")
     pub.add_argument("--max-risk", type=positive_float("--max-risk"), metavar="R",
                      help="refuse (exit 2, nothing written) a run in which a release would have ε(S_n) > R nats")
+    pub.add_argument("--max-tv", metavar="SOURCE",
+                     help="with --A/--S-bar/--epsilon-c: the Δ(t) the ledger accounts with: model (the chains, default) or "
+                     "empirical[:LEVEL] (the upper edge of the LEVEL, default 0.95, block-bootstrap band of Δ(t) estimated "
+                     "from the model's data — --data by default — as `schedule --max-tv empirical` does, for t ≤ A + S̄; 1 "
+                     "beyond); estimated when the ledger is created and recorded in it (a --schedule carries its own)")
     _add_model(pub, "default: the model recorded in --schedule's deployment, else the bundled pilot as `policyopt schedule` "
                "designs it (3 states, fitted on 0:48 kWh); fixed by the ledger's first run",
                "publish with a --model/--states/--smoothing/--value-range that differs from the schedule's design, a "
@@ -139,7 +144,12 @@ def _given_model(args, base=None):
     states = args.states if args.states is not None else (base.states if same else None)
     smoothing = args.smoothing if args.smoothing is not None else (base.smoothing if same else None)
     value_range = base.value_range if same else (getattr(args, "value_range", None) if kind == "data" else None)
-    return ModelSpec(spec, states, smoothing, value_range, max_tv_source=base.max_tv_source if same else "chain")
+    chains = ModelSpec(spec, states, smoothing, value_range)
+    if same and (chains.states, chains.smoothing) == (base.states, base.smoothing):
+        # the design's own model: keep its Δ(t) source (and an empirical design's table)
+        return ModelSpec(spec, states, smoothing, value_range, max_tv_source=base.max_tv_source,
+                         max_tv_table=base.max_tv_table)
+    return chains  # other chains: their own Δ(t), eq. (12)
 
 
 def _same_model(a, b) -> bool:
@@ -147,6 +157,67 @@ def _same_model(a, b) -> bool:
     from dataclasses import replace
 
     return replace(a, sha256=None, nbytes=None) == replace(b, sha256=None, nbytes=None)
+
+
+def _wants_empirical(args) -> bool:
+    """Whether ``--max-tv`` asks for the empirical Δ(t) (checked by :func:`_empirical_model`)."""
+    return getattr(args, "max_tv", None) is not None and str(args.max_tv).partition(":")[0] == "empirical"
+
+
+def _empirical_model(args, schedule, model):
+    """(model, where its table came from) for ``publish --max-tv``: the Δ̃(t) table estimated from the model's data.
+
+    The table is Δ̃(0..max(A + S̄ − 1, max(A, S̄) + 1)) of
+    :func:`policyopt.studies.empirical_design.empirical_max_tv_table` (the band's upper edge, non-increasing; 1
+    beyond), estimated by :func:`policyopt.studies.empirical_design.estimate_up_to` as ``schedule`` does.  A ledger
+    that already holds an ``empirical:`` model of the same data keeps its table (estimated at its creation): a
+    stream that grew since does not change the accounting of the releases made.
+
+    Raises
+    ------
+    InvalidInputError
+        A bad SOURCE, or a model not fitted to readings (a matrix, two-state).
+    """
+    from dataclasses import replace
+
+    from policyopt.studies.empirical_design import empirical_max_tv_table, estimate_up_to, parse_max_tv_source
+
+    if getattr(args, "max_tv", None) is None:
+        return model, None
+    kind, level = parse_max_tv_source(args.max_tv)
+    if kind == "model":
+        return model, None
+    if not model.fitted:
+        raise InvalidInputError(f"--max-tv {args.max_tv} estimates Δ(t) from readings: the model {model.spec!r} was "
+                                "not fitted to any (give --data, or --model bundled/data:CSV)")
+    source = f"empirical:{level:g}"
+    recorded = _recorded_model(args.ledger)
+    if (recorded is not None and recorded.max_tv_source == source and recorded.max_tv_table is not None
+            and replace(recorded, sha256=None, nbytes=None, max_tv_table=None)
+            == replace(model, sha256=None, nbytes=None, max_tv_source=source)):
+        return recorded, "the ledger's record (estimated when it was created)"
+    last = max(schedule.A + schedule.S_bar - 1, max(schedule.A, schedule.S_bar) + 1)
+    fitted, readings = model.fit("--model")
+    est, _ = estimate_up_to(fitted, readings, last, level, what=f"--A {schedule.A} with --S-bar {schedule.S_bar}")
+    table = empirical_max_tv_table(est, last)
+    where = (f"--max-tv {args.max_tv}: upper edge of the {level:g} block-bootstrap band of Δ(t) estimated from "
+             f"{model.spec} ({est.method}, L = {est.max_lag} slots), non-increasing, t ≤ {last}; 1 beyond")
+    return replace(model, max_tv_source=source, max_tv_table=tuple(float(v) for v in table)), where
+
+
+def _recorded_model(path):
+    """The model recorded in an existing ledger, or ``None`` (no file, or not a readable ledger: publish says why)."""
+    import os
+
+    from policyopt.deploy import Ledger
+
+    if not os.path.isfile(path):
+        return None
+    try:
+        with Ledger(path) as led:
+            return None if led.is_new else led.model
+    except Exception:  # noqa: BLE001 - the publisher opens it again and reports what is wrong in one line
+        return None
 
 
 def _refuse_unless_override(args, why: str, advice: str) -> None:
@@ -166,16 +237,21 @@ def _publish_plan(args):
     import os
 
     from policyopt.deploy import ModelSpec, ScheduleSpec
-    from policyopt.deploy.ledger import read_schedule_json, same_source
+    from policyopt.deploy.ledger import read_schedule_json
+    from policyopt.deploy.model import same_source
     from policyopt.io import data_digest
 
     given = args.model is not None or args.states is not None or args.smoothing is not None
     direct = [args.A, args.S_bar, args.epsilon_c]
+    if args.max_tv is not None and args.schedule is not None:
+        raise InvalidInputError(f"--max-tv {args.max_tv} goes with --A/--S-bar/--epsilon-c; a --schedule carries the "
+                                "Δ(t) it was designed with (design with `schedule --max-tv empirical`)")
     design = None
     if args.schedule is not None:
         if any(v is not None for v in direct):
             raise InvalidInputError("give either --schedule FILE or --A/--S-bar/--epsilon-c, not both")
-        design = read_schedule_json(args.schedule).get("deployment")
+        sched_json = read_schedule_json(args.schedule)
+        design = sched_json.get("deployment")
         if design is None and not given:
             raise InvalidInputError(
                 f"--schedule {args.schedule!r} records no `deployment` (written by an earlier policyopt): redesign it with "
@@ -193,7 +269,7 @@ def _publish_plan(args):
         if args.value_range is None:
             raise InvalidInputError("--value-range LO:HI is required with --A/--S-bar/--epsilon-c (the public range of one reading)")
         schedule = ScheduleSpec(args.A, args.S_bar, args.epsilon_c, args.value_range, args.start, source="options")
-    designed = None if design is None else ModelSpec.from_dict(design["model"])
+    designed = None if design is None else ModelSpec.from_schedule(sched_json, f"--schedule {args.schedule!r}")
     if designed is not None:
         model = designed
         reason = f"the design recorded in --schedule {os.path.abspath(args.schedule)}"
@@ -216,6 +292,9 @@ def _publish_plan(args):
         model, reason = _given_model(args), "--model given (the schedule records no deployment)"
     elif given:
         model, reason = _given_model(args), "--model given"
+    elif args.data is not None and _wants_empirical(args):
+        model, reason = ModelSpec(f"data:{args.data}"), ("--max-tv: Δ(t) estimated from --data's readings on its "
+                                                          "quantile states (the chains' default fit)")
     else:
         if args.data is not None:
             _refuse_unless_override(
@@ -226,11 +305,15 @@ def _publish_plan(args):
             reason = "default: the bundled pilot as `policyopt schedule` designs it"
         model = ModelSpec()
     model = model.pinned("--model")
+    model, table_from = _empirical_model(args, schedule, model)
     provenance = {
         "model_reason": reason,
         "override": args.override,
         "schedule_file": None if args.schedule is None else os.path.abspath(args.schedule),
         "design_data": None if design is None else design.get("data"),
+        "max_tv_table_from": table_from if table_from is not None else (
+            f"empirical_max_tv.max_tv_used of --schedule {os.path.abspath(args.schedule)}"
+            if model.max_tv_table is not None and args.schedule is not None else None),
         "slot_length": None if design is None else design.get("slot_length"),
         "stream": data_digest(args.data, "--data"),
     }
@@ -380,6 +463,7 @@ def _publish(args, start, schedule, model, provenance, client) -> int:
         return _interrupted("the ledger is consistent (every committed release is kept); rerun the same command to resume")
     new = rep.new_rows
     released = [r for r in new if r.status == "released"]
+    check, check_note = _publish_model_check(model, rep.schedule)
     designed_sens = _designed_sensitivity(args.schedule)
     used_sens = max((r.sensitivity for r in released), default=None)
     out = {
@@ -387,6 +471,7 @@ def _publish(args, start, schedule, model, provenance, client) -> int:
         "schedule_id": rep.schedule_id,
         "schedule": rep.schedule.to_dict(),
         "model": rep.model,
+        "max_tv_source": model.max_tv_source,
         "model_reason": rep.provenance.get("model_reason"),
         "override": rep.provenance.get("override"),
         "slot_length": rep.provenance.get("slot_length"),
@@ -406,6 +491,7 @@ def _publish(args, start, schedule, model, provenance, client) -> int:
         "out": rep.out,
         "out_rebuilt": rep.out_rebuilt,
         "designed_sensitivity": designed_sens,
+        "model_check": check,
         "wall_time_s": time.perf_counter() - start,
     }
     if args.json:
@@ -438,9 +524,37 @@ def _publish(args, start, schedule, model, provenance, client) -> int:
     if designed_sens is not None and used_sens is not None and used_sens > designed_sens * (1 + 1e-3):
         lines.append(f"note        : Δf up to {fmt_value(used_sens)} in this run, above the Δf = {fmt_value(designed_sens)} the schedule's "
                      "penalty assumed (wider --value-range or fewer users): the privacy is as accounted, the error larger")
+    if check is not None:
+        from policyopt.cli.schedule import model_check_text
+
+        lines.append(f"model check : {model_check_text(check, chains_used=model.max_tv_table is None)}")
+    elif check_note is not None:
+        lines.append(f"model check : {check_note}")
     lines.append(f"wall time   : {out['wall_time_s']:.3f} s")
     print("\n".join(lines))
     return 0
+
+
+def _publish_model_check(model, schedule) -> tuple[dict | None, str | None]:
+    """(``model_check``, note) of a publish run: the accounting model's chains against the readings they were fitted on.
+
+    As ``schedule`` does (:func:`policyopt.studies.check_model.quick_check`, lags 1..A + S̄, with the lags the
+    schedule's risk uses, :func:`policyopt.cli.schedule.design_lags`).  ``(None, None)`` for a matrix or two-state
+    model (nothing was fitted to readings); ``(None, why)`` for a Parquet model (not read whole in this process).
+    """
+    from policyopt.cli.schedule import DEFAULT_SEED, design_lags
+    from policyopt.io import is_parquet_source
+    from policyopt.studies.check_model import quick_check
+
+    if not model.fitted:
+        return None, None
+    if model.path is not None and is_parquet_source(model.path):
+        return None, ("not run: the model's data are a Parquet data set, which publish does not read whole; run "
+                      "`check-model --data` on it before trusting the chains' ε")
+    fitted, readings = model.fit("--model")
+    check = quick_check(fitted, readings, schedule.A, schedule.S_bar + 1, seed=DEFAULT_SEED)
+    check.update(design_lags(check, schedule.A, schedule.S_bar))
+    return check, None
 
 
 def _slots(x):
@@ -501,6 +615,10 @@ def run_ledger(args) -> int:
         "peak_risk": risk.peak_risk,
         "designed_peak_risk": risk.designed_peak_risk,
         "designed_status": risk.designed_status,
+        "max_tv_source": model.max_tv_source,
+        "max_tv_table": None if model.max_tv_table is None else list(model.max_tv_table),
+        "designed_horizon": sch.horizon,
+        "designed_horizon_risk": risk.designed_horizon_risk,
         "releases": [dict(_row_dict(r), risk_at_release=peaks.get(r.slot) if r.status == "released" else None,
                           recorded_risk_at_release=r.risk_at_release) for r in rows if r.slot <= risk.at],
         "trajectory": {
@@ -515,6 +633,10 @@ def run_ledger(args) -> int:
         return 0
     designed = (f"ε* = {fmt_upper(risk.designed_peak_risk)} nats (eq. (30), the limit of ε(S_n) for the schedule as designed)"
                 if risk.designed_peak_risk is not None else "divergent: condition (31) Δ(S̄)e^ε_C < 1 fails")
+    if risk.designed_peak_risk is None and risk.designed_horizon_risk is not None:
+        designed = (f"no finite ε* (condition (31) Δ(S̄)e^ε_C < 1 fails); designed over {sch.horizon} slots"
+                    f"{_span(sch.horizon, slot_seconds)}: largest risk ≤ {fmt_upper(risk.designed_horizon_risk)} nats "
+                    "(Theorem 3, every planned release made); the releases made so far are accounted above")
     aoi = out["aoi_at"]
     lines = [
         "policyopt ledger: age-dependent risk of the releases made (Zhang et al. 2024, Theorem 3, eq. (25); nats, slots)",

@@ -125,8 +125,9 @@ def deployment_record(args, dep, robust_level=None, empirical_level=None) -> dic
     ``max_tv_horizon`` the largest lag of Δ(t) the search used (slots), ``slot_length`` the slot's duration
     (``--slot-length``; ``"1h"`` for the bundled data; else ``null``: not known).  ``model.max_tv_source`` says
     which Δ(t) the design used: ``chain``, ``posterior-band:LEVEL`` (``--robust``) or ``empirical:LEVEL``
-    (``--max-tv empirical``); ``publish`` and ``ledger`` refuse a source they cannot reproduce rather than account
-    with another Δ(t).
+    (``--max-tv empirical``, whose table ``empirical_max_tv.max_tv_used`` ``publish`` records in the ledger and
+    accounts with); ``publish`` and ``ledger`` refuse a source they cannot reproduce (``posterior-band``) rather than
+    account with another Δ(t).
     """
     from policyopt.data import BUNDLED_SLOT_LENGTH
     from policyopt.deploy import ModelSpec
@@ -323,18 +324,12 @@ def _empirical_options(args, dep, post) -> dict | None:
         raise InvalidInputError(f"--max-tv {args.max_tv} designs with the exact solver: use --method exact without --relax")
     if post.get("robust") is not None:
         raise InvalidInputError(f"--robust bands the chains' Δ(t); it does not combine with --max-tv {args.max_tv}")
-    from policyopt.models.empirical import default_max_lag, estimate_max_tv
-    from policyopt.studies.check_model import data_states
+    from policyopt.studies.empirical_design import estimate_up_to
 
-    states, _ = data_states(dep.readings, dep.fitted)
-    T = states.shape[1]
     need = max(args.max_age + args.max_interval - 1, max(args.max_age, args.max_interval) + 1)
-    if need >= T:
-        raise InvalidInputError(f"--max-age {args.max_age} with --max-interval {args.max_interval} needs Δ(t) up to "
-                                f"t = {need} slots, beyond the data's {T} slots")
-    L = max(default_max_lag(T), need)
-    est = estimate_max_tv(states, dep.fitted.quantizer.n_states, L, level=level,
-                          seed=DEFAULT_SEED if post.get("seed") is None else post["seed"])
+    est, T = estimate_up_to(dep.fitted, dep.readings, need, level,
+                            seed=DEFAULT_SEED if post.get("seed") is None else post["seed"],
+                            what=f"--max-age {args.max_age} with --max-interval {args.max_interval}")
     return {"estimate": est, "level": level, "slots": T, "spec": args.max_tv}
 
 
@@ -379,6 +374,29 @@ def design_lags(check: dict, A, S_bar) -> dict:
     return {"design_lags": lags, "design_lags_refuted": [t for t in lags if t in refuted]}
 
 
+def model_check_text(mc: dict, chains_used: bool = True) -> str:
+    """The ``model check`` line's text: :func:`~policyopt.studies.check_model.format_summary` and, with
+    :func:`design_lags` in `mc`, whether the lags the schedule's risk uses are refuted.
+
+    `chains_used` False: the accounting's Δ(t) is not the chains' (an ``empirical:LEVEL`` table), which the line says
+    instead of drawing a conclusion about the risk from the chains.
+    """
+    from policyopt.studies.check_model import format_summary
+
+    line = format_summary(mc)
+    if mc.get("design_lags"):
+        lags, bad = mc["design_lags"], mc["design_lags_refuted"]
+        line += f"; this design's ε* uses Δ at lag{'s' if len(lags) > 1 else ''} {_lag_list(lags)} (A..A + S̄ − 1 and S̄): "
+        if not chains_used:
+            line += (f"the chains are refuted at {len(bad)} of them, but the accounting uses the data's Δ̃(t) table, "
+                     "not the chains")
+        elif bad:
+            line += f"REFUTED at {len(bad)} of them ({_lag_list(bad)}), so its ε* is not a bound for the data"
+        else:
+            line += "the chains are not refuted there (Theorem 3's composition still assumes them)"
+    return line
+
+
 def _lag_list(lags: list) -> str:
     return ", ".join(map(str, lags)) if len(lags) <= 4 else f"{lags[0]}–{lags[-1]}"
 
@@ -386,19 +404,10 @@ def _lag_list(lags: list) -> str:
 def _with_data_lines(text: str, out: dict) -> str:
     """The schedule text with the model-check and empirical-design lines before the wall time."""
     from policyopt.formatting import fmt_exact, fmt_upper
-    from policyopt.studies.check_model import format_summary
 
     extra = []
     if out.get("model_check"):
-        mc = out["model_check"]
-        line = f"model check : {format_summary(mc)}"
-        if mc.get("design_lags"):
-            lags, bad = mc["design_lags"], mc["design_lags_refuted"]
-            line += (f"; this design's ε* uses Δ at lag{'s' if len(lags) > 1 else ''} {_lag_list(lags)} (A..A + S̄ − 1 "
-                     "and S̄): " + (f"REFUTED at {len(bad)} of them ({_lag_list(bad)}), so its ε* is not a bound for "
-                                   "the data" if bad else "the chains are not refuted there (Theorem 3's composition "
-                                   "still assumes them)"))
-        extra.append(line)
+        extra.append(f"model check : {model_check_text(out['model_check'], chains_used=not out.get('empirical_max_tv'))}")
     emp = out.get("empirical_max_tv")
     if emp:
         used = emp["max_tv_used"]

@@ -69,8 +69,17 @@ def add_command(sub) -> None:
     bud.set_defaults(handler=_cmd_tpl_budget)
 
 
+#: Lags (slots) at which ``tpl``/``tpl-budget`` check the fitted chain against the readings (a day of hourly slots).
+TPL_CHECK_LAGS = 24
+
+
 def _tpl_matrices(args):
-    """(P_B, P_F, source) from --pb/--pf or estimated from data."""
+    """(P_B, P_F, source, model_check) from --pb/--pf or estimated from data (``model_check`` ``None`` for matrices).
+
+    On data, Cao et al.'s leakage is relative to an adversary who knows the fitted first-order chain exactly, so the
+    chain is checked against the readings as ``schedule`` does (:func:`policyopt.studies.check_model.quick_check`,
+    lags 1..:data:`TPL_CHECK_LAGS`).
+    """
     if args.pb is not None or args.pf is not None:
         if args.data is not None or args.states is not None:
             raise InvalidInputError("give either --pb/--pf or --data/--states, not both")
@@ -81,7 +90,7 @@ def _tpl_matrices(args):
         if P_B is not None and P_F is not None and P_B.shape != P_F.shape:
             raise InvalidInputError(f"--pb is {P_B.shape[0]}×{P_B.shape[1]} but --pf is {P_F.shape[0]}×{P_F.shape[1]}; "
                                     "both describe the same states, so they must have the same size")
-        return P_B, P_F, "matrices" + ("" if args.pb and args.pf else " (the missing one: correlation unknown, L ≡ 0)")
+        return P_B, P_F, "matrices" + ("" if args.pb and args.pf else " (the missing one: correlation unknown, L ≡ 0)"), None
     from policyopt.models.estimation import fit_population
 
     if args.data is None:
@@ -94,7 +103,22 @@ def _tpl_matrices(args):
         df, source = read_readings_csv(args.data), f"data {args.data}"
     fitted = fit_population(df, DEFAULT_STATES if args.states is None else args.states, smoothing=DEFAULT_SMOOTHING)
     P_B, P_F = fitted.temporal_matrices()
-    return P_B, P_F, f"{source}: P_B, P_F per user ({len(P_B)} users)"
+    from policyopt.studies.check_model import quick_check
+
+    check = quick_check(fitted, df, 1, TPL_CHECK_LAGS)
+    return P_B, P_F, f"{source}: P_B, P_F per user ({len(P_B)} users)", check
+
+
+def _with_check(text: str, check) -> str:
+    """The report with a ``model check`` line before its last (wall time) line; unchanged without a check."""
+    if check is None:
+        return text
+    from policyopt.studies.check_model import format_summary
+
+    lines = text.rstrip("\n").split("\n")
+    line = (f"model check: {format_summary(check)}; BPL/FPL/TPL are relative to an adversary who knows these chains "
+            "exactly (Cao et al.)")
+    return "\n".join(lines[:-1] + [line] + lines[-1:])
 
 
 #: A supremum that is finite but too close to the divergence threshold for a finite rounding bound (JSON string).
@@ -152,7 +176,7 @@ def _cmd_tpl(args) -> int:
         if args.epsilon is None or args.horizon is None:
             raise InvalidInputError("give --epsilon E and --horizon T (or --budgets FILE)")
         budgets = np.full(args.horizon, args.epsilon)
-    P_B, P_F, source = _tpl_matrices(args)
+    P_B, P_F, source, check = _tpl_matrices(args)
     res = leakage_upper(P_B, P_F, budgets)  # every value rounded up (Cao et al. eqs. (13), (15), (10))
     if not (np.all(np.isfinite(res.tpl)) and np.all(np.isfinite(res.bpl)) and np.all(np.isfinite(res.fpl))):
         raise InvalidInputError("the leakage overflows a float for these budgets (TPL is not finite); use smaller "
@@ -168,6 +192,7 @@ def _cmd_tpl(args) -> int:
         "rounding_margin": res.margin,
         "supremum": _suprema(P_B, P_F, eps_sup),
         "supremum_epsilon": eps_sup,
+        "model_check": check,
         "wall_time_s": time.perf_counter() - start,
     }
     if args.json:
@@ -175,7 +200,8 @@ def _cmd_tpl(args) -> int:
     else:
         from policyopt.privacy.tpl_leakage import format_leakage
 
-        print(check_text(format_leakage(res, source=source, supremum=out["supremum"], wall_time_s=out["wall_time_s"])))
+        print(check_text(_with_check(format_leakage(res, source=source, supremum=out["supremum"],
+                                                    wall_time_s=out["wall_time_s"]), check)))
     return 0
 
 
@@ -190,7 +216,7 @@ def _cmd_tpl_budget(args) -> int:
     if args.method == "optimal" and args.horizon > MAX_OPTIMAL_HORIZON:
         raise InvalidInputError(f"--horizon {args.horizon} is too large for --method optimal (at most "
                                 f"{MAX_OPTIMAL_HORIZON}); use --method quantification")
-    P_B, P_F, source = _tpl_matrices(args)
+    P_B, P_F, source, check = _tpl_matrices(args)
     problem = BudgetAllocationProblem(P_B, P_F, args.alpha, args.horizon)
     sol = problem.solve(args.method)
     naive = leakage_upper(P_B, P_F, np.full(args.horizon, args.alpha))  # ε_t = α, ignoring the correlations
@@ -205,6 +231,7 @@ def _cmd_tpl_budget(args) -> int:
         "total_variance": None,
         "message": sol.message,
         "naive": {"epsilon": args.alpha, "max_tpl": naive.tpl_level},
+        "model_check": check,
     }
     if sol.decision is not None:
         budgets = np.asarray(sol.decision["budgets"], dtype=float)
@@ -267,5 +294,5 @@ def _cmd_tpl_budget(args) -> int:
                 lines.append(f"proof      : relative gap {fmt_value(out['gap'], 3)} ({out.get('proof') or 'no proof'}; "
                              f"lower bound {fmt_lower(out.get('dual_bound') if out.get('proof') == 'scip' else out.get('lp_bound'))})")
         lines.append(f"wall time  : {out['wall_time_s']:.3f} s")
-        print(check_text("\n".join(lines)))
+        print(check_text(_with_check("\n".join(lines), check)))
     return 0

@@ -6,8 +6,9 @@ What lives here
   schema) with one row per scheduled release and the schedule that produced it, and the
   age-dependent risk of the releases actually made (Zhang, Wei, Berry, Huang,
   "Age-Dependent Differential Privacy", IEEE Trans. Inf. Theory, 2024, Theorem 3, eq. (25)),
-  beside the designed peak (eq. (30)).  :class:`ModelSpec` names the Markov model the
-  accounting uses.
+  beside the designed peak (eq. (30)).
+* :mod:`policyopt.deploy.model` — :class:`ModelSpec`, the model of Δ(t) the accounting uses (fitted chains
+  pinned to their data, a matrix, or the Δ̃(t) table of an empirical design), and the stream-identity check.
 * :mod:`policyopt.deploy.publisher` — :class:`Publisher`, which releases the clipped mean of
   the aged readings plus Laplace noise drawn by OpenDP, one SQLite transaction per release
   committed before the value reaches the output CSV.
@@ -19,7 +20,8 @@ accounting, the models, the utility code, :mod:`policyopt.io`, :mod:`policyopt.e
 
 from __future__ import annotations
 
-from policyopt.deploy.ledger import SCHEMA_VERSION, Ledger, LedgerRisk, LedgerRow, ModelSpec
+from policyopt.deploy.ledger import SCHEMA_VERSION, Ledger, LedgerRisk, LedgerRow
+from policyopt.deploy.model import ModelSpec
 from policyopt.deploy.publisher import PublishReport, Publisher, RiskLimitError, ScheduleSpec
 
 __all__ = [

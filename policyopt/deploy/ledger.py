@@ -63,23 +63,21 @@ import json
 import math
 import os
 import sqlite3
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, fields
 from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
 
-from policyopt.errors import InvalidInputError, PolicyOptError, check_value_range, fmt
+from policyopt.deploy.model import ModelSpec, int_param, is_number
+from policyopt.errors import InvalidInputError, PolicyOptError, fmt
 
-__all__ = ["SCHEMA_VERSION", "APPLICATION_ID", "ScheduleSpec", "ModelSpec", "REPRODUCIBLE_MAX_TV_SOURCES", "read_schedule_json", "same_source", "input_digest", "EMPTY_INPUT_SHA256", "LedgerRow", "LedgerRisk", "Ledger", "LedgerLockedError"]
+__all__ = ["SCHEMA_VERSION", "APPLICATION_ID", "ScheduleSpec", "read_schedule_json", "input_digest", "EMPTY_INPUT_SHA256", "LedgerRow", "LedgerRisk", "Ledger", "LedgerLockedError"]
 
 #: Version of the ledger's tables; a ledger with a larger version is refused.
 SCHEMA_VERSION = 2
 #: ``PRAGMA application_id`` of a policyopt ledger ("PoLg").
 APPLICATION_ID = 0x506F4C67
-#: Largest slot number (A, S̄, first input slot, stream times): 2⁶² keeps every S_n = origin + A + (n − 1)·S̄ that
-#: can be due inside SQLite's 64-bit INTEGER and exact in int64 arithmetic.
-MAX_SLOT = 2**62
 #: Largest per-release budget ε_C (nats): beyond it e^{ε_C} overflows a float and the Laplace noise is below the
 #: resolution of any released value, i.e. no privacy at all.
 MAX_EPSILON_C = 700.0
@@ -149,22 +147,16 @@ def _brief(exc) -> str:
     return str(exc).split(" with text ")[0][:200]
 
 
-def _is_number(x, *, optional: bool = False) -> bool:
-    if x is None:
-        return optional
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-
-
 def _row_ok(r) -> bool:
     """A row's types as the ledger writes them: a released row carries a value, a budget and its risks."""
     ints = all(isinstance(v, int) and not isinstance(v, bool) for v in (r.n, r.slot, r.input_time, r.users, r.clipped))
     texts = all(isinstance(v, str) for v in (r.status, r.schedule_id, r.package_version, r.sampler, r.committed_at))
     if not (ints and texts and (r.reason is None or isinstance(r.reason, str))):
         return False
-    if not (_is_number(r.epsilon_c) and _is_number(r.epsilon_spent)):
+    if not (is_number(r.epsilon_c) and is_number(r.epsilon_spent)):
         return False
-    optional = all(_is_number(v, optional=True) for v in (r.sensitivity, r.noise_scale, r.prior_risk, r.risk_at_release))
-    return optional and _is_number(r.value, optional=r.status != "released")
+    optional = all(is_number(v, optional=True) for v in (r.sensitivity, r.noise_scale, r.prior_risk, r.risk_at_release))
+    return optional and is_number(r.value, optional=r.status != "released")
 
 
 class LedgerLockedError(PolicyOptError):
@@ -184,25 +176,6 @@ def package_version() -> str:
         return version("policyopt")
     except PackageNotFoundError:  # pragma: no cover - running from a source tree
         return "unknown"
-
-
-def _int_param(value, name: str, lower: int, upper: int = MAX_SLOT, unit: str = "slots") -> int:
-    what = f"`{name}` must be an integer from {lower} to {upper} ({unit}), got {fmt(value)}"
-    if isinstance(value, bool) or isinstance(value, str):
-        raise InvalidInputError(what)
-    if isinstance(value, (int, np.integer)):
-        as_int = int(value)
-    else:
-        try:
-            as_float = float(value)
-        except (TypeError, ValueError, OverflowError):
-            raise InvalidInputError(what) from None
-        if not math.isfinite(as_float) or as_float != int(as_float):
-            raise InvalidInputError(what)
-        as_int = int(as_float)
-    if not lower <= as_int <= upper:
-        raise InvalidInputError(what)
-    return as_int
 
 
 @dataclass(frozen=True)
@@ -230,6 +203,11 @@ class ScheduleSpec:
         Where the schedule came from (file or options); not part of :attr:`id`.
     designed_peak_risk : float or None
         ε* printed by ``policyopt schedule`` (nats), for the record; ``None`` when given directly.
+    horizon : int or None
+        The deployment horizon H (slots) of a horizon design (``schedule --max-tv empirical`` when no
+        schedule has a finite ε*: ``horizon_design``): releases at S_n ≤ origin + H.  Not part of :attr:`id`.
+    designed_horizon_risk : float or None
+        The largest risk over H the schedule printed (``horizon_design.horizon_risk``, nats), for the record.
 
     Raises
     ------
@@ -245,12 +223,17 @@ class ScheduleSpec:
     origin: int | None = None
     source: str = "options"
     designed_peak_risk: float | None = None
+    horizon: int | None = None
+    designed_horizon_risk: float | None = None
 
     def __post_init__(self):
         from policyopt.errors import check_positive
 
-        object.__setattr__(self, "A", _int_param(self.A, "A", 0))
-        object.__setattr__(self, "S_bar", _int_param(self.S_bar, "S_bar", 1))
+        if self.horizon is not None:
+            object.__setattr__(self, "horizon", int_param(self.horizon, "horizon", 1))
+
+        object.__setattr__(self, "A", int_param(self.A, "A", 0))
+        object.__setattr__(self, "S_bar", int_param(self.S_bar, "S_bar", 1))
         object.__setattr__(self, "epsilon_c", check_positive(self.epsilon_c, "epsilon_c", "nats"))
         if self.epsilon_c > MAX_EPSILON_C:
             raise InvalidInputError(
@@ -260,7 +243,7 @@ class ScheduleSpec:
         if self.origin is not None:
             if isinstance(self.origin, bool) or not isinstance(self.origin, (int, np.integer)):
                 raise InvalidInputError(f"`origin` must be an integer slot, got {fmt(self.origin)}")
-            object.__setattr__(self, "origin", _int_param(self.origin, "origin", 0))
+            object.__setattr__(self, "origin", int_param(self.origin, "origin", 0))
         try:
             lo, hi = (float(v) for v in self.value_range)
         except (TypeError, ValueError):
@@ -334,8 +317,20 @@ class ScheduleSpec:
                 )
             value_range = tuple(declared)
         peak = data.get("peak_risk")
+        hd = _horizon_design(data)
+        horizon = None if hd is None else hd["horizon"]
+        risk = None if hd is None else hd.get("horizon_risk")
         return cls(int(data["A"]), int(data["S_bar"]), data["epsilon_c"], value_range, origin,
-                   source=f"{option} {str(path)!r}", designed_peak_risk=peak if isinstance(peak, (int, float)) else None)
+                   source=f"{option} {str(path)!r}", designed_peak_risk=peak if is_number(peak) else None,
+                   horizon=horizon, designed_horizon_risk=risk if is_number(risk) else None)
+
+
+def _horizon_design(data: dict) -> dict | None:
+    """The schedule JSON's ``horizon_design`` when it is the schedule (no finite ε*, the design over H slots)."""
+    hd = data.get("horizon_design")
+    if data.get("status") not in PUBLISHABLE_STATUSES and isinstance(hd, dict) and hd.get("status") == "optimal":
+        return hd
+    return None
 
 
 def read_schedule_json(path, option: str = "--schedule") -> dict:
@@ -358,6 +353,12 @@ def read_schedule_json(path, option: str = "--schedule") -> dict:
         Missing file, not JSON, no ``status``/``A``/``S_bar``/``epsilon_c``, a status other
         than optimal/feasible/unbounded (e.g. infeasible: there is no schedule), or a
         non-integer A/S̄ (a ``--relax`` design).
+
+    Notes
+    -----
+    A ``schedule --max-tv empirical`` design for which no schedule has a finite ε* (status
+    ``infeasible``, ``A`` null) carries its schedule in ``horizon_design`` (status ``optimal``):
+    the object returned then has that design's ``A``, ``S_bar`` and ``epsilon_c``.
     """
     p = Path(path)
     if not p.is_file():
@@ -371,7 +372,12 @@ def read_schedule_json(path, option: str = "--schedule") -> dict:
     if not isinstance(data, dict) or "status" not in data:
         raise InvalidInputError(f"{option} {str(p)!r} has no `status`; expected the output of `policyopt schedule --json`")
     status = data["status"]
-    if status not in PUBLISHABLE_STATUSES:
+    hd = _horizon_design(data)
+    if hd is not None:
+        if not is_number(hd.get("horizon")) or not is_number(hd.get("epsilon_c")):
+            raise InvalidInputError(f"{option} {str(p)!r}: `horizon_design` lacks its horizon or ε_C")
+        data = dict(data, A=hd.get("A"), S_bar=hd.get("S_bar"), epsilon_c=hd["epsilon_c"])
+    elif status not in PUBLISHABLE_STATUSES:
         why = str(data.get("message") or "")[:120]
         raise InvalidInputError(
             f"{option} {str(p)!r} has status {status!r}: there is no schedule to publish"
@@ -391,276 +397,6 @@ def read_schedule_json(path, option: str = "--schedule") -> dict:
     if dep is not None and (not isinstance(dep, dict) or not isinstance(dep.get("model"), dict)):
         raise InvalidInputError(f"{option} {str(p)!r}: `deployment` has no `model`; expected the output of `policyopt schedule --json`")
     return data
-
-
-#: The Δ(t) sources a ledger can reproduce (the model's own chains, eq. (12)).
-REPRODUCIBLE_MAX_TV_SOURCES = ("chain",)
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    """The Markov model whose Δ(t) (Zhang et al. 2024, eq. (12)) the accounting uses, pinned to its data.
-
-    Attributes
-    ----------
-    spec : str
-        ``"bundled"`` (CityLearn 2022, the default of ``policyopt schedule``), ``"data:PATH"``
-        (chains fitted per user to a long user,time,value CSV or a Parquet data set), ``"matrix:FILE"``
-        (a transition matrix file, see :func:`policyopt.io.read_matrix`) or ``"two-state:p=P,q=Q"``
-        (chain (43)).  Paths are stored absolute.
-    states : int or None
-        Quantile states of fitted chains (default: 3 for the bundled pilot, 12 for data, as
-        ``policyopt schedule``); ``None`` for a matrix or two-state chain.
-    smoothing : float or None
-        Additive smoothing of fitted chains (default 0.01); ``None`` for a matrix or two-state chain.
-    value_range : tuple of float or None
-        Range the readings are clipped to before the quantile states are fitted (default 0:48 kWh
-        for the bundled pilot; ``None``: the data's own range, as ``schedule`` without ``--value-range``).
-    sha256 : str or None
-        Content digest of the model's data or matrix file (:func:`policyopt.io.data_digest`);
-        filled by :meth:`pinned`.  ``None`` for a two-state chain, or not pinned yet.
-    nbytes : int or None
-        Size of the data the model was fitted on: a CSV that has grown by appended lines since
-        is fitted on its first `nbytes` bytes, whose digest must be `sha256`.
-    max_tv_source : str
-        Where Δ(t) comes from: ``"chain"`` (the model's chains, eq. (12)).  A schedule designed
-        against another source (e.g. ``"posterior-band"`` of ``schedule --robust``) records it
-        here; :meth:`load` refuses what it cannot reproduce.
-
-    Raises
-    ------
-    InvalidInputError
-        If the spec has an unknown kind or `states`/`smoothing`/`value_range` is out of range.
-    """
-
-    spec: str = "bundled"
-    states: int | None = None
-    smoothing: float | None = None
-    value_range: tuple | None = None
-    sha256: str | None = None
-    nbytes: int | None = None
-    max_tv_source: str = "chain"
-
-    def __post_init__(self):
-        from policyopt.data import BUNDLED_SMOOTHING, BUNDLED_STATES, BUNDLED_VALUE_RANGE
-        from policyopt.models.estimation import DEFAULT_SMOOTHING, DEFAULT_STATES
-
-        kind, sep, arg = str(self.spec).partition(":")
-        if kind in ("data", "matrix"):
-            if not arg:
-                raise InvalidInputError(f"`model` {kind}:FILE needs a file, got {fmt(self.spec)}")
-            object.__setattr__(self, "spec", f"{kind}:{os.path.abspath(arg)}")
-        elif not (kind == "bundled" and not sep) and kind != "two-state":
-            raise InvalidInputError(
-                f"`model` must be bundled, data:CSV, matrix:FILE or two-state:p=P,q=Q, got {fmt(self.spec)}"
-            )
-        if self.fitted:
-            bundled = kind == "bundled"
-            states = (BUNDLED_STATES if bundled else DEFAULT_STATES) if self.states is None else self.states
-            object.__setattr__(self, "states", _int_param(states, "states", 2, 10_000, "quantile states"))
-            s = (BUNDLED_SMOOTHING if bundled else DEFAULT_SMOOTHING) if self.smoothing is None else self.smoothing
-            if isinstance(s, bool) or not isinstance(s, (int, float)) or not (math.isfinite(s) and s >= 0):
-                raise InvalidInputError(f"`smoothing` must be a finite number ≥ 0, got {fmt(s)}")
-            object.__setattr__(self, "smoothing", float(s))
-            vr = BUNDLED_VALUE_RANGE if bundled and self.value_range is None else self.value_range
-            object.__setattr__(self, "value_range", None if vr is None else check_value_range(vr, "value_range"))
-        else:
-            for name in ("states", "smoothing", "value_range"):
-                if getattr(self, name) is not None:
-                    raise InvalidInputError(f"`{name}` applies to a fitted model (bundled or data:PATH), not {fmt(self.spec)}")
-        if not isinstance(self.max_tv_source, str) or not self.max_tv_source:
-            raise InvalidInputError(f"`max_tv_source` must be a non-empty string, got {fmt(self.max_tv_source)}")
-
-    @property
-    def fitted(self) -> bool:
-        """True for chains fitted to data (bundled or ``data:PATH``)."""
-        return self.spec == "bundled" or self.spec.startswith("data:")
-
-    @property
-    def path(self) -> str | None:
-        """The data or matrix file of the model (``None`` for bundled and two-state)."""
-        kind, _, arg = self.spec.partition(":")
-        return arg if kind in ("data", "matrix") else None
-
-    def digest_now(self, option: str = "--model") -> dict | None:
-        """The current identity of the model's data (:func:`policyopt.io.data_digest`); ``None`` for two-state."""
-        from policyopt.io import data_digest
-
-        if self.spec == "bundled":
-            return data_digest(None)
-        if self.path is None:
-            return None
-        return data_digest(self.path, f"{option} {self.spec.partition(':')[0]}:")
-
-    def pinned(self, option: str = "--model") -> "ModelSpec":
-        """This spec with `sha256` and `nbytes` of its data as it is now (unchanged when already pinned).
-
-        Raises
-        ------
-        InvalidInputError
-            If the model's file does not exist.
-        """
-        if self.sha256 is not None:
-            return self
-        d = self.digest_now(option)
-        if d is None:
-            return self
-        return replace(self, sha256=d["sha256"], nbytes=d["bytes"])
-
-    def to_dict(self) -> dict:
-        """The model spec as a JSON-ready dict (value range as a list)."""
-        d = asdict(self)
-        d["value_range"] = None if self.value_range is None else list(self.value_range)
-        return d
-
-    def to_json(self) -> str:
-        """The model spec as canonical JSON (stored in the ledger's meta table)."""
-        return json.dumps(self.to_dict(), sort_keys=True)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "ModelSpec":
-        """The model spec of :meth:`to_dict` (a ledger of an earlier policyopt may lack the newer keys)."""
-        if not isinstance(d, dict) or not isinstance(d.get("spec"), str):
-            raise InvalidInputError(f"a model must be an object with a `spec`, got {fmt(d)}")
-        kind = d["spec"].partition(":")[0]
-        fitted = kind in ("bundled", "data")
-        vr = d.get("value_range")
-        return cls(d["spec"], d.get("states") if fitted else None, d.get("smoothing") if fitted else None,
-                   tuple(vr) if vr is not None else None, d.get("sha256"), d.get("nbytes"),
-                   d.get("max_tv_source", "chain"))
-
-    @classmethod
-    def from_json(cls, text: str) -> "ModelSpec":
-        """The model spec stored by :meth:`to_json`."""
-        return cls.from_dict(json.loads(text))
-
-    def describe(self) -> str:
-        """One line for people: the model, its fit and the first digits of its data's digest."""
-        parts = []
-        if self.fitted:
-            parts.append(f"{self.states} states, smoothing {self.smoothing:g}")
-            if self.value_range is not None:
-                parts.append(f"fitted on {self.value_range[0]:g}:{self.value_range[1]:g}")
-        if self.sha256 is not None:
-            parts.append(f"sha256 {self.sha256[:12]}")
-        if self.max_tv_source != "chain":
-            parts.append(f"Δ(t) from {self.max_tv_source}")
-        return self.spec + (f" ({', '.join(parts)})" if parts else "")
-
-    def _check_pin(self, option: str):
-        """Verify the data still holds what the model was fitted on; return the path to fit (or None)."""
-        from policyopt.io import file_prefix_sha256
-
-        if self.sha256 is None:
-            return self.path
-        now = self.digest_now(option)
-        if now["sha256"] == self.sha256:
-            return self.path
-        path = self.path
-        if (now["format"] == "csv" and self.nbytes is not None and now["bytes"] > self.nbytes
-                and file_prefix_sha256(path, self.nbytes) == self.sha256):
-            return path, self.nbytes  # the CSV grew by appended lines: fit on the design's bytes
-        raise InvalidInputError(
-            f"{option} {self.spec!r} is not the data the model was fitted on (sha256 {self.sha256[:12]}…, "
-            f"{self.nbytes} bytes; now {now['sha256'][:12]}…, {now['bytes']} bytes): the accounting would use other chains; "
-            "restore that data"
-        )
-
-    def load(self, option: str = "--model"):
-        """The :class:`policyopt.models.markov.Population` of this model, fitted on the pinned data.
-
-        A pinned model (`sha256` set) first checks that its data still has that digest, or,
-        for a CSV, that its first `nbytes` bytes have it (the file grew by appended lines; the
-        chains are then fitted on those bytes only, exactly the design's data).
-
-        Raises
-        ------
-        InvalidInputError
-            Missing or bad model file (see :mod:`policyopt.io`); data whose digest is not the
-            pinned one; a Δ(t) source other than the chains (:data:`REPRODUCIBLE_MAX_TV_SOURCES`).
-        InvalidModelError
-            If the data fit no chain or a matrix is not stochastic.
-        """
-        from policyopt.models.markov import Population
-
-        if self.max_tv_source not in REPRODUCIBLE_MAX_TV_SOURCES:
-            raise InvalidInputError(
-                f"the model's Δ(t) comes from {self.max_tv_source!r}, which the ledger cannot reproduce (it accounts with the "
-                "chains' own Δ(t), eq. (12)); give --model with --override REASON to account with a model's chains"
-            )
-        kind, _, arg = self.spec.partition(":")
-        if kind == "two-state":
-            from policyopt.io import parse_chain_spec
-
-            return Population([parse_chain_spec(self.spec, option)])
-        where = self._check_pin(option)
-        if kind == "matrix":
-            from policyopt.io import read_matrix
-
-            return Population([read_matrix(arg, f"{option} matrix:")])
-        from policyopt.models.estimation import fit_population
-
-        if kind == "data":
-            df, source = _read_design_data(where, f"{option} data:"), f"{option} {self.spec!r}"
-        else:
-            from policyopt.data import load_citylearn
-
-            df, source = load_citylearn(), "bundled data"
-        return fit_population(df, self.states, smoothing=float(self.smoothing), source=source,
-                              value_range=self.value_range).population
-
-
-def same_source(design: dict | None, stream, option: str = "--data") -> str | None:
-    """Whether a stream comes from the data a schedule was designed on; ``None`` if so, else why not.
-
-    The stream is the design's source when its identity (:func:`policyopt.io.data_digest`) has the
-    design's digest, or when it is a CSV whose first ``design["bytes"]`` bytes have it (the design's
-    file, grown since by appended lines: the pilot is the start of the stream).
-
-    Parameters
-    ----------
-    design : dict or None
-        ``deployment.data`` of the schedule JSON; ``None`` (a --chain/--matrix design) matches any stream.
-    stream : str or Path or None
-        The ``--data`` of the publisher; ``None`` for the bundled data.
-    option : str
-        Option name for messages.
-
-    Returns
-    -------
-    str or None
-        One sentence naming both sources and digests when they differ.
-    """
-    from policyopt.io import data_digest, file_prefix_sha256
-
-    if design is None:
-        return None
-    now = data_digest(stream, option)
-    if now["sha256"] == design.get("sha256"):
-        return None
-    if (now["format"] == "csv" and design.get("format") == "csv" and isinstance(design.get("bytes"), int)
-            and now["bytes"] > design["bytes"] and file_prefix_sha256(now["source"], design["bytes"]) == design["sha256"]):
-        return None
-    what = "the bundled data" if stream is None else f"{option} {str(stream)!r}"
-    return (f"the stream ({what}, sha256 {now['sha256'][:12]}…) is not the data the schedule was designed on "
-            f"({design.get('source')}, sha256 {str(design.get('sha256'))[:12]}…) nor that data grown by appended lines")
-
-
-def _read_design_data(where, option: str):
-    """Readings of a model's data: a path, or (CSV path, n) for its first n bytes (a grown file)."""
-    from policyopt.io import read_readings
-
-    if not isinstance(where, tuple):
-        return read_readings(where, option)
-    import tempfile
-
-    path, nbytes = where
-    with open(path, "rb") as fh:
-        head = fh.read(nbytes)
-    with tempfile.TemporaryDirectory() as tmp:
-        part = Path(tmp) / Path(path).name
-        part.write_bytes(head)
-        return read_readings(part, option)
 
 
 @dataclass(frozen=True)
@@ -755,6 +491,10 @@ class LedgerRisk:
         Last slot of the trajectory.
     released, skipped : int
         Rows of each status up to `at`.
+    designed_horizon_risk : float or None
+        For a schedule designed over a horizon H (``ScheduleSpec.horizon``): the largest risk over the
+        H slots of the schedule as designed (every release made, ε_C as budget), Theorem 3 (eq. (25))
+        with the ledger's Δ(t), rounded outward; ``None`` without a horizon.
     """
 
     times: np.ndarray
@@ -768,6 +508,7 @@ class LedgerRisk:
     at: int
     released: int
     skipped: int
+    designed_horizon_risk: float | None = None
 
 
 #: SHA-256 of no readings (the input digest of a skipped slot): the count 0 as 8 bytes.
@@ -978,7 +719,8 @@ class Ledger:
         try:
             d = json.loads(sched[0][1])
             self.schedule = ScheduleSpec(d["A"], d["S_bar"], d["epsilon_c"], tuple(d["value_range"]), d["origin"],
-                                         d.get("source", "ledger"), d.get("designed_peak_risk"))
+                                         d.get("source", "ledger"), d.get("designed_peak_risk"), d.get("horizon"),
+                                         d.get("designed_horizon_risk"))
             self.model = ModelSpec.from_json(keys["model"])
         except (ValueError, TypeError, KeyError, AttributeError, RecursionError, InvalidInputError) as exc:
             why = exc if isinstance(exc, InvalidInputError) else f"{type(exc).__name__}: {exc}"
@@ -1169,7 +911,7 @@ class Ledger:
         sch = self.schedule
         rows = self.rows()
         last = rows[-1].slot if rows else sch.origin
-        T = last if at is None else _int_param(at, "at", sch.origin)  # `at` ≥ the first input slot
+        T = last if at is None else int_param(at, "at", sch.origin)  # `at` ≥ the first input slot
         if T - sch.origin + 1 > MAX_TRAJECTORY:
             raise InvalidInputError(
                 f"`at` = {T} asks for a trajectory of {T - sch.origin + 1} slots from the first input slot {sch.origin}; "
@@ -1190,12 +932,18 @@ class Ledger:
         la, ls = float(population.log_max_tv(sch.A)), float(population.log_max_tv(sch.S_bar))
         designed = peak_risk(float(population.max_tv(sch.A)), float(population.max_tv(sch.S_bar)), sch.epsilon_c)
         designed_up = peak_risk_upper(designed.value, la, ls, sch.epsilon_c, sch.A, sch.S_bar)
+        horizon_risk = None
+        if sch.horizon is not None and sch.A <= sch.horizon:
+            # the design's releases S_n = A + (n − 1)S̄ ≤ H, each with ε_C; ε(S_n) grows with n when (31) fails
+            planned = sch.A + sch.S_bar * np.arange((sch.horizon - sch.A) // sch.S_bar + 1)
+            plan = compose(planned, sch.A, sch.epsilon_c, population, horizon=sch.horizon)
+            horizon_risk = float(np.max(plan.risk_upper))
         return LedgerRisk(
             times=times, risk=np.asarray(risk), aoi=np.asarray(aoi),
             release_slots=np.array([r.slot for r in made], dtype=np.int64), epoch_peaks=np.asarray(peaks),
             peak_risk=float(np.max(peaks)) if len(peaks) else 0.0,
             designed_peak_risk=designed_up, designed_status=designed.status,
-            at=int(T), released=len(made), skipped=skipped,
+            at=int(T), released=len(made), skipped=skipped, designed_horizon_risk=horizon_risk,
         )
 
     def meta(self) -> dict:

@@ -69,12 +69,12 @@ from policyopt.deploy.ledger import (
     EMPTY_INPUT_SHA256,
     Ledger,
     LedgerRow,
-    ModelSpec,
     ScheduleSpec,
     input_digest,
     now_utc,
     package_version,
 )
+from policyopt.deploy.model import ModelSpec
 from policyopt.formatting import round_up
 
 __all__ = ["Publisher", "PublishReport", "RiskLimitError", "ScheduleSpec", "read_stream_csv", "ParquetStream", "spill_files", "OUT_HEADER", "render_out"]

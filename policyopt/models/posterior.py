@@ -198,16 +198,19 @@ class TabulatedMaxTV:
         Users of the pilot the table describes.
     rate : float
         A geometric rate ρ in (0, 1] for the envelope (e.g. the largest λ* over the draws).
+    beyond_one : bool, keyword-only
+        Ages beyond H get Δ(t) = 1 (ln Δ = 0: nothing assumed there, as for a Δ(t) estimated from data up to
+        its largest lag) instead of being refused.
 
     Raises
     ------
     InvalidModelError
         If the table is empty, positive somewhere, or increases.
     InvalidInputError
-        If a requested age is beyond H.
+        If a requested age is beyond H (unless `beyond_one`).
     """
 
-    def __init__(self, log_table, n_users: int, rate: float):
+    def __init__(self, log_table, n_users: int, rate: float, *, beyond_one: bool = False):
         tab = np.asarray(log_table, dtype=float).reshape(-1)
         with np.errstate(invalid="ignore"):  # −inf − (−inf) = NaN between two Δ = 0 entries: not an increase
             rises = np.any(np.diff(tab) > 1e-12)
@@ -217,6 +220,7 @@ class TabulatedMaxTV:
         self._tab.setflags(write=False)
         self.n_users = int(n_users)
         self.spectral_rate = float(min(1.0, max(rate, 1e-300)))
+        self.beyond_one = bool(beyond_one)
 
     @property
     def horizon(self) -> int:
@@ -226,6 +230,9 @@ class TabulatedMaxTV:
     def log_max_tv(self, t):
         """ln Δ(t) from the table; same shape as `t`."""
         ts = as_slots(t, "t")
+        if self.beyond_one:
+            out = np.where(ts > self.horizon, 0.0, self._tab[np.minimum(ts, self.horizon)])
+            return float(out) if out.ndim == 0 else out
         if ts.size and int(ts.max()) > self.horizon:
             raise InvalidInputError(f"`t`={int(ts.max())} is beyond the tabulated horizon {self.horizon} slots")
         out = self._tab[ts]

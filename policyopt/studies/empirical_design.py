@@ -36,7 +36,7 @@ from policyopt.models.empirical import EmpiricalMaxTV
 from policyopt.models.posterior import TabulatedMaxTV
 from policyopt.privacy.age_dependent import compose, log_expm1
 
-__all__ = ["empirical_max_tv_table", "empirical_source", "design_over_horizon", "parse_max_tv_source"]
+__all__ = ["empirical_max_tv_table", "empirical_source", "design_over_horizon", "parse_max_tv_source", "estimate_up_to"]
 
 
 def parse_max_tv_source(text: str, default_level: float = 0.95) -> tuple[str, float | None]:
@@ -61,6 +61,49 @@ def parse_max_tv_source(text: str, default_level: float = 0.95) -> tuple[str, fl
             raise InvalidInputError(f"--max-tv empirical:LEVEL needs a LEVEL strictly between 0 and 1, got {text!r}")
         return "empirical", level
     raise InvalidInputError(f"--max-tv must be model, empirical or empirical:LEVEL, got {text!r}")
+
+
+def estimate_up_to(fitted, readings, last_age: int, level: float, *, seed: int = 0,
+                   what: str = "the schedule") -> tuple[EmpiricalMaxTV, int]:
+    """Δ(t) estimated from `readings` on `fitted`'s quantile states for t ≤ L, L ≥ `last_age` (``--max-tv empirical``).
+
+    L is :func:`~policyopt.models.empirical.default_max_lag` of the series' length T, raised to `last_age` when that
+    is larger; the band is :func:`~policyopt.models.empirical.estimate_max_tv`'s at `level`.
+
+    Parameters
+    ----------
+    fitted : policyopt.models.estimation.FittedModel
+        Chains whose quantile states (and value range) the readings are mapped to.
+    readings : pandas.DataFrame
+        user, time, value.
+    last_age : int
+        Largest age (slots) the design or accounting looks Δ up at.
+    level : float
+        Level of the simultaneous band, in (0, 1).
+    seed : int
+        Seed of the block bootstrap.
+    what : str
+        What needs the ages, for the message.
+
+    Returns
+    -------
+    (EmpiricalMaxTV, int)
+        The estimate and T (slots).
+
+    Raises
+    ------
+    InvalidInputError
+        If `last_age` ≥ T (the data cannot tell Δ at that age).
+    """
+    from policyopt.models.empirical import default_max_lag, estimate_max_tv
+    from policyopt.studies.check_model import data_states
+
+    states, _ = data_states(readings, fitted)
+    T = states.shape[1]
+    if last_age >= T:
+        raise InvalidInputError(f"{what} needs Δ(t) up to t = {int(last_age)} slots, beyond the data's {T} slots")
+    L = max(default_max_lag(T), int(last_age))
+    return estimate_max_tv(states, fitted.quantizer.n_states, L, level=level, seed=seed), T
 
 
 def empirical_max_tv_table(est: EmpiricalMaxTV, last_age: int) -> np.ndarray:
@@ -166,11 +209,8 @@ def design_over_horizon(source: TabulatedMaxTV, penalty, max_penalty: float, A_m
     ec = float(eps[a, s - 1])
     value = float(risk[a, s - 1])
     times = a + s * np.arange(n)
-    def table(t):
-        """Δ̃(t) for the ages compose asks (≤ A + S̄ − 1, inside the table); 1 beyond the table (no claim)."""
-        t = np.asarray(t)
-        return np.where(t > source.horizon, 1.0, np.exp(source.log_max_tv(np.minimum(t, source.horizon))))
-
+    # Δ̃(t) for the ages compose asks (≤ A + S̄ − 1, inside the table); 1 beyond the table (no claim)
+    table = TabulatedMaxTV(source.log_max_tv(np.arange(source.horizon + 1)), source.n_users, 1.0, beyond_one=True)
     comp = compose(times, a, ec, table, horizon=H)
     check = float(np.max(comp.risk))
     # n recursion steps of logaddexp/log_expm1, each within a few ulps: a relative margin of 16(n + 2)u
