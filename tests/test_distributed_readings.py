@@ -1,0 +1,120 @@
+"""The readings penalty and the model check on the Dask path (Parquet data set, ``--workers``).
+
+A small data set written from six of the bundled homes (60 days, three files of two homes): the per-slot
+sums reduced over the files must give the serial path's moments, and ``policyopt schedule --workers 2``
+the serial run's JSON numbers (to 1e-12 relative).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from _cli import ok_json
+from policyopt.data import load_citylearn
+from policyopt.studies.distributed import readings_moments_partitions
+from policyopt.utility.readings_penalty import ReadingsMSEPenalty, readings_moments
+
+DAYS, HOMES, PER_FILE = 60, 6, 2
+A_MAX = S_MAX = 24
+
+
+@pytest.fixture(scope="module")
+def homes(tmp_path_factory):
+    """(directory of three Parquet files, the same readings as one DataFrame)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    df = load_citylearn()
+    users = sorted(df["user"].unique())[:HOMES]
+    df = df[df["user"].isin(users) & (df["time"] < 24 * DAYS)][["user", "time", "value"]].reset_index(drop=True)
+    root = tmp_path_factory.mktemp("homes")
+    for i in range(0, HOMES, PER_FILE):
+        part = df[df["user"].isin(users[i:i + PER_FILE])]
+        pq.write_table(pa.Table.from_pandas(part, preserve_index=False), root / f"part-{i // PER_FILE}.parquet")
+    return root, df
+
+
+def _close(a, b, rel=1e-12, scale=False):
+    """Equal to `rel` relative; with `scale`, relative to the array's largest entry (per-slot cross terms are
+    differences (Σd)² − Σd² whose rounding is relative to Σd², not to the difference)."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    assert a.shape == b.shape
+    both = np.isfinite(a) & np.isfinite(b)
+    assert np.array_equal(np.isfinite(a), np.isfinite(b))
+    ref = np.max(np.abs(a[both])) if scale else np.maximum(np.abs(a[both]), np.abs(b[both]))
+    assert np.all(np.abs(a[both] - b[both]) <= rel * ref + 1e-300), float(np.max(np.abs(a[both] - b[both]) / (ref + 1e-300)))
+
+
+@pytest.mark.parametrize("phase", [None, 24])
+def test_partition_sums_give_the_serial_moments(homes, phase):
+    root, df = homes
+    L = A_MAX + S_MAX + 1
+    serial = readings_moments(df, L, phase_period=phase)
+    dist, stats = readings_moments_partitions(root, L, phase_period=phase, chunk_users=1)  # in process, 1 user per chunk
+    assert stats["partitions"] == 3
+    assert (dist.n_users, dist.slots, dist.first_slot, dist.phase_period) == (serial.n_users, serial.slots,
+                                                                             serial.first_slot, serial.phase_period)
+    assert dist.value_range == serial.value_range and dist.value_range_declared is False and dist.clipped == 0
+    for name in ("self_sum", "self_cnt", "cross_sum", "cross_cnt"):
+        _close(getattr(dist, name), getattr(serial, name), scale=True)
+    a = ReadingsMSEPenalty(serial, users=10**5, design="upper")
+    b = ReadingsMSEPenalty(dist, users=10**5, design="upper")
+    _close(a.staleness(np.arange(L + 1)), b.staleness(np.arange(L + 1)))
+    _close(a.band()[0], b.band()[0])
+    assert b.bootstrap_info() == a.bootstrap_info()
+
+
+def test_files_with_disjoint_time_ranges_add_up_slot_by_slot(tmp_path):
+    """Files starting at different slots are aligned on the slot before they are added."""
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(3)
+    frames = [pd.DataFrame({"user": f"u{i}", "time": np.arange(t0, t0 + n), "value": rng.uniform(0, 2, n)})
+              for i, (t0, n) in enumerate([(5, 40), (0, 30), (20, 50), (60, 15)])]
+    for i, f in enumerate(frames):
+        pq.write_table(pa.Table.from_pandas(f, preserve_index=False), tmp_path / f"p{i}.parquet")
+    serial = readings_moments(pd.concat(frames), 6)
+    dist, _ = readings_moments_partitions(tmp_path, 6)
+    assert dist.first_slot == serial.first_slot == 0 and dist.slots == serial.slots == 75
+    for name in ("self_sum", "self_cnt", "cross_sum", "cross_cnt"):
+        _close(getattr(dist, name), getattr(serial, name), scale=True)
+
+
+SKIP = {"wall_time_s", "credible", "distributed", "row_transitions", "min_row_transitions", "sparse_states",
+        "max_tv_witnesses", "model_check"}
+
+
+def _compare(a, b, path=""):
+    """Every number of the serial JSON `a` in the Dask JSON `b` to 1e-12 relative (serial-only posterior facts skipped)."""
+    if isinstance(a, dict):
+        for k in a:
+            if k in SKIP:
+                continue
+            assert k in b, f"{path}/{k} missing on the Dask path"
+            _compare(a[k], b[k], f"{path}/{k}")
+    elif isinstance(a, list):
+        assert isinstance(b, list) and len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b)):
+            _compare(x, y, f"{path}[{i}]")
+    elif isinstance(a, float) and isinstance(b, (int, float)):
+        assert b == pytest.approx(a, rel=1e-12, abs=1e-300), path
+    elif isinstance(a, str) and path.endswith("explanation") or path.startswith("/warnings"):
+        pass  # prose around the same numbers; compared through the fields
+    else:
+        assert a == b, path
+
+
+@pytest.mark.parametrize("extra", [["--max-penalty", "3"],
+                                   ["--penalty", "readings-upper", "--phase-period", "24", "--max-penalty", "5"]])
+def test_cli_dask_readings_penalty_equals_serial(homes, extra):
+    root, _ = homes
+    common = ["schedule", "--data", root, "--max-age", A_MAX, "--max-interval", S_MAX, *extra]
+    ser = ok_json(*common)
+    dask = ok_json(*common, "--workers", 2)
+    assert dask["model"]["readings_penalty"]["readings_users"] == HOMES
+    assert dask["penalty_comparison"] is not None and dask["penalty_comparison"]["chain_staleness"] > 0
+    assert not any("readings penalty is not available" in w for w in dask["warnings"])
+    _compare(ser, dask)
