@@ -468,7 +468,8 @@ def load_distributed_model(args):
     readings``/``readings-upper``, the default) or, with ``--penalty chain``, a
     :class:`~policyopt.studies.distributed.TabulatedMSEPenalty`, tabulated over the ages the schedule search
     needs; the numbers equal those of the serial path (tested).  ``extra``: ``chain_penalty`` (the chain
-    model's tabulated penalty, for the comparison with the readings').
+    model's tabulated penalty, for the comparison with the readings') and ``model_check`` (the summary of
+    :func:`~policyopt.studies.distributed.check_partitions`, the serial ``quick_check``'s numbers).
 
     Raises
     ------
@@ -521,6 +522,11 @@ def load_distributed_model(args):
                                          design="upper" if kind == "readings-upper" else "point",
                                          level=DEFAULT_PENALTY_LEVEL if level is None else level,
                                          seed=DEFAULT_BOOTSTRAP_SEED if seed is None else seed)
+        from policyopt.studies.distributed import check_partitions
+
+        # the chains against the readings (quick_check of the serial path), per partition, combined by max
+        check, check_stats = check_partitions(args.data, fit, args.max_age, args.max_interval, client=client,
+                                              seed=DEFAULT_BOOTSTRAP_SEED if getattr(args, "seed", None) is None else args.seed)
     if args.users is not None and args.users != fit.population.n_users:
         raise InvalidInputError(
             f"--users {args.users} disagrees with the data, which has {fit.population.n_users} usable users; "
@@ -540,8 +546,9 @@ def load_distributed_model(args):
             "readings": fit.readings,
             "users_read": fit.users,
             "readings_penalty_s": None if readings_stats is None else readings_stats["seconds"],
+            "model_check_s": check_stats["seconds"],
         },
     }
     if readings_stats is not None:
         info["value_range_source"] = "data"
-    return fit.population, info, "", penalty, {"chain_penalty": fit.penalty}
+    return fit.population, info, "", penalty, {"chain_penalty": fit.penalty, "model_check": check.summary()}

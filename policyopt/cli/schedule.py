@@ -260,9 +260,8 @@ def run_schedule(args) -> int:
         out["penalty_comparison"] = penalty_comparison(penalty, None, int(out["A"]), int(out["S_bar"]),
                                                        chain_penalty=dist_extra["chain_penalty"])
     if wants_distributed(args):
-        out["model_check"] = None
-        warnings.append("the chain model was not checked against the readings (no model check on the Dask path yet): "
-                        "run `policyopt check-model --data` on the same data before trusting the chains' ε")
+        out["model_check"] = dist_extra["model_check"]
+        out["model_check"].update(design_lags(out["model_check"], out.get("A"), out.get("S_bar")))
     if dep.fitted is not None and dep.readings is not None:
         from policyopt.studies.check_model import quick_check
 

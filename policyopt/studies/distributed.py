@@ -28,7 +28,12 @@ against ``numpy.quantile`` of the installed numpy).
    (:func:`policyopt.utility.readings_penalty.slot_sums`, in chunks of users as the serial path) are added
    up slot by slot, then :class:`~policyopt.utility.readings_penalty.ReadingsMSEPenalty` is formed from the
    summed terms exactly as the serial path forms it.
-5. **Reduce** by max (Δ(t), λ*) and sum (staleness, counts), then form the envelope (38) and the MSE
+5. **Model check** (:func:`check_partitions`, the ``model_check`` of ``schedule``): per partition, its kept users'
+   state series, Δ̂(t) (max over its users), the chains' Δ(t) and the statistic on data sets simulated from
+   each user's chain with the user's own random stream (keyed by the user's name); all are maxima over
+   users, so the partitions' maxima combine by a maximum, draw by draw, into the serial
+   :func:`~policyopt.studies.check_model.quick_check`'s numbers.
+6. **Reduce** by max (Δ(t), λ*) and sum (staleness, counts), then form the envelope (38) and the MSE
    penalty from the reduced tables exactly as :class:`~policyopt.models.markov.Population` and
    :class:`~policyopt.utility.penalty.MSEPenalty` do.
 
@@ -69,6 +74,8 @@ __all__ = [
     "dask_client",
     "readings_sums_partition",
     "readings_moments_partitions",
+    "model_check_partition",
+    "check_partitions",
     "COLLECT_CAP",
 ]
 
@@ -315,6 +322,8 @@ class PartitionSummary:
         Σ_u 2 Var_{π_u}(v).
     user_hashes : numpy.ndarray of uint64
         One 64-bit hash per distinct user (pandas ``hash_array`` of the user text).
+    longest_span : int
+        Longest span (last − first slot + 1) of a kept user's readings (0 if none is kept).
     seconds : float
         Time spent in the task.
     peak_rss_mib : float
@@ -332,6 +341,7 @@ class PartitionSummary:
     staleness_sum: np.ndarray
     variance_sum: float
     user_hashes: np.ndarray
+    longest_span: int = 0
     seconds: float = 0.0
     peak_rss_mib: float = 0.0
 
@@ -352,6 +362,74 @@ def _peak_rss_mib() -> float:
     import resource
 
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def _fit_partition(part: dict, source: str, edges, state_values, smoothing: float, threshold: int) -> dict:
+    """Readings of one partition sorted by (user, time), quantised with the shared edges, and each user's chain.
+
+    Transitions between consecutive slots per user, the smoothed MLE chains (Cao et al., IEEE TKDE, 2019,
+    eq. (28)) and the exclusion rules and messages of :func:`policyopt.models.estimation.fit_population`.
+
+    Returns
+    -------
+    dict
+        ``code``, ``t``, ``x``, ``states`` (sorted by user, then time), ``names``, ``values``, ``n_trans`` (per user),
+        ``excluded`` (user → reason), ``chains`` and ``kept`` (the users' codes of the chains, in order).
+
+    Raises
+    ------
+    InvalidInputError
+        A repeated (user, time).
+    """
+    edges = np.asarray(edges, dtype=float)
+    values = np.asarray(state_values, dtype=float)
+    k = values.size
+    code, t, x = part["user_code"], part["time"], part["value"]
+    names = part["users"]
+    n_users = len(names)
+    order = np.lexsort((t, code))
+    code, t, x = code[order], t[order], x[order]
+    same = code[1:] == code[:-1]
+    dup = same & (t[1:] == t[:-1])
+    if dup.any():
+        i = int(np.flatnonzero(dup)[0])
+        raise InvalidInputError(f"{source}: user {names[code[i]]!r} has a second reading at time {int(t[i])}")
+    states = np.searchsorted(edges, x, side="right")
+    consecutive = same & (t[1:] == t[:-1] + 1)
+    who = code[:-1][consecutive]
+    cell = (who * k + states[:-1][consecutive]) * k + states[1:][consecutive]
+    counts = np.bincount(cell, minlength=n_users * k * k).reshape(n_users, k, k).astype(float)
+    n_trans = counts.sum(axis=(1, 2)).astype(np.int64)
+
+    excluded, chains, kept = {}, [], []
+    for u in range(n_users):
+        n = int(n_trans[u])
+        if n < threshold:
+            excluded[names[u]] = f"{n} transitions < {threshold} needed"
+            continue
+        rows = counts[u] + smoothing
+        totals = rows.sum(axis=1, keepdims=True)
+        if np.any(totals == 0):
+            r = int(np.flatnonzero(totals[:, 0] == 0)[0])
+            excluded[names[u]] = f"state {r} never left (no transitions from it) and smoothing is 0"
+            continue
+        chain = MarkovChain(rows / totals, values)  # Cao et al., IEEE TKDE 2019, eq. (28)
+        if not chain.is_irreducible:
+            excluded[names[u]] = "estimated chain is reducible (use smoothing > 0)"
+            continue
+        chains.append(chain)
+        kept.append(u)
+    return {"code": code, "t": t, "x": x, "states": states, "names": names, "values": values, "n_trans": n_trans,
+            "excluded": excluded, "chains": chains, "kept": kept}
+
+
+def _user_spans(code: np.ndarray, t: np.ndarray, n_users: int) -> tuple[np.ndarray, np.ndarray]:
+    """First slot and span (slots) of each user's readings (arrays sorted by user, then time)."""
+    first = np.full(n_users, np.iinfo(np.int64).max, dtype=np.int64)
+    last = np.full(n_users, np.iinfo(np.int64).min, dtype=np.int64)
+    np.minimum.at(first, code, t)
+    np.maximum.at(last, code, t)
+    return first, last - first + 1
 
 
 def summarize_partition(
@@ -406,45 +484,10 @@ def summarize_partition(
 
     start = time.perf_counter()
     part = read_parquet_partition(path, option)
-    source = f"{option} {str(path)!r}"
-    edges = np.asarray(edges, dtype=float)
-    values = np.asarray(state_values, dtype=float)
-    k = values.size
-    code, t, x = part["user_code"], part["time"], part["value"]
-    names = part["users"]
-    n_users = len(names)
-    order = np.lexsort((t, code))
-    code, t, x = code[order], t[order], x[order]
-    same = code[1:] == code[:-1]
-    dup = same & (t[1:] == t[:-1])
-    if dup.any():
-        i = int(np.flatnonzero(dup)[0])
-        raise InvalidInputError(f"{source}: user {names[code[i]]!r} has a second reading at time {int(t[i])}")
-    states = np.searchsorted(edges, x, side="right")
-    consecutive = same & (t[1:] == t[:-1] + 1)
-    who = code[:-1][consecutive]
-    cell = (who * k + states[:-1][consecutive]) * k + states[1:][consecutive]
-    counts = np.bincount(cell, minlength=n_users * k * k).reshape(n_users, k, k).astype(float)
-    n_trans = counts.sum(axis=(1, 2)).astype(np.int64)
-
-    excluded, chains = {}, []
-    for u in range(n_users):
-        n = int(n_trans[u])
-        if n < threshold:
-            excluded[names[u]] = f"{n} transitions < {threshold} needed"
-            continue
-        rows = counts[u] + smoothing
-        totals = rows.sum(axis=1, keepdims=True)
-        if np.any(totals == 0):
-            r = int(np.flatnonzero(totals[:, 0] == 0)[0])
-            excluded[names[u]] = f"state {r} never left (no transitions from it) and smoothing is 0"
-            continue
-        chain = MarkovChain(rows / totals, values)  # Cao et al., IEEE TKDE 2019, eq. (28)
-        if not chain.is_irreducible:
-            excluded[names[u]] = "estimated chain is reducible (use smoothing > 0)"
-            continue
-        chains.append(chain)
-
+    pf = _fit_partition(part, f"{option} {str(path)!r}", edges, state_values, smoothing, threshold)
+    values, k, names, n_users = pf["values"], pf["values"].size, pf["names"], len(pf["names"])
+    x, n_trans, excluded, chains = pf["x"], pf["n_trans"], pf["excluded"], pf["chains"]
+    _, spans = _user_spans(pf["code"], pf["t"], n_users)
     ages = np.arange(int(horizon) + 1)
     log_tv = np.full(ages.shape, -np.inf)
     rate = 0.0
@@ -476,6 +519,7 @@ def summarize_partition(
         staleness_sum=stale,
         variance_sum=var_sum,
         user_hashes=np.asarray(hashes, dtype=np.uint64),
+        longest_span=int(spans[pf["kept"]].max()) if pf["kept"] else 0,
         seconds=time.perf_counter() - start,
         peak_rss_mib=_peak_rss_mib(),
     )
@@ -677,6 +721,10 @@ class DistributedFit:
         Seconds per partition task.
     peak_rss_mib : dict
         Largest peak RSS (MiB) reported by any task, per worker (``"local"`` when run in process).
+    smoothing, min_transitions : float, int
+        The fit's pseudo-count and the fewest transitions a kept user needs.
+    longest_span : int
+        Longest span (slots) of a kept user's readings.
     """
 
     population: TabulatedMaxTV
@@ -691,6 +739,9 @@ class DistributedFit:
     timings: dict = field(default_factory=dict)
     partition_seconds: list = field(default_factory=list)
     peak_rss_mib: dict = field(default_factory=dict)
+    smoothing: float = 0.0
+    min_transitions: int = 0
+    longest_span: int = 0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -933,7 +984,7 @@ def fit_partitions(
     acc = {
         "readings": 0, "users": 0, "kept": 0, "transitions": 0, "most": 0, "excluded": {},
         "log_tv": np.full(horizon + 1, -np.inf), "rate": 0.0, "stale": np.zeros(n_staleness), "var": 0.0,
-        "hashes": [], "seconds": [], "rss": {},
+        "hashes": [], "seconds": [], "rss": {}, "span": 0,
     }
 
     def combine(acc, p, s, w):
@@ -951,6 +1002,7 @@ def fit_partitions(
         acc["hashes"].append((p, s.user_hashes))
         acc["seconds"].append(s.seconds)
         acc["rss"][w] = max(acc["rss"].get(w, 0.0), s.peak_rss_mib)
+        acc["span"] = max(acc["span"], s.longest_span)
         return acc
 
     acc = runner.fold(
@@ -982,6 +1034,9 @@ def fit_partitions(
         timings=timings,
         partition_seconds=acc["seconds"],
         peak_rss_mib=acc["rss"],
+        smoothing=float(smoothing),
+        min_transitions=threshold,
+        longest_span=acc["span"],
     )
 
 
@@ -1141,6 +1196,141 @@ def readings_moments_partitions(data, max_age: int, *, phase_period: int | None 
     stats = {"partitions": len(paths), "seconds": time.perf_counter() - start, "partition_seconds": acc["seconds"],
              "peak_rss_mib": acc["rss"]}
     return moments, stats
+
+
+# ---------------------------------------------------------------------------------------------
+# The model check: maxima over users, per partition, combined by max
+# ---------------------------------------------------------------------------------------------
+
+
+def model_check_partition(path, option: str, edges, state_values, smoothing: float, threshold: int, max_lag: int,
+                          width: int, draws: int, min_pairs: int, seed: int) -> dict:
+    """The map step of the model check on one partition: its kept users' maxima over users.
+
+    The users' state series (each from its first reading, −1 where a slot has none, padded to `width`
+    slots, as :func:`policyopt.studies.check_model.readings_states`), then Δ̂(t) (point estimate,
+    :func:`~policyopt.models.empirical.estimate_max_tv`), the chains' Δ(t) (eq. (12)) and the statistic on
+    `draws` data sets simulated from the chains, each user from its own stream
+    (:func:`~policyopt.models.empirical.user_streams`), t = 1..`max_lag`.
+
+    Returns
+    -------
+    dict
+        ``estimate``, ``model`` (L,), ``draws`` (R, L), ``users_without_claim`` (L,), ``users`` (kept),
+        ``seconds``, ``peak_rss_mib``; ``None`` entries when no user is kept.
+
+    Raises
+    ------
+    InvalidInputError
+        Bad readings; a user whose series is mostly gaps (as the serial check).
+    """
+    from policyopt.io import read_parquet_partition
+    from policyopt.models.empirical import chain_statistic_draws, estimate_max_tv, user_streams
+
+    start = time.perf_counter()
+    part = read_parquet_partition(path, option)
+    pf = _fit_partition(part, f"{option} {str(path)!r}", edges, state_values, smoothing, threshold)
+    kept, names, K = pf["kept"], pf["names"], pf["values"].size
+    out = {"estimate": None, "model": None, "draws": None, "users_without_claim": None, "users": len(kept)}
+    if kept:
+        code, t = pf["code"], pf["t"]
+        first, spans = _user_spans(code, t, len(names))
+        counts = np.bincount(code, minlength=len(names))
+        for u in kept:
+            if spans[u] > 10 * counts[u] + 1000:
+                raise InvalidInputError(
+                    f"user {names[u]!r} has {int(counts[u])} readings spread over {int(spans[u])} slots: the series is "
+                    "mostly gaps; put the readings on a regular slot grid"
+                )
+        row = np.full(len(names), -1, dtype=np.int64)
+        row[kept] = np.arange(len(kept))
+        x = np.full((len(kept), int(width)), -1, dtype=np.int64)
+        sel = row[code] >= 0
+        x[row[code[sel]], (t - first[code])[sel]] = pf["states"][sel]
+        L = int(max_lag)
+        emp = estimate_max_tv(x, K, L, min_pairs=min_pairs, n_boot=0)
+        chains = pf["chains"]
+        out["estimate"] = np.asarray(emp.estimate, dtype=float)
+        out["users_without_claim"] = np.asarray(emp.users_without_claim, dtype=np.int64)
+        out["model"] = np.asarray(Population(chains).max_tv(emp.lags), dtype=float)
+        out["draws"] = chain_statistic_draws([c.P for c in chains], x, K, L, min_pairs=min_pairs, draws=int(draws),
+                                             rng=user_streams([names[u] for u in kept], int(seed)))
+    out["seconds"] = time.perf_counter() - start
+    out["peak_rss_mib"] = _peak_rss_mib()
+    return out
+
+
+def check_partitions(data, fit: DistributedFit, A_max: int, S_max: int, *, seed: int = 0, client=None,
+                     option: str = "--data", draws: int | None = None):
+    """The model check of a design run (:func:`policyopt.studies.check_model.quick_check`) on a partitioned data set.
+
+    Lags 1..A_max + S_max − 1 (below the longest kept series), :data:`~policyopt.studies.check_model.QUICK_DRAWS`
+    simulated data sets, no band: the per-partition maxima of :func:`model_check_partition` combined by a maximum
+    (every statistic is a max over users; each user is simulated from its own stream, so draw r of the union is
+    the max of the partitions' draws r).  The same numbers as the serial check of the same users (tested).
+
+    Parameters
+    ----------
+    data : str, Path or list of Path
+        The Parquet data set `fit` was estimated from.
+    fit : DistributedFit
+        From :func:`fit_partitions` (edges, state values, smoothing, threshold, longest span).
+    A_max, S_max : int
+        The search box (slots).
+    seed : int
+        Simulation seed (≥ 0).
+    client : distributed.Client, optional
+        ``None``: in this process.
+    option : str
+        Option name for messages.
+    draws : int, optional
+        Simulated data sets (default :data:`~policyopt.studies.check_model.QUICK_DRAWS`).
+
+    Returns
+    -------
+    (report, stats) : ModelCheckReport, dict
+        ``stats``: ``seconds``, ``partition_seconds``, ``peak_rss_mib`` (per worker, MiB).
+
+    Raises
+    ------
+    InvalidInputError
+        Bad `seed`, `A_max`, `S_max`; a kept series of one slot; see :func:`model_check_partition`.
+    """
+    from policyopt.io import parquet_files
+    from policyopt.models.empirical import DEFAULT_MIN_PAIRS
+    from policyopt.studies.check_model import QUICK_DRAWS, check_from_maxima, quick_max_lag
+
+    start = time.perf_counter()
+    seed = _check_int(seed, "seed", 0)
+    R = QUICK_DRAWS if draws is None else _check_int(draws, "draws", 1)
+    width = int(fit.longest_span)
+    if width < 2:
+        raise InvalidInputError(f"{option}: the kept users' series span {width} slot(s); the model check needs ≥ 2")
+    L = quick_max_lag(_check_int(A_max, "A_max", 0), _check_int(S_max, "S_max", 1), width)
+    paths = [str(p) for p in (data if isinstance(data, (list, tuple)) else parquet_files(data, option))]
+    acc = {"estimate": None, "model": None, "draws": None, "no_claim": np.zeros(L, dtype=np.int64), "users": 0,
+           "seconds": [], "rss": {}}
+
+    def combine(acc, p, r, w):
+        """Maxima over users combine by a maximum; users without claim add up."""
+        acc["seconds"].append(r["seconds"])
+        acc["rss"][w] = max(acc["rss"].get(w, 0.0), r["peak_rss_mib"])
+        if r["estimate"] is None:
+            return acc
+        for key in ("estimate", "model", "draws"):
+            acc[key] = r[key] if acc[key] is None else np.maximum(acc[key], r[key])
+        acc["no_claim"] = acc["no_claim"] + r["users_without_claim"]
+        acc["users"] += r["users"]
+        return acc
+
+    args = (option, fit.edges, fit.state_values, float(fit.smoothing), int(fit.min_transitions), L, width, R,
+            DEFAULT_MIN_PAIRS, seed)
+    acc = _Runner(client).fold(model_check_partition, paths, args, combine, acc)
+    info = {"states": int(fit.state_values.size), "users": acc["users"], "slots": width, "seed": seed,
+            "source": f"{option} {str(data)!r} (Dask map over {len(paths)} files)"}
+    report = check_from_maxima(acc["estimate"], acc["model"], acc["draws"], users_without_claim=acc["no_claim"],
+                               min_pairs=DEFAULT_MIN_PAIRS, info=info, start=start)
+    return report, {"seconds": time.perf_counter() - start, "partition_seconds": acc["seconds"], "peak_rss_mib": acc["rss"]}
 
 
 def _summarize(path, option, edges, state_values, smoothing, threshold, horizon, n_staleness):
