@@ -164,3 +164,17 @@ def test_partition_check_equals_the_serial_quick_check(homes):
     np.testing.assert_allclose(dist.model_max_tv, ser.model_max_tv, rtol=1e-12, atol=1e-300)
     assert dist.summary() == ser.summary() and dist.summary()["refuted"]
     assert len(stats["partition_seconds"]) == 3
+
+
+def test_cli_dask_readings_too_short_is_one_line_exit_2(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from _cli import refused, run_any
+
+    rng = np.random.default_rng(2)
+    pq.write_table(pa.table({"user": np.repeat(["a", "b"], 30), "time": np.tile(np.arange(30), 2),
+                             "value": rng.uniform(0, 3, 60)}), tmp_path / "p.parquet")
+    res = run_any("schedule", "--data", tmp_path, "--states", "2", "--max-age", "20", "--max-interval", "20",
+                  "--workers", "1")
+    refused(res, "the readings span 30 slots; the readings penalty needs ages up to 41")
