@@ -12,7 +12,8 @@ import pytest
 
 from _cli import ok_json
 from policyopt.data import load_citylearn
-from policyopt.studies.distributed import check_partitions, fit_partitions, readings_moments_partitions
+from policyopt.studies.distributed import fit_partitions
+from policyopt.studies.distributed_checks import check_partitions, readings_moments_partitions
 from policyopt.utility.readings_penalty import ReadingsMSEPenalty, readings_moments
 
 DAYS, HOMES, PER_FILE = 60, 6, 2

@@ -464,12 +464,12 @@ def load_distributed_model(args):
 
     The population is a :class:`~policyopt.studies.distributed.TabulatedMaxTV`; the penalty the
     :class:`~policyopt.utility.readings_penalty.ReadingsMSEPenalty` of the readings' per-slot sums added up
-    over the files (:func:`~policyopt.studies.distributed.readings_moments_partitions`; ``--penalty
+    over the files (:func:`~policyopt.studies.distributed_checks.readings_moments_partitions`; ``--penalty
     readings``/``readings-upper``, the default) or, with ``--penalty chain``, a
     :class:`~policyopt.studies.distributed.TabulatedMSEPenalty`, tabulated over the ages the schedule search
     needs; the numbers equal those of the serial path (tested).  ``extra``: ``chain_penalty`` (the chain
     model's tabulated penalty, for the comparison with the readings') and ``model_check`` (the summary of
-    :func:`~policyopt.studies.distributed.check_partitions`, the serial ``quick_check``'s numbers).
+    :func:`~policyopt.studies.distributed_checks.check_partitions`, the serial ``quick_check``'s numbers).
 
     Raises
     ------
@@ -510,7 +510,7 @@ def load_distributed_model(args):
         )
         penalty = fit.penalty
         if kind != "chain":
-            from policyopt.studies.distributed import readings_moments_partitions
+            from policyopt.studies.distributed_checks import readings_moments_partitions
             from policyopt.utility.readings_penalty import ReadingsMSEPenalty
 
             moments, readings_stats = readings_moments_partitions(
@@ -522,7 +522,7 @@ def load_distributed_model(args):
                                          design="upper" if kind == "readings-upper" else "point",
                                          level=DEFAULT_PENALTY_LEVEL if level is None else level,
                                          seed=DEFAULT_BOOTSTRAP_SEED if seed is None else seed)
-        from policyopt.studies.distributed import check_partitions
+        from policyopt.studies.distributed_checks import check_partitions
 
         # the chains against the readings (quick_check of the serial path), per partition, combined by max
         check, check_stats = check_partitions(args.data, fit, args.max_age, args.max_interval, client=client,

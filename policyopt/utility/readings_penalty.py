@@ -244,7 +244,7 @@ def slot_sums(X: np.ndarray, max_age: int, *, chunk_users: int = CHUNK_USERS, co
     """The map step of :func:`slot_terms` on one panel: n_t(a), Σ_i d_i(t)², Σ_i d_i(t), summed over chunks of users.
 
     Sums of panels of disjoint users over the same slots add up to the sums of their union, which is how
-    the Dask path (:func:`policyopt.studies.distributed.readings_moments_partitions`) reduces a partitioned
+    the Dask path (:func:`policyopt.studies.distributed_checks.readings_moments_partitions`) reduces a partitioned
     data set.  The raw sums are returned: :func:`slot_terms` clamps Σ d² at 0 and zeroes age 0 after the sum.
 
     Parameters

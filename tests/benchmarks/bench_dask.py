@@ -190,7 +190,8 @@ def run_readings_check(n_users: int, users_per_file: int, workers: int, slots: i
     from policyopt.io import read_readings_parquet
     from policyopt.models.estimation import fit_population
     from policyopt.studies.check_model import QUICK_DRAWS, check_fitted, data_states, quick_max_lag
-    from policyopt.studies.distributed import check_partitions, dask_client, fit_partitions, readings_moments_partitions
+    from policyopt.studies.distributed import dask_client, fit_partitions
+    from policyopt.studies.distributed_checks import check_partitions, readings_moments_partitions
     from policyopt.utility.readings_penalty import ReadingsMSEPenalty, readings_moments
 
     L = CHECK_A_MAX + CHECK_S_MAX + 1
