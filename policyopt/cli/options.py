@@ -460,11 +460,16 @@ def wants_distributed(args) -> bool:
 
 
 def load_distributed_model(args):
-    """(population, info, unit, penalty) of a Parquet ``--data`` set reduced on Dask (see :mod:`policyopt.studies.distributed`).
+    """(population, info, unit, penalty, extra) of a Parquet ``--data`` set reduced on Dask (see :mod:`policyopt.studies.distributed`).
 
-    The population is a :class:`~policyopt.studies.distributed.TabulatedMaxTV` and the penalty a
-    :class:`~policyopt.studies.distributed.TabulatedMSEPenalty`, tabulated over the ages the
-    schedule search needs; the numbers equal those of the serial path (tested).
+    The population is a :class:`~policyopt.studies.distributed.TabulatedMaxTV`; the penalty the
+    :class:`~policyopt.utility.readings_penalty.ReadingsMSEPenalty` of the readings' per-slot sums added up
+    over the files (:func:`~policyopt.studies.distributed_checks.readings_moments_partitions`; ``--penalty
+    readings``/``readings-upper``, the default) or, with ``--penalty chain``, a
+    :class:`~policyopt.studies.distributed.TabulatedMSEPenalty`, tabulated over the ages the schedule search
+    needs; the numbers equal those of the serial path (tested).  ``extra``: ``chain_penalty`` (the chain
+    model's tabulated penalty, for the comparison with the readings') and ``model_check`` (the summary of
+    :func:`~policyopt.studies.distributed_checks.check_partitions`, the serial ``quick_check``'s numbers).
 
     Raises
     ------
@@ -491,11 +496,37 @@ def load_distributed_model(args):
                                 "draw it from a serial run")
     states = DEFAULT_STATES if args.states is None else args.states
     smoothing = DEFAULT_SMOOTHING if args.smoothing is None else args.smoothing
+    kind = "readings" if getattr(args, "penalty", None) is None else args.penalty
+    if kind == "chain":
+        for opt in ("phase_period", "penalty_level"):
+            if getattr(args, opt, None) is not None:
+                raise InvalidInputError(f"--{opt.replace('_', '-')} applies to --penalty readings|readings-upper only; "
+                                        "omit it with --penalty chain")
+    readings_stats = None
     with dask_client(workers=args.workers, scheduler=args.scheduler) as client:
         fit = fit_partitions(
             args.data, states, smoothing=smoothing, client=client,
             horizon=max(args.max_age, args.max_interval) + 1, n_staleness=args.max_age + args.max_interval + 2,
         )
+        penalty = fit.penalty
+        if kind != "chain":
+            from policyopt.studies.distributed_checks import readings_moments_partitions
+            from policyopt.utility.readings_penalty import ReadingsMSEPenalty
+
+            moments, readings_stats = readings_moments_partitions(
+                args.data, args.max_age + args.max_interval + 1, phase_period=getattr(args, "phase_period", None),
+                client=client,
+            )
+            level, seed = getattr(args, "penalty_level", None), getattr(args, "seed", None)
+            penalty = ReadingsMSEPenalty(moments, users=fit.population.n_users, unit="",
+                                         design="upper" if kind == "readings-upper" else "point",
+                                         level=DEFAULT_PENALTY_LEVEL if level is None else level,
+                                         seed=DEFAULT_BOOTSTRAP_SEED if seed is None else seed)
+        from policyopt.studies.distributed_checks import check_partitions
+
+        # the chains against the readings (quick_check of the serial path), per partition, combined by max
+        check, check_stats = check_partitions(args.data, fit, args.max_age, args.max_interval, client=client,
+                                              seed=DEFAULT_BOOTSTRAP_SEED if getattr(args, "seed", None) is None else args.seed)
     if args.users is not None and args.users != fit.population.n_users:
         raise InvalidInputError(
             f"--users {args.users} disagrees with the data, which has {fit.population.n_users} usable users; "
@@ -506,6 +537,7 @@ def load_distributed_model(args):
         "smoothing": smoothing,
         "state_values": fit.state_values.tolist(),
         "excluded_users": dict(fit.excluded),
+        "clipped_readings": 0,  # no --value-range on this path: nothing is clipped
         "states": states,
         "distributed": {
             "workers": args.workers,
@@ -513,6 +545,10 @@ def load_distributed_model(args):
             "partitions": fit.partitions,
             "readings": fit.readings,
             "users_read": fit.users,
+            "readings_penalty_s": None if readings_stats is None else readings_stats["seconds"],
+            "model_check_s": check_stats["seconds"],
         },
     }
-    return fit.population, info, "", fit.penalty
+    if readings_stats is not None:
+        info["value_range_source"] = "data"
+    return fit.population, info, "", penalty, {"chain_penalty": fit.penalty, "model_check": check.summary()}

@@ -182,12 +182,9 @@ def run_schedule(args) -> int:
             raise InvalidInputError("--plot draws integer schedules (time in whole slots); omit --relax")
         check_plot_path(args.plot, "--plot")
         require_matplotlib("--plot")
-    penalty = None
+    penalty, dist_extra = None, None
     if wants_distributed(args):  # a Parquet set reduced on Dask (policyopt.studies.distributed)
-        if args.penalty not in (None, "chain") or args.phase_period is not None or args.penalty_level is not None:
-            raise InvalidInputError("the readings penalty (--penalty, --phase-period, --penalty-level) is not available "
-                                    "with --workers/--scheduler yet: run serially, or use --penalty chain")
-        population, info, unit, penalty = load_distributed_model(args)
+        population, info, unit, penalty, dist_extra = load_distributed_model(args)
         dep = Deployment(population=population, info=info, unit=unit, users=penalty.users, value_range=None)
     else:
         dep = load_deployment(args)
@@ -196,10 +193,6 @@ def run_schedule(args) -> int:
     population = dep.population
     penalty = deployment_penalty(dep) if penalty is None else penalty
     warnings = []
-    if wants_distributed(args) and args.penalty is None:
-        warnings.append("the readings penalty is not available with --workers/--scheduler yet: this design bounds the "
-                        "chain model's MSE (eqs. (48)-(49), --penalty chain), which can be far below the readings'; run "
-                        "serially for the MSE from the readings")
     if dep.value_range is None and (dep.fitted is not None or wants_distributed(args)):
         lo, hi = penalty.value_range
         warnings.append(
@@ -261,10 +254,15 @@ def run_schedule(args) -> int:
                 )
     out["deployment"] = deployment_record(args, dep, post.get("robust"),
                                           None if empirical is None else empirical["level"])
+    if wants_distributed(args) and penalty is not dist_extra["chain_penalty"] and out.get("A") is not None \
+            and float(out["A"]).is_integer() and float(out["S_bar"]).is_integer():
+        from policyopt.studies.deployment import penalty_comparison
+
+        out["penalty_comparison"] = penalty_comparison(penalty, None, int(out["A"]), int(out["S_bar"]),
+                                                       chain_penalty=dist_extra["chain_penalty"])
     if wants_distributed(args):
-        out["model_check"] = None
-        warnings.append("the chain model was not checked against the readings (no model check on the Dask path yet): "
-                        "run `policyopt check-model --data` on the same data before trusting the chains' ε")
+        out["model_check"] = dist_extra["model_check"]
+        out["model_check"].update(design_lags(out["model_check"], out.get("A"), out.get("S_bar")))
     if dep.fitted is not None and dep.readings is not None:
         from policyopt.studies.check_model import quick_check
 

@@ -60,6 +60,7 @@ __all__ = [
     "states_matrix",
     "simulate_chain_states",
     "chain_statistic_draws",
+    "user_streams",
     "DEFAULT_MIN_PAIRS",
     "DEFAULT_N_BOOT",
     "MAX_LAG_CAP",
@@ -586,25 +587,41 @@ def simulate_chain_states(matrices, lengths, initial, draws: int, rng: np.random
         State at slot 0 of every draw of each user.
     draws : int
         R ≥ 1.
-    rng : numpy.random.Generator
-        Simulation randomness (seeded by the caller), never released noise.
+    rng : numpy.random.Generator or sequence of U numpy.random.Generator
+        Simulation randomness (seeded by the caller), never released noise.  One generator per user
+        (:func:`user_streams`): user u's draws use only its own stream, (R, lengths[u] − 1) uniforms in draw-major
+        order, so they do not depend on which other users are simulated with it or on how draws are batched.
 
     Returns
     -------
     numpy.ndarray of int64, shape (R, U, max(lengths))
+
+    Raises
+    ------
+    InvalidInputError
+        A sequence of generators whose length is not U.
     """
     P = np.stack([np.asarray(m, dtype=float) for m in matrices])
     U, K, _ = P.shape
     n = np.asarray(lengths, dtype=np.int64)
     T = int(n.max())
+    R = int(draws)
     cum = np.cumsum(P, axis=2)
     cum[:, :, -1] = np.inf  # a uniform draw always lands in some state
-    out = np.empty((int(draws), U, T), dtype=np.int64)
-    cur = np.broadcast_to(np.asarray(initial, dtype=np.int64), (int(draws), U)).copy()
+    out = np.empty((R, U, T), dtype=np.int64)
+    cur = np.broadcast_to(np.asarray(initial, dtype=np.int64), (R, U)).copy()
     out[:, :, 0] = cur
     uidx = np.arange(U)[None, :]
+    per_user = isinstance(rng, (list, tuple))
+    if per_user:
+        if len(rng) != U:
+            raise InvalidInputError(f"`rng` has {len(rng)} generators for {U} users")
+        uniforms = np.zeros((R, U, T))
+        for u, g in enumerate(rng):
+            if n[u] > 1:
+                uniforms[:, u, 1:n[u]] = g.random((R, int(n[u]) - 1))
     for s in range(1, T):
-        u01 = rng.random((int(draws), U, 1))
+        u01 = uniforms[:, :, s, None] if per_user else rng.random((R, U, 1))
         cur = np.sum(u01 >= cum[uidx, cur], axis=-1)
         out[:, :, s] = cur
     out[:, np.arange(T)[None, :] >= n[:, None]] = -1
@@ -634,8 +651,10 @@ def chain_statistic_draws(matrices, observed_states, n_states: int, max_lag: int
         As :func:`estimate_max_tv`.
     draws : int
         Simulated data sets R ≥ 1.
-    rng : numpy.random.Generator
-        Simulation randomness (seeded), never released noise.
+    rng : numpy.random.Generator or sequence of U numpy.random.Generator
+        Simulation randomness (seeded), never released noise; one generator per user (:func:`user_streams`) makes
+        each user's simulated series, and so the max over users, independent of how users are grouped: the
+        statistic of a union of user groups is then the maximum of the groups' statistics, draw by draw.
 
     Returns
     -------
@@ -655,7 +674,7 @@ def chain_statistic_draws(matrices, observed_states, n_states: int, max_lag: int
     lengths = np.array([int(np.flatnonzero(r >= 0)[-1]) + 1 if np.any(r >= 0) else 1 for r in x])
     out = np.zeros((R, L))
     # batch draws so that one batch's counts stay small (R_b·U·L·K² int64)
-    per_draw = U * T * 8 * 2 + U * L * (K + 1) * 8
+    per_draw = U * T * 8 * 3 + U * L * (K + 1) * 8
     rb = max(1, int((256 * 2**20) // max(1, per_draw)))
     for r0 in range(0, R, rb):
         nb = min(rb, R - r0)
@@ -664,3 +683,28 @@ def chain_statistic_draws(matrices, observed_states, n_states: int, max_lag: int
         per_user, _ = _user_max_tv(sim.reshape(nb * U, -1), K, L, mp)
         out[r0 : r0 + nb] = per_user.reshape(nb, U, L).max(axis=1)
     return out
+
+
+def user_streams(users, seed: int) -> list:
+    """One simulation generator per user, keyed by the user's name: ``default_rng([seed, 1, hash(user)])``.
+
+    The hash is pandas' ``hash_array`` of the user text (64 bits, fixed key, the same in every process), so a
+    user's simulated series are the same whichever process or partition simulates it (simulation only, never
+    released noise).
+
+    Parameters
+    ----------
+    users : sequence of str
+    seed : int
+        ≥ 0.
+
+    Returns
+    -------
+    list of numpy.random.Generator
+    """
+    import pandas as pd
+
+    sd = _check_int(seed, "seed", 0)
+    names = np.array([str(u) for u in users], dtype=object)
+    keys = pd.util.hash_array(names) if names.size else np.zeros(0, dtype=np.uint64)
+    return [np.random.default_rng([sd, 1, int(k)]) for k in keys]

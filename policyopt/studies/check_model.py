@@ -37,9 +37,10 @@ from policyopt.models.empirical import (
     chain_statistic_draws,
     default_max_lag,
     estimate_max_tv,
+    user_streams,
 )
 
-__all__ = ["ModelCheckReport", "check_model", "check_fitted", "quick_check", "data_states", "format_check", "format_summary", "plot_check", "readings_states", "lag_ranges",
+__all__ = ["ModelCheckReport", "check_model", "check_fitted", "quick_check", "check_from_maxima", "quick_max_lag", "data_states", "format_check", "format_summary", "plot_check", "readings_states", "lag_ranges",
            "DEFAULT_DRAWS", "BUNDLED_STATES", "BUNDLED_VALUE_RANGE"]
 
 #: Data sets simulated from the fitted chains for the test (p-values in steps of 1/(R + 1) = 0.01).
@@ -475,10 +476,63 @@ def quick_check(fitted, readings, A_max: int, S_max: int, *, seed: int = 0) -> d
         The summary (``refuted``, ``refuted_lags``, ``worst_lag``, …), :data:`QUICK_DRAWS` simulated data sets, no band.
     """
     states, users = data_states(readings, fitted)
-    last = max(int(A_max) + int(S_max) - 1, 1)
-    check = check_fitted(fitted, states, users, max_lag=min(last, states.shape[1] - 1), draws=QUICK_DRAWS, n_boot=0,
-                         seed=seed)
+    check = check_fitted(fitted, states, users, max_lag=quick_max_lag(A_max, S_max, states.shape[1]), draws=QUICK_DRAWS,
+                         n_boot=0, seed=seed)
     return check.summary()
+
+
+def _p_values(sims: np.ndarray, estimate: np.ndarray) -> np.ndarray:
+    """Monte Carlo p-values (1 + #{draws ≥ Δ̂}) / (R + 1) per lag (Davison & Hinkley 1997, Sec. 4.2.5)."""
+    return (1.0 + np.sum(sims >= estimate[None, :] - 1e-12, axis=0)) / (sims.shape[0] + 1.0)
+
+
+def quick_max_lag(A_max: int, S_max: int, slots: int) -> int:
+    """Lags of :func:`quick_check`: A_max + S_max − 1 (at least 1), below the longest series of `slots` slots."""
+    return min(max(int(A_max) + int(S_max) - 1, 1), int(slots) - 1)
+
+
+def check_from_maxima(estimate, model_max_tv, draws, *, users_without_claim=None, level: float = 0.95,
+                      min_pairs: int = DEFAULT_MIN_PAIRS, info: dict | None = None, start: float | None = None) -> ModelCheckReport:
+    """The point-estimate check (no band) from statistics already reduced over users, e.g. per partition on Dask.
+
+    Every input is a maximum over users (Δ̂(t), the chains' Δ(t) of eq. (12), and each simulated data set's
+    Δ̂(t) when each user is simulated from its own stream, :func:`~policyopt.models.empirical.user_streams`),
+    so maxima over groups of users combine by a maximum; the test is then that of :func:`check_fitted`.
+
+    Parameters
+    ----------
+    estimate, model_max_tv : array_like, shape (L,)
+        Δ̂(t) and the chains' Δ(t), t = 1..L.
+    draws : array_like, shape (R, L)
+        The statistic on R simulated data sets.
+    users_without_claim : array_like of int, shape (L,), optional
+        Users with an unclaimed row per lag (summed over groups).
+    level, min_pairs
+        As :func:`check_model`.
+    info : dict, optional
+        Report facts (``states``, ``users``, ``slots``, ``seed``, ...).
+    start : float, optional
+        ``time.perf_counter()`` at the start of the caller's work.
+
+    Returns
+    -------
+    ModelCheckReport
+        Its ``empirical`` has the point estimate and the no-claim band [0, 1] (no per-user arrays).
+    """
+    start = time.perf_counter() if start is None else start
+    est = np.asarray(estimate, dtype=float)
+    L = est.size
+    sims = np.asarray(draws, dtype=float).reshape(-1, L)
+    no_claim = np.zeros(L, dtype=np.int64) if users_without_claim is None else np.asarray(users_without_claim, dtype=np.int64)
+    emp = EmpiricalMaxTV(
+        lags=np.arange(1, L + 1, dtype=np.int64), estimate=est, lower=np.zeros(L), upper=np.ones(L),
+        per_user=np.zeros((0, L)), level=float(level),
+        method=f"point estimate only (no bootstrap band: the band is [0, 1], no claim); rows with < {min_pairs} pairs "
+        "make no claim", min_pairs=int(min_pairs), users_without_claim=no_claim,
+    )
+    p = _p_values(sims, est)
+    return ModelCheckReport(empirical=emp, model_max_tv=np.asarray(model_max_tv, dtype=float), draws=sims, p_values=p,
+                            info=dict(info or {}), wall_time_s=time.perf_counter() - start)
 
 
 def check_fitted(fitted, states, users, *, max_lag: int | None = None, level: float = 0.95,
@@ -518,9 +572,10 @@ def check_fitted(fitted, states, users, *, max_lag: int | None = None, level: fl
     emp = estimate_max_tv(states, K, L, level=level, min_pairs=min_pairs, n_boot=n_boot, seed=int(seed))
     chains = [fitted.population.chains[i] for i in keep]
     model = np.asarray(Population(chains).max_tv(emp.lags), dtype=float)
+    # one stream per user (keyed by name): the Dask path simulates each partition's users alone and gets the same draws
     sims = chain_statistic_draws([c.P for c in chains], states, K, emp.max_lag, min_pairs=emp.min_pairs, draws=int(draws),
-                                 rng=np.random.default_rng([int(seed), 1]))
-    p = (1.0 + np.sum(sims >= emp.estimate[None, :] - 1e-12, axis=0)) / (sims.shape[0] + 1.0)
+                                 rng=user_streams(users, int(seed)))
+    p = _p_values(sims, emp.estimate)
     full = {"source": "readings given in Python", "holdout": None, "fit_slots": int(T),
             "value_range": None if fitted.value_range is None else list(fitted.value_range),
             "smoothing": float(fitted.smoothing)}

@@ -140,7 +140,7 @@ def default_max_penalty(low: float, high: float | None) -> float:
     return math.sqrt(low * high) if low > 0 else high / 100.0
 
 
-def penalty_comparison(penalty, population, A: int, S_bar: int) -> dict | None:
+def penalty_comparison(penalty, population, A: int, S_bar: int, *, chain_penalty=None) -> dict | None:
     """The readings penalty against the chain model (Zhang et al. 2024, eqs. (48)–(49)) at a schedule.
 
     Both staleness terms are the maximum over the epoch's ages A..A + S̄ − 1 (the peak AoI is A + S̄ − 1);
@@ -153,6 +153,10 @@ def penalty_comparison(penalty, population, A: int, S_bar: int) -> dict | None:
         The pilot chains.
     A, S_bar : int
         The schedule (slots).
+    chain_penalty : MSEPenalty, optional
+        The chain model's penalty already formed (e.g. the Dask path's
+        :class:`~policyopt.studies.distributed.TabulatedMSEPenalty`, same I and value range); then
+        `population` is not used.
 
     Returns
     -------
@@ -162,18 +166,19 @@ def penalty_comparison(penalty, population, A: int, S_bar: int) -> dict | None:
         ``readings_lower``/``readings_upper`` (band at the peak AoI, ``None`` without one), ``level``,
         ``worst_phase``, ``self``, ``cross`` (pooled, at the peak AoI), ``chain_staleness`` and ``ratio``
         (readings / chain; ``None`` when the chain's is 0).  ``None`` when `penalty` is not a readings
-        penalty or `population` has no chains.
+        penalty or there is neither `chain_penalty` nor a `population` with chains.
     """
     from policyopt.models.markov import Population
     from policyopt.utility.penalty import MSEPenalty
     from policyopt.utility.readings_penalty import ReadingsMSEPenalty
 
-    if not isinstance(penalty, ReadingsMSEPenalty) or not isinstance(population, Population):
+    if not isinstance(penalty, ReadingsMSEPenalty) or (chain_penalty is None and not isinstance(population, Population)):
         return None
     A, S = int(A), int(S_bar)
     ages = np.arange(A, A + S) if A + S > 1 else np.array([1])  # fresh data (peak AoI 0): compare one slot of age
-    chain = MSEPenalty(population, penalty.unit, users=penalty.users,
-                       value_range=penalty.value_range if penalty.value_range_declared else None)
+    chain = chain_penalty if chain_penalty is not None else MSEPenalty(
+        population, penalty.unit, users=penalty.users,
+        value_range=penalty.value_range if penalty.value_range_declared else None)
     chain_st = float(np.max(chain.staleness(ages)))
     read_st = float(np.max(penalty.staleness(ages)))
     peak = A + S - 1

@@ -33,6 +33,9 @@ partitions).  Δ(t) and λ* are exact maxima and equal the serial values; the st
 values are sums of the same terms in another order (relative differences up to 2.5e-14 measured on 10^4
 users; the tests and the benchmark hold them to 1e-12).  A user whose readings are split across files is
 refused (the serial path, which reads every file into one table, accepts it).
+
+The readings penalty and the model check of the same data set are map-reduces of their own
+(:mod:`policyopt.studies.distributed_checks`).
 """
 
 from __future__ import annotations
@@ -62,6 +65,10 @@ __all__ = [
     "float_keys",
     "keys_to_floats",
     "dask_client",
+    "fit_partition",
+    "user_spans",
+    "peak_rss_mib",
+    "fold_partitions",
     "COLLECT_CAP",
 ]
 
@@ -308,6 +315,8 @@ class PartitionSummary:
         Σ_u 2 Var_{π_u}(v).
     user_hashes : numpy.ndarray of uint64
         One 64-bit hash per distinct user (pandas ``hash_array`` of the user text).
+    longest_span : int
+        Longest span (last − first slot + 1) of a kept user's readings (0 if none is kept).
     seconds : float
         Time spent in the task.
     peak_rss_mib : float
@@ -325,11 +334,12 @@ class PartitionSummary:
     staleness_sum: np.ndarray
     variance_sum: float
     user_hashes: np.ndarray
+    longest_span: int = 0
     seconds: float = 0.0
     peak_rss_mib: float = 0.0
 
 
-def _peak_rss_mib() -> float:
+def peak_rss_mib() -> float:
     """Peak resident set size of this process, MiB: VmHWM of /proc/self/status where there is one.
 
     ``getrusage``'s ru_maxrss is not used first: on Linux it survives fork + exec, so a worker spawned by a
@@ -345,6 +355,74 @@ def _peak_rss_mib() -> float:
     import resource
 
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def fit_partition(part: dict, source: str, edges, state_values, smoothing: float, threshold: int) -> dict:
+    """Readings of one partition sorted by (user, time), quantised with the shared edges, and each user's chain.
+
+    Transitions between consecutive slots per user, the smoothed MLE chains (Cao et al., IEEE TKDE, 2019,
+    eq. (28)) and the exclusion rules and messages of :func:`policyopt.models.estimation.fit_population`.
+
+    Returns
+    -------
+    dict
+        ``code``, ``t``, ``x``, ``states`` (sorted by user, then time), ``names``, ``values``, ``n_trans`` (per user),
+        ``excluded`` (user → reason), ``chains`` and ``kept`` (the users' codes of the chains, in order).
+
+    Raises
+    ------
+    InvalidInputError
+        A repeated (user, time).
+    """
+    edges = np.asarray(edges, dtype=float)
+    values = np.asarray(state_values, dtype=float)
+    k = values.size
+    code, t, x = part["user_code"], part["time"], part["value"]
+    names = part["users"]
+    n_users = len(names)
+    order = np.lexsort((t, code))
+    code, t, x = code[order], t[order], x[order]
+    same = code[1:] == code[:-1]
+    dup = same & (t[1:] == t[:-1])
+    if dup.any():
+        i = int(np.flatnonzero(dup)[0])
+        raise InvalidInputError(f"{source}: user {names[code[i]]!r} has a second reading at time {int(t[i])}")
+    states = np.searchsorted(edges, x, side="right")
+    consecutive = same & (t[1:] == t[:-1] + 1)
+    who = code[:-1][consecutive]
+    cell = (who * k + states[:-1][consecutive]) * k + states[1:][consecutive]
+    counts = np.bincount(cell, minlength=n_users * k * k).reshape(n_users, k, k).astype(float)
+    n_trans = counts.sum(axis=(1, 2)).astype(np.int64)
+
+    excluded, chains, kept = {}, [], []
+    for u in range(n_users):
+        n = int(n_trans[u])
+        if n < threshold:
+            excluded[names[u]] = f"{n} transitions < {threshold} needed"
+            continue
+        rows = counts[u] + smoothing
+        totals = rows.sum(axis=1, keepdims=True)
+        if np.any(totals == 0):
+            r = int(np.flatnonzero(totals[:, 0] == 0)[0])
+            excluded[names[u]] = f"state {r} never left (no transitions from it) and smoothing is 0"
+            continue
+        chain = MarkovChain(rows / totals, values)  # Cao et al., IEEE TKDE 2019, eq. (28)
+        if not chain.is_irreducible:
+            excluded[names[u]] = "estimated chain is reducible (use smoothing > 0)"
+            continue
+        chains.append(chain)
+        kept.append(u)
+    return {"code": code, "t": t, "x": x, "states": states, "names": names, "values": values, "n_trans": n_trans,
+            "excluded": excluded, "chains": chains, "kept": kept}
+
+
+def user_spans(code: np.ndarray, t: np.ndarray, n_users: int) -> tuple[np.ndarray, np.ndarray]:
+    """First slot and span (slots) of each user's readings (arrays sorted by user, then time)."""
+    first = np.full(n_users, np.iinfo(np.int64).max, dtype=np.int64)
+    last = np.full(n_users, np.iinfo(np.int64).min, dtype=np.int64)
+    np.minimum.at(first, code, t)
+    np.maximum.at(last, code, t)
+    return first, last - first + 1
 
 
 def summarize_partition(
@@ -399,45 +477,10 @@ def summarize_partition(
 
     start = time.perf_counter()
     part = read_parquet_partition(path, option)
-    source = f"{option} {str(path)!r}"
-    edges = np.asarray(edges, dtype=float)
-    values = np.asarray(state_values, dtype=float)
-    k = values.size
-    code, t, x = part["user_code"], part["time"], part["value"]
-    names = part["users"]
-    n_users = len(names)
-    order = np.lexsort((t, code))
-    code, t, x = code[order], t[order], x[order]
-    same = code[1:] == code[:-1]
-    dup = same & (t[1:] == t[:-1])
-    if dup.any():
-        i = int(np.flatnonzero(dup)[0])
-        raise InvalidInputError(f"{source}: user {names[code[i]]!r} has a second reading at time {int(t[i])}")
-    states = np.searchsorted(edges, x, side="right")
-    consecutive = same & (t[1:] == t[:-1] + 1)
-    who = code[:-1][consecutive]
-    cell = (who * k + states[:-1][consecutive]) * k + states[1:][consecutive]
-    counts = np.bincount(cell, minlength=n_users * k * k).reshape(n_users, k, k).astype(float)
-    n_trans = counts.sum(axis=(1, 2)).astype(np.int64)
-
-    excluded, chains = {}, []
-    for u in range(n_users):
-        n = int(n_trans[u])
-        if n < threshold:
-            excluded[names[u]] = f"{n} transitions < {threshold} needed"
-            continue
-        rows = counts[u] + smoothing
-        totals = rows.sum(axis=1, keepdims=True)
-        if np.any(totals == 0):
-            r = int(np.flatnonzero(totals[:, 0] == 0)[0])
-            excluded[names[u]] = f"state {r} never left (no transitions from it) and smoothing is 0"
-            continue
-        chain = MarkovChain(rows / totals, values)  # Cao et al., IEEE TKDE 2019, eq. (28)
-        if not chain.is_irreducible:
-            excluded[names[u]] = "estimated chain is reducible (use smoothing > 0)"
-            continue
-        chains.append(chain)
-
+    pf = fit_partition(part, f"{option} {str(path)!r}", edges, state_values, smoothing, threshold)
+    values, k, names, n_users = pf["values"], pf["values"].size, pf["names"], len(pf["names"])
+    x, n_trans, excluded, chains = pf["x"], pf["n_trans"], pf["excluded"], pf["chains"]
+    _, spans = user_spans(pf["code"], pf["t"], n_users)
     ages = np.arange(int(horizon) + 1)
     log_tv = np.full(ages.shape, -np.inf)
     rate = 0.0
@@ -469,8 +512,9 @@ def summarize_partition(
         staleness_sum=stale,
         variance_sum=var_sum,
         user_hashes=np.asarray(hashes, dtype=np.uint64),
+        longest_span=int(spans[pf["kept"]].max()) if pf["kept"] else 0,
         seconds=time.perf_counter() - start,
-        peak_rss_mib=_peak_rss_mib(),
+        peak_rss_mib=peak_rss_mib(),
     )
 
 
@@ -670,6 +714,10 @@ class DistributedFit:
         Seconds per partition task.
     peak_rss_mib : dict
         Largest peak RSS (MiB) reported by any task, per worker (``"local"`` when run in process).
+    smoothing, min_transitions : float, int
+        The fit's pseudo-count and the fewest transitions a kept user needs.
+    longest_span : int
+        Longest span (slots) of a kept user's readings.
     """
 
     population: TabulatedMaxTV
@@ -684,6 +732,9 @@ class DistributedFit:
     timings: dict = field(default_factory=dict)
     partition_seconds: list = field(default_factory=list)
     peak_rss_mib: dict = field(default_factory=dict)
+    smoothing: float = 0.0
+    min_transitions: int = 0
+    longest_span: int = 0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -733,6 +784,18 @@ class _Runner:
         finally:
             self.client.cancel(list(futures))
         return acc
+
+
+def fold_partitions(fn, paths, args, combine, init, client=None):
+    """``acc = combine(acc, path, fn(path, *args), worker)`` over every partition, in this process (`client` None) or on
+    a Dask client, folded as results arrive (one partition's result held at a time besides the accumulator).
+
+    Raises
+    ------
+    PolicyOptError
+        If a Dask worker fails (a PolicyOptError raised in a task reaches the caller unchanged).
+    """
+    return _Runner(client).fold(fn, paths, args, combine, init)
 
 
 @contextlib.contextmanager
@@ -926,7 +989,7 @@ def fit_partitions(
     acc = {
         "readings": 0, "users": 0, "kept": 0, "transitions": 0, "most": 0, "excluded": {},
         "log_tv": np.full(horizon + 1, -np.inf), "rate": 0.0, "stale": np.zeros(n_staleness), "var": 0.0,
-        "hashes": [], "seconds": [], "rss": {},
+        "hashes": [], "seconds": [], "rss": {}, "span": 0,
     }
 
     def combine(acc, p, s, w):
@@ -944,6 +1007,7 @@ def fit_partitions(
         acc["hashes"].append((p, s.user_hashes))
         acc["seconds"].append(s.seconds)
         acc["rss"][w] = max(acc["rss"].get(w, 0.0), s.peak_rss_mib)
+        acc["span"] = max(acc["span"], s.longest_span)
         return acc
 
     acc = runner.fold(
@@ -975,6 +1039,9 @@ def fit_partitions(
         timings=timings,
         partition_seconds=acc["seconds"],
         peak_rss_mib=acc["rss"],
+        smoothing=float(smoothing),
+        min_transitions=threshold,
+        longest_span=acc["span"],
     )
 
 

@@ -60,6 +60,7 @@ __all__ = [
     "readings_panel",
     "lag_products",
     "slot_terms",
+    "slot_sums",
     "readings_moments",
     "block_length",
     "BOOTSTRAP_REPS",
@@ -238,6 +239,67 @@ class SlotTerms:
             return np.where(self.n >= 2, (self.sum_d**2 - self.sum_sq) / np.maximum(pairs, 1), np.nan)
 
 
+def slot_sums(X: np.ndarray, max_age: int, *, chunk_users: int = CHUNK_USERS, complete=None,
+              finite=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The map step of :func:`slot_terms` on one panel: n_t(a), Σ_i d_i(t)², Σ_i d_i(t), summed over chunks of users.
+
+    Sums of panels of disjoint users over the same slots add up to the sums of their union, which is how
+    the Dask path (:func:`policyopt.studies.distributed_checks.readings_moments_partitions`) reduces a partitioned
+    data set.  The raw sums are returned: :func:`slot_terms` clamps Σ d² at 0 and zeroes age 0 after the sum.
+
+    Parameters
+    ----------
+    X : numpy.ndarray, shape (n, T)
+        Readings (already clipped), NaN where missing.
+    max_age : int
+        L ≥ 1 (slots).
+    chunk_users : int
+        Users per chunk.
+    complete : bool, optional
+        As :func:`slot_terms`.
+    finite : numpy.ndarray of bool, shape (n, T), optional
+        ``np.isfinite(X)`` if already computed.
+
+    Returns
+    -------
+    (n, sum_sq, sum_d) : numpy.ndarray, shape (L + 1, T) each
+
+    Raises
+    ------
+    InvalidInputError
+        `complete` True for a panel with missing readings.
+    """
+    L = int(max_age)
+    n, T = X.shape
+    finite = np.isfinite(X) if finite is None else finite
+    if complete is None:
+        complete = bool(finite.all())
+    elif complete and not finite.all():
+        raise InvalidInputError("`complete` = True but the panel has missing readings")
+    cnt = np.zeros((L + 1, T))
+    sq = np.zeros((L + 1, T))
+    sd = np.zeros((L + 1, T))
+    lag_mask = np.arange(T)[None, :] >= np.arange(L + 1)[:, None]  # t ≥ a
+    for i0 in range(0, n, chunk_users):
+        Z = np.where(finite[i0:i0 + chunk_users], X[i0:i0 + chunk_users], 0.0)
+        if complete:
+            Q = (Z * Z).sum(axis=0)
+            S = Z.sum(axis=0)
+            P = lag_products(Z, Z, L)
+            for a in range(min(L, T - 1) + 1):
+                # Σ_i (x_t − x_{t−a})² = Q_t + Q_{t−a} − 2 Σ_i x_{t−a} x_t; Σ_i d_i = S_t − S_{t−a}
+                sq[a, a:] += Q[a:] + Q[: T - a] - 2.0 * P[a, a:]
+                sd[a, a:] += S[a:] - S[: T - a]
+            cnt += np.where(lag_mask, Z.shape[0], 0.0)
+        else:
+            M = finite[i0:i0 + chunk_users].astype(float)
+            W = Z * Z
+            cnt += lag_products(M, M, L)
+            sq += lag_products(W, M, L) + lag_products(M, W, L) - 2.0 * lag_products(Z, Z, L)
+            sd += lag_products(M, Z, L) - lag_products(Z, M, L)
+    return cnt, sq, sd
+
+
 def slot_terms(data, max_age: int, *, value_range=None, chunk_users: int = CHUNK_USERS, complete=None) -> SlotTerms:
     """Σ_i d_i², Σ_i d_i and n_t for every age a ≤ `max_age` and slot t, summed over chunks of users.
 
@@ -280,31 +342,7 @@ def slot_terms(data, max_age: int, *, value_range=None, chunk_users: int = CHUNK
         vr, declared = (lo, hi), False
     else:
         vr, declared = (float(value_range[0]), float(value_range[1])), True
-    if complete is None:
-        complete = bool(finite.all())
-    elif complete and not finite.all():
-        raise InvalidInputError("`complete` = True but the panel has missing readings")
-    cnt = np.zeros((L + 1, T))
-    sq = np.zeros((L + 1, T))
-    sd = np.zeros((L + 1, T))
-    lag_mask = np.arange(T)[None, :] >= np.arange(L + 1)[:, None]  # t ≥ a
-    for i0 in range(0, n, chunk):
-        Z = np.where(finite[i0:i0 + chunk], X[i0:i0 + chunk], 0.0)
-        if complete:
-            Q = (Z * Z).sum(axis=0)
-            S = Z.sum(axis=0)
-            P = lag_products(Z, Z, L)
-            for a in range(L + 1):
-                # Σ_i (x_t − x_{t−a})² = Q_t + Q_{t−a} − 2 Σ_i x_{t−a} x_t; Σ_i d_i = S_t − S_{t−a}
-                sq[a, a:] += Q[a:] + Q[: T - a] - 2.0 * P[a, a:]
-                sd[a, a:] += S[a:] - S[: T - a]
-            cnt += np.where(lag_mask, Z.shape[0], 0.0)
-        else:
-            M = finite[i0:i0 + chunk].astype(float)
-            W = Z * Z
-            cnt += lag_products(M, M, L)
-            sq += lag_products(W, M, L) + lag_products(M, W, L) - 2.0 * lag_products(Z, Z, L)
-            sd += lag_products(M, Z, L) - lag_products(Z, M, L)
+    cnt, sq, sd = slot_sums(X, L, chunk_users=chunk, complete=complete, finite=finite)
     np.maximum(sq, 0.0, out=sq)  # a sum of squares: remove the rounding of the expanded form below 0
     sq[0] = 0.0
     sd[0] = 0.0
