@@ -575,7 +575,7 @@ def data_digest(spec, option: str = "--data") -> dict:
     """The identity of a data source: its resolved path, format, size and content digest.
 
     A CSV file's digest is the SHA-256 of its bytes.  A Parquet data set's (directory, glob or
-    file) is the SHA-256 of the text ``"NAME\tSIZE\tSHA256\n"`` over its files sorted by path
+    file) is the SHA-256 of the text ``"NAME\\tSIZE\\tSHA256\\n"`` over its files sorted by path
     (NAME relative to the files' common folder), so renaming, adding, removing or changing a
     partition changes it.
 
