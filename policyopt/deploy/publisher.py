@@ -527,6 +527,7 @@ class Publisher:
         version = package_version()
 
         def flush():
+            """Commit the pending run of skipped rows in one transaction, then append them to --out and the report."""
             if skipped:
                 led.append_many(skipped)
                 if self.out is not None:

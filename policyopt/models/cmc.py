@@ -585,6 +585,7 @@ class CouplingMarkovChain:
         X = self.snapshots.tolist()
 
         def rows(mat):
+            """A float matrix as exact rationals, each row renormalised to sum to exactly 1 (list of lists of Fraction)."""
             out = [[Fraction(float(v)) for v in row] for row in np.asarray(mat)]
             return [[v / sum(row) for v in row] for row in out]
 
@@ -600,6 +601,7 @@ class CouplingMarkovChain:
         pi = _rational_stationary(P)
 
         def step(W):
+            """One step of the joint chain P (N × N, exact) applied to every row of W (rows of N Fractions)."""
             return [[sum(r[i] * P[i][y] for i in range(N) if r[i]) for y in range(N)] for r in W]
 
         W, order = [list(pi)], []
@@ -613,6 +615,7 @@ class CouplingMarkovChain:
                 W = step(W)
         # row r of W is z in recording order: digit i (base m, most significant first) is sequence order[i]
         def z_index(r):
+            """Joint-state index z (base m, sequence 0 most significant) of row r of W, whose digits are in ``order``."""
             digits = [(r // m ** (s - 1 - i)) % m for i in range(s)]
             seq = [0] * s
             for i, c in enumerate(order):

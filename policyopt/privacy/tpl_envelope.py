@@ -73,6 +73,13 @@ def check_nonneg(values, name: str, *, scalar: bool = False) -> np.ndarray:
 
 
 def check_budgets(budgets) -> np.ndarray:
+    """The budgets ε_1..ε_T of a release as a float array, shape (T,), nats (Cao et al. 2019, eqs. (13), (15)).
+
+    Raises
+    ------
+    InvalidInputError
+        If `budgets` is not a non-empty 1-D sequence of finite, non-negative numbers.
+    """
     arr = check_nonneg(budgets, "budgets")
     if arr.ndim != 1 or arr.size == 0:
         raise InvalidInputError(

@@ -194,7 +194,8 @@ def supremum_upper(P, epsilon) -> float | None:
         # does not overflow e^α (issue 26: the old e^α capped at 700 gave 1 − ℓ ≤ 0, hence E = ∞)
         lem1 = a + math.log1p(-math.exp(-a)) if a > 30.0 else math.log(math.expm1(a))
 
-        def log_affine(c):  # ln(c(e^α − 1) + 1)
+        def log_affine(c):
+            """ln(c(e^α − 1) + 1) for c ∈ [0, 1], from ln(e^α − 1) (no overflow of e^α)."""
             return 0.0 if c == 0.0 else float(np.logaddexp(0.0, math.log(c) + lem1))
 
         log_slope = math.log(q - d) + a - log_affine(q) - log_affine(d)
