@@ -670,7 +670,7 @@ class CouplingMarkovChain:
         """
         (max_age,) = as_slots([max_age], "max_age")
         X = self.snapshots
-        m, s, N = self.n_states, self.n_sequences, self.n_snapshots
+        m, s = self.n_states, self.n_sequences
         R = self.joint_chain.reversed_matrix
         M = np.concatenate([(X[:, i][:, None] == np.arange(m)[None, :]).astype(float) for i in range(s)], axis=1)
         pairs = self.neighbour_pairs()
