@@ -166,7 +166,7 @@ _NUM = r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?"
 _COUNT_NOUNS = ("slots", "releases", "users", "states", "homes", "draws", "pilots", "days", "epochs", "rows", "files",
                 "workers", "transitions", "readings", "sequences", "vectors", "points", "models", "budgets")
 _PROBLEMS = (
-    (re.compile(rf"(?:=|:)\s*—(?=\s|$|[,;)])|—\s+(?:nats|slots|kWh)\b", re.M),
+    (re.compile(r"(?:=|:)\s*—(?=\s|$|[,;)])|—\s+(?:nats|slots|kWh)\b", re.M),
      "a number printed as '—' (say in words why there is none)"),
     (re.compile(r"(?<![\w.])[-+]?(?:inf|nan|Infinity|NaN)(?![\w])"),
      "a number printed as inf/nan (say in words why it is not finite)"),

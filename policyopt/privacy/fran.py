@@ -557,7 +557,7 @@ def tight_distance(cmc: CouplingMarkovChain, aoi) -> float:
         If m^s exceeds the exact limit.
     """
     W = cmc.aged_joint(aoi)
-    s, m, N = cmc.n_sequences, cmc.n_states, cmc.n_snapshots
+    s, m = cmc.n_sequences, cmc.n_states
     pi = cmc.joint_stationary
     shape = (m,) * s
     Wt = W.reshape(shape + shape)  # Wt[z_1..z_s, x_1..x_s]
