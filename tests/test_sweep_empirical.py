@@ -17,7 +17,7 @@ import pytest
 
 import policyopt as po
 from policyopt.formatting import fmt_upper
-from policyopt.studies.sweep import NONDETERMINISTIC
+from policyopt.studies.sweep import NONDETERMINISTIC, read_sweep_csv
 
 from tests._cli import refused, run_any, run_cli, strict_json
 
@@ -176,7 +176,7 @@ def test_python_run_sweep_with_an_empirical_design(serial, tmp_path):
     """The Python route: fit, estimate once (po.empirical_design), SweepModel(empirical=...), run_sweep."""
     import pandas as pd
 
-    from policyopt.studies.sweep import SweepModel, SweepSettings, read_sweep_csv, run_sweep
+    from policyopt.studies.sweep import SweepModel, SweepSettings, run_sweep
 
     data, out, _ = serial
     df = pd.read_csv(data)
@@ -196,3 +196,18 @@ def test_python_run_sweep_with_an_empirical_design(serial, tmp_path):
             assert got[key] == ref[key], key
     with pytest.raises(po.InvalidInputError, match="uses the exact solver"):
         run_sweep([model], fs, SweepSettings(6, 6, 24, method="heuristic"), tmp_path / "bad.csv")
+
+
+def test_the_guides_numbers_on_the_bundled_homes(tmp_path):
+    """docs/guide/sweep.md: the chain penalty's sweep on the bundled data (no model option), box 6 × 6."""
+    out = tmp_path / "g.csv"
+    summary = strict_json(run_cli("sweep", "--max-tv", "empirical", "--penalty", "chain", "--max-age", 6,
+                                  "--max-interval", 6, "--max-penalty", "1.5e-5,0.0016", "--out", out, "--json").stdout)
+    assert summary["max_tv_source"] == "empirical:0.95" and summary["horizon"] == 8760
+    assert summary["empirical_max_lag"] == 876 and summary["risk_kind_counts"] == {"horizon": 1, "peak": 1}
+    assert summary["model_check"][0]["refuted"] is True
+    hz, peak = read_sweep_csv(out)
+    assert (hz["risk_kind"], hz["status"], hz["horizon_A"], hz["horizon_S_bar"], hz["horizon_releases"]) == \
+        ("horizon", "infeasible", 0, 5, 1753)
+    assert f"{hz['horizon_epsilon_c']:.3g}" == "0.411" and fmt_upper(hz["horizon_risk"]) == "657.745"
+    assert (peak["risk_kind"], peak["status"]) == ("peak", "optimal") and fmt_upper(peak["peak_risk"]) == "0.628223"
