@@ -234,9 +234,9 @@ def add_bound_options(cmd) -> None:
 def add_max_tv_options(cmd) -> None:
     """``--max-tv SOURCE`` and ``--horizon H``: the Δ(t) a design uses (one definition for ``schedule`` and ``sweep``)."""
     cmd.add_argument("--max-tv", metavar="SOURCE", default=None,
-                     help="Δ(t) the design uses: model (the fitted chains, default) or empirical[:LEVEL] (the upper "
+                     help="Δ(t) the design uses (default: model, the fitted chains) or empirical[:LEVEL]: the upper "
                      "edge of the LEVEL simultaneous block-bootstrap band of Δ(t) estimated directly from the data, "
-                     "default level 0.95, 1 beyond the estimated lags; data only, exact method)")
+                     "LEVEL 0.95 when omitted, 1 beyond the estimated lags (data only, exact method)")
     cmd.add_argument("--horizon", type=int_at_least("--horizon", 1, 10**7), default=None, metavar="H",
                      help="with --max-tv empirical: when no schedule has a finite infinite-horizon ε* (condition (31) "
                      "fails), design for the largest risk over H slots by Theorem 3 (default: the data's length)")
