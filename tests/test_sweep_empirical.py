@@ -211,3 +211,38 @@ def test_the_guides_numbers_on_the_bundled_homes(tmp_path):
         ("horizon", "infeasible", 0, 5, 1753)
     assert f"{hz['horizon_epsilon_c']:.3g}" == "0.411" and fmt_upper(hz["horizon_risk"]) == "657.745"
     assert (peak["risk_kind"], peak["status"]) == ("peak", "optimal") and fmt_upper(peak["peak_risk"]) == "0.628223"
+
+
+def test_delta_is_estimated_once_per_fit(serial, tmp_path, capsys, monkeypatch):
+    """--vary states=3,4 × users: two fits, so two estimates of Δ(t), each shared by both deployment sizes."""
+    import policyopt.studies.empirical_design as ed
+    from policyopt.cli.main import main
+
+    calls = []
+    real = ed.estimate_up_to
+
+    def counting(fitted, *args, **kwargs):
+        calls.append(fitted.quantizer.n_states)
+        return real(fitted, *args, **kwargs)
+
+    monkeypatch.setattr(ed, "estimate_up_to", counting)
+    data = serial[0]
+    assert main(["sweep", "--data", str(data), "--value-range", "0:10", "--vary", "states=3,4", "--vary",
+                 "users=1000,100000", "--max-tv", "empirical:0.9", "--horizon", "1000", "--max-age", "6",
+                 "--max-interval", "6", "--penalty", "chain", "--max-penalty", "1e-7,1e-4", "--out",
+                 str(tmp_path / "v.csv"), "--json"]) == 0
+    summary = strict_json(capsys.readouterr().out)
+    assert calls == [3, 4]
+    assert (summary["points"], summary["models"], summary["horizon"]) == (8, 4, 1000)
+    assert [c["states"] for c in summary["model_check"]] == [3, 4]
+    rows = read_sweep_csv(tmp_path / "v.csv")
+    assert {(r["max_tv_source"], r["horizon"]) for r in rows} == {("empirical:0.9", 1000)}
+    # a larger deployment never has a larger risk of the same kind at the same f̄ and K
+    for k in (3, 4):
+        for f in (1e-7, 1e-4):
+            small, large = (next(r for r in rows if (r["states"], r["users"], r["max_penalty"]) == (k, i, f))
+                            for i in (1000, 100000))
+            if small["risk_kind"] == large["risk_kind"] == "horizon":
+                assert large["horizon_risk"] <= small["horizon_risk"]
+            else:
+                assert large["risk_kind"] == "peak"
