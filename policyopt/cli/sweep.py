@@ -357,7 +357,9 @@ def _format_summary(s: dict) -> str:
     if s.get("model_check"):
         from policyopt.studies.check_model import format_summary
 
+        used = "" if s["max_tv_source"] == "chain" else (
+            f"; these designs use the data's Δ̃(t) ({s['max_tv_source']}), not the chains")
         for check in s["model_check"]:
-            lines.append(f"model check  : {format_summary(check)}")
+            lines.append(f"model check  : {format_summary(check)}{used}")
     lines.append(f"wall time    : {s['wall_time_s']:.3f} s")
     return check_text("\n".join(lines))
