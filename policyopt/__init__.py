@@ -20,9 +20,11 @@ The entry points of the other tasks are exported here too (imported on first use
 * correlated sequences (Luo et al. 2025): :func:`design_fran` (→ :class:`FRANReport`, prints as
   ``policyopt fran``), :class:`CouplingMarkovChain`, :func:`two_binary_cmc`,
   :func:`fit_cmc_from_readings`, :class:`FRANProblem`, :class:`Query`;
-* sensitivity sweeps: :func:`run_sweep`, :class:`SweepModel`, :class:`SweepSettings`;
+* sensitivity sweeps: :func:`run_sweep`, :class:`SweepModel`, :class:`SweepSettings`
+  (``SweepModel(empirical=empirical_design(...))`` designs every point against Δ(t) from the data);
 * the chain model against the data: :func:`check_model` (→ :class:`ModelCheckReport`, prints as
-  ``policyopt check-model``), :func:`estimate_max_tv` (→ :class:`EmpiricalMaxTV`, Δ(t) estimated directly).
+  ``policyopt check-model``), :func:`estimate_max_tv` (→ :class:`EmpiricalMaxTV`, Δ(t) estimated directly),
+  :func:`empirical_design` (→ :class:`EmpiricalDesign`, the Δ̃(t) table of ``--max-tv empirical``).
 """
 
 from .data import load_citylearn
@@ -67,6 +69,8 @@ _LAZY = {
     "check_model": "policyopt.studies.check_model",
     "ModelCheckReport": "policyopt.studies.check_model",
     "estimate_max_tv": "policyopt.models.empirical",
+    "empirical_design": "policyopt.studies.empirical_design",
+    "EmpiricalDesign": "policyopt.studies.empirical_design",
     "EmpiricalMaxTV": "policyopt.models.empirical",
 }
 

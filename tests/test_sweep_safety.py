@@ -109,7 +109,8 @@ def test_resume_refused_after_editing_the_data(tmp_path):
     first = cli(*args)
     assert first.returncode == 0, first.stderr
     meta = strict_json(meta_path(out).read_text())
-    assert set(meta) == {"format", "policyopt_version", "inputs"}
+    assert set(meta) == {"format", "policyopt_version", "inputs", "max_tv"}
+    assert meta["max_tv"] == [{"source": "chain", "level": None, "horizon": None}]
     assert meta["inputs"]["--data"]["path"] == str(data)
     assert len(meta["inputs"]["--data"]["sha256"]) == 64
     # unchanged inputs: resumed

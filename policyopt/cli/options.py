@@ -27,6 +27,8 @@ __all__ = [
     "readings_penalty",
     "add_penalty_options",
     "add_bound_options",
+    "add_max_tv_options",
+    "max_tv_level",
     "bound_from_args",
     "value_range_arg",
     "probability",
@@ -227,6 +229,51 @@ def add_bound_options(cmd) -> None:
                        "default: the geometric midpoint √(low·high) of the trade-off range, which the report prints")
     bound.add_argument("--max-rmse", type=positive_float("--max-rmse"), default=None, metavar="R",
                        help="the same bound as a root-mean-square error in the readings' unit (f̄ = R²; e.g. kWh)")
+
+
+def add_max_tv_options(cmd) -> None:
+    """``--max-tv SOURCE`` and ``--horizon H``: the Δ(t) a design uses (one definition for ``schedule`` and ``sweep``)."""
+    cmd.add_argument("--max-tv", metavar="SOURCE", default=None,
+                     help="Δ(t) the design uses (default: model, the fitted chains) or empirical[:LEVEL]: the upper "
+                     "edge of the LEVEL simultaneous block-bootstrap band of Δ(t) estimated directly from the data, "
+                     "LEVEL 0.95 when omitted, 1 beyond the estimated lags (data only, exact method)")
+    cmd.add_argument("--horizon", type=int_at_least("--horizon", 1, 10**7), default=None, metavar="H",
+                     help="with --max-tv empirical: when no schedule has a finite infinite-horizon ε* (condition (31) "
+                     "fails), design for the largest risk over H slots by Theorem 3 (default: the data's length)")
+
+
+def max_tv_level(args, has_readings: bool, *, serial_hint: bool = False) -> float | None:
+    """Resolve ``--max-tv`` / ``--horizon``: ``None`` for the chains' Δ(t), the band's level for ``empirical[:LEVEL]``.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        With ``max_tv``, ``horizon``, ``method`` and ``relax``.
+    has_readings : bool
+        Whether the command has the readings in memory (``--data`` or the bundled data, read serially).
+    serial_hint : bool
+        Say in the message that a Dask run (``--workers``/``--scheduler``) has no readings in memory.
+
+    Raises
+    ------
+    InvalidInputError
+        A malformed SOURCE or LEVEL; ``--horizon`` without ``empirical``; ``empirical`` without readings or with
+        another method than ``exact`` or with ``--relax``.
+    """
+    from policyopt.studies.empirical_design import parse_max_tv_source
+
+    kind, level = parse_max_tv_source(args.max_tv) if args.max_tv is not None else ("model", None)
+    if kind == "model":
+        if args.horizon is not None:
+            raise InvalidInputError(f"--horizon {args.horizon} applies to --max-tv empirical only; add it or omit --horizon")
+        return None
+    if not has_readings:
+        raise InvalidInputError(f"--max-tv {args.max_tv} estimates Δ(t) from readings: give --data (or use the bundled "
+                                "data), not --chain/--matrix" + (", and run serially (no --workers/--scheduler)"
+                                                                  if serial_hint else ""))
+    if args.method != "exact" or args.relax:
+        raise InvalidInputError(f"--max-tv {args.max_tv} designs with the exact solver: use --method exact without --relax")
+    return level
 
 
 def bound_from_args(args) -> float | None:

@@ -15,6 +15,8 @@ from policyopt.cli.options import (
     MAX_PLOT_EPOCHS,
     add_bound_options,
     add_distributed_options,
+    add_max_tv_options,
+    max_tv_level,
     bound_from_args,
     add_model_options,
     check_table_size,
@@ -72,13 +74,7 @@ def add_command(sub) -> None:
     sched.add_argument("--slot-length", metavar="DUR", default=None,
                        help="length of one slot of --data, e.g. 30min, 1h (recorded in the JSON's deployment for "
                        "`publish`; the bundled data: 1h)")
-    sched.add_argument("--max-tv", metavar="SOURCE", default=None,
-                       help="Δ(t) the design uses: model (the fitted chains, default) or empirical[:LEVEL] (the upper "
-                       "edge of the LEVEL simultaneous block-bootstrap band of Δ(t) estimated directly from the data, "
-                       "default level 0.95, 1 beyond the estimated lags; data only, exact method)")
-    sched.add_argument("--horizon", type=int_at_least("--horizon", 1, 10**7), default=None, metavar="H",
-                       help="with --max-tv empirical: when no schedule has a finite infinite-horizon ε* (condition (31) "
-                       "fails), design for the largest risk over H slots by Theorem 3 (default: the data's length)")
+    add_max_tv_options(sched)
     sched.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     sched.add_argument("--plot", metavar="FILE", help="draw ε(t) and AoI(t) of the chosen schedule over a few epochs "
                        "into FILE (.png, .pdf or .svg; needs matplotlib, the 'plot' extra)")
@@ -203,9 +199,7 @@ def run_schedule(args) -> int:
     source, robust_info = population, None
     empirical = _empirical_options(args, dep, post)
     if empirical is not None:
-        from policyopt.studies.empirical_design import empirical_source
-
-        source = empirical_source(empirical["estimate"], args.max_age, args.max_interval)
+        source = empirical.source
     if post and post["robust"] is not None:
         source, robust_info = robust_source(dep.fitted, max(args.max_age, args.max_interval) + 1, level=post["robust"],
                                             draws=post["draws"], rng=rng)
@@ -230,7 +224,9 @@ def run_schedule(args) -> int:
         m["delta_source"] = f"simultaneous posterior upper band of Δ(t) (level {post['robust']})"
         out["robust"] = robust_info
     if empirical is not None:
-        _empirical_report(out, empirical, source, penalty, max_penalty, args)
+        from policyopt.studies.empirical_design import add_empirical_design
+
+        add_empirical_design(out, empirical, penalty, max_penalty, args.max_age, args.max_interval)
     if dep.fitted is not None and empirical is None:
         rows = dep.fitted.row_transitions()
         m["row_transitions"] = {u: r.tolist() for u, r in rows.items()}
@@ -253,7 +249,7 @@ def run_schedule(args) -> int:
                     "guarantee is not credible for the plausible chains; use --robust LEVEL, fewer --states or longer data"
                 )
     out["deployment"] = deployment_record(args, dep, post.get("robust"),
-                                          None if empirical is None else empirical["level"])
+                                          None if empirical is None else empirical.level)
     if wants_distributed(args) and penalty is not dist_extra["chain_penalty"] and out.get("A") is not None \
             and float(out["A"]).is_integer() and float(out["S_bar"]).is_integer():
         from policyopt.studies.deployment import penalty_comparison
@@ -284,7 +280,7 @@ def run_schedule(args) -> int:
             if robust_info is not None:
                 label = f"the simultaneous posterior upper band, level {post['robust']:g} (--robust), as in the design"
             elif empirical is not None:
-                label = f"the data's {empirical['level']:g} upper band (--max-tv), as designed"
+                label = f"the data's {empirical.level:g} upper band (--max-tv), as designed"
             plot_schedule(
                 out["A"], out["S_bar"], out["epsilon_c"], source, args.plot,
                 epochs=args.plot_epochs, peak_risk=out["peak_risk"],
@@ -306,56 +302,17 @@ def run_schedule(args) -> int:
     return 0
 
 
-def _empirical_options(args, dep, post) -> dict | None:
-    """Resolve --max-tv / --horizon; for ``empirical`` estimate Δ(t) from the data.  ``None`` for the chains."""
-    from policyopt.studies.empirical_design import parse_max_tv_source
-
-    kind, level = parse_max_tv_source(args.max_tv) if args.max_tv is not None else ("model", None)
-    if kind == "model":
-        if args.horizon is not None:
-            raise InvalidInputError(f"--horizon {args.horizon} applies to --max-tv empirical only; add it or omit --horizon")
+def _empirical_options(args, dep, post):
+    """Resolve --max-tv / --horizon; for ``empirical`` estimate Δ(t) from the data (an EmpiricalDesign); ``None`` for the chains."""
+    level = max_tv_level(args, dep.fitted is not None and dep.readings is not None, serial_hint=True)
+    if level is None:
         return None
-    if dep.fitted is None or dep.readings is None:
-        raise InvalidInputError(f"--max-tv {args.max_tv} estimates Δ(t) from readings: give --data (or use the bundled "
-                                "data), not --chain/--matrix, and run serially (no --workers/--scheduler)")
-    if args.method != "exact" or args.relax:
-        raise InvalidInputError(f"--max-tv {args.max_tv} designs with the exact solver: use --method exact without --relax")
     if post.get("robust") is not None:
         raise InvalidInputError(f"--robust bands the chains' Δ(t); it does not combine with --max-tv {args.max_tv}")
-    from policyopt.studies.empirical_design import estimate_up_to
+    from policyopt.studies.empirical_design import empirical_design
 
-    need = max(args.max_age + args.max_interval - 1, max(args.max_age, args.max_interval) + 1)
-    est, T = estimate_up_to(dep.fitted, dep.readings, need, level,
-                            seed=DEFAULT_SEED if post.get("seed") is None else post["seed"],
-                            what=f"--max-age {args.max_age} with --max-interval {args.max_interval}")
-    return {"estimate": est, "level": level, "slots": T, "spec": args.max_tv}
-
-
-def _empirical_report(out, empirical, source, penalty, max_penalty, args) -> None:
-    """Put the empirical Δ(t) and, if (31) rules out every schedule, the horizon design into the report."""
-    from policyopt.studies.empirical_design import design_over_horizon, empirical_max_tv_table
-
-    est = empirical["estimate"]
-    last = source.horizon
-    used = empirical_max_tv_table(est, last)
-    out["model"]["delta_source"] = (
-        f"upper edge of the {est.level:g} simultaneous block-bootstrap band of Δ(t) estimated directly from the data "
-        f"(t ≤ L = {est.max_lag} slots), non-increasing from the right; Theorem 3's composition under that bound"
-    )
-    out["empirical_max_tv"] = {
-        "level": est.level,
-        "max_lag": est.max_lag,
-        "method": est.method,
-        "min_pairs": est.min_pairs,
-        "estimate": est.estimate.tolist(),
-        "upper": est.upper.tolist(),
-        "max_tv_used": used.tolist(),
-        "users_without_claim": int(est.users_without_claim.max()),
-    }
-    out["horizon_design"] = None
-    if out["A"] is None:
-        horizon = empirical["slots"] if args.horizon is None else args.horizon
-        out["horizon_design"] = design_over_horizon(source, penalty, max_penalty, args.max_age, args.max_interval, horizon)
+    return empirical_design(dep.fitted, dep.readings, args.max_age, args.max_interval, level, horizon=args.horizon,
+                            seed=DEFAULT_SEED if post.get("seed") is None else post["seed"])
 
 
 def design_lags(check: dict, A, S_bar) -> dict:

@@ -18,10 +18,12 @@ import time
 from policyopt.cli.options import (
     MAX_COUNT,
     MAX_STATES,
+    add_max_tv_options,
     add_model_options,
     deployment_penalty,
     int_at_least,
     load_deployment,
+    max_tv_level,
     non_negative_float,
 )
 from policyopt.formatting import check_text, fmt_count, fmt_upper, fmt_value
@@ -78,6 +80,7 @@ def add_command(sub) -> None:
         ),
     )
     add_model_options(cmd)
+    add_max_tv_options(cmd)
     cmd.add_argument("--max-penalty", type=_grid_arg("--max-penalty"), required=True, metavar="START:STOP:N",
                      help="grid of bounds f̄ on the MSE of the released mean (squared value units): N evenly spaced "
                      "values from START to STOP, or a list V1,V2,... (strictly increasing); at most 100000 points in "
@@ -130,13 +133,15 @@ def _parse_vary(items, args) -> dict:
     return out
 
 
-def _build_models(args, vary: dict, checks: dict | None = None) -> list:
+def _build_models(args, vary: dict, checks: dict | None = None, level: float | None = None) -> list:
     """One SweepModel per combination of the varied values (product, in the order given).
 
     With data (``--data`` or the bundled pilot) the chains are fitted once per number of states K
     and shared by every deployment size I of ``--vary users``: only the penalty (noise (HI − LO)/I,
     staleness / I) changes with I, as in ``policyopt schedule --users I``; its staleness sums are
-    formed once per fit (:meth:`MSEPenalty.with_users`).
+    formed once per fit (:meth:`MSEPenalty.with_users`).  With `level` (``--max-tv empirical:LEVEL``)
+    Δ(t) is estimated from the readings once per fit, as ``schedule --max-tv empirical`` does
+    (:func:`~policyopt.studies.empirical_design.empirical_design`, seed 0), and shared the same way.
     """
     import dataclasses
 
@@ -163,18 +168,24 @@ def _build_models(args, vary: dict, checks: dict | None = None) -> list:
         if "states" in values:
             ns.states = values["states"]
         if uses_data and ns.states in fits:
-            dep, population, first = fits[ns.states]
+            dep, population, first, empirical = fits[ns.states]
             dep = dataclasses.replace(dep, users=ns.users)  # same pilot, another deployment size I
             penalty = first.with_users(dep.users)  # the staleness sums shared: computed once per fit
         else:
             dep = load_deployment(ns)
+            empirical = None
+            if level is not None:  # Δ(t) from the readings, once per fit (the states depend on K)
+                from policyopt.studies.empirical_design import empirical_design
+
+                empirical = empirical_design(dep.fitted, dep.readings, args.max_age, args.max_interval, level,
+                                             horizon=args.horizon)
             # Δ(0..max(A_MAX, S_MAX) + 1) once per fitted model, shared by all its points (and workers)
             population = tabulate_population(dep.population, horizon)
             penalty = deployment_penalty(dep, population)  # the deployment's I users, as `policyopt schedule`
             if hasattr(penalty, "band"):
                 penalty.band()  # the readings penalty's bootstrap once here, shared by every I and shipped with the model
             if uses_data:
-                fits[ns.states] = (dep, population, penalty)
+                fits[ns.states] = (dep, population, penalty, empirical)
                 if checks is not None and dep.readings is not None:  # the chains tested against the data, once per fit
                     from policyopt.studies.check_model import quick_check
 
@@ -193,8 +204,10 @@ def _build_models(args, vary: dict, checks: dict | None = None) -> list:
             # the MSE model is part of a point's identity (a resumed --out never mixes the readings and chain penalties)
             "source": info["source"] + (f"; MSE from the readings ({penalty.design}, worst of "
                                         f"{penalty.moments.phase_period} phases)" if hasattr(penalty, "moments") else ""),
+            "max_tv_source": "chain" if empirical is None else empirical.spec,
+            "horizon": None if empirical is None else empirical.horizon,
         }
-        models.append(SweepModel(population=population, penalty=penalty, info=info, inputs=inputs))
+        models.append(SweepModel(population=population, penalty=penalty, info=info, inputs=inputs, empirical=empirical))
     return models
 
 
@@ -221,8 +234,9 @@ def _cmd_sweep(args) -> int:
         points *= len(values)
     if points > MAX_GRID_POINTS:
         raise InvalidInputError(f"the sweep has {points} points (--max-penalty × --vary); at most {MAX_GRID_POINTS}")
+    level = max_tv_level(args, args.chain is None and args.matrix is None)
     checks: dict = {}
-    models = _build_models(args, vary, checks)
+    models = _build_models(args, vary, checks, level)
     settings = SweepSettings(
         max_age=args.max_age, max_interval=args.max_interval, releases=args.releases, method=args.method, relax=args.relax
     )
@@ -253,6 +267,12 @@ def _cmd_sweep(args) -> int:
     for r in rows:
         statuses[r["status"]] = statuses.get(r["status"], 0) + 1
     risks = [r["peak_risk"] for r in rows if r["peak_risk"] is not None]
+    horizon_risks = [r["horizon_risk"] for r in rows if r["risk_kind"] == "horizon"]
+    kinds: dict = {}
+    for r in rows:
+        if r["risk_kind"] is not None:
+            kinds[r["risk_kind"]] = kinds.get(r["risk_kind"], 0) + 1
+    emp = models[0].empirical
     summary = {
         "out": str(result.csv_path),
         "jsonl": str(result.jsonl_path),
@@ -266,6 +286,12 @@ def _cmd_sweep(args) -> int:
         "peak_risk_min": min(risks) if risks else None,
         "peak_risk_max": max(risks) if risks else None,
         "no_tradeoff": result.no_tradeoff,
+        "max_tv_source": "chain" if emp is None else emp.spec,
+        "horizon": None if emp is None else emp.horizon,
+        "empirical_max_lag": None if emp is None else emp.estimate.max_lag,
+        "risk_kind_counts": kinds,
+        "horizon_risk_min": min(horizon_risks) if horizon_risks else None,
+        "horizon_risk_max": max(horizon_risks) if horizon_risks else None,
         "tradeoff_rtol": rtol,
         "workers": args.workers,
         "scheduler": args.scheduler,
@@ -293,12 +319,28 @@ def _format_summary(s: dict) -> str:
         f"points       : {s['computed']} computed, {s['resumed']} resumed from the existing files",
         "status       : " + ", ".join(f"{k} {v}" for k, v in sorted(s["status_counts"].items())),
     ]
-    if s["peak_risk_min"] is None:
+    if s["peak_risk_min"] is None and s["risk_kind_counts"].get("horizon"):
+        lines.append("peak risk ε* : none — no point of the grid has a finite ε* (see horizon)")
+    elif s["peak_risk_min"] is None:
         lines.append("peak risk ε* : none — no point of the grid has a schedule (see the status counts)")
     elif s["peak_risk_min"] == s["peak_risk_max"]:
         lines.append(f"peak risk ε* : {fmt_upper(s['peak_risk_max'])} nats at every point with a schedule")
     else:
         lines.append(f"peak risk ε* : from {fmt_upper(s['peak_risk_min'])} to {fmt_upper(s['peak_risk_max'])} nats")
+    if s["max_tv_source"] != "chain":
+        lines.append(
+            f"Δ(t)         : {s['max_tv_source']}: the upper edge of the data's simultaneous band for t ≤ L = "
+            f"{s['empirical_max_lag']} slots, non-increasing, 1 beyond (as schedule --max-tv {s['max_tv_source']})"
+        )
+        n = s["risk_kind_counts"].get("horizon", 0)
+        if n:
+            lo, hi = s["horizon_risk_min"], s["horizon_risk_max"]
+            lines.append(
+                f"horizon      : {fmt_count(n, 'point')} without a finite ε* (condition (31) fails): designed for the "
+                f"largest risk over {s['horizon']} slots (Theorem 3), "
+                + (f"≤ {fmt_upper(hi)} nats" if lo == hi else f"from {fmt_upper(lo)} to {fmt_upper(hi)} nats")
+                + " (risk_kind horizon, columns horizon_*)"
+            )
     if s["no_tradeoff"]:
         for r in s["no_tradeoff"]:
             model = ", ".join(f"{k}={fmt_value(v) if isinstance(v, float) else v}" for k, v in r["model"].items()
@@ -315,7 +357,9 @@ def _format_summary(s: dict) -> str:
     if s.get("model_check"):
         from policyopt.studies.check_model import format_summary
 
+        used = "" if s["max_tv_source"] == "chain" else (
+            f"; these designs use the data's Δ̃(t) ({s['max_tv_source']}), not the chains")
         for check in s["model_check"]:
-            lines.append(f"model check  : {format_summary(check)}")
+            lines.append(f"model check  : {format_summary(check)}{used}")
     lines.append(f"wall time    : {s['wall_time_s']:.3f} s")
     return check_text("\n".join(lines))

@@ -27,6 +27,7 @@ an upper bound *under that Δ bound* (statistical: level of the band), not under
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -36,7 +37,16 @@ from policyopt.models.empirical import EmpiricalMaxTV
 from policyopt.models.posterior import TabulatedMaxTV
 from policyopt.privacy.age_dependent import compose, log_expm1
 
-__all__ = ["empirical_max_tv_table", "empirical_source", "design_over_horizon", "parse_max_tv_source", "estimate_up_to"]
+__all__ = [
+    "empirical_max_tv_table",
+    "empirical_source",
+    "design_over_horizon",
+    "parse_max_tv_source",
+    "estimate_up_to",
+    "EmpiricalDesign",
+    "empirical_design",
+    "add_empirical_design",
+]
 
 
 def parse_max_tv_source(text: str, default_level: float = 0.95) -> tuple[str, float | None]:
@@ -217,3 +227,108 @@ def design_over_horizon(source: TabulatedMaxTV, penalty, max_penalty: float, A_m
     upper = round_up(max(value, check), rel=16.0 * (n + 2) * UNIT_ROUNDOFF)
     return {"status": "optimal", "A": a, "S_bar": s, "epsilon_c": ec, "horizon_risk": upper, "releases": n,
             "horizon": H, "enumerated": cells, "feasible_cells": feasible, "composition_check": check, "proof": proof}
+
+
+@dataclass(frozen=True)
+class EmpiricalDesign:
+    """Δ̃(t) estimated once from the data and what every design against it needs (``--max-tv empirical``).
+
+    Built by :func:`empirical_design`; shared by ``schedule`` and by every point of ``sweep`` (and shipped to its
+    Dask workers once).
+
+    Attributes
+    ----------
+    estimate : EmpiricalMaxTV
+        The direct estimate of Δ(t) for t ≤ L and its simultaneous band.
+    source : TabulatedMaxTV
+        Δ̃(0..max(A_max + S_max − 1, max(A_max, S_max) + 1)) of :func:`empirical_source`, the design's Δ(t).
+    level : float
+        Level of the band, in (0, 1).
+    slots : int
+        T, the data's length (slots).
+    horizon : int
+        H (slots) of :func:`design_over_horizon` when no schedule has a finite ε*: the one given, else T.
+    """
+
+    estimate: EmpiricalMaxTV
+    source: TabulatedMaxTV
+    level: float
+    slots: int
+    horizon: int
+
+    @property
+    def spec(self) -> str:
+        """``empirical:LEVEL``: the ``max_tv_source`` of the deployment record and of a sweep row."""
+        return f"empirical:{self.level:g}"
+
+
+def empirical_design(fitted, readings, A_max: int, S_max: int, level: float, *, horizon: int | None = None,
+                     seed: int = 0) -> EmpiricalDesign:
+    """Estimate Δ(t) from `readings` once for the box A ≤ `A_max`, S̄ ≤ `S_max` (:func:`estimate_up_to`).
+
+    Parameters
+    ----------
+    fitted : policyopt.models.estimation.FittedModel
+        Chains whose quantile states the readings are mapped to.
+    readings : pandas.DataFrame
+        user, time, value.
+    A_max, S_max : int
+        The search box (slots); Δ is needed up to max(A_max + S_max − 1, max(A_max, S_max) + 1).
+    level : float
+        Level of the band, in (0, 1).
+    horizon : int, optional
+        H of the horizon design (slots); default the data's length T.
+    seed : int
+        Seed of the block bootstrap.
+
+    Returns
+    -------
+    EmpiricalDesign
+
+    Raises
+    ------
+    InvalidInputError
+        If the box needs ages at or beyond the data's length.
+    """
+    need = max(int(A_max) + int(S_max) - 1, max(int(A_max), int(S_max)) + 1)
+    est, T = estimate_up_to(fitted, readings, need, level, seed=seed,
+                            what=f"--max-age {int(A_max)} with --max-interval {int(S_max)}")
+    return EmpiricalDesign(estimate=est, source=empirical_source(est, A_max, S_max), level=float(level), slots=int(T),
+                           horizon=int(T) if horizon is None else int(horizon))
+
+
+def add_empirical_design(report: dict, design: EmpiricalDesign, penalty, max_penalty: float, A_max: int,
+                         S_max: int) -> dict:
+    """Complete the schedule report `report` (designed against ``design.source``) for ``--max-tv empirical``.
+
+    Sets ``model.delta_source``, ``empirical_max_tv`` (``level``, ``max_lag``, ``method``, ``min_pairs``,
+    ``estimate``, ``upper``, ``max_tv_used`` = Δ̃(0..A_max + S_max − 1 or more), ``users_without_claim``) and
+    ``horizon_design``: ``null`` when the exact solver found a schedule (its ε* of eq. (30) is finite), else
+    :func:`design_over_horizon` over ``design.horizon`` slots.  ``schedule --max-tv empirical`` and every point of
+    ``sweep --max-tv empirical`` use this one function, so their numbers are the same.
+
+    Returns
+    -------
+    dict
+        `report`, modified in place.
+    """
+    est = design.estimate
+    used = empirical_max_tv_table(est, design.source.horizon)
+    report["model"]["delta_source"] = (
+        f"upper edge of the {est.level:g} simultaneous block-bootstrap band of Δ(t) estimated directly from the data "
+        f"(t ≤ L = {est.max_lag} slots), non-increasing from the right; Theorem 3's composition under that bound"
+    )
+    report["empirical_max_tv"] = {
+        "level": est.level,
+        "max_lag": est.max_lag,
+        "method": est.method,
+        "min_pairs": est.min_pairs,
+        "estimate": est.estimate.tolist(),
+        "upper": est.upper.tolist(),
+        "max_tv_used": used.tolist(),
+        "users_without_claim": int(est.users_without_claim.max()),
+    }
+    report["horizon_design"] = None
+    if report["A"] is None:
+        report["horizon_design"] = design_over_horizon(design.source, penalty, max_penalty, A_max, S_max, design.horizon)
+    return report

@@ -26,8 +26,9 @@ Rows are never lost or mixed:
   lock file is left in place (removing it would let two processes lock two different files).
 * **no resume across changed inputs.**  ``FILE.meta.json`` records the sha256 of every input file
   (``--data``, ``--matrix``; the bundled data file when no model option is given) and the
-  policyopt version that wrote the rows; a rerun whose inputs hash differently (an edited data
-  file) or whose version differs is refused (:class:`SweepInputsChangedError`) before any row is
+  policyopt version that wrote the rows, and the Δ(t) source of the models (the chains', or
+  ``empirical:LEVEL`` with its horizon); a rerun whose inputs hash differently (an edited data
+  file), whose Δ(t) source or version differs is refused (:class:`SweepInputsChangedError`) before any row is
   read or written.
 * **unique temporary files.**  Every rewrite goes through a ``tempfile.mkstemp`` file in the
   output's directory and ``os.replace``, so concurrent sweeps on different outputs in one
@@ -70,6 +71,7 @@ __all__ = [
     "meta_path",
     "file_sha256",
     "sweep_metadata",
+    "max_tv_metadata",
     "SweepLockedError",
     "SweepInputsChangedError",
     "tabulate_population",
@@ -79,21 +81,24 @@ __all__ = [
 #: Columns that identify a point (its inputs); a row of an existing file is reused when these match.
 INPUT_COLUMNS = (
     "max_penalty", "p", "q", "users", "pilot_users", "states", "smoothing", "value_range_lo", "value_range_hi", "source",
-    "max_age", "max_interval", "releases", "method", "relax",
+    "max_tv_source", "horizon", "max_age", "max_interval", "releases", "method", "relax",
 )
 #: The input columns a :class:`SweepModel` supplies (its ``inputs``); the others come from f̄ and the settings.
-MODEL_INPUTS = ("p", "q", "users", "pilot_users", "states", "smoothing", "value_range_lo", "value_range_hi", "source")
+MODEL_INPUTS = ("p", "q", "users", "pilot_users", "states", "smoothing", "value_range_lo", "value_range_hi", "source",
+                "max_tv_source", "horizon")
 #: Result columns, in file order.
 RESULT_COLUMNS = (
     "status", "A", "S_bar", "epsilon_c", "peak_risk", "penalty", "peak_aoi", "min_penalty", "bound",
     "termination", "backend",
+    "risk_kind", "horizon_status", "horizon_A", "horizon_S_bar", "horizon_epsilon_c", "horizon_risk", "horizon_releases",
     "no_aging_status", "no_aging_S_bar", "no_aging_epsilon_c", "no_aging_peak_risk", "no_aging_penalty",
     "noise_only_epsilon_c", "noise_only_risk_after_releases",
     "c", "rho", "penalty_unit", "message", "wall_time_s", "no_tradeoff",
 )
 #: Every CSV column, in file order (``point`` is the index on the sweep grid).
 COLUMNS = ("point",) + INPUT_COLUMNS + RESULT_COLUMNS
-_TEXT = {"source", "method", "status", "termination", "backend", "no_aging_status", "penalty_unit", "message"}
+_TEXT = {"source", "max_tv_source", "method", "status", "termination", "backend", "risk_kind", "horizon_status",
+         "no_aging_status", "penalty_unit", "message"}
 _BOOL = {"relax", "no_tradeoff"}
 #: Columns that vary between otherwise identical runs (timing only).
 NONDETERMINISTIC = ("wall_time_s",)
@@ -204,13 +209,20 @@ class SweepModel:
         Δ(t) maximum of eq. (12) runs over: the usable pilot users for data), ``states`` (K),
         ``smoothing`` (data only, else ``None``), ``value_range_lo``, ``value_range_hi`` (the
         range [LO, HI] of one reading behind the sensitivity (HI − LO)/I; declared or the
-        data's own), ``source``.  Missing keys are empty cells.
+        data's own), ``source``, ``max_tv_source`` (``chain``: the chains' Δ(t), eq. (12); ``empirical:LEVEL``:
+        :attr:`empirical`'s table) and ``horizon`` (H of the horizon design, slots; ``None`` for the chains).
+        Missing keys are empty cells.
+    empirical : policyopt.studies.empirical_design.EmpiricalDesign, optional
+        Δ̃(t) estimated once from the data (``--max-tv empirical``): every point is designed against its table
+        instead of the population's Δ(t), exactly as ``schedule --max-tv empirical`` (the exact solver, then, where
+        no schedule has a finite ε*, the largest risk over ``empirical.horizon`` slots by Theorem 3).
     """
 
     population: object
     penalty: object
     info: dict
     inputs: dict
+    empirical: object = None
 
 
 @dataclass(frozen=True)
@@ -332,7 +344,7 @@ class SweepLockedError(InvalidInputError):
 
 
 class SweepInputsChangedError(InvalidInputError):
-    """The existing sweep output was computed from other input files or another policyopt version."""
+    """The existing sweep output was computed from other input files, another Δ(t) source or policyopt version."""
 
 
 def file_sha256(path) -> str:
@@ -359,18 +371,21 @@ def _package_version() -> str:
         return "unknown"
 
 
-def sweep_metadata(input_files: dict | None = None) -> dict:
-    """The metadata a sweep output is tied to: policyopt's version and each input file's sha256.
+def sweep_metadata(input_files: dict | None = None, max_tv: Sequence | None = None) -> dict:
+    """The metadata a sweep output is tied to: policyopt's version, each input file's sha256 and the Δ(t) source.
 
     Parameters
     ----------
     input_files : dict, optional
         Option name (e.g. ``"--data"``) → path of the file it named.  ``None`` values are skipped.
+    max_tv : sequence of dict, optional
+        The distinct Δ(t) sources of the sweep's models (:func:`max_tv_metadata`); default: the chains'.
 
     Returns
     -------
     dict
-        ``{"format": 1, "policyopt_version": str, "inputs": {option: {"path": str, "sha256": str}}}``.
+        ``{"format": 1, "policyopt_version": str, "inputs": {option: {"path": str, "sha256": str}},
+        "max_tv": [{"source": str, "level": float or None, "horizon": int or None}, ...]}``.
 
     Raises
     ------
@@ -381,13 +396,42 @@ def sweep_metadata(input_files: dict | None = None) -> dict:
     for option, path in sorted((input_files or {}).items()):
         if path is not None:
             inputs[option] = {"path": str(path), "sha256": file_sha256(path)}
-    return {"format": 1, "policyopt_version": _package_version(), "inputs": inputs}
+    return {"format": 1, "policyopt_version": _package_version(), "inputs": inputs,
+            "max_tv": list(max_tv) if max_tv is not None else list(_CHAIN_MAX_TV)}
+
+
+#: The Δ(t) source of a sweep whose metadata does not name one (the chains', as before sources existed).
+_CHAIN_MAX_TV = ({"source": "chain", "level": None, "horizon": None},)
+
+
+def max_tv_metadata(models: Sequence) -> list:
+    """The distinct Δ(t) sources of `models`, as recorded in ``FILE.meta.json`` (``max_tv``), in first-seen order.
+
+    Each is ``{"source": "chain" | "empirical:LEVEL", "level": LEVEL or None, "horizon": H or None}``.
+    """
+    out: list = []
+    for m in models:
+        emp = getattr(m, "empirical", None)
+        entry = ({"source": "chain", "level": None, "horizon": None} if emp is None else
+                 {"source": emp.spec, "level": float(emp.level), "horizon": int(emp.horizon)})
+        if entry not in out:
+            out.append(entry)
+    return out
+
+
+def _max_tv_text(entries) -> str:
+    return " and ".join("the chains' Δ(t)" if e.get("source") == "chain" else
+                        f"--max-tv {e.get('source')} (horizon {e.get('horizon')} slots)" for e in entries)
 
 
 def _meta_mismatch(old: dict, new: dict) -> str | None:
     """One-line description of the first difference between two metadata dicts, or None."""
     if old.get("policyopt_version") != new["policyopt_version"]:
         return f"policyopt {old.get('policyopt_version')!r} wrote its rows, this is policyopt {new['policyopt_version']!r}"
+    old_tv = old.get("max_tv") if isinstance(old.get("max_tv"), list) else list(_CHAIN_MAX_TV)
+    new_tv = new.get("max_tv", list(_CHAIN_MAX_TV))
+    if old_tv != new_tv:
+        return f"its rows were designed with {_max_tv_text(old_tv)}, this run uses {_max_tv_text(new_tv)}"
     old_in = old.get("inputs") if isinstance(old.get("inputs"), dict) else {}
     for option in sorted(set(old_in) | set(new["inputs"])):
         a, b = old_in.get(option), new["inputs"].get(option)
@@ -466,12 +510,19 @@ def solve_point(model: SweepModel, max_penalty: float, settings: SweepSettings) 
     -------
     dict
         ``row`` (the result columns of :data:`RESULT_COLUMNS`, except ``no_tradeoff``) and
-        ``report`` (:meth:`~policyopt.studies.schedule.ScheduleReport.to_dict`).
+        ``report`` (:meth:`~policyopt.studies.schedule.ScheduleReport.to_dict`; with ``model.empirical`` completed
+        by :func:`policyopt.studies.empirical_design.add_empirical_design`: ``empirical_max_tv`` and
+        ``horizon_design``, as ``schedule --max-tv empirical --json``).  ``risk_kind`` is ``peak`` when the row's
+        ``peak_risk`` is the infinite-horizon ε* of eq. (30), ``horizon`` when no schedule has a finite ε* and the
+        ``horizon_*`` columns hold the design for the largest risk over ``horizon`` slots (Theorem 3), empty when
+        neither exists.
 
     Raises
     ------
     PolicyOptError
         Whatever :func:`policyopt.studies.schedule.design_schedule` raises (bad method/relax, bad f̄).
+    InvalidInputError
+        With ``model.empirical``: a method other than ``exact``, ``relax``, or a box needing Δ̃ beyond its table.
 
     References
     ----------
@@ -479,8 +530,19 @@ def solve_point(model: SweepModel, max_penalty: float, settings: SweepSettings) 
     """
     from policyopt.studies.schedule import design_schedule
 
+    emp = model.empirical
+    source = model.population
+    if emp is not None:
+        if settings.method != "exact" or settings.relax:
+            raise InvalidInputError(f"a design against Δ(t) from the data ({emp.spec}) uses the exact solver: method "
+                                    f"'exact' without relax, got method {settings.method!r}, relax {settings.relax}")
+        need = max(settings.max_age + settings.max_interval - 1, max(settings.max_age, settings.max_interval) + 1)
+        if need > emp.source.horizon:
+            raise InvalidInputError(f"the box A ≤ {settings.max_age}, S̄ ≤ {settings.max_interval} needs Δ̃(t) up to "
+                                    f"t = {need} slots; the model's table ({emp.spec}) stops at {emp.source.horizon}")
+        source = emp.source
     report = design_schedule(
-        model.population,
+        source,
         max_penalty=float(max_penalty),
         A_max=settings.max_age,
         S_max=settings.max_interval,
@@ -490,7 +552,15 @@ def solve_point(model: SweepModel, max_penalty: float, settings: SweepSettings) 
         method=settings.method,
         relax=settings.relax,
     ).to_dict()
+    hd = None
+    if emp is not None:
+        from policyopt.studies.empirical_design import add_empirical_design
+
+        add_empirical_design(report, emp, model.penalty, float(max_penalty), settings.max_age, settings.max_interval)
+        hd = report["horizon_design"]
     na, no, m = report["benchmarks"]["no_aging"], report["benchmarks"]["noise_only"], report["model"]
+    horizon_ok = hd is not None and hd["status"] == "optimal"
+    risk_kind = "peak" if report["peak_risk"] is not None else "horizon" if horizon_ok else None
     row = {
         "status": report["status"],
         "A": report["A"],
@@ -503,6 +573,13 @@ def solve_point(model: SweepModel, max_penalty: float, settings: SweepSettings) 
         "bound": report["bound"],
         "termination": report["termination"],
         "backend": report["backend"],
+        "risk_kind": risk_kind,
+        "horizon_status": None if hd is None else hd["status"],
+        "horizon_A": None if hd is None else hd["A"],
+        "horizon_S_bar": None if hd is None else hd["S_bar"],
+        "horizon_epsilon_c": None if hd is None else hd["epsilon_c"],
+        "horizon_risk": None if hd is None else hd["horizon_risk"],
+        "horizon_releases": None if hd is None else hd["releases"],
         "no_aging_status": na["status"],
         "no_aging_S_bar": na["S_bar"],
         "no_aging_epsilon_c": na["epsilon_c"],
@@ -945,7 +1022,8 @@ def run_sweep(
         If another process is writing `out` and `wait` is False (an :class:`InvalidInputError`).
     SweepInputsChangedError
         If `out` holds rows computed from input files with other content (sha256), from other
-        input options, or by another policyopt version, or rows without a metadata file (an
+        input options, with another Δ(t) source (``max_tv``: chains or ``empirical:LEVEL`` and its horizon),
+        or by another policyopt version, or rows without a metadata file (an
         :class:`InvalidInputError`).
     OSError
         If the files cannot be written or the scheduler cannot be reached.
@@ -969,7 +1047,7 @@ def run_sweep(
     if len(set(keys)) != len(keys):
         raise InvalidInputError("the sweep grid has repeated points (two models with identical inputs)")
     index = {k: i for i, k in enumerate(keys)}
-    meta = sweep_metadata(input_files)
+    meta = sweep_metadata(input_files, max_tv_metadata(models))
     with _exclusive_lock(store.csv_path, wait=wait):
         done = store.load()
         store.check_meta(meta, has_rows=bool(done))
