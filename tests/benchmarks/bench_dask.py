@@ -27,10 +27,12 @@ Measured, each printed:
    check of ``schedule --workers`` on the same meters (box A_MAX = S_MAX = 48: the readings penalty needs ages up
    to 97 inside the 168 slots), agreement on 1,000 users in four files, wall time and the workers' VmHWM of each phase.
    ``--readings-only`` runs the readings penalty alone on all N meters (no model check): issue 24's "penalty on the
-   10^6-meter Parquet set through Dask".  Measured at 20,000 users (2 files, 2 workers, load average ~5): generate
-   1.6 s, penalty 2.9 s with the cluster up, workers' VmHWM 385 MiB each, this process 406 MiB.  At 10^6 users
-   (100 files) expect about 1.5 min to generate and 2-3 min for the penalty on 2 free cores (longer when loaded);
-   memory stays as at 20,000 users (one file per worker; the main process holds per-slot totals only).
+   10^6-meter Parquet set through Dask".  Measured at load average 5-6, 2 workers: 2·10^4 users (2 files) generate
+   1.6 s, penalty 2.9 s with the cluster up, workers' VmHWM 385 MiB each, this process 406 MiB; 10^5 users (10 files)
+   generate 4.5 s, penalty 4.2 s, workers 392 MiB each, this process 421 MiB.  At 10^6 users (100 files) expect about
+   45 s to generate and 45 s for the penalty (linear in the files from 10^5), about 2 minutes in all with the sample
+   check and cluster start-ups, longer on a loaded machine; memory as at 10^5 (one file per worker; this process
+   holds per-slot totals only), far inside 24 GiB.
 
 Targets: the Dask path agrees with the serial one (asserted); ratio > 1.3 on 2 workers (reached only when two
 cores are free: on a loaded machine the figure is reported as OVER TARGET, not hidden); peak RSS per worker
