@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 import policyopt as po
+from policyopt.formatting import text_problems
 from policyopt.studies.check_model import lag_ranges
 from tests._cli import POLICYOPT, run_cli, strict_json
 
@@ -109,7 +110,7 @@ def test_python_report_prints_the_cli_text_and_holdout():
 def test_cli_text_and_plot(tmp_path):
     png = tmp_path / "check.png"
     out = run_cli("check-model", "--max-lag", 48, *FAST, "--plot", png).stdout
-    assert out.startswith("policyopt check-model:")
+    assert out.startswith("policyopt check-model:") and text_problems(out) == [], out
     assert "REFUTED" in out and f"plot        : {png}" in out
     assert png.stat().st_size > 10_000
 

@@ -9,6 +9,7 @@ import subprocess
 import numpy as np
 import pytest
 
+from policyopt.formatting import fmt_count, text_problems
 from tests._cli import POLICYOPT, run_cli, strict_json
 
 
@@ -53,7 +54,8 @@ def test_backtest_of_a_schedule_file_and_plot(readings_csv, tmp_path):
     assert s["max_penalty_source"].startswith("--max-rmse 0.4")
     png = tmp_path / "bt.png"
     text = run_cli("backtest", "--schedule", sched, "--data", readings_csv, "--train-fraction", "0.6", "--plot", png).stdout
-    assert f"A = {s['A']} slots, S̄ = {s['S_bar']} slots" in text and "from --schedule" in text
+    assert f"A = {fmt_count(s['A'], 'slot')}, S̄ = {fmt_count(s['S_bar'], 'slot')}" in text and "from --schedule" in text
+    assert text_problems(text) == [], text
     assert "realised MSE:" in text and "verdict     :" in text and png.stat().st_size > 10_000
     out = strict_json(run_cli("backtest", "--schedule", sched, "--data", readings_csv, "--train-fraction", "0.6",
                               "--json").stdout)

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import policyopt as po
+from policyopt.formatting import text_problems
 from policyopt.models.empirical import DEFAULT_MIN_PAIRS
 from tests._cli import ok_json, run_cli
 from tests.test_check_model import bundled_states, loop_direct_max_tv
@@ -29,6 +30,9 @@ def test_publish_on_data_checks_the_accounting_chains(tmp_path):
     assert mc["worst_empirical_max_tv"] == pytest.approx(loop_direct_max_tv(series, 3, t, DEFAULT_MIN_PAIRS), abs=1e-12)
     assert mc["worst_empirical_max_tv"] > 0.8 > mc["worst_model_critical"]
     text = run_cli(*args, "--ledger", tmp_path / "b.db").stdout
+    assert "S̄ = 1 slot," in text and text_problems(text) == [], text
+    early = run_cli("ledger", "--ledger", tmp_path / "b.db", "--at", 10).stdout  # before the first release at A = 24
+    assert "AoI undefined (nothing released yet)" in early and text_problems(early) == [], early
     line = _line(text)
     assert line.startswith("model check : first-order chains (3 states)") and "lags 1..25" in line
     assert "REFUTED at" in line and "so its ε* is not a bound for the data" in line

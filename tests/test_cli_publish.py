@@ -18,6 +18,7 @@ import pytest
 
 from policyopt.deploy import Ledger
 from policyopt.deploy.publisher import render_out
+from policyopt.formatting import text_problems
 
 from _cli import default_sigint  # noqa: E402
 
@@ -307,5 +308,5 @@ def test_end_to_end_bundled_data_as_a_stream(tmp_path):
     assert r3["new_releases"] == [] and r3["out_rebuilt"] is True and out.read_text() == render_out(rows)
     # text output: privacy numbers rounded up
     text = run("ledger", "--ledger", ledger, "--at", due2[-1] + 5)
-    assert text.returncode == 0 and f"AoI = {A + 5} slots" in text.stdout
+    assert text.returncode == 0 and f"AoI = {A + 5} slots" in text.stdout and text_problems(text.stdout) == [], text.stdout
     assert "designed    : ε* = " in text.stdout

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from policyopt.deploy import Ledger
+from policyopt.formatting import text_problems
 
 from _cli import ok_json, refused, run_any as run  # noqa: E402
 
@@ -52,7 +53,7 @@ def test_time_stamps_give_the_slot_length_and_resample_is_pandas_mean(tmp_path, 
     assert _input_digests(tmp_path / "h.db") == _input_digests(tmp_path / "ref.db")
     # reports in slots and hours/days
     text = run("ledger", "--ledger", tmp_path / "h.db").stdout
-    assert "up to slot 45 (45 h); slots of 1h" in text and "AoI = 1 slots (1 h)" in text
+    assert "up to slot 45 (45 h); slots of 1h" in text and "AoI = 1 slot (1 h)" in text and text_problems(text) == [], text
     led = ok_json("ledger", "--ledger", tmp_path / "half.db")
     assert led["slot_length"] == "30min" and led["provenance"]["time_origin"] == "2024-03-01T00:00:00+00:00"
 

@@ -140,6 +140,30 @@ def test_bad_arguments(kwargs, match):
         ReadingsMSEPenalty(m, users=3).staleness(6)
 
 
+@pytest.mark.parametrize("missing", [0.0, 0.1])
+def test_band_equals_the_direct_block_bootstrap(missing):
+    """The band from arch's circular block bootstrap indices, each replicate's per-phase means formed directly
+    (Σ weight·sum / Σ weight·count over the resampled periods), bit for bit: the penalty's shortcut for the counts
+    (only the periods with gaps multiplied) is exact."""
+    from arch.bootstrap import CircularBlockBootstrap
+
+    X = common_factor_panel(6, 24 * 40, np.random.default_rng(11), missing=missing)
+    m = readings_moments(X, 30, value_range=(-20, 20), phase_period=24)
+    pen = ReadingsMSEPenalty(m, users=1000, reps=60, seed=4)
+    D, P, L1 = m.self_sum.shape
+    bs = CircularBlockBootstrap(pen.bootstrap_info()["block_periods"], np.arange(D), seed=np.random.default_rng(4))
+    W = np.array([np.bincount(pos[0], minlength=D) for pos, _ in bs.bootstrap(60)], dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        s = ((W @ m.self_sum.reshape(D, -1)) / (W @ m.self_cnt.reshape(D, -1))).reshape(60, P, L1)
+        c = ((W @ m.cross_sum.reshape(D, -1)) / (W @ m.cross_cnt.reshape(D, -1))).reshape(60, P, L1)
+    v = c + (s - c) / 1000
+    v = np.where(np.isfinite(v), v, -np.inf).max(axis=1)
+    v = np.where(np.isfinite(v), v, 0.0)
+    lo, hi = np.quantile(v, 0.025, axis=0, method="lower"), np.quantile(v, 0.975, axis=0, method="higher")
+    band = pen.band()
+    assert np.array_equal(band[0][1:], lo[1:]) and np.array_equal(band[1][1:], hi[1:])
+
+
 def test_short_readings_and_upper_band_refused():
     X = common_factor_panel(3, 50, np.random.default_rng(7))
     with pytest.raises(InvalidInputError, match=r"`max_age` = 60 slots needs readings spanning more than 60 slots; the data span 50"):

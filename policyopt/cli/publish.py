@@ -21,7 +21,7 @@ from policyopt.cli.options import (
     value_range_arg,
 )
 from policyopt.errors import InvalidInputError
-from policyopt.formatting import fmt_exact, fmt_upper, fmt_value
+from policyopt.formatting import check_text, fmt_count, fmt_exact, fmt_upper, fmt_value
 
 __all__ = ["add_command", "run_publish", "run_ledger"]
 
@@ -500,7 +500,7 @@ def _publish(args, start, schedule, model, provenance, client) -> int:
     s = rep.schedule
     lines = [
         "policyopt publish: releases with OpenDP Laplace noise (Zhang et al. 2024, Theorem 3; ledger in SQLite)",
-        f"schedule    : A = {s.A} slots, S̄ = {s.S_bar} slots, ε_C = {fmt_exact(s.epsilon_c)} nats, value range "
+        f"schedule    : A = {fmt_count(s.A, 'slot')}, S̄ = {fmt_count(s.S_bar, 'slot')}, ε_C = {fmt_exact(s.epsilon_c)} nats, value range "
         f"{fmt_value(s.value_range[0])}:{fmt_value(s.value_range[1])}, first input slot {s.origin} (id {rep.schedule_id})",
         f"stream      : complete through slot {rep.through}{_span(rep.through, slot_seconds)}"
         + ("" if slot_seconds is None else f"; slots of {out['slot_length']}"),
@@ -514,7 +514,7 @@ def _publish(args, start, schedule, model, provenance, client) -> int:
     else:
         lines.append("this run    : nothing due (no new complete publishing time)")
     lines += [
-        f"ledger      : {rep.ledger}: {rep.total_rows} rows ({rep.released_total} released, {rep.skipped_total} skipped); "
+        f"ledger      : {rep.ledger}: {fmt_count(rep.total_rows, 'row')} ({rep.released_total} released, {rep.skipped_total} skipped); "
         f"next release at slot {rep.next_slot}{_span(rep.next_slot, slot_seconds)}",
         f"peak risk   : max ε(S_n) so far = {fmt_upper(rep.peak_risk)} nats (model {rep.model})",
         f"model from  : {rep.provenance.get('model_reason')}",
@@ -531,7 +531,7 @@ def _publish(args, start, schedule, model, provenance, client) -> int:
     elif check_note is not None:
         lines.append(f"model check : {check_note}")
     lines.append(f"wall time   : {out['wall_time_s']:.3f} s")
-    print("\n".join(lines))
+    print(check_text("\n".join(lines)))
     return 0
 
 
@@ -634,22 +634,22 @@ def run_ledger(args) -> int:
     designed = (f"ε* = {fmt_upper(risk.designed_peak_risk)} nats (eq. (30), the limit of ε(S_n) for the schedule as designed)"
                 if risk.designed_peak_risk is not None else "divergent: condition (31) Δ(S̄)e^ε_C < 1 fails")
     if risk.designed_peak_risk is None and risk.designed_horizon_risk is not None:
-        designed = (f"no finite ε* (condition (31) Δ(S̄)e^ε_C < 1 fails); designed over {sch.horizon} slots"
+        designed = (f"no finite ε* (condition (31) Δ(S̄)e^ε_C < 1 fails); designed over {fmt_count(sch.horizon, 'slot')}"
                     f"{_span(sch.horizon, slot_seconds)}: largest risk ≤ {fmt_upper(risk.designed_horizon_risk)} nats "
                     "(Theorem 3, every planned release made); the releases made so far are accounted above")
     aoi = out["aoi_at"]
     lines = [
         "policyopt ledger: age-dependent risk of the releases made (Zhang et al. 2024, Theorem 3, eq. (25); nats, slots)",
         f"ledger      : {args.ledger} (schema {out['schema_version']}, created {out['created_at']}, policyopt {out['package_version']})",
-        f"schedule    : A = {sch.A} slots, S̄ = {sch.S_bar} slots, ε_C = {fmt_exact(sch.epsilon_c)} nats, value range "
+        f"schedule    : A = {fmt_count(sch.A, 'slot')}, S̄ = {fmt_count(sch.S_bar, 'slot')}, ε_C = {fmt_exact(sch.epsilon_c)} nats, value range "
         f"{fmt_value(sch.value_range[0])}:{fmt_value(sch.value_range[1])}, first input slot {sch.origin} (id {led.schedule_id})",
         f"model       : {model.describe()}" + ("" if out["model_is_recorded"] else
                                                  f" (not the ledger's recorded model: --override {args.override})"),
         f"model from  : {out['model_reason']}",
         f"releases    : {risk.released} made, {risk.skipped} skipped, up to slot {risk.at}{_span(risk.at, slot_seconds)}"
         + ("" if slot_seconds is None else f"; slots of {slot_len}"),
-        f"now         : ε({risk.at}) = {fmt_upper(out['risk_at'])} nats, AoI = {'—' if aoi is None else aoi} slots"
-        + _span(aoi, slot_seconds),
+        f"now         : ε({risk.at}) = {fmt_upper(out['risk_at'])} nats, " + ("AoI undefined (nothing released yet)" if aoi is None
+                                                               else f"AoI = {fmt_count(aoi, 'slot')}{_span(aoi, slot_seconds)}"),
         f"peak so far : max ε(S_n) = {fmt_upper(risk.peak_risk)} nats",
         f"designed    : {designed}",
     ]
@@ -662,8 +662,8 @@ def run_ledger(args) -> int:
             lines.append(f"{r.n:>6} {r.slot:>7} {r.input_time:>7} {r.users:>5} {fmt_upper(r.epsilon_spent):>10} "
                          f"{fmt_upper(peaks[r.slot]):>10} {r.slot - r.input_time:>5}")
     worst = int(np.argmax(risk.risk)) if risk.risk.size else 0
-    lines.append(f"trajectory  : {risk.times.size} slots ({'--json' if risk.times.size else ''} prints ε(t), AoI(t)); "
+    lines.append(f"trajectory  : {fmt_count(risk.times.size, 'slot')} ({'--json' if risk.times.size else ''} prints ε(t), AoI(t)); "
                  f"max ε(t) = {fmt_upper(float(risk.risk[worst]))} at slot {int(risk.times[worst])}")
     lines.append(f"wall time   : {out['wall_time_s']:.3f} s")
-    print("\n".join(lines))
+    print(check_text("\n".join(lines)))
     return 0

@@ -28,7 +28,7 @@ import time
 import numpy as np
 
 from policyopt.errors import InvalidInputError, fmt
-from policyopt.formatting import fmt_count, fmt_exact, fmt_value
+from policyopt.formatting import check_text, fmt_count, fmt_exact, fmt_value
 from policyopt.utility.readings_penalty import (
     BOOTSTRAP_REPS,
     DEFAULT_LEVEL,
@@ -357,10 +357,10 @@ def format_backtest(r: dict) -> str:
     lines = [
         "policyopt backtest: the schedule replayed on held-out readings (Zhang et al. 2024, problem (28))",
         f"split       : train on slots before {r['split_slot']} (fraction {r['train_fraction']:g}), replay on "
-        f"{r['held_out_slots']} held-out slots",
-        f"schedule    : A = {s['A']} slots, S̄ = {s['S_bar']} slots, ε_C = {fmt_exact(s['epsilon_c'])} nats "
+        f"{fmt_count(r['held_out_slots'], 'held-out slot')}",
+        f"schedule    : A = {fmt_count(s['A'], 'slot')}, S̄ = {fmt_count(s['S_bar'], 'slot')}, ε_C = {fmt_exact(s['epsilon_c'])} nats "
         f"({'designed on the training part' if s['designed_here'] else 'from --schedule'}); peak AoI {s['peak_aoi']}",
-        f"deployment  : I = {r['users']} users drawn like the readings' users; Δf = (HI − LO)/I = {fmt_value(r['sensitivity'])}",
+        f"deployment  : I = {fmt_count(r['users'], 'user')} drawn like the readings' users; Δf = (HI − LO)/I = {fmt_value(r['sensitivity'])}",
         f"realised MSE: {fmt_value(r['realized_mse'], 4)}{u} (RMSE {fmt_value(r['realized_rmse'], 4)}), "
         f"{100 * b['level']:g}% interval {fmt_value(r['realized_mse_lower'], 4)}–{fmt_value(r['realized_mse_upper'], 4)}{u} "
         f"(staleness {fmt_value(r['staleness'], 4)} + noise {fmt_value(r['noise'], 4)})",
@@ -382,7 +382,7 @@ def format_backtest(r: dict) -> str:
     if r.get("plot"):
         lines.append(f"plot        : {r['plot']} (realised error over the held-out time)")
     lines.append(f"wall time   : {r['wall_time_s']:.3f} s")
-    return "\n".join(lines)
+    return check_text("\n".join(lines))
 
 
 def plot_backtest(r: dict, path, *, phase_period: int = 24) -> None:

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from policyopt.errors import InvalidInputError, fmt
-from policyopt.formatting import fmt_lower, fmt_upper, fmt_value, json_clean
+from policyopt.formatting import check_text, fmt_lower, fmt_upper, fmt_value, json_clean
 from policyopt.models.empirical import (
     DEFAULT_MIN_PAIRS,
     DEFAULT_N_BOOT,
@@ -299,7 +299,7 @@ def format_check(r: dict) -> str:
     if r.get("plot"):
         lines.append(f"plot        : {r['plot']} (chain Δ(t) vs the band on a log lag axis, refuted lags marked)")
     lines.append(f"wall time   : {r['wall_time_s']:.3f} s")
-    return "\n".join(lines)
+    return check_text("\n".join(lines))
 
 
 def format_summary(s: dict) -> str:

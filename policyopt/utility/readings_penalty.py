@@ -176,16 +176,17 @@ def lag_products(U: np.ndarray, V: np.ndarray, max_lag: int, block: int | None =
     L = int(max_lag)
     B = max(256, L) if block is None else int(block)
     out = np.zeros((L + 1, T))
-    lags = np.arange(L + 1)[:, None]
     for t0 in range(0, T, B):
         t1 = min(T, t0 + B)
         s0 = max(0, t0 - L)
-        G = U[:, s0:t1].T @ V[:, t0:t1]  # G[s − s0, t − t0] = Σ_i U[i, s] V[i, t]
-        tt = np.arange(t0, t1)[None, :]
-        rows = tt - lags - s0
-        ok = rows >= 0
-        cols = np.broadcast_to(tt - t0, rows.shape)
-        out[:, t0:t1] = np.where(ok, G[np.where(ok, rows, 0), cols], 0.0)
+        w = t1 - t0
+        # Gp[L − (t0 − s0) + s − s0, t − t0] = Σ_i U[i, s] V[i, t]: zero rows above stand for the slots s < 0, so
+        # B[a, t] = Gp[L + (t − t0) − a, t − t0] is one strided read of the band (rows step −w, columns w + 1)
+        Gp = np.zeros((L + w, w))
+        Gp[L - (t0 - s0):] = U[:, s0:t1].T @ V[:, t0:t1]
+        flat = Gp.reshape(-1)[L * w:]
+        out[:, t0:t1] = np.lib.stride_tricks.as_strided(flat, shape=(L + 1, w), strides=(-w * flat.itemsize, (w + 1) * flat.itemsize),
+                                                        writeable=False)
     return out
 
 
@@ -523,9 +524,24 @@ class _Bootstrap:
         for r, (pos, _) in enumerate(bs.bootstrap(reps)):
             weights[r] = np.bincount(pos[0], minlength=D)
         flat = (D, P * L1)
+        self_cnt = _weighted_counts(weights, m.self_cnt.reshape(flat))
+        cross_cnt = (self_cnt if np.array_equal(m.cross_cnt, m.self_cnt)
+                     else _weighted_counts(weights, m.cross_cnt.reshape(flat)))
         with np.errstate(divide="ignore", invalid="ignore"):
-            self.self_rep = ((weights @ m.self_sum.reshape(flat)) / (weights @ m.self_cnt.reshape(flat))).reshape(reps, P, L1)
-            self.cross_rep = ((weights @ m.cross_sum.reshape(flat)) / (weights @ m.cross_cnt.reshape(flat))).reshape(reps, P, L1)
+            self.self_rep = ((weights @ m.self_sum.reshape(flat)) / self_cnt).reshape(reps, P, L1)
+            self.cross_rep = ((weights @ m.cross_sum.reshape(flat)) / cross_cnt).reshape(reps, P, L1)
+
+
+def _weighted_counts(weights: np.ndarray, cnt: np.ndarray) -> np.ndarray:
+    """``weights @ cnt`` for whole-number `weights` (R, D) and `cnt` (D, F), from the periods whose counts are not all 1.
+
+    Almost every period has a slot at every (phase, age), so ``cnt`` is 1 nearly everywhere:
+    ``weights @ cnt = (Σ_d weights[:, d]) − weights[:, rows] @ (1 − cnt)[rows]`` over the rows that differ from 1.
+    Sums of whole numbers below 2⁵³ are exact in floating point in any order: the result equals the direct product
+    bit for bit, at the cost of the few periods with gaps (the first one, missing readings)."""
+    gap = 1.0 - cnt
+    rows = np.flatnonzero(np.any(gap != 0.0, axis=1))
+    return weights.sum(axis=1)[:, None] - weights[:, rows] @ gap[rows]
 
 
 class ReadingsMSEPenalty(MSEPenalty):

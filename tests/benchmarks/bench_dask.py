@@ -26,6 +26,13 @@ Measured, each printed:
 4. ``run_readings_check`` (also in ``bench()``, ``--readings-check`` alone): the readings penalty and the model
    check of ``schedule --workers`` on the same meters (box A_MAX = S_MAX = 48: the readings penalty needs ages up
    to 97 inside the 168 slots), agreement on 1,000 users in four files, wall time and the workers' VmHWM of each phase.
+   ``--readings-only`` runs the readings penalty alone on all N meters (no model check): issue 24's "penalty on the
+   10^6-meter Parquet set through Dask".  Measured at load average 5-6, 2 workers: 2·10^4 users (2 files) generate
+   1.6 s, penalty 2.9 s with the cluster up, workers' VmHWM 385 MiB each, this process 406 MiB; 10^5 users (10 files)
+   generate 4.5 s, penalty 4.2 s, workers 392 MiB each, this process 421 MiB.  At 10^6 users (100 files) expect about
+   45 s to generate and 45 s for the penalty (linear in the files from 10^5), about 2 minutes in all with the sample
+   check and cluster start-ups, longer on a loaded machine; memory as at 10^5 (one file per worker; this process
+   holds per-slot totals only), far inside 24 GiB.
 
 Targets: the Dask path agrees with the serial one (asserted); ratio > 1.3 on 2 workers (reached only when two
 cores are free: on a loaded machine the figure is reported as OVER TARGET, not hidden); peak RSS per worker
@@ -185,7 +192,11 @@ def run_readings_check(n_users: int, users_per_file: int, workers: int, slots: i
        and the model check each on a *fresh* LocalCluster of W workers, so that each worker's VmHWM (read in the
        tasks) is that phase's peak; wall times, per-worker peaks, the penalty at a few ages and the verdict printed.
        The model check costs about 50 ms per user on this machine (19 simulated data sets, 95 lags, 144 lagged
-       pair counts each); `check_users` runs it on the first files holding that many users only (whole files).
+       pair counts each); `check_users` runs it on the first files holding that many users only (whole files);
+       ``check_users=0`` (``--readings-only``) skips the model check, in the sample and at N users: the readings
+       penalty alone on all N meters (issue 24's benchmark).  Memory: the meters are generated one file at a time
+       (10^4 users × 168 slots ≈ 40 MB of arrays), each worker holds one file's readings and per-slot sums, this
+       process only the per-slot totals (168 × (L + 1) floats); the sample's serial fit is of 200 users.
     """
     from policyopt.io import read_readings_parquet
     from policyopt.models.estimation import fit_population
@@ -197,7 +208,8 @@ def run_readings_check(n_users: int, users_per_file: int, workers: int, slots: i
     L = CHECK_A_MAX + CHECK_S_MAX + 1
     horizon, n_stale = max(CHECK_A_MAX, CHECK_S_MAX) + 1, CHECK_A_MAX + CHECK_S_MAX + 2
     ok = True
-    print(f"readings penalty + model check: users {n_users}, {users_per_file} per file, {slots} slots, 12 states, "
+    with_check = check_users != 0
+    print(f"readings penalty{' + model check' if with_check else ' only'}: users {n_users}, {users_per_file} per file, {slots} slots, 12 states, "
           f"A_MAX = S_MAX = {CHECK_A_MAX} (ages 0..{L}, lags 1..{CHECK_A_MAX + CHECK_S_MAX - 1}), {workers} Dask workers; {_load()}")
     with tempfile.TemporaryDirectory(prefix="policyopt-meters-") as tmp:
         start = time.perf_counter()
@@ -210,27 +222,30 @@ def run_readings_check(n_users: int, users_per_file: int, workers: int, slots: i
             df = read_readings_parquet(sample)
             start = time.perf_counter()
             ser_m = readings_moments(df, L)
-            fitted = fit_population(df, 12, smoothing=0.01)
-            states, users = data_states(df, fitted)
-            ser_c = check_fitted(fitted, states, users, max_lag=quick_max_lag(CHECK_A_MAX, CHECK_S_MAX, states.shape[1]),
-                                 draws=QUICK_DRAWS, n_boot=0, seed=0)
+            if with_check:
+                fitted = fit_population(df, 12, smoothing=0.01)
+                states, users = data_states(df, fitted)
+                ser_c = check_fitted(fitted, states, users, max_lag=quick_max_lag(CHECK_A_MAX, CHECK_S_MAX, states.shape[1]),
+                                     draws=QUICK_DRAWS, n_boot=0, seed=0)
             t_ser = time.perf_counter() - start
             start = time.perf_counter()
             with dask_client(workers=workers) as client:
                 dist_m, _ = readings_moments_partitions(sample, L, client=client)
-                sfit = fit_partitions(sample, 12, smoothing=0.01, horizon=horizon, n_staleness=n_stale, client=client)
-                dist_c, _ = check_partitions(sample, sfit, CHECK_A_MAX, CHECK_S_MAX, client=client, seed=0)
+                if with_check:
+                    sfit = fit_partitions(sample, 12, smoothing=0.01, horizon=horizon, n_staleness=n_stale, client=client)
+                    dist_c, _ = check_partitions(sample, sfit, CHECK_A_MAX, CHECK_S_MAX, client=client, seed=0)
             t_dist = time.perf_counter() - start
             a = ReadingsMSEPenalty(ser_m, users=10**5).staleness(np.arange(1, L + 1))
             b = ReadingsMSEPenalty(dist_m, users=10**5).staleness(np.arange(1, L + 1))
             err = float(np.max(np.abs(b / a - 1.0)))
-            same = (np.array_equal(ser_c.empirical.estimate, dist_c.empirical.estimate)
-                    and np.array_equal(ser_c.draws, dist_c.draws) and ser_c.summary() == dist_c.summary())
+            same = (not with_check or (np.array_equal(ser_c.empirical.estimate, dist_c.empirical.estimate)
+                                       and np.array_equal(ser_c.draws, dist_c.draws) and ser_c.summary() == dist_c.summary()))
             good = err <= 1e-12 and same
             ok &= good
-            print(f"sample of {len(users)} users: serial {t_ser:.1f} s, Dask (with cluster start) {t_dist:.1f} s; readings "
-                  f"staleness max rel. difference {err:.2e} [tolerance 1e-12]; model check arrays and summary equal {same}  "
-                  f"{'OK' if good else 'MISMATCH'}")
+            print(f"sample of {ser_m.n_users} users: serial {t_ser:.1f} s, Dask (with cluster start) {t_dist:.1f} s; readings "
+                  f"staleness max rel. difference {err:.2e} [tolerance 1e-12]"
+                  + (f"; model check arrays and summary equal {same}" if with_check else " (model check skipped)")
+                  + f"  {'OK' if good else 'MISMATCH'}")
 
         start = time.perf_counter()
         with dask_client(workers=workers) as client:
@@ -242,6 +257,9 @@ def run_readings_check(n_users: int, users_per_file: int, workers: int, slots: i
               + ", ".join(f"{pen.staleness(a):.6g}" for a in (1, 3, 8, L)) + f"; {_load()}")
         for w, mib in sorted(rstats["peak_rss_mib"].items()):
             report(f"readings penalty: peak RSS of worker {w}", mib, "MiB", WORKER_MIB_TARGET)
+        print(f"peak RSS of this process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0:.0f} MiB")
+        if not with_check:
+            return 0 if ok else 1
 
         check_paths = paths if check_users is None else paths[: max(1, -(-check_users // users_per_file))]
         start = time.perf_counter()
@@ -279,12 +297,16 @@ def main(argv=None) -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--slots", type=int, default=168)
     parser.add_argument("--check-users", type=int, default=None,
-                        help="with --readings-check: run the model check on the first files holding this many users")
+                        help="with --readings-check: run the model check on the first files holding this many users "
+                             "(0: no model check)")
+    parser.add_argument("--readings-only", action="store_true",
+                        help="the readings penalty alone on all --users meters (= --readings-check --check-users 0)")
     parser.add_argument("--readings-check", action="store_true",
                         help="time the readings penalty and the model check instead of the chains' fit")
     args = parser.parse_args(argv)
-    if args.readings_check:
-        return run_readings_check(args.users, args.users_per_file, args.workers, args.slots, args.check_users)
+    if args.readings_check or args.readings_only:
+        return run_readings_check(args.users, args.users_per_file, args.workers, args.slots,
+                                  0 if args.readings_only else args.check_users)
     return run(args.users, args.users_per_file, args.workers, args.slots)
 
 
