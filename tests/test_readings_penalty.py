@@ -124,6 +124,21 @@ def test_worst_phase_and_band():
                                ReadingsMSEPenalty(m, users=10).staleness(np.arange(31)), rtol=1e-15)
 
 
+def test_negative_estimates_are_raised_to_zero():
+    """Independent users: the cross term's estimate is ≈ 0 ± noise, so cross + (self − cross)/I < 0 at some age for a
+    large I; the staleness (a mean square) is then 0, never negative, and equals the estimate wherever that is ≥ 0."""
+    rng = np.random.default_rng(11)
+    X = rng.normal(2.0, 1.0, (8, 24 * 30))  # i.i.d. readings: cross(a) = 0 in truth
+    m = readings_moments(X, 20, value_range=(-5, 9))
+    self_h, cross_h = m.by_phase()
+    raw = (cross_h + (self_h - cross_h) / 10**6)[:, 1:].max(axis=0)
+    assert np.any(raw < 0)  # the estimate itself dips below 0 here
+    pen = ReadingsMSEPenalty(m, users=10**6)
+    np.testing.assert_array_equal(pen.staleness(np.arange(1, 21)), np.maximum(raw, 0.0))
+    lo, hi = pen.band()
+    assert np.all(lo >= 0.0) and np.all(hi >= lo)
+
+
 @pytest.mark.parametrize(
     "kwargs, match",
     [

@@ -547,7 +547,7 @@ def _weighted_counts(weights: np.ndarray, cnt: np.ndarray) -> np.ndarray:
 class ReadingsMSEPenalty(MSEPenalty):
     """MSE of the released mean of I users estimated from the readings: (R1) + (R2) of the module docstring.
 
-    f(a, ε_C) = max_h [cross_h(a) + (self_h(a) − cross_h(a))/I] + 2(Δf/ε_C)², Δf = (HI − LO)/I,
+    f(a, ε_C) = max(0, max_h [cross_h(a) + (self_h(a) − cross_h(a))/I]) + 2(Δf/ε_C)², Δf = (HI − LO)/I,
 
     in the readings' unit squared, measured against the current mean of the I users' readings.  It is a
     :class:`~policyopt.utility.penalty.MSEPenalty` (staleness table, closed-form inverse in ε_C, window
@@ -628,11 +628,15 @@ class ReadingsMSEPenalty(MSEPenalty):
         self._table.setflags(write=False)
 
     def _worst(self, self_h, cross_h) -> np.ndarray:
-        """max over phases of cross_h + (self_h − cross_h)/I along the last axis's ages; NaN phases ignored."""
+        """max over phases of cross_h + (self_h − cross_h)/I along the last axis's ages, at least 0; NaN phases ignored.
+
+        The staleness E[(m_{t−a} − m_t)²] is ≥ 0, but its estimate can fall below 0 when the users are nearly
+        independent (the cross term's sampling error outweighs (self − cross)/I at large I); such an estimate is
+        raised to 0, which is closer to every possible true value."""
         v = cross_h + (self_h - cross_h) / self.users
         with np.errstate(invalid="ignore"):
             v = np.where(np.isfinite(v), v, -np.inf).max(axis=-2)
-        return np.where(np.isfinite(v), v, np.nan)
+        return np.where(np.isfinite(v), np.maximum(v, 0.0), np.nan)
 
     def __getstate__(self):
         """Pickle compactly (a sweep ships the penalty to its workers): the band and its description are formed
