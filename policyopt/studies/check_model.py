@@ -40,7 +40,7 @@ from policyopt.models.empirical import (
     user_streams,
 )
 
-__all__ = ["ModelCheckReport", "check_model", "check_fitted", "quick_check", "check_from_maxima", "quick_max_lag", "data_states", "format_check", "format_summary", "plot_check", "readings_states", "lag_ranges",
+__all__ = ["ModelCheckReport", "check_model", "check_fitted", "quick_check", "check_from_maxima", "check_from_part", "quick_max_lag", "data_states", "format_check", "format_summary", "plot_check", "readings_states", "lag_ranges",
            "DEFAULT_DRAWS", "BUNDLED_STATES", "BUNDLED_VALUE_RANGE"]
 
 #: Data sets simulated from the fitted chains for the test (p-values in steps of 1/(R + 1) = 0.01).
@@ -535,6 +535,46 @@ def check_from_maxima(estimate, model_max_tv, draws, *, users_without_claim=None
                             info=dict(info or {}), wall_time_s=time.perf_counter() - start)
 
 
+def check_from_part(part, model_max_tv, draws, *, level: float = 0.95, info: dict | None = None,
+                    start: float | None = None) -> ModelCheckReport:
+    """The full check (with the band when `part` has replicates) from statistics reduced over groups of users.
+
+    Parameters
+    ----------
+    part : policyopt.models.empirical.MaxTVPart
+        The map step of the direct estimate merged over all groups (:meth:`~policyopt.models.empirical.MaxTVPart.merge`).
+    model_max_tv : array_like, shape (L,)
+        The chains' Δ(t) (eq. (12)), max over users.
+    draws : array_like, shape (R, L)
+        The statistic on R data sets simulated from the chains, each user from its own stream (max over users).
+    level : float
+        Level of the band and of each lag's test.
+    info : dict, optional
+        Report facts (``source``, ``states``, ``users``, ``slots``, ``seed``, ...).
+    start : float, optional
+        ``time.perf_counter()`` at the start of the caller's work.
+
+    Returns
+    -------
+    ModelCheckReport
+        Its ``empirical`` is :func:`~policyopt.models.empirical.max_tv_band` of `part` (no per-user arrays when the
+        part was merged).
+
+    Raises
+    ------
+    InvalidInputError
+        Bad `level`; no user with a series longer than L (with a band).
+    """
+    from policyopt.models.empirical import max_tv_band
+
+    start = time.perf_counter() if start is None else start
+    emp = max_tv_band(part, level)
+    sims = np.asarray(draws, dtype=float).reshape(-1, emp.lags.size)
+    p = _p_values(sims, emp.estimate)
+    return ModelCheckReport(empirical=emp, model_max_tv=np.asarray(model_max_tv, dtype=float), draws=sims, p_values=p,
+                            info=dict(info or {}), wall_time_s=time.perf_counter() - start)
+
+
 def check_fitted(fitted, states, users, *, max_lag: int | None = None, level: float = 0.95,
                  min_pairs: int = DEFAULT_MIN_PAIRS, draws: int = DEFAULT_DRAWS, n_boot: int = DEFAULT_N_BOOT,
                  seed: int = 0, info: dict | None = None, start: float | None = None) -> ModelCheckReport:
@@ -569,7 +609,10 @@ def check_fitted(fitted, states, users, *, max_lag: int | None = None, level: fl
     K = fitted.quantizer.n_states
     T = states.shape[1]
     L = default_max_lag(T) if max_lag is None else max_lag
-    emp = estimate_max_tv(states, K, L, level=level, min_pairs=min_pairs, n_boot=n_boot, seed=int(seed))
+    # one resampling stream per user (keyed by name), like the simulation: the Dask path resamples each partition's
+    # users alone and gets the same replicates, so the same band
+    emp = estimate_max_tv(states, K, L, level=level, min_pairs=min_pairs, n_boot=n_boot, seed=int(seed),
+                          rng=user_streams(users, int(seed), stream=2))
     chains = [fitted.population.chains[i] for i in keep]
     model = np.asarray(Population(chains).max_tv(emp.lags), dtype=float)
     # one stream per user (keyed by name): the Dask path simulates each partition's users alone and gets the same draws
