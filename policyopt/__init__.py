@@ -22,7 +22,8 @@ The entry points of the other tasks are exported here too (imported on first use
   :func:`fit_cmc_from_readings`, :class:`FRANProblem`, :class:`Query`;
 * sensitivity sweeps: :func:`run_sweep`, :class:`SweepModel`, :class:`SweepSettings`;
 * the chain model against the data: :func:`check_model` (→ :class:`ModelCheckReport`, prints as
-  ``policyopt check-model``), :func:`estimate_max_tv` (→ :class:`EmpiricalMaxTV`, Δ(t) estimated directly).
+  ``policyopt check-model``), :func:`check_model_partitions` (the same check of a Parquet data set on Dask, as
+  ``check-model --workers N``), :func:`estimate_max_tv` (→ :class:`EmpiricalMaxTV`, Δ(t) estimated directly).
 """
 
 from .data import load_citylearn
@@ -66,6 +67,7 @@ _LAZY = {
     "SweepSettings": "policyopt.studies.sweep",
     "check_model": "policyopt.studies.check_model",
     "ModelCheckReport": "policyopt.studies.check_model",
+    "check_model_partitions": "policyopt.studies.distributed_checks",
     "estimate_max_tv": "policyopt.models.empirical",
     "EmpiricalMaxTV": "policyopt.models.empirical",
 }

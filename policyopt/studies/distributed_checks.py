@@ -437,7 +437,8 @@ def kept_span_partition(path, option: str, fit_path, edges, state_values, smooth
 def check_model_partitions(data, *, n_states: int = 12, value_range=None, max_lag: int | None = None,
                            level: float = 0.95, holdout: float | None = None, min_pairs: int | None = None,
                            draws: int | None = None, n_boot: int | None = None, smoothing: float = 0.01,
-                           seed: int = 0, client=None, option: str = "--data", source: str | None = None):
+                           seed: int = 0, client=None, workers: int | None = None, scheduler: str | None = None,
+                           option: str = "--data", source: str | None = None):
     """``policyopt check-model`` on a partitioned Parquet data set: the full check with its band, as a map-reduce.
 
     Chains and quantile edges as :func:`~policyopt.studies.distributed.fit_partitions` (the serial fit's numbers);
@@ -459,7 +460,11 @@ def check_model_partitions(data, *, n_states: int = 12, value_range=None, max_la
     n_states, value_range, max_lag, level, holdout, min_pairs, draws, n_boot, smoothing, seed
         As :func:`~policyopt.studies.check_model.check_model` (``None``: its defaults).
     client : distributed.Client, optional
-        ``None``: the same map-reduce in this process.
+        Run the partitions on this Dask client.
+    workers, scheduler : int or str, optional
+        Without `client`: start a local Dask cluster of `workers` processes, or connect to `scheduler`, for this
+        call (:func:`~policyopt.studies.distributed.dask_client`); all three ``None``: the same map-reduce in this
+        process, one file after another.
     option : str
         Option name for messages.
     source : str, optional
@@ -484,6 +489,16 @@ def check_model_partitions(data, *, n_states: int = 12, value_range=None, max_la
     import tempfile
 
     from policyopt.errors import check_value_range, fmt
+
+    if client is None and (workers is not None or scheduler is not None):
+        from policyopt.studies.distributed import dask_client
+
+        with dask_client(workers=workers, scheduler=scheduler) as new_client:
+            return check_model_partitions(
+                data, n_states=n_states, value_range=value_range, max_lag=max_lag, level=level, holdout=holdout,
+                min_pairs=min_pairs, draws=draws, n_boot=n_boot, smoothing=smoothing, seed=seed, client=new_client,
+                option=option, source=source,
+            )
     from policyopt.io import parquet_files
     from policyopt.models.empirical import DEFAULT_MIN_PAIRS, DEFAULT_N_BOOT, default_max_lag
     from policyopt.studies.check_model import DEFAULT_DRAWS, check_from_part
