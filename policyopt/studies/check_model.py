@@ -300,7 +300,7 @@ def format_check(r: dict) -> str:
         lines.append(f"plot        : {r['plot']} (chain Δ(t) vs the band on a log lag axis, refuted lags marked)")
     dist = r.get("distributed")
     if dist:
-        where = f"a local cluster of {dist['workers']} workers" if dist.get("workers") else f"the scheduler {dist['scheduler']}"
+        where = (f"a local cluster of {dist['workers']} worker" + ("s" if dist["workers"] != 1 else "")) if dist.get("workers") else f"the scheduler {dist['scheduler']}"
         peak = max(dist["peak_rss_mib"].values()) if dist.get("peak_rss_mib") else 0.0
         lines.append(f"dask        : map-reduce over {dist['partitions']} Parquet files on {where} (per-user random "
                      f"streams: the serial run's numbers); largest worker peak {peak:.0f} MiB")
