@@ -529,13 +529,13 @@ def check_model_partitions(data, *, n_states: int = 12, value_range=None, max_la
             jobs = [(p, i) for i, p in enumerate(paths)]
             split = fold_partitions(_split_job, jobs, (option, holdout, value_range, tmp), _collect, [], client)
             split.sort(key=lambda r: r[0])
-            pairs = [(r[1]["fit"], r[1]["test"]) for r in split if r[1]["fit"] is not None]
-            if holdout is not None and sum(r[1]["test_readings"] for r in split) == 0:
-                raise InvalidInputError(f"`holdout`={holdout} leaves no readings to test on")
-            pairs = [(f, tst) for f, tst in pairs if tst is not None]
-            if not pairs:
+            fit_paths = [r[1]["fit"] for r in split if r[1]["fit"] is not None]  # edges from every fit reading
+            if not fit_paths:
                 raise InvalidInputError(f"{option} {str(data)!r} holds no readings (every Parquet file is empty)")
-            fit_paths = [f for f, _ in pairs]
+            pairs = [(None if holdout is None else r[1]["fit"], r[1]["test"]) for r in split  # fit file = test file
+                     if r[1]["fit"] is not None and r[1]["test"] is not None]                # without holdout
+            if not pairs:
+                raise InvalidInputError(f"`holdout`={holdout} leaves no readings to test on")
         else:
             pairs = [(None, p) for p in paths]
             fit_paths = paths
