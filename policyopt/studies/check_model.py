@@ -425,7 +425,8 @@ def check_model(
     else:
         train = test = df
     fitted = fit_population(train, n_states, smoothing=smoothing, source="`data`", value_range=value_range)
-    users = [u for u in fitted.users if u in set(test["user"])]
+    present = set(test["user"].unique())  # once: the set of every reading's user per kept user cost O(users × readings)
+    users = [u for u in fitted.users if u in present]
     if not users:
         raise InvalidInputError("no user kept by the fit has readings in the held-out part")
     states = readings_states(test, fitted.quantizer, users)
