@@ -66,10 +66,12 @@ def _numbers(out: dict) -> dict:
     return {k: v for k, v in out.items() if k not in ("wall_time_s", "distributed", "source")}
 
 
-def test_dask_cli_prints_the_serial_numbers_with_a_band(homes):
+def test_dask_cli_prints_the_serial_numbers_with_a_band(homes, tmp_path):
     three = homes
     serial = ok_json("check-model", "--data", three, *OPTIONS)
-    dask = ok_json("check-model", "--data", three, *OPTIONS, "--workers", "2")
+    png = tmp_path / "check.png"
+    dask = ok_json("check-model", "--data", three, *OPTIONS, "--workers", "2", "--plot", png)
+    assert dask.pop("plot") == str(png) and png.stat().st_size > 10_000
     assert _numbers(dask) == _numbers(serial)
     assert dask["distributed"]["partitions"] == 3 and dask["distributed"]["workers"] == 2
     assert len(dask["distributed"]["peak_rss_mib"]) >= 1
