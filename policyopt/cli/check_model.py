@@ -15,6 +15,7 @@ from policyopt.cli.options import (
     int_at_least,
     non_negative_float,
     probability,
+    require_parquet_data,
     value_range_arg,
     wants_distributed,
 )
@@ -88,15 +89,7 @@ def run_check_model(args) -> int:
 
     distributed = wants_distributed(args)
     if distributed:
-        from policyopt.io import is_parquet_source
-
-        if args.workers is not None and args.scheduler is not None:
-            raise InvalidInputError(f"give either --workers {args.workers} (a local cluster) or --scheduler {args.scheduler}, not both")
-        if args.data is None or not is_parquet_source(args.data):
-            raise InvalidInputError(
-                "--workers/--scheduler need a Parquet --data (a directory, a glob or a .parquet file), got "
-                + (f"--data {args.data!r}" if args.data is not None else "no --data (the bundled pilot is checked serially)")
-            )
+        require_parquet_data(args)
     data, source = None, None
     if args.data is not None and not distributed:
         from policyopt.io import read_readings

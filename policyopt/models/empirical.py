@@ -35,6 +35,12 @@ themselves, with no Markov assumption:
    may lie above a true Δ near 0.  Its coverage on held-out data is measured, not assumed (the benchmark).
 4. **Beyond L** nothing is claimed: :meth:`EmpiricalMaxTV.max_tv` returns 1 for t > L.
 
+The computation is a map step over users (:func:`max_tv_part`: Δ̂(t), and the B replicates' Δ̂*(t), as maxima over
+a group's users, and the users without claim) and a band step (:func:`max_tv_band`: quantiles and the max-statistic
+shift).  With one resampling stream per user (:func:`user_streams`, keyed by the user's name) a user's replicates do
+not depend on the other users, so the parts of disjoint groups (the files of a Parquet data set on Dask) combine by
+:meth:`MaxTVPart.merge` into exactly the part of all users.
+
 The test of a chain model (:func:`chain_statistic_draws`) compares Δ̂(t) with the distribution of *the same
 statistic* on series simulated from the fitted chains (a parametric bootstrap; a Monte Carlo test,
 A. C. Davison, D. V. Hinkley, "Bootstrap Methods and their Application", Cambridge, 1997, Sec. 4.2.5), which

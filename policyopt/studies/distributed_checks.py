@@ -14,6 +14,12 @@ chains; this module adds what the serial path computes from the readings themsel
   chain with the user's own random stream (keyed by the user's name); all are maxima over users, so the
   partitions' maxima combine by a maximum, draw by draw, into the serial
   :func:`~policyopt.studies.check_model.quick_check`'s numbers.
+* **The full check of** ``policyopt check-model --workers N`` (:func:`check_model_partitions`): the same map step
+  with the block-bootstrap replicates of the direct estimate (each user resampled from its own stream, so each
+  replicate's maximum over users combines by a maximum too), reduced per file into a
+  :class:`~policyopt.models.empirical.MaxTVPart`; the band and the verdict are formed once from the merged part.
+  ``--holdout`` / ``--value-range`` first split/clip each file into temporary fit and test files
+  (:func:`split_partition`).
 """
 
 from __future__ import annotations
