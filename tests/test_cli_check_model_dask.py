@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from _cli import ok_json, refused, run_any
 
@@ -138,3 +140,40 @@ def test_check_model_workers_refusals(homes, tmp_path):
         assert "--workers" in res.stderr and bad in res.stderr and "Traceback" not in res.stderr
     refused(run_any("check-model", "--data", three, *OPTIONS[:2], "--max-lag", "9000", "--workers", "1"),
             "--max-lag 9000 must be below the series length T = 8760 slots")
+
+
+@settings(max_examples=15, deadline=None)
+@given(group=st.lists(st.integers(0, 2), min_size=6, max_size=6), seed=st.integers(0, 2**16),
+       missing=st.sampled_from([0.0, 0.05]))
+def test_any_grouping_of_users_gives_the_same_band(group, seed, missing):
+    from policyopt.models.empirical import estimate_max_tv, max_tv_band, max_tv_part, user_streams
+
+    rng = np.random.default_rng(seed)
+    x = (np.cumsum(rng.random((6, 600)) < 0.1, axis=1) // 2) % 3
+    x = np.where(rng.random(x.shape) < missing, -1, x)
+    names = [f"meter-{i}" for i in range(6)]
+    whole = estimate_max_tv(x, 3, 6, n_boot=20, min_pairs=10, rng=user_streams(names, seed, stream=2))
+    parts = [max_tv_part(x[[i for i in range(6) if group[i] == g]], 3, 6, n_boot=20, min_pairs=10, keep_users=False,
+                         rng=user_streams([names[i] for i in range(6) if group[i] == g], seed, stream=2))
+             for g in sorted(set(group))]
+    merged = parts[0]
+    for p in parts[1:]:
+        merged = merged.merge(p)
+    band = max_tv_band(merged, 0.95)
+    for key in ("estimate", "lower", "upper", "users_without_claim"):
+        np.testing.assert_array_equal(getattr(band, key), getattr(whole, key))
+    assert np.all((0 <= band.lower) & (band.lower <= band.estimate) & (band.estimate <= band.upper) & (band.upper <= 1))
+
+
+def test_parts_that_do_not_fit_together_are_refused():
+    from policyopt.errors import InvalidInputError
+    from policyopt.models.empirical import max_tv_part, user_streams
+
+    x = np.tile([0, 1, 1, 2, 2, 2], (2, 100))
+    a = max_tv_part(x, 3, 5, n_boot=20, rng=user_streams(["a", "b"], 0, stream=2))
+    with pytest.raises(InvalidInputError, match="cannot merge parts of 5 lags, 20 replicates"):
+        a.merge(max_tv_part(x, 3, 5, n_boot=0))
+    with pytest.raises(InvalidInputError, match=r"one numpy Generator per user \(2\), got 1"):
+        max_tv_part(x, 3, 5, n_boot=20, rng=user_streams(["a"], 0, stream=2))
+    with pytest.raises(InvalidInputError, match="`stream` must be an integer ≥ 1, got 0"):
+        user_streams(["a"], 0, stream=0)

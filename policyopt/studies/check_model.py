@@ -390,6 +390,11 @@ def check_model(
     InvalidInputError
         Bad readings or any bad argument (named, with its value); a holdout part too short for L.
 
+    See Also
+    --------
+    policyopt.studies.distributed_checks.check_model_partitions : the same check of a partitioned Parquet data set
+        on Dask (``policyopt check-model --workers N``), with the same numbers.
+
     References
     ----------
     Zhang, Wei, Berry, Huang, "Age-Dependent Differential Privacy", IEEE Trans. Inf. Theory, 2024, eq. (12);
