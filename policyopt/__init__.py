@@ -23,7 +23,8 @@ The entry points of the other tasks are exported here too (imported on first use
 * sensitivity sweeps: :func:`run_sweep`, :class:`SweepModel`, :class:`SweepSettings`
   (``SweepModel(empirical=empirical_design(...))`` designs every point against Δ(t) from the data);
 * the chain model against the data: :func:`check_model` (→ :class:`ModelCheckReport`, prints as
-  ``policyopt check-model``), :func:`estimate_max_tv` (→ :class:`EmpiricalMaxTV`, Δ(t) estimated directly),
+  ``policyopt check-model``), :func:`check_model_partitions` (the same check of a Parquet data set on Dask, as
+  ``check-model --workers N``), :func:`estimate_max_tv` (→ :class:`EmpiricalMaxTV`, Δ(t) estimated directly),
   :func:`empirical_design` (→ :class:`EmpiricalDesign`, the Δ̃(t) table of ``--max-tv empirical``).
 """
 
@@ -68,6 +69,7 @@ _LAZY = {
     "SweepSettings": "policyopt.studies.sweep",
     "check_model": "policyopt.studies.check_model",
     "ModelCheckReport": "policyopt.studies.check_model",
+    "check_model_partitions": "policyopt.studies.distributed_checks",
     "estimate_max_tv": "policyopt.models.empirical",
     "empirical_design": "policyopt.studies.empirical_design",
     "EmpiricalDesign": "policyopt.studies.empirical_design",

@@ -7,7 +7,18 @@ from __future__ import annotations
 
 import json
 
-from policyopt.cli.options import BUNDLED_STATES, BUNDLED_VALUE_RANGE, MAX_STATES, int_at_least, non_negative_float, probability, value_range_arg
+from policyopt.cli.options import (
+    BUNDLED_STATES,
+    BUNDLED_VALUE_RANGE,
+    MAX_STATES,
+    add_distributed_options,
+    int_at_least,
+    non_negative_float,
+    probability,
+    require_parquet_data,
+    value_range_arg,
+    wants_distributed,
+)
 
 __all__ = ["add_command", "run_check_model"]
 
@@ -54,6 +65,13 @@ def add_command(sub) -> None:
     cmd.add_argument("--plot", metavar="FILE", help="draw the chains' Δ(t) against the band on a log lag axis, refuted "
                      "lags marked, into FILE (.png, .pdf or .svg; needs matplotlib)")
     cmd.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    add_distributed_options(
+        cmd, title="distributed check (Parquet --data, one file per group of whole users)",
+        workers_help="run the whole check (chains, direct estimate, bootstrap band, simulated data sets) as a map-reduce "
+        "over the Parquet files on a local Dask cluster of N worker processes; the numbers equal the serial run's",
+        scheduler_help="the same on an existing Dask cluster (e.g. tcp://host:8786; its workers need policyopt, the "
+        "--data files at the same paths and, with --holdout or --value-range, the system's temporary directory)",
+    )
     cmd.set_defaults(handler=run_check_model)
 
 
@@ -67,25 +85,41 @@ def run_check_model(args) -> int:
 
         check_plot_path(args.plot, "--plot")
         require_matplotlib("--plot")
+    from policyopt.errors import InvalidInputError
+
+    distributed = wants_distributed(args)
+    if distributed:
+        require_parquet_data(args)
     data, source = None, None
-    if args.data is not None:
+    if args.data is not None and not distributed:
         from policyopt.io import read_readings
 
         data, source = read_readings(args.data), f"data {args.data}"
-    from policyopt.errors import InvalidInputError
-
     try:
-        report = check_model(
-            data, n_states=args.states, value_range=args.value_range, max_lag=args.max_lag, level=args.level,
-            holdout=args.holdout, min_pairs=args.min_pairs, draws=args.draws, n_boot=args.boot,
-            smoothing=args.smoothing, seed=args.seed, source=source,
-        )
+        if distributed:
+            from policyopt.studies.distributed_checks import check_model_partitions
+
+            report, stats = check_model_partitions(
+                args.data, n_states=12 if args.states is None else args.states, value_range=args.value_range,
+                max_lag=args.max_lag, level=args.level, holdout=args.holdout, min_pairs=args.min_pairs,
+                draws=args.draws, n_boot=args.boot, smoothing=args.smoothing, seed=args.seed, workers=args.workers,
+                scheduler=args.scheduler, source=f"data {args.data}",
+            )
+        else:
+            report = check_model(
+                data, n_states=args.states, value_range=args.value_range, max_lag=args.max_lag, level=args.level,
+                holdout=args.holdout, min_pairs=args.min_pairs, draws=args.draws, n_boot=args.boot,
+                smoothing=args.smoothing, seed=args.seed, source=source,
+            )
     except InvalidInputError as exc:  # name the option, not the Python argument
         text = str(exc)
         if text.startswith("`max_lag`="):
             raise InvalidInputError("--max-lag " + text[len("`max_lag`="):]) from None
         raise
     out = report.to_dict()
+    if distributed:
+        out["distributed"] = {"workers": args.workers, "scheduler": args.scheduler, "partitions": stats["partitions"],
+                              "fit_s": stats["fit_seconds"], "peak_rss_mib": stats["peak_rss_mib"]}
     if args.plot is not None:
         plot_check(report, args.plot, title=f"{out['source']}: chain model check, {out['states']} states")
         out["plot"] = str(args.plot)

@@ -506,6 +506,23 @@ def wants_distributed(args) -> bool:
     return getattr(args, "workers", None) is not None or getattr(args, "scheduler", None) is not None
 
 
+def require_parquet_data(args) -> None:
+    """Refuse ``--workers`` together with ``--scheduler``, and either without a Parquet ``--data``.
+
+    Raises
+    ------
+    InvalidInputError
+        Both options given; ``--data`` missing or not a Parquet source (a CSV file).
+    """
+    from policyopt.io import is_parquet_source
+
+    if args.workers is not None and args.scheduler is not None:
+        raise InvalidInputError(f"give either --workers {args.workers} (a local cluster) or --scheduler {args.scheduler}, not both")
+    if args.data is None or not is_parquet_source(args.data):
+        got = f"--data {args.data!r}" if args.data is not None else "no --data (the bundled pilot runs serially)"
+        raise InvalidInputError(f"--workers/--scheduler need a Parquet --data (a directory, a glob or a .parquet file), got {got}")
+
+
 def load_distributed_model(args):
     """(population, info, unit, penalty, extra) of a Parquet ``--data`` set reduced on Dask (see :mod:`policyopt.studies.distributed`).
 
@@ -525,15 +542,9 @@ def load_distributed_model(args):
         ``--users`` that disagrees with the data; any error of
         :func:`~policyopt.studies.distributed.fit_partitions`.
     """
-    from policyopt.io import is_parquet_source
     from policyopt.studies.distributed import dask_client, fit_partitions
 
-    if args.workers is not None and args.scheduler is not None:
-        raise InvalidInputError(f"give either --workers {args.workers} (a local cluster) or --scheduler {args.scheduler}, not both")
-    if args.data is None or not is_parquet_source(args.data):
-        raise InvalidInputError(
-            f"--workers/--scheduler need a Parquet --data (a directory, a glob or a .parquet file), got --data {args.data!r}"
-        )
+    require_parquet_data(args)
     if getattr(args, "value_range", None) is not None:
         raise InvalidInputError(f"--value-range {args.value_range[0]:g}:{args.value_range[1]:g} is not available with "
                                 "--workers/--scheduler yet (the distributed fit uses the data's own state values); "

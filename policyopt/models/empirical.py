@@ -35,6 +35,12 @@ themselves, with no Markov assumption:
    may lie above a true Δ near 0.  Its coverage on held-out data is measured, not assumed (the benchmark).
 4. **Beyond L** nothing is claimed: :meth:`EmpiricalMaxTV.max_tv` returns 1 for t > L.
 
+The computation is a map step over users (:func:`max_tv_part`: Δ̂(t), and the B replicates' Δ̂*(t), as maxima over
+a group's users, and the users without claim) and a band step (:func:`max_tv_band`: quantiles and the max-statistic
+shift).  With one resampling stream per user (:func:`user_streams`, keyed by the user's name) a user's replicates do
+not depend on the other users, so the parts of disjoint groups (the files of a Parquet data set on Dask) combine by
+:meth:`MaxTVPart.merge` into exactly the part of all users.
+
 The test of a chain model (:func:`chain_statistic_draws`) compares Δ̂(t) with the distribution of *the same
 statistic* on series simulated from the fitted chains (a parametric bootstrap; a Monte Carlo test,
 A. C. Davison, D. V. Hinkley, "Bootstrap Methods and their Application", Cambridge, 1997, Sec. 4.2.5), which
@@ -53,7 +59,10 @@ from policyopt.models.markov import as_slots
 
 __all__ = [
     "EmpiricalMaxTV",
+    "MaxTVPart",
     "estimate_max_tv",
+    "max_tv_part",
+    "max_tv_band",
     "lagged_pair_counts",
     "max_row_tv",
     "default_max_lag",
@@ -421,6 +430,242 @@ def _per_user_arrays(x: np.ndarray, K: int, L: int, block_length):
     return _block_counts(xs, K, L, bounds), bounds
 
 
+@dataclass(frozen=True)
+class MaxTVPart:
+    """The map step of :func:`estimate_max_tv` on one group of users: everything the band needs, reduced over them.
+
+    Every statistic is a maximum over users (Δ̂(t) and each bootstrap replicate's Δ̂*(t), users resampled
+    independently) or a count, so the parts of disjoint user groups combine with :meth:`merge` into the part of
+    their union, exactly, when each user's replicates come from its own random stream (:func:`user_streams`);
+    :func:`max_tv_band` then forms the band.
+
+    Attributes
+    ----------
+    estimate : numpy.ndarray, shape (L,)
+        max over the group's users of Δ̂_u(t) (0 for a group without a usable user).
+    boot : numpy.ndarray, shape (B, L), or None
+        Replicate b's max over the group's users of Δ̂*_u(t); ``None`` for the point estimate alone (B = 0).
+    users_without_claim : numpy.ndarray of int64, shape (L,)
+        Users with an unclaimed row at each lag (users too short for L count at every lag).
+    n_users, used : int
+        Users of the group, and those with a series longer than L.
+    block_range : (int, int) or None
+        Smallest and largest mean block length (slots) of the used users; ``None`` when none or B = 0.
+    min_pairs : int
+        Pairs a row needs to be claimed.
+    block_given : bool
+        True when the block length was given, not chosen per user.
+    per_user, row_pairs, block_lengths : numpy.ndarray or None
+        Δ̂_u(t) (U, L), pairs per row (U, L, K), mean block lengths (U,) when kept (``keep_users``); dropped by
+        :meth:`merge` (a reduce over many users keeps none).
+    """
+
+    estimate: np.ndarray
+    boot: np.ndarray | None
+    users_without_claim: np.ndarray
+    n_users: int
+    used: int
+    block_range: tuple | None
+    min_pairs: int
+    block_given: bool = False
+    per_user: np.ndarray | None = None
+    row_pairs: np.ndarray | None = None
+    block_lengths: np.ndarray | None = None
+
+    @property
+    def n_boot(self) -> int:
+        """B, the replicates (0 for the point estimate alone)."""
+        return 0 if self.boot is None else int(self.boot.shape[0])
+
+    def merge(self, other: "MaxTVPart") -> "MaxTVPart":
+        """The part of the union of two disjoint user groups: maxima by maximum, counts by sum (per-user arrays dropped).
+
+        Raises
+        ------
+        InvalidInputError
+            Parts with different lags, replicates, `min_pairs` or block rule.
+        """
+        if (self.estimate.shape != other.estimate.shape or self.n_boot != other.n_boot
+                or self.min_pairs != other.min_pairs or self.block_given != other.block_given):
+            raise InvalidInputError(
+                f"cannot merge parts of {self.estimate.size} lags, {self.n_boot} replicates, min_pairs {self.min_pairs} "
+                f"with parts of {other.estimate.size} lags, {other.n_boot} replicates, min_pairs {other.min_pairs}"
+            )
+        ranges = [r for r in (self.block_range, other.block_range) if r is not None]
+        return MaxTVPart(
+            estimate=np.maximum(self.estimate, other.estimate),
+            boot=None if self.boot is None else np.maximum(self.boot, other.boot),
+            users_without_claim=self.users_without_claim + other.users_without_claim,
+            n_users=self.n_users + other.n_users, used=self.used + other.used,
+            block_range=(min(r[0] for r in ranges), max(r[1] for r in ranges)) if ranges else None,
+            min_pairs=self.min_pairs, block_given=self.block_given,
+        )
+
+
+def _boot_streams(rng, U: int, seed: int):
+    """One generator for all users in row order (``rng`` None: ``default_rng(seed)``), or U per-user generators."""
+    if rng is None:
+        return np.random.default_rng(seed)  # resampling (simulation), never released noise
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if isinstance(rng, (list, tuple)):
+        if len(rng) != U or not all(isinstance(g, np.random.Generator) for g in rng):
+            raise InvalidInputError(f"`rng` must hold one numpy Generator per user ({U}), got {len(rng)} entries")
+        return list(rng)
+    raise InvalidInputError(f"`rng` must be a numpy Generator or a list of one per user, got {fmt(rng)}")
+
+
+def max_tv_part(
+    states,
+    n_states: int,
+    max_lag: int,
+    *,
+    min_pairs: int = DEFAULT_MIN_PAIRS,
+    block_length: int | None = None,
+    n_boot: int = DEFAULT_N_BOOT,
+    seed: int = 0,
+    rng=None,
+    keep_users: bool = True,
+) -> MaxTVPart:
+    """The map step of :func:`estimate_max_tv` on the users of `states`: Δ̂(t) and the B replicates' Δ̂*(t), maxima over them.
+
+    Parameters
+    ----------
+    states, n_states, max_lag, min_pairs, block_length, n_boot, seed
+        As :func:`estimate_max_tv` (`max_lag` required: parts to be merged must share L).
+    rng : numpy.random.Generator or sequence of U numpy.random.Generator, optional
+        Resampling randomness (simulation only, never released noise).  One generator per user
+        (:func:`user_streams` with ``stream=2``): user u's B block draws come only from its own stream, so its
+        replicates, and hence the part of any group of users, do not depend on the other users of the group.
+        Default: one ``default_rng(seed)`` consumed user after user in row order.
+    keep_users : bool
+        Keep the per-user arrays (Δ̂_u(t), pairs per row, block lengths); a map over many users passes False.
+
+    Returns
+    -------
+    MaxTVPart
+
+    Raises
+    ------
+    InvalidInputError
+        As :func:`estimate_max_tv`; an `rng` list whose length is not U.
+    """
+    x = states_matrix(states, n_states)
+    U, T = x.shape
+    K = int(n_states)
+    L = _check_lag(max_lag, T)
+    mp = _check_int(min_pairs, "min_pairs", 1)
+    if block_length is not None:
+        _check_int(block_length, "block_length", 1)
+    B = 0 if (n_boot == 0 and not isinstance(n_boot, bool)) else _check_int(n_boot, "n_boot", 20)
+    sd = _check_int(seed, "seed", 0)
+    if B == 0:
+        per_user, rows = _user_max_tv(x, K, L, mp)
+        claimed = rows >= mp
+        no_claim = np.sum(~np.all(claimed, axis=-1), axis=0).astype(np.int64)
+        return MaxTVPart(
+            estimate=per_user.max(axis=0) if U else np.zeros(L), boot=None, users_without_claim=no_claim, n_users=U,
+            used=U, block_range=None, min_pairs=mp, block_given=block_length is not None,
+            per_user=per_user if keep_users else None, row_pairs=rows if keep_users else None,
+            block_lengths=np.zeros(U, dtype=np.int64) if keep_users else None,
+        )
+    streams = _boot_streams(rng, U, sd)
+    per_user = np.zeros((U, L))
+    row_pairs = np.zeros((U, L, K), dtype=np.int64) if keep_users else None
+    boot = np.zeros((B, L))
+    no_claim = np.zeros(L, dtype=np.int64)
+    blens = np.zeros(U, dtype=np.int64)
+    used = 0
+    for u in range(U):
+        q, bounds = _per_user_arrays(x[u], K, L, block_length)
+        if q is None:
+            no_claim += 1  # a user too short for lag L makes no claim at any lag
+            continue
+        used += 1
+        m = q.shape[0]
+        blens[u] = int(round(bounds[-1] / m))
+        total = q.sum(axis=0)  # (L, K, K)
+        rows = total.sum(axis=-1)
+        if keep_users:
+            row_pairs[u] = rows
+        claimed = rows >= mp
+        per_user[u] = max_row_tv(total, claimed=claimed)
+        no_claim += ~np.all(claimed, axis=-1)
+        g = streams[u] if isinstance(streams, list) else streams
+        W = g.multinomial(m, np.full(m, 1.0 / m), size=B).astype(np.float64)  # NBB: m blocks drawn with replacement
+        flat = q.reshape(m, -1).astype(np.float64)
+        step = max(1, (2**24) // max(1, B * K * K))
+        for j in range(0, L, step):
+            rep = (W @ flat[:, j * K * K : (j + step) * K * K]).reshape(B, -1, K, K)
+            boot[:, j : j + step] = np.maximum(boot[:, j : j + step], max_row_tv(rep, claimed=claimed[None, j : j + step]))
+    bl = blens[blens > 0]
+    return MaxTVPart(
+        estimate=per_user.max(axis=0) if U else np.zeros(L), boot=boot, users_without_claim=no_claim, n_users=U,
+        used=used, block_range=(int(bl.min()), int(bl.max())) if bl.size else None, min_pairs=mp,
+        block_given=block_length is not None, per_user=per_user if keep_users else None, row_pairs=row_pairs,
+        block_lengths=blens if keep_users else None,
+    )
+
+
+def max_tv_band(part: MaxTVPart, level: float = 0.95) -> "EmpiricalMaxTV":
+    """The band step of :func:`estimate_max_tv`: the simultaneous percentile band from a (merged) :class:`MaxTVPart`.
+
+    The pointwise `level` quantiles of the replicates' Δ̂*(t), shifted by the max-statistic constant
+    (see the module docstring), clipped to [0, 1] around the estimate; the upper edge is 1 at a lag where some
+    user makes no claim.  With B = 0 the band is [0, 1] (no claim).
+
+    Parameters
+    ----------
+    part : MaxTVPart
+        The map step over all users (merged over groups).
+    level : float
+        Confidence level in (0, 1), simultaneous over lags and users.
+
+    Returns
+    -------
+    EmpiricalMaxTV
+        With the per-user arrays when `part` kept them (otherwise ``per_user`` of shape (0, L), the others None).
+
+    Raises
+    ------
+    InvalidInputError
+        Bad `level`; no user with a series longer than L.
+    """
+    lv = _check_level(level)
+    L = part.estimate.size
+    mp = part.min_pairs
+    est = np.asarray(part.estimate, dtype=float)
+    no_claim = np.asarray(part.users_without_claim, dtype=np.int64)
+    per_user = part.per_user if part.per_user is not None else np.zeros((0, L))
+    if part.boot is None:
+        lo, hi = np.zeros(L), np.ones(L)
+        method = (f"point estimate only (no bootstrap band: the band is [0, 1], no claim); rows with < {mp} pairs "
+                  "make no claim")
+    else:
+        if part.used == 0:
+            raise InvalidInputError(f"no user has a series longer than `max_lag`={L} slots")
+        B = part.n_boot
+        hi = np.maximum(_quantile_band(part.boot, lv, upper=True), est)
+        lo = np.minimum(_quantile_band(part.boot, lv, upper=False), est)
+        hi = np.where(no_claim > 0, 1.0, np.minimum(hi, 1.0))
+        lo = np.clip(lo, 0.0, 1.0)
+        how = "given" if part.block_given else "Politis–White, per user"
+        b0, b1 = part.block_range
+        method = (
+            f"non-overlapping block bootstrap (Carlstein 1986), {B} replicates, blocks of {b0}–{b1} slots ({how}); "
+            f"percentile band of max over users, simultaneous over lags 1..{L} (max-statistic); rows with < {mp} "
+            "pairs make no claim (bound 1)"
+        )
+    arrs = [np.arange(1, L + 1, dtype=np.int64), est, lo, hi, per_user, no_claim]
+    arrs += [a for a in (part.row_pairs, part.block_lengths) if a is not None]
+    for a in arrs:
+        a.setflags(write=False)
+    return EmpiricalMaxTV(
+        lags=arrs[0], estimate=est, lower=lo, upper=hi, per_user=per_user, level=lv, method=method, min_pairs=mp,
+        users_without_claim=no_claim, row_pairs=part.row_pairs, n_users=part.n_users, block_lengths=part.block_lengths,
+    )
+
+
 def estimate_max_tv(
     states,
     n_states: int,
@@ -431,8 +676,13 @@ def estimate_max_tv(
     block_length: int | None = None,
     n_boot: int = DEFAULT_N_BOOT,
     seed: int = 0,
+    rng=None,
 ) -> EmpiricalMaxTV:
     """Direct estimate of Δ(t), t = 1..L, with a simultaneous block-bootstrap confidence band.
+
+    The map step :func:`max_tv_part` over all users followed by the band step :func:`max_tv_band`; a data set
+    split into groups of users gives the same result with :meth:`MaxTVPart.merge` between the two when every user
+    resamples from its own stream (`rng`).
 
     Parameters
     ----------
@@ -453,7 +703,11 @@ def estimate_max_tv(
         Bootstrap replicates (≥ 20), or 0 for the point estimate alone: then no band is computed and the band is
         [0, 1] at every lag (no claim), which is all a test against simulated chains needs.
     seed : int
-        Seed of the resampling (simulation only).
+        Seed of the resampling (simulation only) when `rng` is not given.
+    rng : numpy.random.Generator or sequence of U numpy.random.Generator, optional
+        Resampling randomness; one generator per user (:func:`user_streams` with ``stream=2``, as ``policyopt
+        check-model`` uses) makes the result independent of how users are grouped.  Default ``default_rng(seed)``
+        used user after user.
 
     Returns
     -------
@@ -462,8 +716,8 @@ def estimate_max_tv(
     Raises
     ------
     InvalidInputError
-        Bad `states`, `n_states`, `max_lag`, `level`, `min_pairs`, `block_length`, `n_boot` or `seed`; no user
-        with a series longer than L.
+        Bad `states`, `n_states`, `max_lag`, `level`, `min_pairs`, `block_length`, `n_boot`, `seed` or `rng`; no
+        user with a series longer than L.
 
     References
     ----------
@@ -480,65 +734,11 @@ def estimate_max_tv(
     ([1.0, 1.0, 1.0, 1.0, 1.0], 1.0)
     """
     x = states_matrix(states, n_states)
-    U, T = x.shape
-    K = int(n_states)
-    L = default_max_lag(T) if max_lag is None else _check_lag(max_lag, T)
+    L = default_max_lag(x.shape[1]) if max_lag is None else _check_lag(max_lag, x.shape[1])
     lv = _check_level(level)
-    mp = _check_int(min_pairs, "min_pairs", 1)
-    if block_length is not None:
-        _check_int(block_length, "block_length", 1)
-    B = 0 if (n_boot == 0 and not isinstance(n_boot, bool)) else _check_int(n_boot, "n_boot", 20)
-    sd = _check_int(seed, "seed", 0)
-    if B == 0:
-        return _point_only(x, K, L, lv, mp)
-    rng = np.random.default_rng(sd)  # resampling (simulation), never released noise
-    per_user = np.zeros((U, L))
-    row_pairs = np.zeros((U, L, K), dtype=np.int64)
-    boot = np.zeros((B, L))
-    no_claim = np.zeros(L, dtype=np.int64)
-    blens = np.zeros(U, dtype=np.int64)
-    used = 0
-    for u in range(U):
-        q, bounds = _per_user_arrays(x[u], K, L, block_length)
-        if q is None:
-            no_claim += 1  # a user too short for lag L makes no claim at any lag
-            continue
-        used += 1
-        m = q.shape[0]
-        blens[u] = int(round(bounds[-1] / m))
-        total = q.sum(axis=0)  # (L, K, K)
-        rows = total.sum(axis=-1)
-        row_pairs[u] = rows
-        claimed = rows >= mp
-        per_user[u] = max_row_tv(total, claimed=claimed)
-        no_claim += ~np.all(claimed, axis=-1)
-        W = rng.multinomial(m, np.full(m, 1.0 / m), size=B).astype(np.float64)  # NBB: m blocks drawn with replacement
-        flat = q.reshape(m, -1).astype(np.float64)
-        step = max(1, (2**24) // max(1, B * K * K))
-        for j in range(0, L, step):
-            rep = (W @ flat[:, j * K * K : (j + step) * K * K]).reshape(B, -1, K, K)
-            boot[:, j : j + step] = np.maximum(boot[:, j : j + step], max_row_tv(rep, claimed=claimed[None, j : j + step]))
-    if used == 0:
-        raise InvalidInputError(f"no user has a series longer than `max_lag`={L} slots")
-    est = per_user.max(axis=0)
-    hi = np.maximum(_quantile_band(boot, lv, upper=True), est)
-    lo = np.minimum(_quantile_band(boot, lv, upper=False), est)
-    hi = np.where(no_claim > 0, 1.0, np.minimum(hi, 1.0))
-    lo = np.clip(lo, 0.0, 1.0)
-    bl = blens[blens > 0]
-    how = "given" if block_length is not None else "Politis–White, per user"
-    method = (
-        f"non-overlapping block bootstrap (Carlstein 1986), {B} replicates, blocks of {int(bl.min())}–{int(bl.max())} "
-        f"slots ({how}); percentile band of max over users, simultaneous over lags 1..{L} (max-statistic); rows with "
-        f"< {mp} pairs make no claim (bound 1)"
-    )
-    arrs = [np.arange(1, L + 1, dtype=np.int64), est, lo, hi, per_user, no_claim, row_pairs, blens]
-    for a in arrs:
-        a.setflags(write=False)
-    return EmpiricalMaxTV(
-        lags=arrs[0], estimate=est, lower=lo, upper=hi, per_user=per_user, level=lv, method=method, min_pairs=mp,
-        users_without_claim=no_claim, row_pairs=row_pairs, n_users=U, block_lengths=blens,
-    )
+    part = max_tv_part(x, n_states, L, min_pairs=min_pairs, block_length=block_length, n_boot=n_boot, seed=seed,
+                       rng=rng)
+    return max_tv_band(part, lv)
 
 
 def _user_max_tv(x: np.ndarray, K: int, L: int, min_pairs: int) -> tuple[np.ndarray, np.ndarray]:
@@ -553,25 +753,6 @@ def _user_max_tv(x: np.ndarray, K: int, L: int, min_pairs: int) -> tuple[np.ndar
         rows[i : i + step] = r
         per_user[i : i + step] = max_row_tv(counts, claimed=r >= min_pairs)
     return per_user, rows
-
-
-def _point_only(x: np.ndarray, K: int, L: int, level: float, min_pairs: int) -> EmpiricalMaxTV:
-    """The estimate without a band (``n_boot=0``): lower 0, upper 1 at every lag."""
-    U = x.shape[0]
-    per_user, rows = _user_max_tv(x, K, L, min_pairs)
-    claimed = rows >= min_pairs
-    no_claim = np.sum(~np.all(claimed, axis=-1), axis=0).astype(np.int64)
-    est = per_user.max(axis=0)
-    arrs = [np.arange(1, L + 1, dtype=np.int64), est, np.zeros(L), np.ones(L), per_user, no_claim, rows,
-            np.zeros(U, dtype=np.int64)]
-    for a in arrs:
-        a.setflags(write=False)
-    return EmpiricalMaxTV(
-        lags=arrs[0], estimate=est, lower=arrs[2], upper=arrs[3], per_user=per_user, level=level,
-        method=f"point estimate only (no bootstrap band: the band is [0, 1], no claim); rows with < {min_pairs} pairs "
-        "make no claim", min_pairs=min_pairs, users_without_claim=no_claim, row_pairs=rows, n_users=U,
-        block_lengths=arrs[7],
-    )
 
 
 def simulate_chain_states(matrices, lengths, initial, draws: int, rng: np.random.Generator) -> np.ndarray:
@@ -685,18 +866,20 @@ def chain_statistic_draws(matrices, observed_states, n_states: int, max_lag: int
     return out
 
 
-def user_streams(users, seed: int) -> list:
-    """One simulation generator per user, keyed by the user's name: ``default_rng([seed, 1, hash(user)])``.
+def user_streams(users, seed: int, stream: int = 1) -> list:
+    """One generator per user, keyed by the user's name: ``default_rng([seed, stream, hash(user)])``.
 
     The hash is pandas' ``hash_array`` of the user text (64 bits, fixed key, the same in every process), so a
-    user's simulated series are the same whichever process or partition simulates it (simulation only, never
-    released noise).
+    user's draws are the same whichever process or partition makes them (simulation only, never released noise).
 
     Parameters
     ----------
     users : sequence of str
     seed : int
         ≥ 0.
+    stream : int
+        Which of the user's independent streams (≥ 1): 1 simulates the chains (:func:`chain_statistic_draws`),
+        2 resamples the blocks of the band (:func:`max_tv_part`).
 
     Returns
     -------
@@ -705,6 +888,7 @@ def user_streams(users, seed: int) -> list:
     import pandas as pd
 
     sd = _check_int(seed, "seed", 0)
+    st = _check_int(stream, "stream", 1)
     names = np.array([str(u) for u in users], dtype=object)
     keys = pd.util.hash_array(names) if names.size else np.zeros(0, dtype=np.uint64)
-    return [np.random.default_rng([sd, 1, int(k)]) for k in keys]
+    return [np.random.default_rng([sd, st, int(k)]) for k in keys]

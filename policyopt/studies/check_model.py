@@ -40,7 +40,7 @@ from policyopt.models.empirical import (
     user_streams,
 )
 
-__all__ = ["ModelCheckReport", "check_model", "check_fitted", "quick_check", "check_from_maxima", "quick_max_lag", "data_states", "format_check", "format_summary", "plot_check", "readings_states", "lag_ranges",
+__all__ = ["ModelCheckReport", "check_model", "check_fitted", "quick_check", "check_from_maxima", "check_from_part", "quick_max_lag", "data_states", "format_check", "format_summary", "plot_check", "readings_states", "lag_ranges",
            "DEFAULT_DRAWS", "BUNDLED_STATES", "BUNDLED_VALUE_RANGE"]
 
 #: Data sets simulated from the fitted chains for the test (p-values in steps of 1/(R + 1) = 0.01).
@@ -298,6 +298,12 @@ def format_check(r: dict) -> str:
                      + "; ".join(f"{u} ({why})" for u, why in r["excluded_users"].items()))
     if r.get("plot"):
         lines.append(f"plot        : {r['plot']} (chain Δ(t) vs the band on a log lag axis, refuted lags marked)")
+    dist = r.get("distributed")
+    if dist:
+        where = (f"a local cluster of {dist['workers']} worker" + ("s" if dist["workers"] != 1 else "")) if dist.get("workers") else f"the scheduler {dist['scheduler']}"
+        peak = max(dist["peak_rss_mib"].values()) if dist.get("peak_rss_mib") else 0.0
+        lines.append(f"dask        : map-reduce over {dist['partitions']} Parquet files on {where} (per-user random "
+                     f"streams: the serial run's numbers); largest worker peak {peak:.0f} MiB")
     lines.append(f"wall time   : {r['wall_time_s']:.3f} s")
     return check_text("\n".join(lines))
 
@@ -384,6 +390,11 @@ def check_model(
     InvalidInputError
         Bad readings or any bad argument (named, with its value); a holdout part too short for L.
 
+    See Also
+    --------
+    policyopt.studies.distributed_checks.check_model_partitions : the same check of a partitioned Parquet data set
+        on Dask (``policyopt check-model --workers N``), with the same numbers.
+
     References
     ----------
     Zhang, Wei, Berry, Huang, "Age-Dependent Differential Privacy", IEEE Trans. Inf. Theory, 2024, eq. (12);
@@ -419,7 +430,8 @@ def check_model(
     else:
         train = test = df
     fitted = fit_population(train, n_states, smoothing=smoothing, source="`data`", value_range=value_range)
-    users = [u for u in fitted.users if u in set(test["user"])]
+    present = set(test["user"].unique())  # once: the set of every reading's user per kept user cost O(users × readings)
+    users = [u for u in fitted.users if u in present]
     if not users:
         raise InvalidInputError("no user kept by the fit has readings in the held-out part")
     states = readings_states(test, fitted.quantizer, users)
@@ -535,6 +547,46 @@ def check_from_maxima(estimate, model_max_tv, draws, *, users_without_claim=None
                             info=dict(info or {}), wall_time_s=time.perf_counter() - start)
 
 
+def check_from_part(part, model_max_tv, draws, *, level: float = 0.95, info: dict | None = None,
+                    start: float | None = None) -> ModelCheckReport:
+    """The full check (with the band when `part` has replicates) from statistics reduced over groups of users.
+
+    Parameters
+    ----------
+    part : policyopt.models.empirical.MaxTVPart
+        The map step of the direct estimate merged over all groups (:meth:`~policyopt.models.empirical.MaxTVPart.merge`).
+    model_max_tv : array_like, shape (L,)
+        The chains' Δ(t) (eq. (12)), max over users.
+    draws : array_like, shape (R, L)
+        The statistic on R data sets simulated from the chains, each user from its own stream (max over users).
+    level : float
+        Level of the band and of each lag's test.
+    info : dict, optional
+        Report facts (``source``, ``states``, ``users``, ``slots``, ``seed``, ...).
+    start : float, optional
+        ``time.perf_counter()`` at the start of the caller's work.
+
+    Returns
+    -------
+    ModelCheckReport
+        Its ``empirical`` is :func:`~policyopt.models.empirical.max_tv_band` of `part` (no per-user arrays when the
+        part was merged).
+
+    Raises
+    ------
+    InvalidInputError
+        Bad `level`; no user with a series longer than L (with a band).
+    """
+    from policyopt.models.empirical import max_tv_band
+
+    start = time.perf_counter() if start is None else start
+    emp = max_tv_band(part, level)
+    sims = np.asarray(draws, dtype=float).reshape(-1, emp.lags.size)
+    p = _p_values(sims, emp.estimate)
+    return ModelCheckReport(empirical=emp, model_max_tv=np.asarray(model_max_tv, dtype=float), draws=sims, p_values=p,
+                            info=dict(info or {}), wall_time_s=time.perf_counter() - start)
+
+
 def check_fitted(fitted, states, users, *, max_lag: int | None = None, level: float = 0.95,
                  min_pairs: int = DEFAULT_MIN_PAIRS, draws: int = DEFAULT_DRAWS, n_boot: int = DEFAULT_N_BOOT,
                  seed: int = 0, info: dict | None = None, start: float | None = None) -> ModelCheckReport:
@@ -569,7 +621,10 @@ def check_fitted(fitted, states, users, *, max_lag: int | None = None, level: fl
     K = fitted.quantizer.n_states
     T = states.shape[1]
     L = default_max_lag(T) if max_lag is None else max_lag
-    emp = estimate_max_tv(states, K, L, level=level, min_pairs=min_pairs, n_boot=n_boot, seed=int(seed))
+    # one resampling stream per user (keyed by name), like the simulation: the Dask path resamples each partition's
+    # users alone and gets the same replicates, so the same band
+    emp = estimate_max_tv(states, K, L, level=level, min_pairs=min_pairs, n_boot=n_boot, seed=int(seed),
+                          rng=user_streams(users, int(seed), stream=2))
     chains = [fitted.population.chains[i] for i in keep]
     model = np.asarray(Population(chains).max_tv(emp.lags), dtype=float)
     # one stream per user (keyed by name): the Dask path simulates each partition's users alone and gets the same draws

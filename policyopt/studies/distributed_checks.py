@@ -14,12 +14,19 @@ chains; this module adds what the serial path computes from the readings themsel
   chain with the user's own random stream (keyed by the user's name); all are maxima over users, so the
   partitions' maxima combine by a maximum, draw by draw, into the serial
   :func:`~policyopt.studies.check_model.quick_check`'s numbers.
+* **The full check of** ``policyopt check-model --workers N`` (:func:`check_model_partitions`): the same map step
+  with the block-bootstrap replicates of the direct estimate (each user resampled from its own stream, so each
+  replicate's maximum over users combines by a maximum too), reduced per file into a
+  :class:`~policyopt.models.empirical.MaxTVPart`; the band and the verdict are formed once from the merged part.
+  ``--holdout`` / ``--value-range`` first split/clip each file into temporary fit and test files
+  (:func:`split_partition`).
 """
 
 from __future__ import annotations
 
 import math
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -33,7 +40,8 @@ from policyopt.studies.distributed import (
     user_spans,
 )
 
-__all__ = ["readings_sums_partition", "readings_moments_partitions", "model_check_partition", "check_partitions"]
+__all__ = ["readings_sums_partition", "readings_moments_partitions", "model_check_partition", "check_partitions",
+           "check_model_partitions", "split_partition", "kept_span_partition"]
 
 
 def _check_int(value, name: str, lower: int) -> int:
@@ -208,37 +216,66 @@ def readings_moments_partitions(data, max_age: int, *, phase_period: int | None 
 # ---------------------------------------------------------------------------------------------
 
 
-def model_check_partition(path, option: str, edges, state_values, smoothing: float, threshold: int, max_lag: int,
-                          width: int, draws: int, min_pairs: int, seed: int) -> dict:
-    """The map step of the model check on one partition: its kept users' maxima over users.
-
-    The users' state series (each from its first reading, −1 where a slot has none, padded to `width`
-    slots, as :func:`policyopt.studies.check_model.readings_states`), then Δ̂(t) (point estimate,
-    :func:`~policyopt.models.empirical.estimate_max_tv`), the chains' Δ(t) (eq. (12)) and the statistic on
-    `draws` data sets simulated from the chains, each user from its own stream
-    (:func:`~policyopt.models.empirical.user_streams`), t = 1..`max_lag`.
+def _partition_states(path, option: str, edges, state_values, smoothing: float, threshold: int, fit_path=None) -> dict:
+    """Chains fitted on `fit_path` (default `path`), states of `path`'s readings: what both model-check map steps share.
 
     Returns
     -------
     dict
-        ``estimate``, ``model`` (L,), ``draws`` (R, L), ``users_without_claim`` (L,), ``users`` (kept),
-        ``seconds``, ``peak_rss_mib``; ``None`` entries when no user is kept.
+        ``code``, ``t``, ``states`` (sorted by user, then time), ``names`` (of `path`), ``users`` (codes of the users
+        kept by the fit and read in `path`), ``chains`` (theirs, in that order), ``K``.
+    """
+    from policyopt.io import read_parquet_partition
+
+    pf = fit_partition(read_parquet_partition(fit_path or path, option), f"{option} {str(fit_path or path)!r}", edges,
+                       state_values, smoothing, threshold)
+    K = pf["values"].size
+    if fit_path is None:
+        return {"code": pf["code"], "t": pf["t"], "states": pf["states"], "names": pf["names"], "users": list(pf["kept"]),
+                "chains": pf["chains"], "K": K}
+    chain_of = {pf["names"][u]: c for u, c in zip(pf["kept"], pf["chains"])}
+    part = read_parquet_partition(path, option)
+    names = part["users"]
+    order = np.lexsort((part["time"], part["user_code"]))
+    code, t = part["user_code"][order], part["time"][order]
+    states = np.searchsorted(np.asarray(edges, dtype=float), part["value"][order], side="right")  # as fit_partition
+    users = [j for j, n in enumerate(names) if n in chain_of]
+    return {"code": code, "t": t, "states": states, "names": names, "users": users,
+            "chains": [chain_of[names[j]] for j in users], "K": K}
+
+
+def model_check_partition(path, option: str, edges, state_values, smoothing: float, threshold: int, max_lag: int,
+                          width: int, draws: int, min_pairs: int, seed: int, n_boot: int = 0, fit_path=None) -> dict:
+    """The map step of the model check on one partition: its kept users' maxima over users.
+
+    The users' state series (each from its first reading, −1 where a slot has none, padded to `width`
+    slots, as :func:`policyopt.studies.check_model.readings_states`), then the map step of the direct estimate
+    (:func:`~policyopt.models.empirical.max_tv_part`: Δ̂(t) and, with `n_boot` > 0, the block-bootstrap replicates'
+    maxima, each user resampled from its own stream, :func:`~policyopt.models.empirical.user_streams` stream 2),
+    the chains' Δ(t) (eq. (12)) and the statistic on `draws` data sets simulated from the chains, each user from
+    its own stream (stream 1), t = 1..`max_lag`.  With `fit_path` (a hold-out split) the chains are fitted on that
+    file and the statistic is computed on `path`'s readings of the same users.
+
+    Returns
+    -------
+    dict
+        ``part`` (:class:`~policyopt.models.empirical.MaxTVPart`, no per-user arrays), ``estimate``, ``model`` (L,),
+        ``draws`` (R, L), ``users_without_claim`` (L,), ``users`` (kept), ``seconds``, ``peak_rss_mib``; ``None``
+        entries when no user is kept.
 
     Raises
     ------
     InvalidInputError
         Bad readings; a user whose series is mostly gaps (as the serial check).
     """
-    from policyopt.io import read_parquet_partition
-    from policyopt.models.empirical import chain_statistic_draws, estimate_max_tv, user_streams
+    from policyopt.models.empirical import chain_statistic_draws, max_tv_part, user_streams
 
     start = time.perf_counter()
-    part = read_parquet_partition(path, option)
-    pf = fit_partition(part, f"{option} {str(path)!r}", edges, state_values, smoothing, threshold)
-    kept, names, K = pf["kept"], pf["names"], pf["values"].size
-    out = {"estimate": None, "model": None, "draws": None, "users_without_claim": None, "users": len(kept)}
+    ps = _partition_states(path, option, edges, state_values, smoothing, threshold, fit_path)
+    kept, names, K = ps["users"], ps["names"], ps["K"]
+    out = {"part": None, "estimate": None, "model": None, "draws": None, "users_without_claim": None, "users": len(kept)}
     if kept:
-        code, t = pf["code"], pf["t"]
+        code, t = ps["code"], ps["t"]
         first, spans = user_spans(code, t, len(names))
         counts = np.bincount(code, minlength=len(names))
         for u in kept:
@@ -251,15 +288,18 @@ def model_check_partition(path, option: str, edges, state_values, smoothing: flo
         row[kept] = np.arange(len(kept))
         x = np.full((len(kept), int(width)), -1, dtype=np.int64)
         sel = row[code] >= 0
-        x[row[code[sel]], (t - first[code])[sel]] = pf["states"][sel]
+        x[row[code[sel]], (t - first[code])[sel]] = ps["states"][sel]
         L = int(max_lag)
-        emp = estimate_max_tv(x, K, L, min_pairs=min_pairs, n_boot=0)
-        chains = pf["chains"]
-        out["estimate"] = np.asarray(emp.estimate, dtype=float)
-        out["users_without_claim"] = np.asarray(emp.users_without_claim, dtype=np.int64)
-        out["model"] = np.asarray(Population(chains).max_tv(emp.lags), dtype=float)
+        who = [names[u] for u in kept]
+        part = max_tv_part(x, K, L, min_pairs=min_pairs, n_boot=int(n_boot), rng=user_streams(who, int(seed), stream=2),
+                           keep_users=False)
+        chains = ps["chains"]
+        out["part"] = part
+        out["estimate"] = np.asarray(part.estimate, dtype=float)
+        out["users_without_claim"] = np.asarray(part.users_without_claim, dtype=np.int64)
+        out["model"] = np.asarray(Population(chains).max_tv(np.arange(1, L + 1)), dtype=float)
         out["draws"] = chain_statistic_draws([c.P for c in chains], x, K, L, min_pairs=min_pairs, draws=int(draws),
-                                             rng=user_streams([names[u] for u in kept], int(seed)))
+                                             rng=user_streams(who, int(seed)))
     out["seconds"] = time.perf_counter() - start
     out["peak_rss_mib"] = peak_rss_mib()
     return out
@@ -336,3 +376,240 @@ def check_partitions(data, fit: DistributedFit, A_max: int, S_max: int, *, seed:
     report = check_from_maxima(acc["estimate"], acc["model"], acc["draws"], users_without_claim=acc["no_claim"],
                                min_pairs=DEFAULT_MIN_PAIRS, info=info, start=start)
     return report, {"seconds": time.perf_counter() - start, "partition_seconds": acc["seconds"], "peak_rss_mib": acc["rss"]}
+
+
+# ---------------------------------------------------------------------------------------------
+# policyopt check-model on Dask: the full check, with the band
+# ---------------------------------------------------------------------------------------------
+
+
+def split_partition(path, option: str, holdout, value_range, out_dir, index: int) -> dict:
+    """The preparation step of a hold-out or clipped check on one partition: write its fit and test files.
+
+    Readings are clipped into `value_range` (when given), then each user's readings are split at
+    t0 + ⌈(1 − holdout)·span⌉ (t0 its first slot, span its slots), as the serial
+    :func:`~policyopt.studies.check_model.check_model`: the part before goes to ``fit-INDEX.parquet``, the rest to
+    ``test-INDEX.parquet`` in `out_dir` (without `holdout` one clipped file serves both).
+
+    Returns
+    -------
+    dict
+        ``fit``, ``test`` (paths, ``None`` when empty), ``readings``, ``test_readings``.
+
+    Raises
+    ------
+    InvalidInputError
+        Bad readings (see :func:`policyopt.io.read_parquet_partition`).
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from policyopt.io import read_parquet_partition
+
+    part = read_parquet_partition(path, option)
+    code, t, x = part["user_code"], part["time"], part["value"]
+    if value_range is not None:
+        x = np.clip(x, float(value_range[0]), float(value_range[1]))
+    names = np.asarray(part["users"], dtype=object)
+
+    def write(mask, stem):
+        if not mask.any():
+            return None
+        out = str(Path(out_dir) / f"{stem}-{index:06d}.parquet")
+        pq.write_table(pa.table({"user": pa.array(names[code[mask]].tolist(), type=pa.string()), "time": t[mask],
+                                 "value": x[mask]}), out)
+        return out
+
+    everything = np.ones(x.size, dtype=bool)
+    if holdout is None:
+        p = write(everything, "fit")
+        return {"fit": p, "test": p, "readings": int(x.size), "test_readings": int(x.size)}
+    first, span = user_spans(code, t, len(names)) if x.size else (np.zeros(0, np.int64), np.zeros(0, np.int64))
+    cut = first + np.ceil((1.0 - float(holdout)) * span).astype(np.int64)
+    test = t >= cut[code] if x.size else everything
+    return {"fit": write(~test, "fit"), "test": write(test, "test"), "readings": int(x.size),
+            "test_readings": int(test.sum())}
+
+
+def kept_span_partition(path, option: str, fit_path, edges, state_values, smoothing: float, threshold: int) -> int:
+    """Longest span (slots) in `path` of a user kept by the chains fitted on `fit_path` (0 if none)."""
+    ps = _partition_states(path, option, edges, state_values, smoothing, threshold, fit_path)
+    if not ps["users"]:
+        return 0
+    _, spans = user_spans(ps["code"], ps["t"], len(ps["names"]))
+    return int(spans[ps["users"]].max())
+
+
+def check_model_partitions(data, *, n_states: int = 12, value_range=None, max_lag: int | None = None,
+                           level: float = 0.95, holdout: float | None = None, min_pairs: int | None = None,
+                           draws: int | None = None, n_boot: int | None = None, smoothing: float = 0.01,
+                           seed: int = 0, client=None, workers: int | None = None, scheduler: str | None = None,
+                           option: str = "--data", source: str | None = None):
+    """``policyopt check-model`` on a partitioned Parquet data set: the full check with its band, as a map-reduce.
+
+    Chains and quantile edges as :func:`~policyopt.studies.distributed.fit_partitions` (the serial fit's numbers);
+    per partition (whole users per file, :func:`model_check_partition`): the users' lagged-pair statistic Δ̂_u(t),
+    the block-bootstrap replicates' maxima over the partition's users (B, L), the chains' Δ(t), the statistic on the
+    R data sets simulated from the chains (R, L) and the users without claim; reduced by maxima and sums
+    (:meth:`~policyopt.models.empirical.MaxTVPart.merge`); then the band (quantiles, max-statistic shift) and the
+    verdict (:func:`~policyopt.studies.check_model.check_from_part`).  Every user resamples and simulates from its own
+    streams keyed by its name, so the report equals the serial :func:`~policyopt.studies.check_model.check_model`'s
+    on the same readings, whatever the partitioning (tested).  With `holdout` or `value_range` every file is first
+    clipped and split into a fit part and a test part, written to a temporary directory (removed at the end; with a
+    remote scheduler its workers must see the system's temporary directory at the same path).
+
+    Parameters
+    ----------
+    data : str, Path or list of Path
+        Directory, glob pattern or file (see :func:`policyopt.io.parquet_files`), or the files themselves; each
+        user's readings in one file.
+    n_states, value_range, max_lag, level, holdout, min_pairs, draws, n_boot, smoothing, seed
+        As :func:`~policyopt.studies.check_model.check_model` (``None``: its defaults).
+    client : distributed.Client, optional
+        Run the partitions on this Dask client.
+    workers, scheduler : int or str, optional
+        Without `client`: start a local Dask cluster of `workers` processes, or connect to `scheduler`, for this
+        call (:func:`~policyopt.studies.distributed.dask_client`); all three ``None``: the same map-reduce in this
+        process, one file after another.
+    option : str
+        Option name for messages.
+    source : str, optional
+        How to name the data in the report.
+
+    Returns
+    -------
+    (report, stats) : ModelCheckReport, dict
+        ``stats``: ``partitions``, ``seconds``, ``fit_seconds``, ``partition_seconds``, ``peak_rss_mib`` (largest
+        VmHWM per worker, MiB, over the check's map step).
+
+    Raises
+    ------
+    InvalidInputError
+        Bad arguments; bad readings; a user in two files; no reading to test; L not below the longest series.
+    InvalidModelError
+        No user with enough transitions.
+    PolicyOptError
+        A Dask worker failed for another reason.
+    """
+    import shutil
+    import tempfile
+
+    from policyopt.errors import check_value_range, fmt
+
+    if client is None and (workers is not None or scheduler is not None):
+        from policyopt.studies.distributed import dask_client
+
+        with dask_client(workers=workers, scheduler=scheduler) as new_client:
+            return check_model_partitions(
+                data, n_states=n_states, value_range=value_range, max_lag=max_lag, level=level, holdout=holdout,
+                min_pairs=min_pairs, draws=draws, n_boot=n_boot, smoothing=smoothing, seed=seed, client=new_client,
+                option=option, source=source,
+            )
+    from policyopt.io import parquet_files
+    from policyopt.models.empirical import DEFAULT_MIN_PAIRS, DEFAULT_N_BOOT, default_max_lag
+    from policyopt.studies.check_model import DEFAULT_DRAWS, check_from_part
+    from policyopt.studies.distributed import fit_partitions
+
+    start = time.perf_counter()
+    K = _check_int(n_states, "n_states", 2)
+    seed = _check_int(seed, "seed", 0)
+    R = DEFAULT_DRAWS if draws is None else _check_int(draws, "draws", 1)
+    B = DEFAULT_N_BOOT if n_boot is None else _check_int(n_boot, "n_boot", 20)
+    mp = DEFAULT_MIN_PAIRS if min_pairs is None else _check_int(min_pairs, "min_pairs", 1)
+    if not (isinstance(level, (int, float)) and not isinstance(level, bool) and 0.0 < float(level) < 1.0):
+        raise InvalidInputError(f"`level` must be a probability strictly between 0 and 1, got {fmt(level)}")
+    if holdout is not None and (isinstance(holdout, bool) or not isinstance(holdout, (int, float))
+                                or not 0.0 < float(holdout) < 1.0):
+        raise InvalidInputError(f"`holdout` must be a fraction strictly between 0 and 1, got {fmt(holdout)}")
+    if value_range is not None:
+        value_range = check_value_range(value_range)
+    if max_lag is not None:
+        _check_int(max_lag, "max_lag", 1)
+    paths = [str(p) for p in (data if isinstance(data, (list, tuple)) else parquet_files(data, option))]
+    if not paths:
+        raise InvalidInputError(f"{option}: no Parquet file given")
+    tmp = None
+    try:
+        if holdout is not None or value_range is not None:
+            tmp = tempfile.mkdtemp(prefix="policyopt-check-model-")
+            jobs = [(p, i) for i, p in enumerate(paths)]
+            split = fold_partitions(_split_job, jobs, (option, holdout, value_range, tmp), _collect, [], client)
+            split.sort(key=lambda r: r[0])
+            fit_paths = [r[1]["fit"] for r in split if r[1]["fit"] is not None]  # edges from every fit reading
+            if not fit_paths:
+                raise InvalidInputError(f"{option} {str(data)!r} holds no readings (every Parquet file is empty)")
+            pairs = [(None if holdout is None else r[1]["fit"], r[1]["test"]) for r in split  # fit file = test file
+                     if r[1]["fit"] is not None and r[1]["test"] is not None]                # without holdout
+            if not pairs:
+                raise InvalidInputError(f"`holdout`={holdout} leaves no readings to test on")
+        else:
+            pairs = [(None, p) for p in paths]
+            fit_paths = paths
+        fit_start = time.perf_counter()
+        fit = fit_partitions(fit_paths if tmp is not None else data, K, smoothing=smoothing, client=client,
+                             option=option, horizon=1, n_staleness=1)
+        fit_seconds = time.perf_counter() - fit_start
+        args = (option, fit.edges, fit.state_values, float(fit.smoothing), int(fit.min_transitions))
+        if holdout is None:
+            width = int(fit.longest_span)
+            fit_slots = width
+        else:
+            jobs = [(tst, f) for f, tst in pairs]
+            width = fold_partitions(_span_job, jobs, args, lambda acc, p, r, w: max(acc, r), 0, client)
+            fit_slots = int(fit.longest_span)
+            if width == 0:
+                raise InvalidInputError("no user kept by the fit has readings in the held-out part")
+        if max_lag is not None and max_lag >= width:  # the message of estimate_max_tv (the CLI names --max-lag)
+            raise InvalidInputError(f"`max_lag`={int(max_lag)} must be below the series length T = {width} slots")
+        L = default_max_lag(width) if max_lag is None else int(max_lag)
+        acc = {"part": None, "model": None, "draws": None, "users": 0, "seconds": [], "rss": {}}
+
+        def combine(acc, p, r, w):
+            """Maxima over users combine by a maximum, counts by a sum."""
+            acc["seconds"].append(r["seconds"])
+            acc["rss"][w] = max(acc["rss"].get(w, 0.0), r["peak_rss_mib"])
+            if r["part"] is None:
+                return acc
+            acc["part"] = r["part"] if acc["part"] is None else acc["part"].merge(r["part"])
+            for key in ("model", "draws"):
+                acc[key] = r[key] if acc[key] is None else np.maximum(acc[key], r[key])
+            acc["users"] += r["users"]
+            return acc
+
+        jobs = [(tst, f) for f, tst in pairs]
+        acc = fold_partitions(_check_job, jobs, args + (L, width, R, mp, seed, B), combine, acc, client)
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+    if acc["part"] is None:
+        raise InvalidInputError("no user kept by the fit has readings in the held-out part")
+    info = {
+        "source": source or f"{option} {str(data)!r}",
+        "holdout": None if holdout is None else float(holdout),
+        "fit_slots": int(fit_slots),
+        "value_range": None if value_range is None else list(value_range),
+        "smoothing": float(fit.smoothing),
+        "states": K, "users": acc["users"], "slots": int(width), "seed": seed, "excluded_users": dict(fit.excluded),
+    }
+    report = check_from_part(acc["part"], acc["model"], acc["draws"], level=float(level), info=info, start=start)
+    stats = {"partitions": len(paths), "seconds": time.perf_counter() - start, "fit_seconds": fit_seconds,
+             "partition_seconds": acc["seconds"], "peak_rss_mib": acc["rss"]}
+    return report, stats
+
+
+def _split_job(job, option, holdout, value_range, out_dir):
+    return split_partition(job[0], option, holdout, value_range, out_dir, job[1])
+
+
+def _collect(acc, job, r, w):
+    acc.append((job[1], r))
+    return acc
+
+
+def _span_job(job, option, edges, state_values, smoothing, threshold):
+    return kept_span_partition(job[0], option, job[1], edges, state_values, smoothing, threshold)
+
+
+def _check_job(job, option, edges, state_values, smoothing, threshold, max_lag, width, draws, min_pairs, seed, n_boot):
+    return model_check_partition(job[0], option, edges, state_values, smoothing, threshold, max_lag, width, draws,
+                                 min_pairs, seed, n_boot, job[1])

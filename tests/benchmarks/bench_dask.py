@@ -34,6 +34,11 @@ Measured, each printed:
    check and cluster start-ups, longer on a loaded machine; memory as at 10^5 (one file per worker; this process
    holds per-slot totals only), far inside 24 GiB.
 
+5. ``run_check_model`` (``--check-model``): ``policyopt check-model --workers`` (the full check with its
+   block-bootstrap band, 99 simulated data sets, 200 replicates): agreement with the serial ``check_model`` on
+   200 users in four files (the JSON equal), then wall time, per-worker VmHWM, the band at a few lags and the
+   verdict at N users.  Not in ``bench()`` (the lead runs it at 10^6).
+
 Targets: the Dask path agrees with the serial one (asserted); ratio > 1.3 on 2 workers (reached only when two
 cores are free: on a loaded machine the figure is reported as OVER TARGET, not hidden); peak RSS per worker
 < 2 GiB (bounded by the partition size, not by N).
@@ -65,6 +70,14 @@ def report(label: str, value: float, unit: str, target: float, above: bool = Fal
     ok = value > target if above else value < target
     sign = ">" if above else "<"
     print(f"{label}: {value:.3f} {unit}  [target {sign} {target:g} {unit}] {'OK' if ok else 'OVER TARGET'}")
+
+
+def _generate(tmp, n_users: int, users_per_file: int, slots: int) -> list:
+    """Write the synthetic meters into `tmp`, print the time taken; the files."""
+    start = time.perf_counter()
+    paths = write_meters(tmp, n_users, users_per_file=users_per_file, slots=slots)
+    print(f"generate: {time.perf_counter() - start:.1f} s, {len(paths)} files")
+    return paths
 
 
 def _load() -> str:
@@ -212,9 +225,7 @@ def run_readings_check(n_users: int, users_per_file: int, workers: int, slots: i
     print(f"readings penalty{' + model check' if with_check else ' only'}: users {n_users}, {users_per_file} per file, {slots} slots, 12 states, "
           f"A_MAX = S_MAX = {CHECK_A_MAX} (ages 0..{L}, lags 1..{CHECK_A_MAX + CHECK_S_MAX - 1}), {workers} Dask workers; {_load()}")
     with tempfile.TemporaryDirectory(prefix="policyopt-meters-") as tmp:
-        start = time.perf_counter()
-        paths = write_meters(tmp, n_users, users_per_file=users_per_file, slots=slots)
-        print(f"generate: {time.perf_counter() - start:.1f} s, {len(paths)} files")
+        paths = _generate(tmp, n_users, users_per_file, slots)
 
         with tempfile.TemporaryDirectory(prefix="policyopt-sample-") as stmp:
             write_meters(stmp, min(CHECK_SAMPLE_USERS, n_users), users_per_file=max(1, CHECK_SAMPLE_USERS // 4), slots=slots)
@@ -283,6 +294,74 @@ def run_readings_check(n_users: int, users_per_file: int, workers: int, slots: i
     return 0 if ok else 1
 
 
+#: Users of the serial-vs-Dask agreement sample of ``run_check_model`` (four files).
+CHECK_MODEL_SAMPLE_USERS = 200
+
+
+def run_check_model(n_users: int, users_per_file: int, workers: int, slots: int = 1000, states: int = 3,
+                    draws: int = 99, n_boot: int = 200) -> int:
+    """``policyopt check-model --workers`` (the full check with its block-bootstrap band) through Dask; exit code.
+
+    1. Agreement: the first CHECK_MODEL_SAMPLE_USERS users in four files through the serial
+       :func:`~policyopt.studies.check_model.check_model` (all readings in one table) and through
+       ``check_model_partitions`` on a LocalCluster of W workers: the reports' JSON must be equal but for the
+       wall time and the data's name (the band and the simulated draws come from per-user streams).
+    The defaults (1,000 slots, 3 states) give every user's rows the ≥ 100 pairs a claim needs (with 168 slots and 12
+    states no row has them, Δ̂ is 0 and the band [0, 1]: nothing would be measured but the overhead).
+
+    2. At N users: ``check_model_partitions`` (chains fitted with ``fit_partitions``, then per file the lagged-pair
+       statistic, the B replicates' maxima and the R simulated data sets) on a fresh LocalCluster, so that each
+       worker's VmHWM (read in the tasks, after the fit and the check of its files) is that run's peak; wall time,
+       per-worker peaks, the band at a few lags and the verdict printed.
+    """
+    from policyopt.io import read_readings_parquet
+    from policyopt.studies.check_model import check_model
+    from policyopt.studies.distributed import dask_client
+    from policyopt.studies.distributed_checks import check_model_partitions
+
+    kw = dict(n_states=states, draws=draws, n_boot=n_boot, seed=0)
+    print(f"check-model with band: users {n_users}, {users_per_file} per file, {slots} slots, {states} states, "
+          f"{draws} simulated data sets, {n_boot} bootstrap replicates, {workers} Dask workers; {_load()}")
+    ok = True
+    with tempfile.TemporaryDirectory(prefix="policyopt-sample-") as stmp:
+        m = min(CHECK_MODEL_SAMPLE_USERS, n_users)
+        write_meters(stmp, m, users_per_file=max(1, -(-m // 4)), slots=slots)
+        start = time.perf_counter()
+        ser = check_model(read_readings_parquet(stmp), **kw).to_dict()
+        t_ser = time.perf_counter() - start
+        start = time.perf_counter()
+        with dask_client(workers=workers) as client:
+            dist, _ = check_model_partitions(stmp, client=client, **kw)
+        t_dist = time.perf_counter() - start
+        dist = dist.to_dict()
+        same = all(ser[k] == dist[k] for k in ser if k not in ("wall_time_s", "source"))
+        ok &= same
+        print(f"sample of {ser['users']} users in 4 files: serial {t_ser:.1f} s, Dask (with cluster start) {t_dist:.1f} s; "
+              f"reports equal (band, draws, verdict) {same}  {'OK' if same else 'MISMATCH'}")
+    with tempfile.TemporaryDirectory(prefix="policyopt-meters-") as tmp:
+        paths = _generate(tmp, n_users, users_per_file, slots)
+        start = time.perf_counter()
+        with dask_client(workers=workers) as client:
+            t_up = time.perf_counter() - start
+            report_, stats = check_model_partitions(paths, client=client, **kw)
+        out = report_.to_dict()
+        rows = out["lags"]
+        shown = sorted({1, 2, len(rows) // 2, len(rows)})
+        claimed = sum(r["users_without_claim"] == 0 for r in rows)
+        print(f"check-model on Dask: {stats['seconds']:.1f} s with the cluster up (start-up {t_up:.1f} s; chains' fit "
+              f"{stats['fit_seconds']:.1f} s); {out['users']} users, lags 1..{out['max_lag']} ({claimed} with every "
+              f"user's rows claimed); refuted {out['refuted']} at "
+              f"{out['summary']['refuted_count']} lags; peak RSS of this process {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0:.0f} MiB; {_load()}")
+        for t in shown:
+            r = rows[t - 1]
+            print(f"  lag {t}: chains' Δ {r['model_max_tv']:.4g}, direct Δ̂ {r['empirical_max_tv']:.4g}, band "
+                  f"[{r['empirical_lower']:.4g}, {r['empirical_upper']:.4g}] ({r['users_without_claim']} users without "
+                  f"claim), p = {r['p_value']:.3g}")
+        for w, mib in sorted(stats["peak_rss_mib"].items()):
+            report(f"check-model: peak RSS of worker {w}", mib, "MiB", WORKER_MIB_TARGET)
+    return 0 if ok else 1
+
+
 def bench() -> None:
     """Entry point of ``make bench`` (size from POLICYOPT_BENCH_DASK_USERS, default 10^6)."""
     n = int(os.environ.get("POLICYOPT_BENCH_DASK_USERS", "1000000"))
@@ -299,7 +378,8 @@ def main(argv=None) -> int:
     parser.add_argument("--users", type=int, default=1_000_000)
     parser.add_argument("--users-per-file", type=int, default=10_000)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--slots", type=int, default=168)
+    parser.add_argument("--slots", type=int, default=None, help="slots per user (default 168; 1000 with --check-model)")
+    parser.add_argument("--states", type=int, default=3, help="with --check-model: quantile states (default 3)")
     parser.add_argument("--check-users", type=int, default=None,
                         help="with --readings-check: run the model check on the first files holding this many users "
                              "(0: no model check)")
@@ -307,11 +387,16 @@ def main(argv=None) -> int:
                         help="the readings penalty alone on all --users meters (= --readings-check --check-users 0)")
     parser.add_argument("--readings-check", action="store_true",
                         help="time the readings penalty and the model check instead of the chains' fit")
+    parser.add_argument("--check-model", action="store_true",
+                        help="time check-model --workers (the full check with its bootstrap band) instead")
     args = parser.parse_args(argv)
+    if args.check_model:
+        return run_check_model(args.users, args.users_per_file, args.workers,
+                               1000 if args.slots is None else args.slots, args.states)
     if args.readings_check or args.readings_only:
-        return run_readings_check(args.users, args.users_per_file, args.workers, args.slots,
+        return run_readings_check(args.users, args.users_per_file, args.workers, args.slots or 168,
                                   0 if args.readings_only else args.check_users)
-    return run(args.users, args.users_per_file, args.workers, args.slots)
+    return run(args.users, args.users_per_file, args.workers, args.slots or 168)
 
 
 if __name__ == "__main__":

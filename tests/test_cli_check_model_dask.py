@@ -1,0 +1,179 @@
+"""``policyopt check-model --workers N``: the full check with its band as a map-reduce over Parquet files.
+
+The bundled homes (17 homes, hourly kWh, a year) split into three Parquet files of whole homes: the Dask run must
+print the serial run's numbers exactly (every user resamples the band's blocks and simulates its chain from its own
+streams keyed by its name).  Partition invariance on synthetic meters (``tests/benchmarks/make_meters``: sticky
+random chains over 12 levels, 1 % missing slots), written once as one file and once as three files.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from _cli import ok_json, refused, run_any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "benchmarks"))
+
+from make_meters import write_meters  # noqa: E402
+
+#: Small but not trivial: 3 states, 24 lags, 19 simulated data sets, 20 replicates.
+OPTIONS = ("--states", "3", "--max-lag", "24", "--draws", "19", "--boot", "20")
+
+
+def _write_split(table, users, out: Path, files: int) -> Path:
+    """`table`'s readings as `files` Parquet files of whole users, users interleaved over the files."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    out.mkdir()
+    names = np.unique(users)
+    for i in range(files):
+        pq.write_table(table.filter(pa.array(np.isin(users, names[i::files]))), out / f"part-{i}.parquet")
+    return out
+
+
+@pytest.fixture(scope="module")
+def homes(tmp_path_factory):
+    """The bundled homes as three Parquet files."""
+    import pyarrow as pa
+
+    from policyopt.data import load_citylearn
+
+    df = load_citylearn()
+    users = df["user"].astype(str).to_numpy()
+    table = pa.table({"user": pa.array(users.tolist(), type=pa.string()), "time": df["time"].to_numpy(np.int64),
+                      "value": df["value"].to_numpy(float)})
+    return _write_split(table, users, tmp_path_factory.mktemp("homes") / "three", 3)
+
+
+@pytest.fixture(scope="module")
+def meters(tmp_path_factory):
+    """(one-file directory, three-file directory) holding the same 120 synthetic meters × 600 slots."""
+    import pyarrow.parquet as pq
+
+    root = tmp_path_factory.mktemp("meters")
+    (one,) = write_meters(root / "one", 120, users_per_file=120, slots=600, seed=11)
+    table = pq.read_table(one)
+    return root / "one", _write_split(table, np.asarray(table.column("user").to_pylist()), root / "three", 3)
+
+
+def _numbers(out: dict) -> dict:
+    """The report without what may differ between runs: timing, how it ran, the data's name."""
+    return {k: v for k, v in out.items() if k not in ("wall_time_s", "distributed", "source")}
+
+
+def test_dask_cli_prints_the_serial_numbers_with_a_band(homes, tmp_path):
+    three = homes
+    serial = ok_json("check-model", "--data", three, *OPTIONS)
+    png = tmp_path / "check.png"
+    dask = ok_json("check-model", "--data", three, *OPTIONS, "--workers", "2", "--plot", png)
+    assert dask.pop("plot") == str(png) and png.stat().st_size > 10_000
+    assert _numbers(dask) == _numbers(serial)
+    assert dask["distributed"]["partitions"] == 3 and dask["distributed"]["workers"] == 2
+    assert len(dask["distributed"]["peak_rss_mib"]) >= 1
+    assert dask["users"] == 17 and dask["max_lag"] == 24 and "block bootstrap" in dask["estimate_method"]
+    lags = dask["lags"]
+    for row in lags:  # band ≥ estimate ≥ lower, all in [0, 1]
+        assert 0.0 <= row["empirical_lower"] <= row["empirical_max_tv"] <= row["empirical_upper"] <= 1.0
+    assert all(row["users_without_claim"] == 0 and row["empirical_upper"] < 1.0 for row in lags)  # a real band
+    assert all(row["empirical_upper"] > row["empirical_max_tv"] for row in lags)
+    assert dask["refuted_lags"] == list(range(3, 25))  # the homes keep their habits (as the serial guide says)
+
+
+def test_holdout_and_value_range_on_dask_equal_serial(homes):
+    three = homes
+    opts = (*OPTIONS, "--holdout", "0.4", "--value-range", "0:4")
+    serial = ok_json("check-model", "--data", three, *opts)
+    dask = ok_json("check-model", "--data", three, *opts, "--workers", "1")
+    assert _numbers(dask) == _numbers(serial)
+    assert dask["holdout"] == 0.4 and dask["value_range"] == [0.0, 4.0]
+    assert dask["slots"] < dask["fit_slots"]  # tested on the last 40 % of each series, fitted on the first 60 %
+
+
+def test_partitioning_does_not_change_the_numbers(meters):
+    from policyopt.studies.distributed_checks import check_model_partitions
+
+    one, three = meters
+    kw = dict(n_states=3, max_lag=12, draws=19, n_boot=20, min_pairs=20, seed=5)
+    a, stats_a = check_model_partitions(one, **kw)
+    b, stats_b = check_model_partitions(three, **kw)
+    assert stats_a["partitions"] == 1 and stats_b["partitions"] == 3
+    assert _numbers(a.to_dict()) == _numbers(b.to_dict())
+    np.testing.assert_array_equal(a.draws, b.draws)
+    assert "block bootstrap" in a.empirical.method and a.empirical.lower.max() > 0.5  # a band was resampled
+
+
+def test_parts_of_user_groups_merge_into_the_whole_band():
+    from policyopt.models.empirical import estimate_max_tv, max_tv_band, max_tv_part, user_streams
+
+    rng = np.random.default_rng(3)
+    x = np.where(rng.random((7, 1500)) < 0.02, -1, (np.cumsum(rng.random((7, 1500)) < 0.05, axis=1) // 3) % 3)
+    names = [f"u{i}" for i in range(7)]
+    whole = estimate_max_tv(x, 3, 10, n_boot=40, min_pairs=20, rng=user_streams(names, 9, stream=2))
+    groups = ([4, 0, 6], [1, 5], [2, 3])
+    parts = [max_tv_part(x[g], 3, 10, n_boot=40, min_pairs=20, keep_users=False,
+                         rng=user_streams([names[i] for i in g], 9, stream=2)) for g in groups]
+    merged = max_tv_band(parts[0].merge(parts[1]).merge(parts[2]), 0.95)
+    for key in ("estimate", "lower", "upper", "users_without_claim"):
+        np.testing.assert_array_equal(getattr(merged, key), getattr(whole, key))
+    assert merged.method == whole.method and merged.n_users == 7
+    assert np.all(whole.upper >= whole.estimate) and whole.upper.min() < 1.0
+
+
+def test_check_model_workers_refusals(homes, tmp_path):
+    csv = tmp_path / "r.csv"
+    csv.write_text("user,time,value\na,0,1.0\na,1,2.0\n")
+    refused(run_any("check-model", "--data", csv, "--workers", "2"), "need a Parquet --data", "r.csv")
+    refused(run_any("check-model", "--workers", "2"), "need a Parquet --data", "no --data")
+    three = homes
+    refused(run_any("check-model", "--data", three, "--workers", "2", "--scheduler", "tcp://127.0.0.1:1"),
+            "either --workers 2", "not both")
+    for bad in ("0", "two"):
+        res = run_any("check-model", "--data", three, "--workers", bad)
+        assert res.returncode == 2 and res.stdout == "" and res.stderr.count("\n") == 1, res.stderr
+        assert "--workers" in res.stderr and bad in res.stderr and "Traceback" not in res.stderr
+    refused(run_any("check-model", "--data", three, *OPTIONS[:2], "--max-lag", "9000", "--workers", "1"),
+            "--max-lag 9000 must be below the series length T = 8760 slots")
+
+
+@settings(max_examples=15, deadline=None)
+@given(group=st.lists(st.integers(0, 2), min_size=6, max_size=6), seed=st.integers(0, 2**16),
+       missing=st.sampled_from([0.0, 0.05]))
+def test_any_grouping_of_users_gives_the_same_band(group, seed, missing):
+    from policyopt.models.empirical import estimate_max_tv, max_tv_band, max_tv_part, user_streams
+
+    rng = np.random.default_rng(seed)
+    x = (np.cumsum(rng.random((6, 600)) < 0.1, axis=1) // 2) % 3
+    x = np.where(rng.random(x.shape) < missing, -1, x)
+    names = [f"meter-{i}" for i in range(6)]
+    whole = estimate_max_tv(x, 3, 6, n_boot=20, min_pairs=10, rng=user_streams(names, seed, stream=2))
+    parts = [max_tv_part(x[[i for i in range(6) if group[i] == g]], 3, 6, n_boot=20, min_pairs=10, keep_users=False,
+                         rng=user_streams([names[i] for i in range(6) if group[i] == g], seed, stream=2))
+             for g in sorted(set(group))]
+    merged = parts[0]
+    for p in parts[1:]:
+        merged = merged.merge(p)
+    band = max_tv_band(merged, 0.95)
+    for key in ("estimate", "lower", "upper", "users_without_claim"):
+        np.testing.assert_array_equal(getattr(band, key), getattr(whole, key))
+    assert np.all((0 <= band.lower) & (band.lower <= band.estimate) & (band.estimate <= band.upper) & (band.upper <= 1))
+
+
+def test_parts_that_do_not_fit_together_are_refused():
+    from policyopt.errors import InvalidInputError
+    from policyopt.models.empirical import max_tv_part, user_streams
+
+    x = np.tile([0, 1, 1, 2, 2, 2], (2, 100))
+    a = max_tv_part(x, 3, 5, n_boot=20, rng=user_streams(["a", "b"], 0, stream=2))
+    with pytest.raises(InvalidInputError, match="cannot merge parts of 5 lags, 20 replicates"):
+        a.merge(max_tv_part(x, 3, 5, n_boot=0))
+    with pytest.raises(InvalidInputError, match=r"one numpy Generator per user \(2\), got 1"):
+        max_tv_part(x, 3, 5, n_boot=20, rng=user_streams(["a"], 0, stream=2))
+    with pytest.raises(InvalidInputError, match="`stream` must be an integer ≥ 1, got 0"):
+        user_streams(["a"], 0, stream=0)
