@@ -205,15 +205,94 @@ def lagged_pair_counts(states, n_states: int, max_lag: int) -> np.ndarray:
     """
     x = states_matrix(states, n_states)
     L = _check_lag(max_lag, x.shape[1])
-    U, T = x.shape
-    K = int(n_states)
-    out = np.empty((U, L, K, K), dtype=np.int64)
-    step = _chunk(U, K, T + L)
-    for i in range(0, U, step):
+    return _pair_counts(x, int(n_states), L)
+
+
+def _pair_counts(x: np.ndarray, K: int, L: int) -> np.ndarray:
+    """Counts (S, L, K, K) of a checked state matrix, by direct counting or by FFT, whichever the cost model favours."""
+    S, T = x.shape
+    if _direct_is_cheaper(T, K, L):
+        return _direct_counts(x, K, L)
+    out = np.empty((S, L, K, K), dtype=np.int64)
+    step = _chunk(S, K, T + L)
+    for i in range(0, S, step):
         ind = _indicators(x[i : i + step], K)
         past = np.concatenate([np.zeros(ind.shape[:2] + (L,)), ind], axis=-1)
         out[i : i + step] = _xcorr_counts(ind, past, L)
     return out
+
+
+def _direct_is_cheaper(T: int, K: int, L: int) -> bool:
+    """Cost model per series (ns, fitted to timings of both paths on the project's 2-core machine): direct counting
+    touches L·T pairs and L·(K + 1)² bins; the FFT path makes K² + 2K transforms of length n ≈ T + L, K²·n products
+    and L·K² roundings.  Both paths give the same exact counts; this only picks the faster."""
+    n = T + L
+    direct = 4.5 * L * T + 20.0 * L * (K + 1) ** 2
+    fft = 0.5 * (K * K + 2 * K) * n * max(1.0, math.log2(n)) + 10.0 * L * K * K + 3.0 * K * K * n
+    return direct <= fft
+
+
+#: Pairs (int64 bin indices) held at once by the direct count.
+_DIRECT_CHUNK = 2**17
+
+
+def _direct_counts(x: np.ndarray, K: int, L: int) -> np.ndarray:
+    """Counts (S, L, K, K) by one ``np.bincount`` over (series, lag, current state, past state) codes.
+
+    A missing slot (−1) is coded as state K, so a pair with a missing end lands in a bin that is dropped; the
+    counts are exact integers by construction (no rounding).
+    """
+    S, T = x.shape
+    K1 = K + 1
+    out = np.empty((S, L, K, K), dtype=np.int64)
+    if S == 0:
+        return out
+    step = max(1, _DIRECT_CHUNK // max(1, L * T))
+    lag_base = (np.arange(L, dtype=np.intp) * (K1 * K1))[:, None]  # window j ↔ lag L − j
+    for i in range(0, S, step):
+        xc = x[i : i + step]
+        n = xc.shape[0]
+        code = np.where(xc >= 0, xc, K).astype(np.intp)
+        past = np.concatenate([np.full((n, L), K, dtype=np.intp), code], axis=1)
+        win = np.lib.stride_tricks.sliding_window_view(past, T, axis=1)[:, :L, :]  # (n, L, T): past at lag L − j
+        cur = code * K1 + (np.arange(n, dtype=np.intp) * (L * K1 * K1))[:, None]
+        idx = win + (cur[:, None, :] + lag_base[None, :, :])
+        c = np.bincount(idx.ravel(), minlength=n * L * K1 * K1).reshape(n, L, K1, K1)
+        out[i : i + n] = c[:, ::-1, :K, :K]
+    return out
+
+
+def _state_totals(x: np.ndarray, K: int) -> np.ndarray:
+    """Observed slots per state of each series, (S, K) int64."""
+    S = x.shape[0]
+    code = np.where(x >= 0, x, K) + (np.arange(S) * (K + 1))[:, None]
+    return np.bincount(code.ravel(), minlength=S * (K + 1)).reshape(S, K + 1)[:, :K]
+
+
+def _row_pairs(x: np.ndarray, K: int, L: int, total: np.ndarray | None = None):
+    """Pairs behind each row, (S, L, K) int64, without the full counts: ``counts.sum(axis=-1)``.
+
+    rows[s, t, k] = #{i ≥ t : x_i = k} − #{m : x_m missing, x_{m+t} = k}: the first term from the state totals and
+    prefix counts of the first L slots, the second from the missing slots before each series' last observation
+    (M of them, M·L work).  Returns None when the gaps are so many that counting every pair is as cheap.
+    """
+    S, T = x.shape
+    last = T - np.argmax((x >= 0)[:, ::-1], axis=1)  # one past the last observed slot (T − T = 0 if none)
+    gaps = (x < 0) & (np.arange(T)[None, :] < last[:, None])
+    M = int(np.count_nonzero(gaps))
+    if M * L * 4 > S * T * L:
+        return None
+    if total is None:
+        total = _state_totals(x, K)
+    head = np.add.accumulate((x[:, :L, None] == np.arange(K)).view(np.int8), axis=1, dtype=np.int32)
+    rows = np.subtract(total[:, None, :], head, dtype=np.int64)  # head[:, t − 1] = #{i < t : x_i = k}
+    if M:
+        s_i, m_i = np.nonzero(gaps)
+        code = np.concatenate([np.where(x >= 0, x, K), np.full((S, L), K, dtype=x.dtype)], axis=1).astype(np.intp)
+        v = code[s_i[:, None], m_i[:, None] + np.arange(1, L + 1)[None, :]]  # (M, L): state at m + t
+        idx = (s_i[:, None] * L + np.arange(L)[None, :]) * (K + 1) + v
+        rows -= np.bincount(idx.ravel(), minlength=S * L * (K + 1)).reshape(S, L, K + 1)[..., :K]
+    return rows
 
 
 def _block_counts(x: np.ndarray, K: int, L: int, bounds: np.ndarray) -> np.ndarray:
@@ -261,15 +340,31 @@ def max_row_tv(counts, min_pairs: int = 1, claimed=None) -> np.ndarray:
     c = np.asarray(counts, dtype=np.float64)
     rows = c.sum(axis=-1)
     ok = rows >= max(1, int(min_pairs)) if claimed is None else (np.asarray(claimed, dtype=bool) & (rows > 0))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        R = np.where(ok[..., None], c / np.where(rows > 0, rows, 1.0)[..., None], 0.0)
+    ok = np.broadcast_to(ok, rows.shape)
+    lead, K = c.shape[:-2], c.shape[-1]
+    c2, rows2, ok2 = c.reshape(-1, K, K), rows.reshape(-1, K), ok.reshape(-1, K)
+    best = np.zeros(c2.shape[0])
+    two = np.count_nonzero(ok2, axis=-1) >= 2  # an item with < 2 claimed rows has TV 0
+    items = None if two.all() else np.flatnonzero(two)
+    n = c2.shape[0] if items is None else items.size
+    step = max(1, (2**18) // max(1, K * K))  # ~2 MiB of float64 per temporary
+    for i in range(0, n, step):
+        sel = slice(i, min(n, i + step)) if items is None else items[i : i + step]
+        best[sel] = _pair_tv_max(c2[sel], rows2[sel], ok2[sel])
+    return np.minimum(best, 1.0).reshape(lead)
+
+
+def _pair_tv_max(c: np.ndarray, rows: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    """max over claimed row pairs of ½‖R(x, ·) − R(x', ·)‖₁ for items (n, K, K) float64 (the same operations, in the
+    same order for every pair, as a pairwise loop: each TV is one sum over a contiguous row of K terms)."""
     K = c.shape[-1]
-    best = np.zeros(c.shape[:-2])
+    R = c / np.where(rows > 0, rows, 1.0)[..., None]
+    best = np.zeros(c.shape[0])
     for xr in range(K - 1):
-        tv = 0.5 * np.abs(R[..., xr : xr + 1, :] - R[..., xr + 1 :, :]).sum(axis=-1)  # eq. (12): ½‖·‖₁
-        both = ok[..., xr : xr + 1] & ok[..., xr + 1 :]
+        tv = 0.5 * np.abs(R[:, xr : xr + 1, :] - R[:, xr + 1 :, :]).sum(axis=-1)  # eq. (12): ½‖·‖₁
+        both = ok[:, xr : xr + 1] & ok[:, xr + 1 :]
         best = np.maximum(best, np.max(np.where(both, tv, 0.0), axis=-1))
-    return np.minimum(best, 1.0)
+    return best
 
 
 def _check_lag(max_lag, T: int) -> int:
@@ -541,17 +636,38 @@ def estimate_max_tv(
     )
 
 
-def _user_max_tv(x: np.ndarray, K: int, L: int, min_pairs: int) -> tuple[np.ndarray, np.ndarray]:
-    """Δ̂_u(t) (U, L) and the pairs per row (U, L, K), counting users in chunks (the counts are never all held)."""
+def _user_max_tv(x: np.ndarray, K: int, L: int, min_pairs: int, with_rows: bool = True):
+    """Δ̂_u(t) (U, L) and the pairs per row (U, L, K) (None unless `with_rows`), counting users in chunks.
+
+    Cheap counts come first: a user with fewer than two states seen `min_pairs` times, or otherwise without two
+    claimed rows at any lag (:func:`_row_pairs`), has Δ̂_u(t) = 0 (the TV of fewer than two claimed rows) and
+    its lagged-pair counts are never made; the full counts are made for the others only, in chunks (they are
+    never all held).
+    """
     U = x.shape[0]
     per_user = np.zeros((U, L))
-    rows = np.zeros((U, L, K), dtype=np.int64)
+    total = _state_totals(x, K)
+    cand = np.flatnonzero(np.count_nonzero(total >= min_pairs, axis=-1) >= 2)
+    rows = np.zeros((U, L, K), dtype=np.int64) if with_rows else None
+    if with_rows and cand.size < U:
+        rest = np.setdiff1d(np.arange(U), cand)
+        r = _row_pairs(x[rest], K, L, total[rest])
+        rows[rest] = _pair_counts(x[rest], K, L).sum(axis=-1) if r is None else r
+    r = _row_pairs(x[cand], K, L, total[cand]) if cand.size else None
+    if r is None:
+        todo = cand
+    else:
+        todo = cand[np.any(np.count_nonzero(r >= min_pairs, axis=-1) >= 2, axis=-1)]
+        if with_rows:
+            rows[cand] = r
     step = max(1, int((128 * 2**20) // max(1, L * K * K * 8)))
-    for i in range(0, U, step):
-        counts = lagged_pair_counts(x[i : i + step], K, L)
-        r = counts.sum(axis=-1)
-        rows[i : i + step] = r
-        per_user[i : i + step] = max_row_tv(counts, claimed=r >= min_pairs)
+    for i in range(0, todo.size, step):
+        sel = todo[i : i + step]
+        counts = _pair_counts(x[sel], K, L)
+        c_rows = counts.sum(axis=-1)
+        if with_rows:
+            rows[sel] = c_rows
+        per_user[sel] = max_row_tv(counts, claimed=c_rows >= min_pairs)
     return per_user, rows
 
 
@@ -680,7 +796,7 @@ def chain_statistic_draws(matrices, observed_states, n_states: int, max_lag: int
         nb = min(rb, R - r0)
         sim = simulate_chain_states(matrices, lengths, first, nb, rng)
         sim = np.where(present[None, :, : sim.shape[2]], sim, -1)
-        per_user, _ = _user_max_tv(sim.reshape(nb * U, -1), K, L, mp)
+        per_user, _ = _user_max_tv(sim.reshape(nb * U, -1), K, L, mp, with_rows=False)
         out[r0 : r0 + nb] = per_user.reshape(nb, U, L).max(axis=1)
     return out
 
