@@ -269,23 +269,33 @@ def _state_totals(x: np.ndarray, K: int) -> np.ndarray:
     return np.bincount(code.ravel(), minlength=S * (K + 1)).reshape(S, K + 1)[:, :K]
 
 
-def _row_pairs(x: np.ndarray, K: int, L: int, total: np.ndarray | None = None):
+def _internal_gaps(x: np.ndarray) -> np.ndarray:
+    """Missing slots before each series' last observation, (S, T) bool."""
+    T = x.shape[1]
+    last = T - np.argmax((x >= 0)[:, ::-1], axis=1)  # one past the last observed slot (T − T = 0 if none)
+    return (x < 0) & (np.arange(T)[None, :] < last[:, None])
+
+
+def _rows_upper(x: np.ndarray, K: int, L: int, total: np.ndarray) -> np.ndarray:
+    """#{i ≥ t : x_i = k}, (S, L, K) int64: the pairs behind row k at lag t if no slot were missing (an upper bound
+    on them, and larger by at most the series' missing slots)."""
+    head = np.add.accumulate((x[:, :L, None] == np.arange(K)).view(np.int8), axis=1, dtype=np.int32)
+    return np.subtract(total[:, None, :], head, dtype=np.int64)  # head[:, t − 1] = #{i < t : x_i = k}
+
+
+def _row_pairs(x: np.ndarray, K: int, L: int, total: np.ndarray, upper: np.ndarray | None = None):
     """Pairs behind each row, (S, L, K) int64, without the full counts: ``counts.sum(axis=-1)``.
 
-    rows[s, t, k] = #{i ≥ t : x_i = k} − #{m : x_m missing, x_{m+t} = k}: the first term from the state totals and
-    prefix counts of the first L slots, the second from the missing slots before each series' last observation
-    (M of them, M·L work).  Returns None when the gaps are so many that counting every pair is as cheap.
+    rows[s, t, k] = #{i ≥ t : x_i = k} − #{m : x_m missing, x_{m+t} = k} (:func:`_rows_upper` minus a count over
+    the M missing slots before each series' last observation, M·L work).  None when the gaps are so many that
+    counting every pair is as cheap.
     """
     S, T = x.shape
-    last = T - np.argmax((x >= 0)[:, ::-1], axis=1)  # one past the last observed slot (T − T = 0 if none)
-    gaps = (x < 0) & (np.arange(T)[None, :] < last[:, None])
+    gaps = _internal_gaps(x)
     M = int(np.count_nonzero(gaps))
     if M * L * 4 > S * T * L:
         return None
-    if total is None:
-        total = _state_totals(x, K)
-    head = np.add.accumulate((x[:, :L, None] == np.arange(K)).view(np.int8), axis=1, dtype=np.int32)
-    rows = np.subtract(total[:, None, :], head, dtype=np.int64)  # head[:, t − 1] = #{i < t : x_i = k}
+    rows = _rows_upper(x, K, L, total) if upper is None else upper.copy()
     if M:
         s_i, m_i = np.nonzero(gaps)
         code = np.concatenate([np.where(x >= 0, x, K), np.full((S, L), K, dtype=x.dtype)], axis=1).astype(np.intp)
@@ -636,30 +646,40 @@ def estimate_max_tv(
     )
 
 
+def _two_claimed(rows: np.ndarray, min_pairs: int) -> np.ndarray:
+    """Series (axis 0) with two rows of at least `min_pairs` pairs at some lag."""
+    return np.any(np.count_nonzero(rows >= min_pairs, axis=-1) >= 2, axis=-1)
+
+
 def _user_max_tv(x: np.ndarray, K: int, L: int, min_pairs: int, with_rows: bool = True):
     """Δ̂_u(t) (U, L) and the pairs per row (U, L, K) (None unless `with_rows`), counting users in chunks.
 
-    Cheap counts come first: a user with fewer than two states seen `min_pairs` times, or otherwise without two
-    claimed rows at any lag (:func:`_row_pairs`), has Δ̂_u(t) = 0 (the TV of fewer than two claimed rows) and
-    its lagged-pair counts are never made; the full counts are made for the others only, in chunks (they are
-    never all held).
+    Cheap bounds come first: a user whose rows cannot reach `min_pairs` pairs in two states at any lag (state
+    totals, then pairs per row, :func:`_rows_upper` / :func:`_row_pairs`) has Δ̂_u(t) = 0 (the TV of fewer than
+    two claimed rows) and its lagged-pair counts are never made; the full counts are made for the others only,
+    in chunks (they are never all held).
     """
     U = x.shape[0]
     per_user = np.zeros((U, L))
     total = _state_totals(x, K)
     cand = np.flatnonzero(np.count_nonzero(total >= min_pairs, axis=-1) >= 2)
-    rows = np.zeros((U, L, K), dtype=np.int64) if with_rows else None
-    if with_rows and cand.size < U:
-        rest = np.setdiff1d(np.arange(U), cand)
-        r = _row_pairs(x[rest], K, L, total[rest])
-        rows[rest] = _pair_counts(x[rest], K, L).sum(axis=-1) if r is None else r
-    r = _row_pairs(x[cand], K, L, total[cand]) if cand.size else None
-    if r is None:
-        todo = cand
-    else:
-        todo = cand[np.any(np.count_nonzero(r >= min_pairs, axis=-1) >= 2, axis=-1)]
-        if with_rows:
-            rows[cand] = r
+    todo = cand[:0]
+    if cand.size:
+        upper = _rows_upper(x[cand], K, L, total[cand])
+        n_gaps = np.count_nonzero(_internal_gaps(x[cand]), axis=1)
+        sure = _two_claimed(upper - n_gaps[:, None, None], min_pairs)  # even if every gap removed a pair
+        maybe = np.flatnonzero(~sure & _two_claimed(upper, min_pairs))
+        todo = cand[sure]
+        if maybe.size:
+            r = _row_pairs(x[cand[maybe]], K, L, total[cand[maybe]], upper[maybe])
+            todo = np.union1d(todo, cand[maybe] if r is None else cand[maybe[_two_claimed(r, min_pairs)]])
+    rows = None
+    if with_rows:
+        rows = np.zeros((U, L, K), dtype=np.int64)
+        rest = np.setdiff1d(np.arange(U), todo)
+        if rest.size:
+            r = _row_pairs(x[rest], K, L, total[rest])
+            rows[rest] = _pair_counts(x[rest], K, L).sum(axis=-1) if r is None else r
     step = max(1, int((128 * 2**20) // max(1, L * K * K * 8)))
     for i in range(0, todo.size, step):
         sel = todo[i : i + step]
