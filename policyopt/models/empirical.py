@@ -160,7 +160,8 @@ def _xcorr_counts(cur: np.ndarray, past: np.ndarray, L: int) -> np.ndarray:
     slots before it to its end (zeros outside the series).  Linear cross-correlation by real FFT of length
     n ≥ b + L (no circular wrap at the offsets used), rounded to integers.  Computed in single precision first
     (twice as fast); if any result is not within 0.25 of an integer it is recomputed in double precision, and
-    if even that fails an ArithmeticError is raised, so the counts returned are always exact.
+    if even that fails an ArithmeticError is raised, so the counts returned are always exact integers, as
+    float32 (exact below 2²⁴) from the single-precision pass, float64 from the other.
     """
     from scipy import fft as sfft
 
@@ -171,9 +172,12 @@ def _xcorr_counts(cur: np.ndarray, past: np.ndarray, L: int) -> np.ndarray:
         fp = sfft.rfft(past.astype(dtype, copy=False), n, axis=-1)
         corr = sfft.irfft(fc[:, :, None, :] * fp[:, None, :, :], n, axis=-1)[..., :L]  # offset k = L − t
         counts = np.rint(corr)
-        err = float(np.max(np.abs(corr - counts))) if corr.size else 0.0
+        np.subtract(corr, counts, out=corr)
+        err = max(float(np.max(corr)), -float(np.min(corr))) if corr.size else 0.0
         if err < 0.25:
-            return np.ascontiguousarray(counts[..., ::-1].transpose(0, 3, 1, 2)).astype(np.int64)
+            out = np.empty((S, L, K, K), dtype=dtype)
+            np.copyto(out.transpose(0, 2, 3, 1)[..., ::-1], counts)
+            return out
     raise ArithmeticError(f"FFT lagged-pair counts are not integral (error {err:.3g}); series too long")  # pragma: no cover
 
 
@@ -205,15 +209,16 @@ def lagged_pair_counts(states, n_states: int, max_lag: int) -> np.ndarray:
     """
     x = states_matrix(states, n_states)
     L = _check_lag(max_lag, x.shape[1])
-    return _pair_counts(x, int(n_states), L)
+    return _pair_counts(x, int(n_states), L).astype(np.int64, copy=False)
 
 
 def _pair_counts(x: np.ndarray, K: int, L: int) -> np.ndarray:
-    """Counts (S, L, K, K) of a checked state matrix, by direct counting or by FFT, whichever the cost model favours."""
+    """Counts (S, L, K, K) of a checked state matrix, by direct counting or by FFT, whichever the cost model favours
+    (exact integers, int64 or, from the FFT, float)."""
     S, T = x.shape
     if _direct_is_cheaper(T, K, L):
         return _direct_counts(x, K, L)
-    out = np.empty((S, L, K, K), dtype=np.int64)
+    out = np.empty((S, L, K, K), dtype=np.float64)
     step = _chunk(S, K, T + L)
     for i in range(0, S, step):
         ind = _indicators(x[i : i + step], K)
@@ -306,17 +311,17 @@ def _row_pairs(x: np.ndarray, K: int, L: int, total: np.ndarray, upper: np.ndarr
 
 
 def _block_counts(x: np.ndarray, K: int, L: int, bounds: np.ndarray) -> np.ndarray:
-    """Lagged-pair counts of one user's series per block of current times: (m, L, K, K).
+    """Lagged-pair counts of one user's series per block of current times: (m, L, K, K), exact integers as float.
 
     ``bounds`` (m + 1,) are the block edges over current times 0..T; block j holds the pairs whose current time
     lies in [bounds[j], bounds[j + 1]); summed over blocks they are the user's counts.
     """
-    ind = _indicators(x[None, :], K)[0]  # (K, T)
+    ind = (x[None, :] == np.arange(K)[:, None]).astype(np.float32)  # (K, T)
     starts, ends = bounds[:-1], bounds[1:]
     bmax = int(np.max(ends - starts))
-    pad = np.concatenate([np.zeros((K, L)), ind, np.zeros((K, bmax))], axis=1)  # padded index = time + L
+    pad = np.concatenate([np.zeros((K, L), np.float32), ind, np.zeros((K, bmax), np.float32)], axis=1)  # index = time + L
     m = starts.size
-    out = np.empty((m, L, K, K), dtype=np.int64)
+    parts = []
     step = _chunk(m, K, bmax + L)
     offs_p = np.arange(bmax + L)
     offs_c = np.arange(bmax)
@@ -326,8 +331,8 @@ def _block_counts(x: np.ndarray, K: int, L: int, bounds: np.ndarray) -> np.ndarr
         past = pad[:, a[:, None] + offs_p[None, :]].transpose(1, 0, 2)  # times a − L .. a + bmax − 1
         cur = pad[:, a[:, None] + L + offs_c[None, :]].transpose(1, 0, 2)
         cur = cur * (offs_c[None, None, :] < lens[:, None, None])
-        out[i : i + step] = _xcorr_counts(cur, past, L)
-    return out
+        parts.append(_xcorr_counts(cur, past, L))
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
 def max_row_tv(counts, min_pairs: int = 1, claimed=None) -> np.ndarray:
@@ -348,28 +353,66 @@ def max_row_tv(counts, min_pairs: int = 1, claimed=None) -> np.ndarray:
         max over claimed x, x' of ½ Σ_y |R(x, y) − R(x', y)|; 0 where fewer than two rows are claimed.
     """
     c = np.asarray(counts, dtype=np.float64)
-    rows = c.sum(axis=-1)
-    ok = rows >= max(1, int(min_pairs)) if claimed is None else (np.asarray(claimed, dtype=bool) & (rows > 0))
-    ok = np.broadcast_to(ok, rows.shape)
     lead, K = c.shape[:-2], c.shape[-1]
-    c2, rows2, ok2 = c.reshape(-1, K, K), rows.reshape(-1, K), ok.reshape(-1, K)
+    c2 = c.reshape(-1, K, K)
+    if K < _SEQ_SUM:
+        rows = _seq_sum([c2[:, :, y] for y in range(K)])  # (N, K): as c.sum(axis=-1), bit for bit
+    else:
+        rows = c2.sum(axis=-1)
+    ok = rows >= max(1, int(min_pairs)) if claimed is None else (np.broadcast_to(claimed, lead + (K,)).reshape(-1, K) & (rows > 0))
     best = np.zeros(c2.shape[0])
-    two = np.count_nonzero(ok2, axis=-1) >= 2  # an item with < 2 claimed rows has TV 0
+    two = np.count_nonzero(ok, axis=-1) >= 2  # an item with < 2 claimed rows has TV 0
     items = None if two.all() else np.flatnonzero(two)
     n = c2.shape[0] if items is None else items.size
-    step = max(1, (2**18) // max(1, K * K))  # ~2 MiB of float64 per temporary
+    step = max(1, (2**17) // max(1, K * K))  # ~1 MiB of float64 per temporary
     for i in range(0, n, step):
         sel = slice(i, min(n, i + step)) if items is None else items[i : i + step]
-        best[sel] = _pair_tv_max(c2[sel], rows2[sel], ok2[sel])
+        best[sel] = _pair_tv_max(c2[sel], rows[sel], ok[sel])
     return np.minimum(best, 1.0).reshape(lead)
 
 
+#: Below this many terms numpy's float sum along an axis adds left to right (its pairwise summation starts at 8).
+_SEQ_SUM = 8
+
+
+def _seq_sum(terms: list) -> np.ndarray:
+    """Left-to-right sum of equally shaped arrays: the bits of ``np.sum`` over an axis of < 8 terms."""
+    out = terms[0].copy()
+    for t in terms[1:]:
+        out += t
+    return out
+
+
 def _pair_tv_max(c: np.ndarray, rows: np.ndarray, ok: np.ndarray) -> np.ndarray:
-    """max over claimed row pairs of ½‖R(x, ·) − R(x', ·)‖₁ for items (n, K, K) float64 (the same operations, in the
-    same order for every pair, as a pairwise loop: each TV is one sum over a contiguous row of K terms)."""
+    """max over claimed row pairs of ½‖R(x, ·) − R(x', ·)‖₁ for items (n, K, K) float64, each TV summed over y as a
+    pairwise loop sums a row (``np.abs(R[x] − R[x']).sum()``), so the values are those of the plain loop bit for bit.
+
+    K < 8: one contiguous (n,) array per entry (planar) and the K terms added left to right; otherwise the TVs of
+    row xr against rows xr + 1.. at once, summed by numpy over the contiguous last axis.
+    """
     K = c.shape[-1]
-    R = c / np.where(rows > 0, rows, 1.0)[..., None]
+    den = np.where(rows > 0, rows, 1.0)
     best = np.zeros(c.shape[0])
+    if K < _SEQ_SUM:
+        cp = np.ascontiguousarray(np.moveaxis(c, 0, -1))  # (K, K, n)
+        dp = np.ascontiguousarray(den.T)
+        okp = np.ascontiguousarray(ok.T)
+        R = cp / dp[:, None, :]
+        buf = np.empty(c.shape[0])
+        for xa in range(K - 1):
+            for xb in range(xa + 1, K):
+                terms = []
+                for y in range(K):
+                    d = np.subtract(R[xa, y], R[xb, y])
+                    np.abs(d, out=d)
+                    terms.append(d)
+                tv = _seq_sum(terms)
+                np.multiply(tv, 0.5, out=tv)  # eq. (12): ½‖·‖₁
+                np.copyto(buf, 0.0)
+                np.copyto(buf, tv, where=okp[xa] & okp[xb])
+                np.maximum(best, buf, out=best)
+        return best
+    R = c / den[..., None]
     for xr in range(K - 1):
         tv = 0.5 * np.abs(R[:, xr : xr + 1, :] - R[:, xr + 1 :, :]).sum(axis=-1)  # eq. (12): ½‖·‖₁
         both = ok[:, xr : xr + 1] & ok[:, xr + 1 :]
