@@ -787,22 +787,31 @@ def simulate_chain_states(matrices, lengths, initial, draws: int, rng: np.random
     R = int(draws)
     cum = np.cumsum(P, axis=2)
     cum[:, :, -1] = np.inf  # a uniform draw always lands in some state
-    out = np.empty((R, U, T), dtype=np.int64)
+    # state at s = #{k : u ≥ cum[u, previous, k]}; column K − 1 (inf) never counts.  Entry k of every row, flat
+    # over (user, previous state), so one step is K − 1 gathers and comparisons on (R, U) (time-major buffers).
+    cum_k = [np.ascontiguousarray(cum[:, :, k]).ravel() for k in range(K - 1)]
+    out_t = np.empty((T, R, U), dtype=np.int64)
     cur = np.broadcast_to(np.asarray(initial, dtype=np.int64), (R, U)).copy()
-    out[:, :, 0] = cur
-    uidx = np.arange(U)[None, :]
+    out_t[0] = cur
+    base = (np.arange(U, dtype=np.int64) * K)[None, :]
     per_user = isinstance(rng, (list, tuple))
     if per_user:
         if len(rng) != U:
             raise InvalidInputError(f"`rng` has {len(rng)} generators for {U} users")
-        uniforms = np.zeros((R, U, T))
+        uniforms = np.zeros((T, R, U))
         for u, g in enumerate(rng):
             if n[u] > 1:
-                uniforms[:, u, 1:n[u]] = g.random((R, int(n[u]) - 1))
+                uniforms[1 : n[u], :, u] = g.random((R, int(n[u]) - 1)).T
+    row = np.empty((R, U), dtype=np.int64)
     for s in range(1, T):
-        u01 = uniforms[:, :, s, None] if per_user else rng.random((R, U, 1))
-        cur = np.sum(u01 >= cum[uidx, cur], axis=-1)
-        out[:, :, s] = cur
+        u01 = uniforms[s] if per_user else rng.random((R, U))
+        np.add(base, cur, out=row)
+        nxt = out_t[s]
+        nxt[...] = 0
+        for ck in cum_k:
+            nxt += u01 >= ck[row]
+        cur = nxt
+    out = np.ascontiguousarray(out_t.transpose(1, 2, 0))
     out[:, np.arange(T)[None, :] >= n[:, None]] = -1
     return out
 
