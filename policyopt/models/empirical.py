@@ -268,24 +268,26 @@ def _direct_counts(x: np.ndarray, K: int, L: int) -> np.ndarray:
 
 
 def _state_totals(x: np.ndarray, K: int) -> np.ndarray:
-    """Observed slots per state of each series, (S, K) int64."""
-    S = x.shape[0]
-    code = np.where(x >= 0, x, K) + (np.arange(S) * (K + 1))[:, None]
-    return np.bincount(code.ravel(), minlength=S * (K + 1)).reshape(S, K + 1)[:, :K]
+    """Observed slots per state of each series, (S, K) int64 (one boolean temporary at a time)."""
+    return np.stack([np.count_nonzero(x == k, axis=1) for k in range(K)], axis=1).astype(np.int64)
 
 
 def _internal_gaps(x: np.ndarray) -> np.ndarray:
     """Missing slots before each series' last observation, (S, T) bool."""
     T = x.shape[1]
-    last = T - np.argmax((x >= 0)[:, ::-1], axis=1)  # one past the last observed slot (T − T = 0 if none)
-    return (x < 0) & (np.arange(T)[None, :] < last[:, None])
+    return (x < 0) & (np.arange(T)[None, :] < _last_observed(x)[:, None])
+
+
+def _last_observed(x: np.ndarray) -> np.ndarray:
+    """One past each series' last observed slot, (S,) (0 if none)."""
+    return x.shape[1] - np.argmax((x >= 0)[:, ::-1], axis=1)
 
 
 def _rows_upper(x: np.ndarray, K: int, L: int, total: np.ndarray) -> np.ndarray:
     """#{i ≥ t : x_i = k}, (S, L, K) int64: the pairs behind row k at lag t if no slot were missing (an upper bound
     on them, and larger by at most the series' missing slots)."""
     head = np.add.accumulate((x[:, :L, None] == np.arange(K)).view(np.int8), axis=1, dtype=np.int32)
-    return np.subtract(total[:, None, :], head, dtype=np.int64)  # head[:, t − 1] = #{i < t : x_i = k}
+    return np.subtract(total[:, None, :], head, dtype=np.int64)  # only the first L slots of `x` are read  # head[:, t − 1] = #{i < t : x_i = k}
 
 
 def _row_pairs(x: np.ndarray, K: int, L: int, total: np.ndarray, upper: np.ndarray | None = None):
@@ -406,11 +408,15 @@ def _pair_tv_max(c: np.ndarray, rows: np.ndarray, ok: np.ndarray) -> np.ndarray:
                     d = np.subtract(R[xa, y], R[xb, y])
                     np.abs(d, out=d)
                     terms.append(d)
-                tv = _seq_sum(terms)
-                np.multiply(tv, 0.5, out=tv)  # eq. (12): ½‖·‖₁
-                np.copyto(buf, 0.0)
-                np.copyto(buf, tv, where=okp[xa] & okp[xb])
-                np.maximum(best, buf, out=best)
+                tv = _seq_sum(terms)  # ‖R(xa, ·) − R(xb, ·)‖₁; halved below (exact, and max commutes with it)
+                both = okp[xa] & okp[xb]
+                if both.all():
+                    np.maximum(best, tv, out=best)
+                else:
+                    np.copyto(buf, 0.0)
+                    np.copyto(buf, tv, where=both)
+                    np.maximum(best, buf, out=best)
+        np.multiply(best, 0.5, out=best)  # eq. (12): ½‖·‖₁
         return best
     R = c / den[..., None]
     for xr in range(K - 1):
@@ -708,8 +714,8 @@ def _user_max_tv(x: np.ndarray, K: int, L: int, min_pairs: int, with_rows: bool 
     cand = np.flatnonzero(np.count_nonzero(total >= min_pairs, axis=-1) >= 2)
     todo = cand[:0]
     if cand.size:
-        upper = _rows_upper(x[cand], K, L, total[cand])
-        n_gaps = np.count_nonzero(_internal_gaps(x[cand]), axis=1)
+        upper = _rows_upper(x[cand, :L], K, L, total[cand])
+        n_gaps = (_last_observed(x) - total.sum(axis=1))[cand]  # missing slots before the last observed one
         sure = _two_claimed(upper - n_gaps[:, None, None], min_pairs)  # even if every gap removed a pair
         maybe = np.flatnonzero(~sure & _two_claimed(upper, min_pairs))
         todo = cand[sure]
@@ -790,7 +796,7 @@ def simulate_chain_states(matrices, lengths, initial, draws: int, rng: np.random
     # state at s = #{k : u ≥ cum[u, previous, k]}; column K − 1 (inf) never counts.  Entry k of every row, flat
     # over (user, previous state), so one step is K − 1 gathers and comparisons on (R, U) (time-major buffers).
     cum_k = [np.ascontiguousarray(cum[:, :, k]).ravel() for k in range(K - 1)]
-    out_t = np.empty((T, R, U), dtype=np.int64)
+    out_t = np.empty((T, R, U), dtype=np.int8 if K <= 127 else np.int64)
     cur = np.broadcast_to(np.asarray(initial, dtype=np.int64), (R, U)).copy()
     out_t[0] = cur
     base = (np.arange(U, dtype=np.int64) * K)[None, :]
@@ -803,6 +809,7 @@ def simulate_chain_states(matrices, lengths, initial, draws: int, rng: np.random
             if n[u] > 1:
                 uniforms[1 : n[u], :, u] = g.random((R, int(n[u]) - 1)).T
     row = np.empty((R, U), dtype=np.int64)
+    cur = cur.astype(out_t.dtype)
     for s in range(1, T):
         u01 = uniforms[s] if per_user else rng.random((R, U))
         np.add(base, cur, out=row)
@@ -811,7 +818,7 @@ def simulate_chain_states(matrices, lengths, initial, draws: int, rng: np.random
         for ck in cum_k:
             nxt += u01 >= ck[row]
         cur = nxt
-    out = np.ascontiguousarray(out_t.transpose(1, 2, 0))
+    out = out_t.transpose(1, 2, 0).astype(np.int64, order="C")
     out[:, np.arange(T)[None, :] >= n[:, None]] = -1
     return out
 
@@ -867,7 +874,7 @@ def chain_statistic_draws(matrices, observed_states, n_states: int, max_lag: int
     for r0 in range(0, R, rb):
         nb = min(rb, R - r0)
         sim = simulate_chain_states(matrices, lengths, first, nb, rng)
-        sim = np.where(present[None, :, : sim.shape[2]], sim, -1)
+        sim[:, ~present[:, : sim.shape[2]]] = -1
         per_user, _ = _user_max_tv(sim.reshape(nb * U, -1), K, L, mp, with_rows=False)
         out[r0 : r0 + nb] = per_user.reshape(nb, U, L).max(axis=1)
     return out
