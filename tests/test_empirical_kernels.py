@@ -130,3 +130,14 @@ def test_simulate_chain_states_equals_a_plain_loop(K):
     got = simulate_chain_states(list(P), lengths, initial, 3, [np.random.default_rng([4, u]) for u in range(U)])
     want = loop_simulate(list(P), lengths, initial, 3, [np.random.default_rng([4, u]) for u in range(U)])
     np.testing.assert_array_equal(got, want)
+
+
+def test_resampled_counts_equal_the_double_precision_product():
+    rng = np.random.default_rng(5)
+    m = 40
+    W = rng.multinomial(m, np.full(m, 1.0 / m), size=30).astype(np.float64)
+    for hi in (50, 2**20):  # single precision is exact below 2^24; beyond that the double-precision path is taken
+        flat = rng.integers(0, hi, size=(m, 90)).astype(np.float64)
+        got = emp._resampled_counts(W, flat)
+        np.testing.assert_array_equal(got, W @ flat)
+        assert got.dtype == (np.float32 if hi == 50 else np.float64)

@@ -575,6 +575,17 @@ def _per_user_arrays(x: np.ndarray, K: int, L: int, block_length):
     return _block_counts(xs, K, L, bounds), bounds
 
 
+def _resampled_counts(W: np.ndarray, flat: np.ndarray) -> np.ndarray:
+    """``W @ flat`` for replicate weights W (B, m) and block counts (m, n), both non-negative integers.
+
+    In single precision when every partial sum is an integer below 2²⁴ (bounded by max row sum of W times the
+    largest count), so the product is exact and equal to the double-precision one; else in double precision.
+    """
+    if flat.size and float(W.sum(axis=1).max()) * float(flat.max()) < 2.0**24:
+        return W.astype(np.float32) @ flat.astype(np.float32)
+    return W @ flat
+
+
 def estimate_max_tv(
     states,
     n_states: int,
@@ -670,7 +681,7 @@ def estimate_max_tv(
         flat = q.reshape(m, -1).astype(np.float64)
         step = max(1, (2**24) // max(1, B * K * K))
         for j in range(0, L, step):
-            rep = (W @ flat[:, j * K * K : (j + step) * K * K]).reshape(B, -1, K, K)
+            rep = _resampled_counts(W, flat[:, j * K * K : (j + step) * K * K]).reshape(B, -1, K, K)
             boot[:, j : j + step] = np.maximum(boot[:, j : j + step], max_row_tv(rep, claimed=claimed[None, j : j + step]))
     if used == 0:
         raise InvalidInputError(f"no user has a series longer than `max_lag`={L} slots")
