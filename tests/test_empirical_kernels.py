@@ -39,6 +39,7 @@ def loop_max_tv(c, ok):
 def series(rng, S, T, K, gaps):
     x = rng.integers(0, K, size=(S, T))
     x[rng.random((S, T)) < gaps] = -1
+    x[0, T // 2 :] = -1  # a shorter user (padded with −1)
     return x
 
 
