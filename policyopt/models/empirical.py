@@ -149,8 +149,8 @@ def states_matrix(states, n_states: int) -> np.ndarray:
 
 
 def _indicators(x: np.ndarray, K: int) -> np.ndarray:
-    """(S, T) states → (S, K, T) float indicators (0 at missing slots)."""
-    return (x[:, None, :] == np.arange(K)[None, :, None]).astype(np.float64)
+    """(S, T) states → (S, K, T) float32 indicators (0 at missing slots; exact, and what the FFT tries first)."""
+    return (x[:, None, :] == np.arange(K)[None, :, None]).astype(np.float32)
 
 
 def _xcorr_counts(cur: np.ndarray, past: np.ndarray, L: int) -> np.ndarray:
@@ -222,7 +222,7 @@ def _pair_counts(x: np.ndarray, K: int, L: int) -> np.ndarray:
     step = _chunk(S, K, T + L)
     for i in range(0, S, step):
         ind = _indicators(x[i : i + step], K)
-        past = np.concatenate([np.zeros(ind.shape[:2] + (L,)), ind], axis=-1)
+        past = np.concatenate([np.zeros(ind.shape[:2] + (L,), ind.dtype), ind], axis=-1)
         out[i : i + step] = _xcorr_counts(ind, past, L)
     return out
 
@@ -741,10 +741,11 @@ def _user_max_tv(x: np.ndarray, K: int, L: int, min_pairs: int, with_rows: bool 
             r = _row_pairs(x[rest], K, L, total[rest])
             rows[rest] = _pair_counts(x[rest], K, L).sum(axis=-1) if r is None else r
     step = max(1, int((128 * 2**20) // max(1, L * K * K * 8)))
+    every = todo.size == U  # then chunks are slices (no copy of the states)
     for i in range(0, todo.size, step):
-        sel = todo[i : i + step]
+        sel = slice(i, i + step) if every else todo[i : i + step]
         counts = _pair_counts(x[sel], K, L)
-        c_rows = counts.sum(axis=-1)
+        c_rows = _seq_sum([counts[..., y] for y in range(K)]) if K < _SEQ_SUM else counts.sum(axis=-1)  # exact integers
         if with_rows:
             rows[sel] = c_rows
         per_user[sel] = max_row_tv(counts, claimed=c_rows >= min_pairs)
