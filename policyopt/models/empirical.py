@@ -9,7 +9,10 @@ themselves, with no Markov assumption:
 1. **Lagged-pair counts.**  For user u and lag t = 1..L, N_{u,t}[x, y] = #{s : state_s = x, state_{s−t} = y}
    (pairs with a missing end are not counted).  All lags at once by FFT cross-correlation of the K state
    indicator series (exact: the float result is rounded to the integer counts, and the rounding error is
-   checked to be < 0.25).
+   checked to be < 0.25), or, where a cost model says it is cheaper (short series, many states), by one
+   ``np.bincount`` over (user, lag, state, state) codes.  A user whose rows cannot reach `min_pairs` pairs in two
+   states at any lag (known from state totals and the pairs per row, which need no full counts) has Δ̂_u(t) = 0
+   and is not counted at all.
 2. **Plug-in estimate.**  Row x of N_{u,t} normalised is R̂_{u,t}(x, ·); rows with at least `min_pairs` pairs are
    *claimed*; Δ̂_u(t) is the largest ½‖R̂(x, ·) − R̂(x', ·)‖₁ over two claimed rows, and Δ̂(t) = max_u Δ̂_u(t).
    A row seen fewer than `min_pairs` times makes no claim: its TV to any other row may be 1, so the upper
