@@ -9,7 +9,10 @@ themselves, with no Markov assumption:
 1. **Lagged-pair counts.**  For user u and lag t = 1..L, N_{u,t}[x, y] = #{s : state_s = x, state_{s−t} = y}
    (pairs with a missing end are not counted).  All lags at once by FFT cross-correlation of the K state
    indicator series (exact: the float result is rounded to the integer counts, and the rounding error is
-   checked to be < 0.25).
+   checked to be < 0.25), or, where a cost model says it is cheaper (short series, many states), by one
+   ``np.bincount`` over (user, lag, state, state) codes.  A user whose rows cannot reach `min_pairs` pairs in two
+   states at any lag (known from state totals and the pairs per row, which need no full counts) has Δ̂_u(t) = 0
+   and is not counted at all.
 2. **Plug-in estimate.**  Row x of N_{u,t} normalised is R̂_{u,t}(x, ·); rows with at least `min_pairs` pairs are
    *claimed*; Δ̂_u(t) is the largest ½‖R̂(x, ·) − R̂(x', ·)‖₁ over two claimed rows, and Δ̂(t) = max_u Δ̂_u(t).
    A row seen fewer than `min_pairs` times makes no claim: its TV to any other row may be 1, so the upper
@@ -158,8 +161,8 @@ def states_matrix(states, n_states: int) -> np.ndarray:
 
 
 def _indicators(x: np.ndarray, K: int) -> np.ndarray:
-    """(S, T) states → (S, K, T) float indicators (0 at missing slots)."""
-    return (x[:, None, :] == np.arange(K)[None, :, None]).astype(np.float64)
+    """(S, T) states → (S, K, T) float32 indicators (0 at missing slots; exact, and what the FFT tries first)."""
+    return (x[:, None, :] == np.arange(K)[None, :, None]).astype(np.float32)
 
 
 def _xcorr_counts(cur: np.ndarray, past: np.ndarray, L: int) -> np.ndarray:
@@ -169,7 +172,8 @@ def _xcorr_counts(cur: np.ndarray, past: np.ndarray, L: int) -> np.ndarray:
     slots before it to its end (zeros outside the series).  Linear cross-correlation by real FFT of length
     n ≥ b + L (no circular wrap at the offsets used), rounded to integers.  Computed in single precision first
     (twice as fast); if any result is not within 0.25 of an integer it is recomputed in double precision, and
-    if even that fails an ArithmeticError is raised, so the counts returned are always exact.
+    if even that fails an ArithmeticError is raised, so the counts returned are always exact integers, as
+    float32 (exact below 2²⁴) from the single-precision pass, float64 from the other.
     """
     from scipy import fft as sfft
 
@@ -180,9 +184,12 @@ def _xcorr_counts(cur: np.ndarray, past: np.ndarray, L: int) -> np.ndarray:
         fp = sfft.rfft(past.astype(dtype, copy=False), n, axis=-1)
         corr = sfft.irfft(fc[:, :, None, :] * fp[:, None, :, :], n, axis=-1)[..., :L]  # offset k = L − t
         counts = np.rint(corr)
-        err = float(np.max(np.abs(corr - counts))) if corr.size else 0.0
+        np.subtract(corr, counts, out=corr)
+        err = max(float(np.max(corr)), -float(np.min(corr))) if corr.size else 0.0
         if err < 0.25:
-            return np.ascontiguousarray(counts[..., ::-1].transpose(0, 3, 1, 2)).astype(np.int64)
+            out = np.empty((S, L, K, K), dtype=dtype)
+            np.copyto(out.transpose(0, 2, 3, 1)[..., ::-1], counts)
+            return out
     raise ArithmeticError(f"FFT lagged-pair counts are not integral (error {err:.3g}); series too long")  # pragma: no cover
 
 
@@ -214,29 +221,121 @@ def lagged_pair_counts(states, n_states: int, max_lag: int) -> np.ndarray:
     """
     x = states_matrix(states, n_states)
     L = _check_lag(max_lag, x.shape[1])
-    U, T = x.shape
-    K = int(n_states)
-    out = np.empty((U, L, K, K), dtype=np.int64)
-    step = _chunk(U, K, T + L)
-    for i in range(0, U, step):
+    return _pair_counts(x, int(n_states), L).astype(np.int64, copy=False)
+
+
+def _pair_counts(x: np.ndarray, K: int, L: int) -> np.ndarray:
+    """Counts (S, L, K, K) of a checked state matrix, by direct counting or by FFT, whichever the cost model favours
+    (exact integers, int64 or, from the FFT, float)."""
+    S, T = x.shape
+    if _direct_is_cheaper(T, K, L):
+        return _direct_counts(x, K, L)
+    out = np.empty((S, L, K, K), dtype=np.float64)
+    step = _chunk(S, K, T + L)
+    for i in range(0, S, step):
         ind = _indicators(x[i : i + step], K)
-        past = np.concatenate([np.zeros(ind.shape[:2] + (L,)), ind], axis=-1)
+        past = np.concatenate([np.zeros(ind.shape[:2] + (L,), ind.dtype), ind], axis=-1)
         out[i : i + step] = _xcorr_counts(ind, past, L)
     return out
 
 
+def _direct_is_cheaper(T: int, K: int, L: int) -> bool:
+    """Cost model per series (ns, fitted to timings of both paths on the project's 2-core machine): direct counting
+    touches L·T pairs and L·(K + 1)² bins; the FFT path makes K² + 2K transforms of length n ≈ T + L, K²·n products
+    and L·K² roundings.  Both paths give the same exact counts; this only picks the faster."""
+    n = T + L
+    direct = 4.5 * L * T + 20.0 * L * (K + 1) ** 2
+    fft = 0.5 * (K * K + 2 * K) * n * max(1.0, math.log2(n)) + 10.0 * L * K * K + 3.0 * K * K * n
+    return direct <= fft
+
+
+#: Pairs (int64 bin indices) held at once by the direct count.
+_DIRECT_CHUNK = 2**17
+
+
+def _direct_counts(x: np.ndarray, K: int, L: int) -> np.ndarray:
+    """Counts (S, L, K, K) by one ``np.bincount`` over (series, lag, current state, past state) codes.
+
+    A missing slot (−1) is coded as state K, so a pair with a missing end lands in a bin that is dropped; the
+    counts are exact integers by construction (no rounding).
+    """
+    S, T = x.shape
+    K1 = K + 1
+    out = np.empty((S, L, K, K), dtype=np.int64)
+    if S == 0:
+        return out
+    step = max(1, _DIRECT_CHUNK // max(1, L * T))
+    lag_base = (np.arange(L, dtype=np.intp) * (K1 * K1))[:, None]  # window j ↔ lag L − j
+    for i in range(0, S, step):
+        xc = x[i : i + step]
+        n = xc.shape[0]
+        code = np.where(xc >= 0, xc, K).astype(np.intp)
+        past = np.concatenate([np.full((n, L), K, dtype=np.intp), code], axis=1)
+        win = np.lib.stride_tricks.sliding_window_view(past, T, axis=1)[:, :L, :]  # (n, L, T): past at lag L − j
+        cur = code * K1 + (np.arange(n, dtype=np.intp) * (L * K1 * K1))[:, None]
+        idx = win + (cur[:, None, :] + lag_base[None, :, :])
+        c = np.bincount(idx.ravel(), minlength=n * L * K1 * K1).reshape(n, L, K1, K1)
+        out[i : i + n] = c[:, ::-1, :K, :K]
+    return out
+
+
+def _state_totals(x: np.ndarray, K: int) -> np.ndarray:
+    """Observed slots per state of each series, (S, K) int64 (one boolean temporary at a time)."""
+    return np.stack([np.count_nonzero(x == k, axis=1) for k in range(K)], axis=1).astype(np.int64)
+
+
+def _internal_gaps(x: np.ndarray) -> np.ndarray:
+    """Missing slots before each series' last observation, (S, T) bool."""
+    T = x.shape[1]
+    return (x < 0) & (np.arange(T)[None, :] < _last_observed(x)[:, None])
+
+
+def _last_observed(x: np.ndarray) -> np.ndarray:
+    """One past each series' last observed slot, (S,) (0 if none)."""
+    return x.shape[1] - np.argmax((x >= 0)[:, ::-1], axis=1)
+
+
+def _rows_upper(x: np.ndarray, K: int, L: int, total: np.ndarray) -> np.ndarray:
+    """#{i ≥ t : x_i = k}, (S, L, K) int64: the pairs behind row k at lag t if no slot were missing (an upper bound
+    on them, and larger by at most the series' missing slots)."""
+    head = np.add.accumulate((x[:, :L, None] == np.arange(K)).view(np.int8), axis=1, dtype=np.int32)
+    return np.subtract(total[:, None, :], head, dtype=np.int64)  # only the first L slots of `x` are read  # head[:, t − 1] = #{i < t : x_i = k}
+
+
+def _row_pairs(x: np.ndarray, K: int, L: int, total: np.ndarray, upper: np.ndarray | None = None):
+    """Pairs behind each row, (S, L, K) int64, without the full counts: ``counts.sum(axis=-1)``.
+
+    rows[s, t, k] = #{i ≥ t : x_i = k} − #{m : x_m missing, x_{m+t} = k} (:func:`_rows_upper` minus a count over
+    the M missing slots before each series' last observation, M·L work).  None when the gaps are so many that
+    counting every pair is as cheap.
+    """
+    S, T = x.shape
+    gaps = _internal_gaps(x)
+    M = int(np.count_nonzero(gaps))
+    if M * L * 4 > S * T * L:
+        return None
+    rows = _rows_upper(x, K, L, total) if upper is None else upper.copy()
+    if M:
+        s_i, m_i = np.nonzero(gaps)
+        code = np.concatenate([np.where(x >= 0, x, K), np.full((S, L), K, dtype=x.dtype)], axis=1).astype(np.intp)
+        v = code[s_i[:, None], m_i[:, None] + np.arange(1, L + 1)[None, :]]  # (M, L): state at m + t
+        idx = (s_i[:, None] * L + np.arange(L)[None, :]) * (K + 1) + v
+        rows -= np.bincount(idx.ravel(), minlength=S * L * (K + 1)).reshape(S, L, K + 1)[..., :K]
+    return rows
+
+
 def _block_counts(x: np.ndarray, K: int, L: int, bounds: np.ndarray) -> np.ndarray:
-    """Lagged-pair counts of one user's series per block of current times: (m, L, K, K).
+    """Lagged-pair counts of one user's series per block of current times: (m, L, K, K), exact integers as float.
 
     ``bounds`` (m + 1,) are the block edges over current times 0..T; block j holds the pairs whose current time
     lies in [bounds[j], bounds[j + 1]); summed over blocks they are the user's counts.
     """
-    ind = _indicators(x[None, :], K)[0]  # (K, T)
+    ind = (x[None, :] == np.arange(K)[:, None]).astype(np.float32)  # (K, T)
     starts, ends = bounds[:-1], bounds[1:]
     bmax = int(np.max(ends - starts))
-    pad = np.concatenate([np.zeros((K, L)), ind, np.zeros((K, bmax))], axis=1)  # padded index = time + L
+    pad = np.concatenate([np.zeros((K, L), np.float32), ind, np.zeros((K, bmax), np.float32)], axis=1)  # index = time + L
     m = starts.size
-    out = np.empty((m, L, K, K), dtype=np.int64)
+    parts = []
     step = _chunk(m, K, bmax + L)
     offs_p = np.arange(bmax + L)
     offs_c = np.arange(bmax)
@@ -246,8 +345,8 @@ def _block_counts(x: np.ndarray, K: int, L: int, bounds: np.ndarray) -> np.ndarr
         past = pad[:, a[:, None] + offs_p[None, :]].transpose(1, 0, 2)  # times a − L .. a + bmax − 1
         cur = pad[:, a[:, None] + L + offs_c[None, :]].transpose(1, 0, 2)
         cur = cur * (offs_c[None, None, :] < lens[:, None, None])
-        out[i : i + step] = _xcorr_counts(cur, past, L)
-    return out
+        parts.append(_xcorr_counts(cur, past, L))
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
 def max_row_tv(counts, min_pairs: int = 1, claimed=None) -> np.ndarray:
@@ -268,17 +367,75 @@ def max_row_tv(counts, min_pairs: int = 1, claimed=None) -> np.ndarray:
         max over claimed x, x' of ½ Σ_y |R(x, y) − R(x', y)|; 0 where fewer than two rows are claimed.
     """
     c = np.asarray(counts, dtype=np.float64)
-    rows = c.sum(axis=-1)
-    ok = rows >= max(1, int(min_pairs)) if claimed is None else (np.asarray(claimed, dtype=bool) & (rows > 0))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        R = np.where(ok[..., None], c / np.where(rows > 0, rows, 1.0)[..., None], 0.0)
+    lead, K = c.shape[:-2], c.shape[-1]
+    c2 = c.reshape(-1, K, K)
+    if K < _SEQ_SUM:
+        rows = _seq_sum([c2[:, :, y] for y in range(K)])  # (N, K): as c.sum(axis=-1), bit for bit
+    else:
+        rows = c2.sum(axis=-1)
+    ok = rows >= max(1, int(min_pairs)) if claimed is None else (np.broadcast_to(claimed, lead + (K,)).reshape(-1, K) & (rows > 0))
+    best = np.zeros(c2.shape[0])
+    two = np.count_nonzero(ok, axis=-1) >= 2  # an item with < 2 claimed rows has TV 0
+    items = None if two.all() else np.flatnonzero(two)
+    n = c2.shape[0] if items is None else items.size
+    step = max(1, (2**17) // max(1, K * K))  # ~1 MiB of float64 per temporary
+    for i in range(0, n, step):
+        sel = slice(i, min(n, i + step)) if items is None else items[i : i + step]
+        best[sel] = _pair_tv_max(c2[sel], rows[sel], ok[sel])
+    return np.minimum(best, 1.0).reshape(lead)
+
+
+#: Below this many terms numpy's float sum along an axis adds left to right (its pairwise summation starts at 8).
+_SEQ_SUM = 8
+
+
+def _seq_sum(terms: list) -> np.ndarray:
+    """Left-to-right sum of equally shaped arrays: the bits of ``np.sum`` over an axis of < 8 terms."""
+    out = terms[0].copy()
+    for t in terms[1:]:
+        out += t
+    return out
+
+
+def _pair_tv_max(c: np.ndarray, rows: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    """max over claimed row pairs of ½‖R(x, ·) − R(x', ·)‖₁ for items (n, K, K) float64, each TV summed over y as a
+    pairwise loop sums a row (``np.abs(R[x] − R[x']).sum()``), so the values are those of the plain loop bit for bit.
+
+    K < 8: one contiguous (n,) array per entry (planar) and the K terms added left to right; otherwise the TVs of
+    row xr against rows xr + 1.. at once, summed by numpy over the contiguous last axis.
+    """
     K = c.shape[-1]
-    best = np.zeros(c.shape[:-2])
+    den = np.where(rows > 0, rows, 1.0)
+    best = np.zeros(c.shape[0])
+    if K < _SEQ_SUM:
+        cp = np.ascontiguousarray(np.moveaxis(c, 0, -1))  # (K, K, n)
+        dp = np.ascontiguousarray(den.T)
+        okp = np.ascontiguousarray(ok.T)
+        R = cp / dp[:, None, :]
+        buf = np.empty(c.shape[0])
+        for xa in range(K - 1):
+            for xb in range(xa + 1, K):
+                terms = []
+                for y in range(K):
+                    d = np.subtract(R[xa, y], R[xb, y])
+                    np.abs(d, out=d)
+                    terms.append(d)
+                tv = _seq_sum(terms)  # ‖R(xa, ·) − R(xb, ·)‖₁; halved below (exact, and max commutes with it)
+                both = okp[xa] & okp[xb]
+                if both.all():
+                    np.maximum(best, tv, out=best)
+                else:
+                    np.copyto(buf, 0.0)
+                    np.copyto(buf, tv, where=both)
+                    np.maximum(best, buf, out=best)
+        np.multiply(best, 0.5, out=best)  # eq. (12): ½‖·‖₁
+        return best
+    R = c / den[..., None]
     for xr in range(K - 1):
-        tv = 0.5 * np.abs(R[..., xr : xr + 1, :] - R[..., xr + 1 :, :]).sum(axis=-1)  # eq. (12): ½‖·‖₁
-        both = ok[..., xr : xr + 1] & ok[..., xr + 1 :]
+        tv = 0.5 * np.abs(R[:, xr : xr + 1, :] - R[:, xr + 1 :, :]).sum(axis=-1)  # eq. (12): ½‖·‖₁
+        both = ok[:, xr : xr + 1] & ok[:, xr + 1 :]
         best = np.maximum(best, np.max(np.where(both, tv, 0.0), axis=-1))
-    return np.minimum(best, 1.0)
+    return best
 
 
 def _check_lag(max_lag, T: int) -> int:
@@ -596,7 +753,7 @@ def max_tv_part(
         flat = q.reshape(m, -1).astype(np.float64)
         step = max(1, (2**24) // max(1, B * K * K))
         for j in range(0, L, step):
-            rep = (W @ flat[:, j * K * K : (j + step) * K * K]).reshape(B, -1, K, K)
+            rep = _resampled_counts(W, flat[:, j * K * K : (j + step) * K * K]).reshape(B, -1, K, K)
             boot[:, j : j + step] = np.maximum(boot[:, j : j + step], max_row_tv(rep, claimed=claimed[None, j : j + step]))
     bl = blens[blens > 0]
     return MaxTVPart(
@@ -664,6 +821,17 @@ def max_tv_band(part: MaxTVPart, level: float = 0.95) -> "EmpiricalMaxTV":
         lags=arrs[0], estimate=est, lower=lo, upper=hi, per_user=per_user, level=lv, method=method, min_pairs=mp,
         users_without_claim=no_claim, row_pairs=part.row_pairs, n_users=part.n_users, block_lengths=part.block_lengths,
     )
+
+
+def _resampled_counts(W: np.ndarray, flat: np.ndarray) -> np.ndarray:
+    """``W @ flat`` for replicate weights W (B, m) and block counts (m, n), both non-negative integers.
+
+    In single precision when every partial sum is an integer below 2²⁴ (bounded by max row sum of W times the
+    largest count), so the product is exact and equal to the double-precision one; else in double precision.
+    """
+    if flat.size and float(W.sum(axis=1).max()) * float(flat.max()) < 2.0**24:
+        return W.astype(np.float32) @ flat.astype(np.float32)
+    return W @ flat
 
 
 def estimate_max_tv(
@@ -741,17 +909,49 @@ def estimate_max_tv(
     return max_tv_band(part, lv)
 
 
-def _user_max_tv(x: np.ndarray, K: int, L: int, min_pairs: int) -> tuple[np.ndarray, np.ndarray]:
-    """Δ̂_u(t) (U, L) and the pairs per row (U, L, K), counting users in chunks (the counts are never all held)."""
+def _two_claimed(rows: np.ndarray, min_pairs: int) -> np.ndarray:
+    """Series (axis 0) with two rows of at least `min_pairs` pairs at some lag."""
+    return np.any(np.count_nonzero(rows >= min_pairs, axis=-1) >= 2, axis=-1)
+
+
+def _user_max_tv(x: np.ndarray, K: int, L: int, min_pairs: int, with_rows: bool = True):
+    """Δ̂_u(t) (U, L) and the pairs per row (U, L, K) (None unless `with_rows`), counting users in chunks.
+
+    Cheap bounds come first: a user whose rows cannot reach `min_pairs` pairs in two states at any lag (state
+    totals, then pairs per row, :func:`_rows_upper` / :func:`_row_pairs`) has Δ̂_u(t) = 0 (the TV of fewer than
+    two claimed rows) and its lagged-pair counts are never made; the full counts are made for the others only,
+    in chunks (they are never all held).
+    """
     U = x.shape[0]
     per_user = np.zeros((U, L))
-    rows = np.zeros((U, L, K), dtype=np.int64)
+    total = _state_totals(x, K)
+    cand = np.flatnonzero(np.count_nonzero(total >= min_pairs, axis=-1) >= 2)
+    todo = cand[:0]
+    if cand.size:
+        upper = _rows_upper(x[cand, :L], K, L, total[cand])
+        n_gaps = (_last_observed(x) - total.sum(axis=1))[cand]  # missing slots before the last observed one
+        sure = _two_claimed(upper - n_gaps[:, None, None], min_pairs)  # even if every gap removed a pair
+        maybe = np.flatnonzero(~sure & _two_claimed(upper, min_pairs))
+        todo = cand[sure]
+        if maybe.size:
+            r = _row_pairs(x[cand[maybe]], K, L, total[cand[maybe]], upper[maybe])
+            todo = np.union1d(todo, cand[maybe] if r is None else cand[maybe[_two_claimed(r, min_pairs)]])
+    rows = None
+    if with_rows:
+        rows = np.zeros((U, L, K), dtype=np.int64)
+        rest = np.setdiff1d(np.arange(U), todo)
+        if rest.size:
+            r = _row_pairs(x[rest], K, L, total[rest])
+            rows[rest] = _pair_counts(x[rest], K, L).sum(axis=-1) if r is None else r
     step = max(1, int((128 * 2**20) // max(1, L * K * K * 8)))
-    for i in range(0, U, step):
-        counts = lagged_pair_counts(x[i : i + step], K, L)
-        r = counts.sum(axis=-1)
-        rows[i : i + step] = r
-        per_user[i : i + step] = max_row_tv(counts, claimed=r >= min_pairs)
+    every = todo.size == U  # then chunks are slices (no copy of the states)
+    for i in range(0, todo.size, step):
+        sel = slice(i, i + step) if every else todo[i : i + step]
+        counts = _pair_counts(x[sel], K, L)
+        c_rows = _seq_sum([counts[..., y] for y in range(K)]) if K < _SEQ_SUM else counts.sum(axis=-1)  # exact integers
+        if with_rows:
+            rows[sel] = c_rows
+        per_user[sel] = max_row_tv(counts, claimed=c_rows >= min_pairs)
     return per_user, rows
 
 
@@ -789,22 +989,32 @@ def simulate_chain_states(matrices, lengths, initial, draws: int, rng: np.random
     R = int(draws)
     cum = np.cumsum(P, axis=2)
     cum[:, :, -1] = np.inf  # a uniform draw always lands in some state
-    out = np.empty((R, U, T), dtype=np.int64)
+    # state at s = #{k : u ≥ cum[u, previous, k]}; column K − 1 (inf) never counts.  Entry k of every row, flat
+    # over (user, previous state), so one step is K − 1 gathers and comparisons on (R, U) (time-major buffers).
+    cum_k = [np.ascontiguousarray(cum[:, :, k]).ravel() for k in range(K - 1)]
+    out_t = np.empty((T, R, U), dtype=np.int8 if K <= 127 else np.int64)
     cur = np.broadcast_to(np.asarray(initial, dtype=np.int64), (R, U)).copy()
-    out[:, :, 0] = cur
-    uidx = np.arange(U)[None, :]
+    out_t[0] = cur
+    base = (np.arange(U, dtype=np.int64) * K)[None, :]
     per_user = isinstance(rng, (list, tuple))
     if per_user:
         if len(rng) != U:
             raise InvalidInputError(f"`rng` has {len(rng)} generators for {U} users")
-        uniforms = np.zeros((R, U, T))
+        uniforms = np.zeros((T, R, U))
         for u, g in enumerate(rng):
             if n[u] > 1:
-                uniforms[:, u, 1:n[u]] = g.random((R, int(n[u]) - 1))
+                uniforms[1 : n[u], :, u] = g.random((R, int(n[u]) - 1)).T
+    row = np.empty((R, U), dtype=np.int64)
+    cur = cur.astype(out_t.dtype)
     for s in range(1, T):
-        u01 = uniforms[:, :, s, None] if per_user else rng.random((R, U, 1))
-        cur = np.sum(u01 >= cum[uidx, cur], axis=-1)
-        out[:, :, s] = cur
+        u01 = uniforms[s] if per_user else rng.random((R, U))
+        np.add(base, cur, out=row)
+        nxt = out_t[s]
+        nxt[...] = 0
+        for ck in cum_k:
+            nxt += u01 >= ck[row]
+        cur = nxt
+    out = out_t.transpose(1, 2, 0).astype(np.int64, order="C")
     out[:, np.arange(T)[None, :] >= n[:, None]] = -1
     return out
 
@@ -860,8 +1070,8 @@ def chain_statistic_draws(matrices, observed_states, n_states: int, max_lag: int
     for r0 in range(0, R, rb):
         nb = min(rb, R - r0)
         sim = simulate_chain_states(matrices, lengths, first, nb, rng)
-        sim = np.where(present[None, :, : sim.shape[2]], sim, -1)
-        per_user, _ = _user_max_tv(sim.reshape(nb * U, -1), K, L, mp)
+        sim[:, ~present[:, : sim.shape[2]]] = -1
+        per_user, _ = _user_max_tv(sim.reshape(nb * U, -1), K, L, mp, with_rows=False)
         out[r0 : r0 + nb] = per_user.reshape(nb, U, L).max(axis=1)
     return out
 

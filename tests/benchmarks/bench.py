@@ -509,34 +509,76 @@ def bench_quick_topics() -> None:
 
 EMPIRICAL_USERS, EMPIRICAL_STATES, EMPIRICAL_SLOTS = 10_000, 3, 8760
 EMPIRICAL_TARGET_S, EMPIRICAL_TARGET_MIB = 120.0, 2048.0
-EMPIRICAL_BAND_USERS = 1000
+#: The whole check at 10⁴ users × 8760 slots (band with the default replicates + the design runs' draws) in a child.
+EMPIRICAL_CHECK_TARGET_S, EMPIRICAL_CHECK_TARGET_MIB = 600.0, 4096.0
+
+
+def _empirical_population(users: int):
+    """Sticky 3-state chains (seed 2026) and one simulated series per user: (P, states, rng after simulating)."""
+    import numpy as np
+
+    from policyopt.models.empirical import simulate_chain_states
+
+    K, T = EMPIRICAL_STATES, EMPIRICAL_SLOTS
+    rng = np.random.default_rng(SEED)
+    P = 0.9 * np.eye(K)[None] + 0.1 * rng.dirichlet(np.ones(K), size=(users, K))
+    states = simulate_chain_states(list(P), [T] * users, rng.integers(0, K, users), 1, rng)[0]
+    return P, states, rng
+
+
+def _empirical_check_child(users: int, queue) -> None:
+    """The whole check in a fresh (spawned) process: the estimate with the default-replicate band, then the draws.
+
+    Puts the timings, the band path's estimate, the refuted share and the process's own peak RSS (VmHWM from
+    /proc/self/status: a spawned child starts from an empty interpreter, so nothing of the parent is counted) on
+    `queue`.
+    """
+    import numpy as np
+
+    from policyopt.models.empirical import DEFAULT_N_BOOT, chain_statistic_draws, estimate_max_tv
+    from policyopt.studies.check_model import QUICK_DRAWS
+
+    K, L = EMPIRICAL_STATES, EMPIRICAL_SLOTS // 10
+    P, states, rng = _empirical_population(users)
+    t0 = time.perf_counter()
+    est = estimate_max_tv(states, K, L)
+    t_band = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    draws = chain_statistic_draws(list(P), states, K, L, draws=QUICK_DRAWS, rng=rng)
+    t_draws = time.perf_counter() - t0
+    p = (1 + (draws >= est.estimate[None, :]).sum(axis=0)) / (draws.shape[0] + 1)
+    hwm = next(int(line.split()[1]) for line in Path("/proc/self/status").read_text().splitlines()
+               if line.startswith("VmHWM:"))
+    queue.put({"t_band": t_band, "t_draws": t_draws, "estimate": np.asarray(est.estimate), "n_boot": DEFAULT_N_BOOT,
+               "draws": QUICK_DRAWS, "refuted_share": float(np.mean(p <= 0.05)), "peak_rss_mib": hwm / 1024})
 
 
 def bench_empirical(quick: bool = False) -> None:
     """check-model at scale (10⁴ users × 8760 slots) with peak memory, and the coverage of Δ(t) bounds on held-out data.
 
-    Scale: sticky 3-state chains (seed 2026) simulated for every user.  At 10⁴ users: the direct estimate at every lag
-    1..876 (lagged-pair counts by FFT and the largest row TV), timed, with its tracemalloc peak.  The block-bootstrap
-    band (50 replicates) and the test's parametric draws (19 data sets) cost per user; they are timed on
-    ``EMPIRICAL_BAND_USERS`` users and their per-user rate is printed (``--quick``: 500 users for everything).
+    Scale: sticky 3-state chains (seed 2026) simulated for every user, L = 876.  The direct estimate at every lag
+    (point estimate: lagged-pair counts by FFT and the largest row TV), timed, with its tracemalloc peak.  Then the
+    whole check at full size in a spawned child process: the estimate with its block-bootstrap band at the default
+    replicates (``DEFAULT_N_BOOT``) and the test's parametric draws (``QUICK_DRAWS`` data sets from the chains), timed,
+    with the child's own peak RSS (VmHWM) (``--quick``: 500 users for everything).
 
     Coverage: for each bundled home the first half of the year is the fit, the second half the test.  Bounds from the
     first half: the chains' Δ(t) and the upper edge of the 95 % band of the direct estimate (t = 1..L, L = 438); the
     figure is the share of lags at which the second half's direct Δ̂(t) exceeds each bound (3 and 12 states).
     """
+    import multiprocessing
+
     import numpy as np
 
     import policyopt as po
-    from policyopt.models.empirical import chain_statistic_draws, estimate_max_tv, simulate_chain_states
+    from policyopt.models.empirical import estimate_max_tv
     from policyopt.models.markov import Population
     from policyopt.studies.check_model import readings_states
 
     users = 500 if quick else EMPIRICAL_USERS
     K, T, L = EMPIRICAL_STATES, EMPIRICAL_SLOTS, EMPIRICAL_SLOTS // 10
-    rng = np.random.default_rng(SEED)
-    P = 0.9 * np.eye(K)[None] + 0.1 * rng.dirichlet(np.ones(K), size=(users, K))
     start = time.perf_counter()
-    states = simulate_chain_states(list(P), [T] * users, rng.integers(0, K, users), 1, rng)[0]
+    _, states, _ = _empirical_population(users)
     t_sim = time.perf_counter() - start
     tracemalloc.start()
     t0 = time.perf_counter()
@@ -544,22 +586,35 @@ def bench_empirical(quick: bool = False) -> None:
     t_point = time.perf_counter() - t0
     peak_mib = tracemalloc.get_traced_memory()[1] / 2**20
     tracemalloc.stop()
+    del states
     print(f"check-model scale: {users} users × {T} slots, {K} states, L = {L} (simulating them: {t_sim:.1f} s)")
     report(f"direct Δ̂(t) at every lag (FFT counts + row TV), {users} users", t_point, "s", EMPIRICAL_TARGET_S)
     report(f"  its peak memory (tracemalloc, input excluded), {users} users", peak_mib, "MiB", EMPIRICAL_TARGET_MIB)
-    sub = min(users, 500 if quick else EMPIRICAL_BAND_USERS)
+    ctx = multiprocessing.get_context("spawn")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_empirical_check_child, args=(users, queue))
     t0 = time.perf_counter()
-    est = estimate_max_tv(states[:sub], K, L, n_boot=50)
-    t_band = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    draws = chain_statistic_draws(list(P[:sub]), states[:sub], K, L, draws=19, rng=rng)
-    t_draws = time.perf_counter() - t0
-    print(f"  {sub} users: estimate + 50-replicate band {t_band:.1f} s ({t_band / sub:.3f} s per user), 19 parametric "
-          f"draws {t_draws:.1f} s ({t_draws / sub:.3f} s per user); at {users} users about "
-          f"{(t_band + t_draws) * users / sub / 60:.0f} min for both (linear in users)")
-    np.testing.assert_allclose(est.per_user, point.per_user[:sub])  # the band path and the point path agree
-    p = (1 + (draws >= est.estimate[None, :]).sum(axis=0)) / (draws.shape[0] + 1)
-    print(f"  refuted share of lags on data from the chains themselves: {np.mean(p <= 0.05):.3f} (nominal 0.05)")
+    # one BLAS thread unless the caller chose (as Dask workers run): on 2 shared cores a 2-thread OpenBLAS made the
+    # band's small products (200 × m by m × L·K²) ~3x slower than one thread
+    saved = os.environ.get("OPENBLAS_NUM_THREADS")
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    child.start()
+    if saved is None:
+        del os.environ["OPENBLAS_NUM_THREADS"]
+    r = queue.get()
+    child.join()
+    wall = time.perf_counter() - t0
+    if child.exitcode != 0:
+        raise SystemExit(f"the check-model child failed (exit code {child.exitcode})")
+    print(f"  whole check, {users} users, in a spawned process: estimate + {r['n_boot']}-replicate band {r['t_band']:.1f} s "
+          f"({r['t_band'] / users * 1000:.1f} ms per user), {r['draws']} parametric draws {r['t_draws']:.1f} s "
+          f"({r['t_draws'] / users * 1000:.1f} ms per user); child's OPENBLAS_NUM_THREADS={saved or 1}; load average "
+          f"{os.getloadavg()[0]:.1f}")
+    report(f"  whole check (band + draws), {users} users", r["t_band"] + r["t_draws"], "s", EMPIRICAL_CHECK_TARGET_S)
+    report(f"  its peak RSS (VmHWM of the child, {wall:.0f} s wall with start-up)", r["peak_rss_mib"], "MiB",
+           EMPIRICAL_CHECK_TARGET_MIB)
+    np.testing.assert_array_equal(r["estimate"], point.estimate)  # the band path and the point path agree
+    print(f"  refuted share of lags on data from the chains themselves: {r['refuted_share']:.3f} (nominal 0.05)")
 
     df = po.load_citylearn()
     df["value"] = np.clip(df["value"].to_numpy(), 0.0, 48.0)

@@ -204,7 +204,7 @@ def run_readings_check(n_users: int, users_per_file: int, workers: int, slots: i
     2. At N users: the chains (``fit_partitions``, needed by the check) on one cluster, then the readings penalty
        and the model check each on a *fresh* LocalCluster of W workers, so that each worker's VmHWM (read in the
        tasks) is that phase's peak; wall times, per-worker peaks, the penalty at a few ages and the verdict printed.
-       The model check costs about 50 ms per user on this machine (19 simulated data sets, 95 lags, 144 lagged
+       The model check costs about 0.5 ms per user on this machine (19 simulated data sets, 95 lags, 144 lagged
        pair counts each); `check_users` runs it on the first files holding that many users only (whole files);
        ``check_users=0`` (``--readings-only``) skips the model check, in the sample and at N users: the readings
        penalty alone on all N meters (issue 24's benchmark).  Memory: the meters are generated one file at a time
@@ -367,7 +367,7 @@ def bench() -> None:
     n = int(os.environ.get("POLICYOPT_BENCH_DASK_USERS", "1000000"))
     if run(n, 10_000, 2) != 0:
         raise SystemExit("bench_dask: the Dask and serial results disagree")
-    # the model check costs ~50 ms per user: by default one file of 10^4 users (10^6 would take ~13 h on 2 workers)
+    # the model check costs ~0.5 ms per user: by default one file of 10^4 users (10^6 would take ~5 min on 2 workers)
     check = int(os.environ.get("POLICYOPT_BENCH_DASK_CHECK_USERS", "10000"))
     if run_readings_check(n, 10_000, 2, check_users=min(check, n)) != 0:
         raise SystemExit("bench_dask: the Dask and serial readings penalty or model check disagree")
