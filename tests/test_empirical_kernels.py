@@ -142,3 +142,33 @@ def test_resampled_counts_equal_the_double_precision_product():
         got = emp._resampled_counts(W, flat)
         np.testing.assert_array_equal(got, W @ flat)
         assert got.dtype == (np.float32 if hi == 50 else np.float64)
+
+
+def test_users_without_two_claimed_rows_are_not_resampled_and_change_no_number(monkeypatch):
+    """With a stream per user, users who cannot claim two rows at any lag are left out of the bootstrap: the estimate,
+    every replicate, the counts and the band equal those of resampling every user (the skip forced off)."""
+    rng = np.random.default_rng(8)
+    K, T, L = 3, 900, 30
+    x = rng.integers(0, K, size=(9, T))
+    x[:3, :] = np.where(rng.random((3, T)) < 0.97, 0, 1)  # rarely out of state 0: rows 1, 2 under 100 pairs
+    x[3, 25:] = -1  # too short for L
+    x[4] = -1  # no reading at all
+    x[5, rng.random(T) < 0.2] = -1  # gaps
+    names = [f"u{i}" for i in range(x.shape[0])]
+
+    def run():
+        return emp.max_tv_part(x, K, L, n_boot=40, rng=emp.user_streams(names, 3, stream=2))
+
+    skipped = run()
+    assert set(range(9)) - set(emp._claimable(x, K, L, emp.DEFAULT_MIN_PAIRS).tolist()) == {0, 1, 2, 3, 4}
+    only_rare = emp.max_tv_part(x[:3], K, L, n_boot=40, rng=emp.user_streams(names[:3], 3, stream=2))
+    assert only_rare.block_range is None and "none was resampled" in emp.max_tv_band(only_rare).method
+    monkeypatch.setattr(emp, "_claimable", lambda x, K, L, mp, total=None: np.arange(x.shape[0]))
+    full = run()
+    for name in ("estimate", "boot", "users_without_claim", "per_user", "row_pairs"):
+        np.testing.assert_array_equal(getattr(skipped, name), getattr(full, name), err_msg=name)
+    assert (skipped.used, skipped.n_users) == (full.used, full.n_users) == (7, 9)
+    assert skipped.boot.max() > 0 and np.all(skipped.users_without_claim >= 5)
+    assert np.all(skipped.block_lengths[:5] == 0) and np.all(skipped.block_lengths[5:] > 0)
+    band = emp.max_tv_band(skipped)
+    np.testing.assert_array_equal(band.upper, emp.max_tv_band(full).upper)

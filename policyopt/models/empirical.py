@@ -607,7 +607,8 @@ class MaxTVPart:
     n_users, used : int
         Users of the group, and those with a series longer than L.
     block_range : (int, int) or None
-        Smallest and largest mean block length (slots) of the used users; ``None`` when none or B = 0.
+        Smallest and largest mean block length (slots) of the resampled users; ``None`` when none or B = 0 (with a
+        stream per user, users without two claimed rows at any lag are not resampled: they add 0 to every replicate).
     min_pairs : int
         Pairs a row needs to be claimed.
     block_given : bool
@@ -733,7 +734,23 @@ def max_tv_part(
     no_claim = np.zeros(L, dtype=np.int64)
     blens = np.zeros(U, dtype=np.int64)
     used = 0
-    for u in range(U):
+    resample = np.ones(U, dtype=bool)
+    if isinstance(streams, list) and U:
+        # With a stream per user, a user without two claimed rows at any lag adds Δ̂*_u(t) = 0 to every replicate (the
+        # claimed rows are those of the data, the same in every replicate) and draws from no other user's stream:
+        # it is left out of the resampling (no block length, no draws), which changes no number.  It counts as
+        # used (a series longer than L) and without claim at every lag (fewer than K ≥ 2 claimed rows).
+        resample[:] = False
+        resample[_claimable(x, K, L, mp)] = True
+        skip = np.flatnonzero(~resample)
+        obs = np.any(x[skip] >= 0, axis=1)
+        longer = obs & (_last_observed(x[skip]) > L)
+        used += int(np.count_nonzero(longer))
+        no_claim += skip.size  # every skipped user: too short for L, or fewer than two claimed rows at every lag
+        if keep_users and skip.size:
+            _, r = _user_max_tv(x[skip], K, L, mp)
+            row_pairs[skip] = np.where(longer[:, None, None], r, 0)
+    for u in np.flatnonzero(resample):
         q, bounds = _per_user_arrays(x[u], K, L, block_length)
         if q is None:
             no_claim += 1  # a user too short for lag L makes no claim at any lag
@@ -807,9 +824,13 @@ def max_tv_band(part: MaxTVPart, level: float = 0.95) -> "EmpiricalMaxTV":
         hi = np.where(no_claim > 0, 1.0, np.minimum(hi, 1.0))
         lo = np.clip(lo, 0.0, 1.0)
         how = "given" if part.block_given else "Politis–White, per user"
-        b0, b1 = part.block_range
+        if part.block_range is None:  # every user was left out of the resampling (fewer than two claimed rows)
+            blocks = "no user has two rows with enough pairs at any lag, so none was resampled"
+        else:
+            b0, b1 = part.block_range
+            blocks = f"blocks of {b0}–{b1} slots ({how})"
         method = (
-            f"non-overlapping block bootstrap (Carlstein 1986), {B} replicates, blocks of {b0}–{b1} slots ({how}); "
+            f"non-overlapping block bootstrap (Carlstein 1986), {B} replicates, {blocks}; "
             f"percentile band of max over users, simultaneous over lags 1..{L} (max-statistic); rows with < {mp} "
             "pairs make no claim (bound 1)"
         )
@@ -914,17 +935,15 @@ def _two_claimed(rows: np.ndarray, min_pairs: int) -> np.ndarray:
     return np.any(np.count_nonzero(rows >= min_pairs, axis=-1) >= 2, axis=-1)
 
 
-def _user_max_tv(x: np.ndarray, K: int, L: int, min_pairs: int, with_rows: bool = True):
-    """Δ̂_u(t) (U, L) and the pairs per row (U, L, K) (None unless `with_rows`), counting users in chunks.
+def _claimable(x: np.ndarray, K: int, L: int, min_pairs: int, total: np.ndarray | None = None) -> np.ndarray:
+    """Indices (sorted) of the series that have two rows of at least `min_pairs` pairs at some lag 1..L, exactly.
 
-    Cheap bounds come first: a user whose rows cannot reach `min_pairs` pairs in two states at any lag (state
-    totals, then pairs per row, :func:`_rows_upper` / :func:`_row_pairs`) has Δ̂_u(t) = 0 (the TV of fewer than
-    two claimed rows) and its lagged-pair counts are never made; the full counts are made for the others only,
-    in chunks (they are never all held).
+    Cheap bounds decide most series: state totals first, then the pairs per row if no slot were missing, lowered by
+    the series' missing slots (:func:`_rows_upper`); the exact pairs per row (:func:`_row_pairs`) only where the two
+    bounds disagree.
     """
-    U = x.shape[0]
-    per_user = np.zeros((U, L))
-    total = _state_totals(x, K)
+    if total is None:
+        total = _state_totals(x, K)
     cand = np.flatnonzero(np.count_nonzero(total >= min_pairs, axis=-1) >= 2)
     todo = cand[:0]
     if cand.size:
@@ -936,6 +955,21 @@ def _user_max_tv(x: np.ndarray, K: int, L: int, min_pairs: int, with_rows: bool 
         if maybe.size:
             r = _row_pairs(x[cand[maybe]], K, L, total[cand[maybe]], upper[maybe])
             todo = np.union1d(todo, cand[maybe] if r is None else cand[maybe[_two_claimed(r, min_pairs)]])
+    return todo
+
+
+def _user_max_tv(x: np.ndarray, K: int, L: int, min_pairs: int, with_rows: bool = True):
+    """Δ̂_u(t) (U, L) and the pairs per row (U, L, K) (None unless `with_rows`), counting users in chunks.
+
+    Cheap bounds come first: a user whose rows cannot reach `min_pairs` pairs in two states at any lag (state
+    totals, then pairs per row, :func:`_rows_upper` / :func:`_row_pairs`) has Δ̂_u(t) = 0 (the TV of fewer than
+    two claimed rows) and its lagged-pair counts are never made; the full counts are made for the others only,
+    in chunks (they are never all held).
+    """
+    U = x.shape[0]
+    per_user = np.zeros((U, L))
+    total = _state_totals(x, K)
+    todo = _claimable(x, K, L, min_pairs, total)
     rows = None
     if with_rows:
         rows = np.zeros((U, L, K), dtype=np.int64)
