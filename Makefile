@@ -29,7 +29,7 @@ test: $(DOCS_STAMP)
 
 # Durations measured on the 2-core reference machine at load average ~1.5; a busy machine takes longer.
 bench: $(STAMP)
-	@echo "make bench: expected duration about 25 minutes, 13 of them the 10^6-meter Dask run (POLICYOPT_BENCH_DASK_USERS=40000 shrinks it; make bench-quick: under 2 minutes)"
+	@echo "make bench: expected duration about 55 minutes, 25 of them the 10^6-meter Dask runs (POLICYOPT_BENCH_DASK_USERS=40000 shrinks them; make bench-quick: under 2 minutes)"
 	$(BIN)/python tests/benchmarks/bench.py
 
 bench-quick: $(STAMP)

@@ -371,6 +371,10 @@ def bench() -> None:
     check = int(os.environ.get("POLICYOPT_BENCH_DASK_CHECK_USERS", "10000"))
     if run_readings_check(n, 10_000, 2, check_users=min(check, n)) != 0:
         raise SystemExit("bench_dask: the Dask and serial readings penalty or model check disagree")
+    # check-model with its band on the same kind of meters (168 slots, 12 states): about 11 minutes at 10^6
+    cm = int(os.environ.get("POLICYOPT_BENCH_DASK_CHECK_MODEL_USERS", str(n)))
+    if cm and run_check_model(cm, 10_000, 2, slots=168, states=12) != 0:
+        raise SystemExit("bench_dask: the Dask and serial check-model reports disagree")
 
 
 def main(argv=None) -> int:
