@@ -113,3 +113,52 @@ def test_promise_covers_an_independent_computation_on_a_long_csv(long_csv, desig
     noise = 2 * ((X.max() - X.min()) / USERS / rep["epsilon_c"]) ** 2  # Laplace noise of the mean, range = data's own
     indep = (independent_worst_phase(X, peak, USERS, period or 1) if peak > 0 else 0.0) + noise
     assert indep > 0.01 and rep["penalty"] >= 0.8 * indep, (name, peak, rep["penalty"], indep)
+
+
+def independent_max_tv(states, L, min_pairs=100):
+    """max over users of the largest TV between two rows (current state, ≥ `min_pairs` pairs) of the lag-t pair counts
+    N[x, y] = #{s : state_s = x, state_{s−t} = y}, t = 1..L, by a loop over users and lags (no gaps here)."""
+    K = int(states.max()) + 1
+    out = np.zeros(L)
+    for x in states:
+        for t in range(1, L + 1):
+            N = np.zeros((K, K))
+            np.add.at(N, (x[t:], x[:-t]), 1)
+            rows = [N[k] / N[k].sum() for k in range(K) if N[k].sum() >= min_pairs]
+            tv = [0.5 * np.abs(r - q).sum() for r, q in itertools.combinations(rows, 2)]
+            out[t - 1] = max(out[t - 1], max(tv, default=0.0))
+    return out
+
+
+def test_schedule_max_tv_empirical_on_a_long_csv(long_csv):
+    """Issue 23's done-when on a long CSV that is not the bundled data: ``schedule --max-tv empirical`` designs, the
+    Δ(t) it uses is ≥ the direct estimate (which equals an independent count) at every lag ≤ L, and the printed risk
+    is ≥ Theorem 3's recomputation with that Δ(t)."""
+    import policyopt as po
+
+    name, path, period = long_csv
+    df = pd.read_csv(path)
+    lo, hi = float(np.floor(df["value"].min())), float(np.ceil(df["value"].max()))
+    args = ["schedule", "--data", path, "--users", USERS, "--states", 3, f"--value-range={lo}:{hi}",
+            "--max-age", 12, "--max-interval", 12, "--draws", 20, "--max-tv", "empirical", "--max-penalty", 0.2]
+    if period:
+        args += ["--phase-period", period]
+    rep = ok_json(*args)
+    emp = rep["empirical_max_tv"]
+    used, est, upper = emp["max_tv_used"], emp["estimate"], emp["upper"]
+    L = len(est)
+    assert L >= 12 + 12 - 1 and used[0] == 1.0
+    assert all(used[t] >= upper[t - 1] >= est[t - 1] for t in range(1, len(used)))
+    # the direct estimate against an independent count on the states of the same quantile edges
+    fit = po.fit_population(df.assign(user=df["user"].astype(str)), 3, value_range=(lo, hi))
+    X = df.pivot(index="user", columns="time", values="value").to_numpy()
+    states = np.searchsorted(fit.quantizer.edges, np.clip(X, lo, hi), side="right")
+    np.testing.assert_allclose(est, independent_max_tv(states, L), rtol=0, atol=1e-12)
+    assert max(est[23:]) > 0.1  # long memory: the households' regimes / weather still show after a day
+    if rep["horizon_design"] is not None:  # no infinite-horizon ε*: the largest risk over the horizon
+        hd = rep["horizon_design"]
+        times = hd["A"] + hd["S_bar"] * np.arange(hd["releases"])
+        comp = po.compose(times, hd["A"], hd["epsilon_c"], np.array(used + [1.0] * hd["horizon"]), horizon=hd["horizon"])
+        assert hd["horizon_risk"] >= float(comp.risk.max())
+    else:
+        assert rep["peak_risk"] >= po.peak_risk(used[rep["A"]], used[rep["S_bar"]], rep["epsilon_c"]).value
