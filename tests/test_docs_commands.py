@@ -311,12 +311,15 @@ def test_make_demo_command_runs(docs_cwd):
     recipe = re.search(r"^demo:.*\n((?:\t.*\n)+)", text, re.M)
     assert recipe, "the Makefile has no demo target"
     lines = [ln.strip() for ln in recipe.group(1).splitlines()]
-    assert lines == ["$(BIN)/policyopt schedule"], lines  # keep this test in step with the recipe
-    proc = run_shell("policyopt schedule", docs_cwd)
+    assert lines == ["$(BIN)/policyopt schedule --backtest 0.5"], lines  # keep this test in step with the recipe
+    proc = run_shell("policyopt schedule --backtest 0.5", docs_cwd)
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == b""
-    # the documented deployment (README "What `make demo` prints"): an optimal schedule inside the box
-    assert b"peak risk" in proc.stdout and b"status      : optimal" in proc.stdout
+    # the documented deployment (README "What `make demo` prints"): an optimal schedule inside the box, the model check
+    # and the backtest on the second half of the year
+    out = proc.stdout.decode("utf-8")
+    assert "peak risk" in out and "status      : optimal" in out and "\nmodel check : " in out
+    assert "\nbacktest    : designed on slots before 4380 (the first 0.5), replayed on the 4380 held-out slots" in out
 
 
 #: Pages whose first `schedule --chain` / `fran --two-binary` example introduces the command: it must show the

@@ -313,6 +313,11 @@ class Deployment:
         The estimate (data only): counts per user, for the posterior check.
     readings : pandas.DataFrame or None
         The readings (data only; not yet clipped): the readings penalty, the model check and ``--max-tv empirical``.
+        With ``--backtest F`` only the first F of the time range (the design's training part).
+    all_readings : pandas.DataFrame or None
+        With ``--backtest F``: every reading (the held-out part is replayed); else None.
+    backtest : float or None
+        F of ``--backtest`` (the training fraction of the time range), or None.
     penalty_kind : str
         ``readings``, ``readings-upper`` or ``chain`` (see :data:`PENALTY_CHOICES`).
     phase_period, penalty_level, horizon, seed
@@ -331,6 +336,8 @@ class Deployment:
     penalty_level: float = DEFAULT_PENALTY_LEVEL
     horizon: int = 0
     seed: int = DEFAULT_BOOTSTRAP_SEED
+    all_readings: object = None
+    backtest: float | None = None
 
 
 def load_deployment(args) -> Deployment:
@@ -360,6 +367,9 @@ def load_deployment(args) -> Deployment:
             raise InvalidInputError("--states applies to --data (or the bundled data) only; omit it with --chain/--matrix")
         if args.smoothing is not None:
             raise InvalidInputError("--smoothing applies to --data (or the bundled data) only; omit it with --chain/--matrix")
+        if getattr(args, "backtest", None) is not None:
+            raise InvalidInputError("--backtest replays the design on held-out readings: it needs --data (or the bundled "
+                                    "data); omit it with --chain/--matrix")
         if args.chain is not None:
             from policyopt.io import parse_chain_spec
 
@@ -399,6 +409,13 @@ def load_deployment(args) -> Deployment:
         source, unit = f"data {args.data}", ""
         states = DEFAULT_STATES if args.states is None else args.states
     smoothing = DEFAULT_SMOOTHING if args.smoothing is None else args.smoothing
+    backtest, all_readings = getattr(args, "backtest", None), None
+    if backtest is not None:  # design on the first part of the time range only; the rest is replayed afterwards
+        from policyopt.studies.backtest import split_slot
+
+        all_readings = df
+        df = df[df["time"].to_numpy() < split_slot(df["time"].to_numpy(), backtest)]
+        source += f" (design on the first {backtest:g} of the time range: --backtest)"
     fitted = fit_population(df, states, smoothing=smoothing, source=f"--data {args.data!r}" if args.data else "bundled data",
                             value_range=value_range)
     if args.users is not None:
@@ -426,7 +443,7 @@ def load_deployment(args) -> Deployment:
     return Deployment(fitted.population, info, unit, users, value_range, fitted, readings=df, penalty_kind=kind,
                       phase_period=phase, penalty_level=DEFAULT_PENALTY_LEVEL if level is None else level,
                       horizon=args.max_age + args.max_interval + 1,
-                      seed=DEFAULT_BOOTSTRAP_SEED if seed is None else seed)
+                      seed=DEFAULT_BOOTSTRAP_SEED if seed is None else seed, all_readings=all_readings, backtest=backtest)
 
 
 def deployment_penalty(dep: Deployment, population=None, *, kind: str | None = None):

@@ -256,6 +256,10 @@ def _publish_plan(args):
             raise InvalidInputError(
                 f"--schedule {args.schedule!r} records no `deployment` (written by an earlier policyopt): redesign it with "
                 "`policyopt schedule --json`, or give the accounting model with --model")
+        if design is not None and design.get("backtest") is not None:
+            _refuse_unless_override(
+                args, f"--schedule {args.schedule!r} was designed with --backtest {design['backtest']:g} (on the first part "
+                "of the data only, for a replay)", "redesign it without --backtest to publish")
         declared = None if design is None else design.get("value_range")
         if args.value_range is not None and declared is not None and tuple(args.value_range) != tuple(declared):
             _refuse_unless_override(

@@ -75,6 +75,11 @@ def add_command(sub) -> None:
                        help="length of one slot of --data, e.g. 30min, 1h (recorded in the JSON's deployment for "
                        "`publish`; the bundled data: 1h)")
     add_max_tv_options(sched)
+    sched.add_argument("--backtest", type=probability("--backtest"), default=None, metavar="F",
+                       help="design on the first fraction F of the readings' time range only, then replay the design on "
+                       "the rest as `policyopt backtest --schedule` does (realised MSE of the deployment against f̄, "
+                       "and Δ(t) at A and S_bar against the held-out data): a `backtest` line and JSON object "
+                       "(data or the bundled year; not with --workers)")
     sched.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     sched.add_argument("--plot", metavar="FILE", help="draw ε(t) and AoI(t) of the chosen schedule over a few epochs "
                        "into FILE (.png, .pdf or .svg; needs matplotlib, the 'plot' extra)")
@@ -157,6 +162,7 @@ def deployment_record(args, dep, robust_level=None, empirical_level=None) -> dic
         "value_range": None if dep.value_range is None else [float(v) for v in dep.value_range],
         "max_tv_horizon": max(args.max_age, args.max_interval) + 1,
         "slot_length": slot_length,
+        "backtest": dep.backtest if hasattr(dep, "backtest") else None,
     }
 
 
@@ -179,6 +185,9 @@ def run_schedule(args) -> int:
         check_plot_path(args.plot, "--plot")
         require_matplotlib("--plot")
     penalty, dist_extra = None, None
+    if args.backtest is not None and wants_distributed(args):
+        raise InvalidInputError(f"--backtest {args.backtest:g} replays the design on readings held in memory; omit it "
+                                "with --workers/--scheduler (run `policyopt backtest` on a sample instead)")
     if wants_distributed(args):  # a Parquet set reduced on Dask (policyopt.studies.distributed)
         population, info, unit, penalty, dist_extra = load_distributed_model(args)
         dep = Deployment(population=population, info=info, unit=unit, users=penalty.users, value_range=None)
@@ -292,6 +301,8 @@ def run_schedule(args) -> int:
     from policyopt.formatting import json_clean
 
     out = json_clean(out)
+    if dep.backtest is not None:
+        out["backtest"] = _replay(out, dep)
     out["wall_time_s"] = time.perf_counter() - start
     if args.json:
         print(json.dumps(out, indent=2, ensure_ascii=False, allow_nan=False))
@@ -300,6 +311,50 @@ def run_schedule(args) -> int:
     if plot_error is not None:
         raise InvalidInputError(plot_error)
     return 0
+
+
+def _replay(out: dict, dep) -> dict | None:
+    """``--backtest F``: the design (made on the first F of the time range) replayed on the rest of the readings by
+    :func:`policyopt.studies.backtest.backtest` (its JSON without the per-slot series); ``None`` without a schedule."""
+    from policyopt.studies.backtest import backtest
+
+    design = out
+    hd = out.get("horizon_design")
+    if out.get("A") is None and hd is not None and hd.get("status") == "optimal":  # no ε*: the horizon design is replayed
+        design = {**out, "A": hd["A"], "S_bar": hd["S_bar"], "epsilon_c": hd["epsilon_c"], "penalty": hd.get("penalty")}
+    if design.get("A") is None or not float(design["A"]).is_integer() or not float(design["S_bar"]).is_integer():
+        return None
+    r = backtest(dep.all_readings, design, train_fraction=dep.backtest, phase_period=dep.phase_period,
+                 value_range=dep.value_range, seed=dep.seed, unit=dep.unit)
+    r.pop("series")
+    r["replayed"] = "horizon_design" if design is not out else "schedule"
+    return r
+
+
+def backtest_text(r: dict | None, fraction: float) -> str:
+    """The one-line ``backtest`` summary of :func:`_replay`'s result."""
+    from policyopt.formatting import fmt_value
+
+    if r is None:
+        return f"designed on the first {fraction:g} of the time range; no integer schedule to replay"
+    u = f" {r['unit']}" if r.get("unit") else ""
+    verdict = ("holds (the whole interval is below f̄)" if r["holds_upper"] else
+               "holds at the point estimate (the interval reaches above f̄)" if r["holds"] else
+               "FAILS (the realised MSE exceeds f̄)")
+    what = "the horizon design " if r.get("replayed") == "horizon_design" else ""
+    text = (f"{what}designed on slots before {r['split_slot']} (the first {fraction:g}), replayed on the "
+            f"{r['held_out_slots']} held-out slots: realised MSE {fmt_value(r['realized_mse'], 4)}{u} "
+            f"({100 * r['bootstrap']['level']:g}% interval {fmt_value(r['realized_mse_lower'], 4)}–"
+            f"{fmt_value(r['realized_mse_upper'], 4)}) vs f̄ = {fmt_value(r['max_penalty'])}{u}: {verdict}")
+    c = r.get("max_tv_comparison")
+    if c:
+        lags = "; ".join(f"Δ({t}) design {fmt_value(d, 3)}, held-out {fmt_value(e, 3)} (band {fmt_value(lo, 3)}–"
+                         f"{fmt_value(hi, 3)})" for t, d, e, lo, hi in zip(c["lags"], c["design_max_tv"],
+                                                                        c["held_out_max_tv"], c["held_out_lower"],
+                                                                        c["held_out_upper"]))
+        text += f"; {lags}: " + ("the held-out data depend on the past more than the design assumed: its ε* is no "
+                                 "bound for them" if not c["holds"] else "the design's Δ is not below the held-out band")
+    return text
 
 
 def _empirical_options(args, dep, post):
@@ -358,7 +413,7 @@ def _lag_list(lags: list) -> str:
 
 def _with_data_lines(text: str, out: dict) -> str:
     """The schedule text with the model-check and empirical-design lines before the wall time."""
-    from policyopt.formatting import fmt_exact, fmt_upper
+    from policyopt.formatting import fmt_count, fmt_exact, fmt_upper
 
     extra = []
     if out.get("model_check"):
@@ -370,13 +425,16 @@ def _with_data_lines(text: str, out: dict) -> str:
             f"Δ(t) data   : {emp['level']:g} upper band, Δ̃(1) = {fmt_upper(used[1], 3)}, Δ̃({len(used) - 1}) = "
             f"{fmt_upper(used[-1], 3)} (direct estimate {emp['estimate'][len(used) - 2]:.3g} there); 1 beyond L = {emp['max_lag']}"
         )
+    if "backtest" in out:
+        extra.append(f"backtest    : {backtest_text(out['backtest'], out['deployment']['backtest'])}")
     hd = out.get("horizon_design")
     if hd is not None:
         if hd["status"] == "optimal":
             extra.append(
                 f"horizon     : no schedule has a finite ε* under the data's Δ(t) (condition (31) fails), so the design "
-                f"bounds the largest risk over {hd['horizon']} slots (Theorem 3): A = {hd['A']} slots, S̄ = {hd['S_bar']} "
-                f"slots, ε_C = {fmt_exact(hd['epsilon_c'])} nats, {hd['releases']} releases, largest risk ≤ "
+                f"bounds the largest risk over {hd['horizon']} slots (Theorem 3): A = {fmt_count(hd['A'], 'slot')}, "
+                f"S̄ = {fmt_count(hd['S_bar'], 'slot')}, ε_C = {fmt_exact(hd['epsilon_c'])} nats, "
+                f"{fmt_count(hd['releases'], 'release')}, largest risk ≤ "
                 f"{fmt_upper(hd['horizon_risk'])} nats (optimal: {hd['proof']})"
             )
         else:

@@ -297,9 +297,12 @@ def empirical_design(fitted, readings, A_max: int, S_max: int, level: float, *, 
                            horizon=int(T) if horizon is None else int(horizon))
 
 
-def add_empirical_design(report: dict, design: EmpiricalDesign, penalty, max_penalty: float, A_max: int,
+def add_empirical_design(report: dict, design: EmpiricalDesign, penalty, max_penalty: float | None, A_max: int,
                          S_max: int) -> dict:
     """Complete the schedule report `report` (designed against ``design.source``) for ``--max-tv empirical``.
+
+    `max_penalty` ``None``: the f̄ the report states (the default the design chose); none there either: no
+    horizon design.
 
     Sets ``model.delta_source``, ``empirical_max_tv`` (``level``, ``max_lag``, ``method``, ``min_pairs``,
     ``estimate``, ``upper``, ``max_tv_used`` = Δ̃(0..A_max + S_max − 1 or more), ``users_without_claim``) and
@@ -330,5 +333,7 @@ def add_empirical_design(report: dict, design: EmpiricalDesign, penalty, max_pen
     }
     report["horizon_design"] = None
     if report["A"] is None:
-        report["horizon_design"] = design_over_horizon(design.source, penalty, max_penalty, A_max, S_max, design.horizon)
+        f_bar = report.get("max_penalty") if max_penalty is None else max_penalty  # the default f̄ the design chose
+        if f_bar is not None:
+            report["horizon_design"] = design_over_horizon(design.source, penalty, f_bar, A_max, S_max, design.horizon)
     return report
