@@ -142,6 +142,28 @@ def test_check_model_workers_refusals(homes, tmp_path):
             "--max-lag 9000 must be below the series length T = 8760 slots")
 
 
+def test_a_repeated_reading_in_the_held_out_part_is_refused(tmp_path):
+    """The held-out part is quantised by the same step as the fit (``sorted_states``), which refuses a repeated
+    (user, time) there too, not only in the fit part."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(3)
+    T = 400
+    users = np.repeat(["a", "b"], T).tolist() + ["b"]
+    times = np.concatenate([np.arange(T), np.arange(T), [350]])  # b's slot 350 twice: in the held-out half
+    (tmp_path / "d").mkdir()
+    pq.write_table(pa.table({"user": pa.array(users, type=pa.string()), "time": times,
+                             "value": rng.random(2 * T + 1)}), tmp_path / "d" / "p.parquet")
+    refused(run_any("check-model", "--data", tmp_path / "d", "--workers", "1", "--states", "2", "--max-lag", "5",
+                    "--holdout", "0.5"), "user 'b' has a second reading at time 350")
+    (tmp_path / "d" / "p.parquet").unlink()  # without the repeated reading: one file, one worker, counted in words
+    pq.write_table(pa.table({"user": pa.array(users[:-1], type=pa.string()), "time": times[:-1],
+                             "value": rng.random(2 * T)}), tmp_path / "d" / "p.parquet")
+    text = run_any("check-model", "--data", tmp_path / "d", "--workers", "1", "--states", "2", "--max-lag", "5").stdout
+    assert "map-reduce over 1 Parquet file on a local cluster of 1 worker (" in text, text
+
+
 @settings(max_examples=15, deadline=None)
 @given(group=st.lists(st.integers(0, 2), min_size=6, max_size=6), seed=st.integers(0, 2**16),
        missing=st.sampled_from([0.0, 0.05]))

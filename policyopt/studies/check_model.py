@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from policyopt.errors import InvalidInputError, fmt
-from policyopt.formatting import check_text, fmt_lower, fmt_upper, fmt_value, json_clean
+from policyopt.formatting import check_text, fmt_count, fmt_lower, fmt_upper, fmt_value, json_clean
 from policyopt.models.empirical import (
     DEFAULT_MIN_PAIRS,
     DEFAULT_N_BOOT,
@@ -300,9 +300,10 @@ def format_check(r: dict) -> str:
         lines.append(f"plot        : {r['plot']} (chain Δ(t) vs the band on a log lag axis, refuted lags marked)")
     dist = r.get("distributed")
     if dist:
-        where = (f"a local cluster of {dist['workers']} worker" + ("s" if dist["workers"] != 1 else "")) if dist.get("workers") else f"the scheduler {dist['scheduler']}"
+        where = (f"a local cluster of {fmt_count(dist['workers'], 'worker')}" if dist.get("workers")
+                 else f"the scheduler {dist['scheduler']}")
         peak = max(dist["peak_rss_mib"].values()) if dist.get("peak_rss_mib") else 0.0
-        lines.append(f"dask        : map-reduce over {dist['partitions']} Parquet files on {where} (per-user random "
+        lines.append(f"dask        : map-reduce over {fmt_count(dist['partitions'], 'Parquet file')} on {where} (per-user random "
                      f"streams: the serial run's numbers); largest worker peak {peak:.0f} MiB")
     lines.append(f"wall time   : {r['wall_time_s']:.3f} s")
     return check_text("\n".join(lines))

@@ -66,6 +66,7 @@ __all__ = [
     "keys_to_floats",
     "dask_client",
     "fit_partition",
+    "sorted_states",
     "user_spans",
     "peak_rss_mib",
     "fold_partitions",
@@ -357,6 +358,40 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
+def sorted_states(part: dict, source: str, edges) -> tuple:
+    """A partition's readings sorted by (user, time) and quantised with the shared inner edges.
+
+    State k holds the readings in [edges[k−1], edges[k]) (as :class:`policyopt.models.estimation.Quantizer`).
+
+    Parameters
+    ----------
+    part : dict
+        From :func:`policyopt.io.read_parquet_partition` (``user_code``, ``time``, ``value``, ``users``).
+    source : str
+        Names the data in messages.
+    edges : array_like, shape (K − 1,)
+        Inner quantile edges, in the readings' unit.
+
+    Returns
+    -------
+    (code, t, x, states) : numpy.ndarray each, shape (n,)
+        User codes, slots, readings and states 0..K−1, sorted by user, then time.
+
+    Raises
+    ------
+    InvalidInputError
+        A repeated (user, time).
+    """
+    code, t, x = part["user_code"], part["time"], part["value"]
+    order = np.lexsort((t, code))
+    code, t, x = code[order], t[order], x[order]
+    dup = (code[1:] == code[:-1]) & (t[1:] == t[:-1])
+    if dup.any():
+        i = int(np.flatnonzero(dup)[0])
+        raise InvalidInputError(f"{source}: user {part['users'][code[i]]!r} has a second reading at time {int(t[i])}")
+    return code, t, x, np.searchsorted(np.asarray(edges, dtype=float), x, side="right")
+
+
 def fit_partition(part: dict, source: str, edges, state_values, smoothing: float, threshold: int) -> dict:
     """Readings of one partition sorted by (user, time), quantised with the shared edges, and each user's chain.
 
@@ -374,20 +409,12 @@ def fit_partition(part: dict, source: str, edges, state_values, smoothing: float
     InvalidInputError
         A repeated (user, time).
     """
-    edges = np.asarray(edges, dtype=float)
     values = np.asarray(state_values, dtype=float)
     k = values.size
-    code, t, x = part["user_code"], part["time"], part["value"]
     names = part["users"]
     n_users = len(names)
-    order = np.lexsort((t, code))
-    code, t, x = code[order], t[order], x[order]
+    code, t, x, states = sorted_states(part, source, edges)
     same = code[1:] == code[:-1]
-    dup = same & (t[1:] == t[:-1])
-    if dup.any():
-        i = int(np.flatnonzero(dup)[0])
-        raise InvalidInputError(f"{source}: user {names[code[i]]!r} has a second reading at time {int(t[i])}")
-    states = np.searchsorted(edges, x, side="right")
     consecutive = same & (t[1:] == t[:-1] + 1)
     who = code[:-1][consecutive]
     cell = (who * k + states[:-1][consecutive]) * k + states[1:][consecutive]

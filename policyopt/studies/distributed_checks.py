@@ -37,6 +37,7 @@ from policyopt.studies.distributed import (
     fit_partition,
     fold_partitions,
     peak_rss_mib,
+    sorted_states,
     user_spans,
 )
 
@@ -236,9 +237,7 @@ def _partition_states(path, option: str, edges, state_values, smoothing: float, 
     chain_of = {pf["names"][u]: c for u, c in zip(pf["kept"], pf["chains"])}
     part = read_parquet_partition(path, option)
     names = part["users"]
-    order = np.lexsort((part["time"], part["user_code"]))
-    code, t = part["user_code"][order], part["time"][order]
-    states = np.searchsorted(np.asarray(edges, dtype=float), part["value"][order], side="right")  # as fit_partition
+    code, t, _, states = sorted_states(part, f"{option} {str(path)!r}", edges)  # the quantisation of fit_partition
     users = [j for j, n in enumerate(names) if n in chain_of]
     return {"code": code, "t": t, "states": states, "names": names, "users": users,
             "chains": [chain_of[names[j]] for j in users], "K": K}
@@ -413,6 +412,8 @@ def split_partition(path, option: str, holdout, value_range, out_dir, index: int
     names = np.asarray(part["users"], dtype=object)
 
     def write(mask, stem):
+        """Write the readings selected by the boolean `mask` (n,) to ``STEM-INDEX.parquet`` in `out_dir` (user, time
+        in slots, value in the readings' unit, clipped); its path, or ``None`` when `mask` selects nothing."""
         if not mask.any():
             return None
         out = str(Path(out_dir) / f"{stem}-{index:06d}.parquet")
