@@ -334,26 +334,19 @@ def _replay(out: dict, dep) -> dict | None:
 def backtest_text(r: dict | None, fraction: float) -> str:
     """The one-line ``backtest`` summary of :func:`_replay`'s result."""
     from policyopt.formatting import fmt_value
+    from policyopt.studies.backtest import backtest_verdict, max_tv_comparison_text
 
     if r is None:
         return f"designed on the first {fraction:g} of the time range; no integer schedule to replay"
     u = f" {r['unit']}" if r.get("unit") else ""
-    verdict = ("holds (the whole interval is below f̄)" if r["holds_upper"] else
-               "holds at the point estimate (the interval reaches above f̄)" if r["holds"] else
-               "FAILS (the realised MSE exceeds f̄)")
     what = "the horizon design " if r.get("replayed") == "horizon_design" else ""
     text = (f"{what}designed on slots before {r['split_slot']} (the first {fraction:g}), replayed on the "
             f"{r['held_out_slots']} held-out slots: realised MSE {fmt_value(r['realized_mse'], 4)}{u} "
             f"({100 * r['bootstrap']['level']:g}% interval {fmt_value(r['realized_mse_lower'], 4)}–"
-            f"{fmt_value(r['realized_mse_upper'], 4)}) vs f̄ = {fmt_value(r['max_penalty'])}{u}: {verdict}")
+            f"{fmt_value(r['realized_mse_upper'], 4)}) vs f̄ = {fmt_value(r['max_penalty'])}{u}: {backtest_verdict(r)}")
     c = r.get("max_tv_comparison")
     if c:
-        lags = "; ".join(f"Δ({t}) design {fmt_value(d, 3)}, held-out {fmt_value(e, 3)} (band {fmt_value(lo, 3)}–"
-                         f"{fmt_value(hi, 3)})" for t, d, e, lo, hi in zip(c["lags"], c["design_max_tv"],
-                                                                        c["held_out_max_tv"], c["held_out_lower"],
-                                                                        c["held_out_upper"]))
-        text += f"; {lags}: " + ("the held-out data depend on the past more than the design assumed: its ε* is no "
-                                 "bound for them" if not c["holds"] else "the design's Δ is not below the held-out band")
+        text += f"; Δ(t) at {max_tv_comparison_text(c)}"
     return text
 
 

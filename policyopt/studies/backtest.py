@@ -347,13 +347,31 @@ def backtest(data, schedule: dict | None = None, *, train_fraction: float = 0.5,
     }
 
 
+def backtest_verdict(r: dict) -> str:
+    """Whether the realised MSE of :func:`backtest`'s result `r` met f̄, in words (point estimate and interval)."""
+    return ("holds: the whole interval is below f̄" if r["holds_upper"] else
+            "holds at the point estimate; the interval reaches above f̄" if r["holds"] else
+            "FAILS: the realised MSE exceeds f̄")
+
+
+def max_tv_comparison_text(c: dict) -> str:
+    """Δ at the design's lags against the held-out direct estimate and its band (``max_tv_comparison`` of
+    :func:`backtest`), and what that means for the design's ε*, in one line."""
+    parts = [f"lag {t}: design {fmt_value(d, 3)}, held-out {fmt_value(e, 3)} ({100 * c['level']:g}% band "
+             f"{fmt_value(lo, 3)}–{fmt_value(hi, 3)})"
+             for t, d, e, lo, hi in zip(c["lags"], c["design_max_tv"], c["held_out_max_tv"], c["held_out_lower"],
+                                        c["held_out_upper"])]
+    return "; ".join(parts) + " — " + (
+        "the held-out data depend on the past more than the design assumed: its ε* is no bound for them"
+        if not c["holds"] else "the design's Δ is not below the held-out band at these lags")
+
+
 def format_backtest(r: dict) -> str:
     """The text ``policyopt backtest`` prints, from the dict of :func:`backtest` (without ``series``)."""
     u = f" {r['unit']}" if r.get("unit") else ""
     s = r["schedule"]
     b = r["bootstrap"]
-    verdict = ("holds: the whole interval is below f̄" if r["holds_upper"] else
-               "holds at the point estimate; the interval reaches above f̄" if r["holds"] else "FAILS: the realised MSE exceeds f̄")
+    verdict = backtest_verdict(r)
     lines = [
         "policyopt backtest: the schedule replayed on held-out readings (Zhang et al. 2024, problem (28))",
         f"split       : train on slots before {r['split_slot']} (fraction {r['train_fraction']:g}), replay on "
@@ -372,13 +390,7 @@ def format_backtest(r: dict) -> str:
     ]
     c = r.get("max_tv_comparison")
     if c:
-        parts = [f"lag {t}: design {fmt_value(d, 3)}, held-out {fmt_value(e, 3)} ({100 * c['level']:g}% band "
-                 f"{fmt_value(lo, 3)}–{fmt_value(hi, 3)})"
-                 for t, d, e, lo, hi in zip(c["lags"], c["design_max_tv"], c["held_out_max_tv"], c["held_out_lower"],
-                                            c["held_out_upper"])]
-        lines.append(f"Δ(t)        : {'; '.join(parts)} — " + (
-            "the held-out data depend on the past more than the design assumed: its ε* is no bound for them"
-            if not c["holds"] else "the design's Δ is not below the held-out band at these lags"))
+        lines.append(f"Δ(t)        : {max_tv_comparison_text(c)}")
     if r.get("plot"):
         lines.append(f"plot        : {r['plot']} (realised error over the held-out time)")
     lines.append(f"wall time   : {r['wall_time_s']:.3f} s")
