@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/policyopt schedule --backtest 0.5
+	$(BIN)/policyopt schedule --max-tv empirical --max-age 24 --max-interval 24 --backtest 0.5
 
 # pytest exits 5 when it collects no test: report it loudly, do not fail the build on it.  The docs extra is installed
 # too: tests build a small Sphinx site from the notebooks (tests/test_notebook_figures.py).

@@ -311,15 +311,22 @@ def test_make_demo_command_runs(docs_cwd):
     recipe = re.search(r"^demo:.*\n((?:\t.*\n)+)", text, re.M)
     assert recipe, "the Makefile has no demo target"
     lines = [ln.strip() for ln in recipe.group(1).splitlines()]
-    assert lines == ["$(BIN)/policyopt schedule --backtest 0.5"], lines  # keep this test in step with the recipe
-    proc = run_shell("policyopt schedule --backtest 0.5", docs_cwd)
+    assert lines == ["$(BIN)/policyopt schedule --max-tv empirical --max-age 24 --max-interval 24 --backtest 0.5"], lines  # keep this test in step with the recipe
+    proc = run_shell("policyopt schedule --max-tv empirical --max-age 24 --max-interval 24 --backtest 0.5", docs_cwd)
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == b""
     # the documented deployment (README "What `make demo` prints"): an optimal schedule inside the box, the model check
     # and the backtest on the second half of the year
     out = proc.stdout.decode("utf-8")
     assert "peak risk" in out and "status      : optimal" in out and "\nmodel check : " in out
+    assert "\nΔ(t)        : upper edge of the 0.95 simultaneous block-bootstrap band" in out  # the data's Δ(t)
     assert "\nbacktest    : designed on slots before 4380 (the first 0.5), replayed on the 4380 held-out slots" in out
+    # the README shows this very output (all but the wall time): refresh it when the demo changes
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    shown = re.search(r"^## What `make demo` prints\n+```text\n(.*?)^```", readme, flags=re.S | re.M).group(1)
+    def strip(t):
+        return [ln for ln in t.splitlines() if not ln.startswith("wall time   : ")]
+    assert strip(shown) == strip(out)
 
 
 #: Pages whose first `schedule --chain` / `fran --two-binary` example introduces the command: it must show the

@@ -130,3 +130,26 @@ def test_python_design_against_the_empirical_source():
     rep = po.design_schedule(source, max_penalty=1.5e-5, A_max=12, S_max=12, penalty=pen)
     assert rep.status == "infeasible"  # (31) cannot hold with Δ̃ ≈ 0.96: the horizon design is the way out
     np.testing.assert_array_equal(np.exp(source.log_max_tv(np.arange(24))) >= np.r_[1.0, est.estimate[:23]], True)
+
+
+def test_the_table_runs_its_maximum_over_the_ages_the_box_uses_only():
+    """Δ̃(t) = max_{t ≤ s ≤ M} U(s): a band of 1 beyond M (a home with no claim at a long lag) leaves Δ̃ below 1."""
+    from types import SimpleNamespace
+
+    from policyopt.studies.empirical_design import empirical_max_tv_table, empirical_source
+
+    L = 100
+    upper = np.concatenate([0.9 - 0.004 * np.arange(1, 48), np.ones(L - 47)])  # 1 from lag 48 on
+    upper[23] = 0.95  # a daily peak at lag 24: earlier lags must be raised to it
+    est = SimpleNamespace(max_lag=L, upper=upper, n_users=3)
+    table = empirical_max_tv_table(est, 40)
+    ref = [1.0] + [max(upper[t - 1:40]) for t in range(1, 41)]  # plain loop
+    assert table.tolist() == ref and len(table) == 41
+    assert table[1] == table[24] == 0.95 and table[25] == upper[24] and table[40] == upper[39] < 1
+    assert np.all(np.diff(table) <= 0) and np.all(table[1:] >= upper[:40])
+    # the box's M = A_max + S_max − 1 = 47: still below 1; one more age reaches the band's 1
+    src = empirical_source(est, 24, 24)
+    assert src.horizon == 47 and float(np.exp(src.log_max_tv(np.array([1]))[0])) == pytest.approx(0.95, rel=1e-15)
+    assert empirical_max_tv_table(est, 48)[1] == 1.0
+    with pytest.raises(po.InvalidInputError, match="estimated for t ≤ L = 100 only"):
+        empirical_max_tv_table(est, 101)

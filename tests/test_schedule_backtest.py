@@ -1,7 +1,8 @@
 """``schedule --backtest F``: design on the first part of the time range, replay on the rest (issue 24's demo line).
 
-``make demo`` is ``policyopt schedule --backtest 0.5``; its ``backtest`` object must be what ``policyopt backtest
---schedule`` reports for the same design file, and the design must come from the first half only.
+``make demo`` is ``policyopt schedule --max-tv empirical --max-age 24 --max-interval 24 --backtest 0.5`` (the readings'
+MSE and the data's Δ(t)); its ``backtest`` object must be what ``policyopt backtest --schedule`` reports for the same
+design file, and the design must come from the first half only.
 """
 
 from __future__ import annotations
@@ -11,13 +12,17 @@ import json
 import pytest
 
 from _cli import ok_json, refused, run_any, run_cli
-from policyopt.formatting import text_problems
+from policyopt.formatting import fmt_upper, text_problems
+
+
+#: The arguments of ``make demo`` (tests/test_docs_commands.py checks the Makefile's recipe against the same list).
+DEMO = ("schedule", "--max-tv", "empirical", "--max-age", "24", "--max-interval", "24", "--backtest", "0.5")
 
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
     """(JSON object, path of the schedule file) of the demo's design."""
-    out = ok_json("schedule", "--backtest", "0.5")
+    out = ok_json(*DEMO)
     path = tmp_path_factory.mktemp("bt") / "demo.json"
     path.write_text(json.dumps(out))
     return out, path
@@ -36,29 +41,49 @@ def test_the_replay_equals_policyopt_backtest_of_the_same_design(demo):
         assert bt[key] == ref[key], key
     # the design saw the first half only: its readings penalty is estimated on 4380 slots, not 8760
     assert out["model"]["readings_penalty"]["slots"] == 4380
-    # the demo's numbers (README): A = 0, S̄ = 1 meets f̄ with noise only; held-out Δ(1) above the chains' Δ(1)
-    assert (out["A"], out["S_bar"]) == (0, 1) and bt["holds"] is True
+    # the demo's numbers (README): A = 0, S̄ = 1 meets f̄ with noise only, ε* under the first half's Δ̃ (0.95 band,
+    # running maximum over lags 1..47); the held-out Δ(1) lies below the design's Δ̃(1)
+    assert (out["A"], out["S_bar"]) == (0, 1) and out["status"] == "optimal"
+    assert fmt_upper(out["peak_risk"]) == "0.251104" and out["max_penalty"] == pytest.approx(0.0364048, rel=2e-6)
+    assert out["model"]["delta_source"].startswith("upper edge of the 0.95 simultaneous block-bootstrap band")
+    assert len(out["empirical_max_tv"]["max_tv_used"]) == 48 and out["empirical_max_tv"]["max_lag"] == 438
+    assert bt["holds"] is True and bt["staleness"] == 0.0
     c = bt["max_tv_comparison"]
-    assert c["lags"] == [1] and c["held_out_lower"][0] > c["design_max_tv"][0] and c["holds"] is False
-    assert c["design_max_tv"][0] == pytest.approx(0.871, abs=5e-4) and c["held_out_max_tv"][0] == pytest.approx(0.906, abs=5e-4)
+    assert c["lags"] == [1] and c["holds"] is True and c["design_max_tv"][0] >= c["held_out_upper"][0]
+    assert c["design_max_tv"][0] == out["empirical_max_tv"]["max_tv_used"][1] == pytest.approx(0.984, abs=5e-4)
+    assert c["held_out_max_tv"][0] == pytest.approx(0.906, abs=5e-4)
+
+
+def test_the_chains_design_of_the_same_box_is_exceeded_on_the_held_out_half():
+    """README items 5–6: at the demo's f̄, the chains' Δ(1) = 0.871 (first half) gives ε* 9× smaller, and lies below
+    the held-out band: their ε* is no bound there."""
+    out = ok_json("schedule", "--max-age", "24", "--max-interval", "24", "--backtest", "0.5", "--max-penalty", "0.0364048")
+    c = out["backtest"]["max_tv_comparison"]
+    assert (out["A"], out["S_bar"]) == (0, 1) and c["lags"] == [1] and c["holds"] is False
+    assert c["held_out_lower"][0] > c["design_max_tv"][0] == pytest.approx(0.871, abs=5e-4)
+    assert fmt_upper(out["peak_risk"]) == "0.0278811"  # as printed (rounded up)
 
 
 def test_the_text_has_the_backtest_line():
-    text = run_cli("schedule", "--backtest", "0.5").stdout
+    text = run_cli(*DEMO).stdout
     line = next(ln for ln in text.splitlines() if ln.startswith("backtest    : "))
     assert "designed on slots before 4380 (the first 0.5), replayed on the 4380 held-out slots: realised MSE" in line
-    assert "its ε* is no bound for them" in line
+    assert "Δ(t) at lag 1: design 0.985, held-out 0.906 (95% band 0.898–0.914)" in line  # the design's Δ rounded up
+    assert "the held-out data are covered" in line
+    assert "deployment  : I = 100000 users drawn like the 17 pilot users (MSE and Δ(t) from their readings)" in text
+    assert "\nenvelope    : " not in text  # the data's Δ̃(t) is a table, not a fitted c·ρ^t
     assert text_problems(text) == [], text
 
 
 def test_a_horizon_design_is_replayed_when_no_finite_peak_risk_exists():
-    out = ok_json("schedule", "--backtest", "0.5", "--max-tv", "empirical", "--max-penalty", "0.05",
-                  "--max-age", "24", "--max-interval", "24")
+    # f̄ below the trade-off range (from 0.00177 kWh²: Δ̃(1)e^{ε_C} < 1 caps ε_C): no finite ε*
+    out = ok_json(*DEMO, "--max-penalty", "0.001")
     hd, bt = out["horizon_design"], out["backtest"]
     assert out["A"] is None and hd["status"] == "optimal" and bt["replayed"] == "horizon_design"
     assert (bt["schedule"]["A"], bt["schedule"]["S_bar"], bt["schedule"]["epsilon_c"]) == (
         hd["A"], hd["S_bar"], hd["epsilon_c"])
-    assert bt["realized_mse"] <= 0.05 * (1 + 1e-9)
+    assert bt["realized_mse"] <= 0.001 * (1 + 1e-9)
+    assert "backtest    : the horizon design, made on slots before 4380" in run_cli(*DEMO, "--max-penalty", "0.001").stdout
 
 
 def test_refusals(demo, tmp_path):

@@ -203,15 +203,23 @@ def test_the_guides_numbers_on_the_bundled_homes(tmp_path):
     """docs/guide/sweep.md: the chain penalty's sweep on the bundled data (no model option), box 6 × 6."""
     out = tmp_path / "g.csv"
     summary = strict_json(run_cli("sweep", "--max-tv", "empirical", "--penalty", "chain", "--max-age", 6,
-                                  "--max-interval", 6, "--max-penalty", "1.5e-5,0.0016", "--out", out, "--json").stdout)
+                                  "--max-interval", 6, "--max-penalty", "1.4e-5,1.5e-5", "--out", out, "--json").stdout)
     assert summary["max_tv_source"] == "empirical:0.95" and summary["horizon"] == 8760
     assert summary["empirical_max_lag"] == 876 and summary["risk_kind_counts"] == {"horizon": 1, "peak": 1}
     assert summary["model_check"][0]["refuted"] is True
     hz, peak = read_sweep_csv(out)
     assert (hz["risk_kind"], hz["status"], hz["horizon_A"], hz["horizon_S_bar"], hz["horizon_releases"]) == \
-        ("horizon", "infeasible", 0, 5, 1753)
-    assert f"{hz['horizon_epsilon_c']:.3g}" == "0.411" and fmt_upper(hz["horizon_risk"]) == "657.745"
-    assert (peak["risk_kind"], peak["status"]) == ("peak", "optimal") and fmt_upper(peak["peak_risk"]) == "0.628223"
+        ("horizon", "infeasible", 0, 2, 4381)
+    assert f"{hz['horizon_epsilon_c']:.3g}" == "0.235" and fmt_upper(hz["horizon_risk"]) == "52.4404"
+    assert (peak["risk_kind"], peak["status"], peak["A"], peak["S_bar"]) == ("peak", "optimal", 0, 2)
+    assert fmt_upper(peak["peak_risk"]) == "5.03954"
+    # the first command of the guide (the readings' MSE): A = 0, S̄ = 1 at every f̄, Δ̃ over lags 1..11 only
+    first = tmp_path / "f.csv"
+    strict_json(run_cli("sweep", "--max-tv", "empirical", "--max-age", 6, "--max-interval", 6, "--max-penalty",
+                        "0.005,0.018,0.05", "--out", first, "--json").stdout)
+    rows = read_sweep_csv(first)
+    assert [(r["A"], r["S_bar"], r["risk_kind"]) for r in rows] == [(0, 1, "peak")] * 3
+    assert [fmt_upper(r["peak_risk"], 3) for r in rows] == ["0.256", "0.127", "0.0744"]
 
 
 def test_delta_is_estimated_once_per_fit(serial, tmp_path, capsys, monkeypatch):

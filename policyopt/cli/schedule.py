@@ -236,6 +236,14 @@ def run_schedule(args) -> int:
         from policyopt.studies.empirical_design import add_empirical_design
 
         add_empirical_design(out, empirical, penalty, max_penalty, args.max_age, args.max_interval)
+    if source is not population and out.get("A") is not None and out.get("penalty_comparison") is None \
+            and float(out["A"]).is_integer() and float(out["S_bar"]).is_integer():
+        # designed against another Δ(t) source: the readings' MSE still compared with the chain model's (48)–(49)
+        from policyopt.studies.deployment import penalty_comparison
+
+        pc = penalty_comparison(penalty, population, int(out["A"]), int(out["S_bar"]))
+        if pc is not None:
+            out["penalty_comparison"] = pc
     if dep.fitted is not None and empirical is None:
         rows = dep.fitted.row_transitions()
         m["row_transitions"] = {u: r.tolist() for u, r in rows.items()}
@@ -339,8 +347,8 @@ def backtest_text(r: dict | None, fraction: float) -> str:
     if r is None:
         return f"designed on the first {fraction:g} of the time range; no integer schedule to replay"
     u = f" {r['unit']}" if r.get("unit") else ""
-    what = "the horizon design " if r.get("replayed") == "horizon_design" else ""
-    text = (f"{what}designed on slots before {r['split_slot']} (the first {fraction:g}), replayed on the "
+    what = "the horizon design, made" if r.get("replayed") == "horizon_design" else "designed"
+    text = (f"{what} on slots before {r['split_slot']} (the first {fraction:g}), replayed on the "
             f"{r['held_out_slots']} held-out slots: realised MSE {fmt_value(r['realized_mse'], 4)}{u} "
             f"({100 * r['bootstrap']['level']:g}% interval {fmt_value(r['realized_mse_lower'], 4)}–"
             f"{fmt_value(r['realized_mse_upper'], 4)}) vs f̄ = {fmt_value(r['max_penalty'])}{u}: {backtest_verdict(r)}")
@@ -416,7 +424,8 @@ def _with_data_lines(text: str, out: dict) -> str:
         used = emp["max_tv_used"]
         extra.append(
             f"Δ(t) data   : {emp['level']:g} upper band, Δ̃(1) = {fmt_upper(used[1], 3)}, Δ̃({len(used) - 1}) = "
-            f"{fmt_upper(used[-1], 3)} (direct estimate {emp['estimate'][len(used) - 2]:.3g} there); 1 beyond L = {emp['max_lag']}"
+            f"{fmt_upper(used[-1], 3)} (direct estimate {emp['estimate'][len(used) - 2]:.3g} there); 1 beyond t = {len(used) - 1} "
+            f"(band estimated for t ≤ L = {emp['max_lag']})"
         )
     if "backtest" in out:
         extra.append(f"backtest    : {backtest_text(out['backtest'], out['deployment']['backtest'])}")

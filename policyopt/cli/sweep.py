@@ -330,7 +330,8 @@ def _format_summary(s: dict) -> str:
     if s["max_tv_source"] != "chain":
         lines.append(
             f"Δ(t)         : {s['max_tv_source']}: the upper edge of the data's simultaneous band for t ≤ L = "
-            f"{s['empirical_max_lag']} slots, non-increasing, 1 beyond (as schedule --max-tv {s['max_tv_source']})"
+            f"{s['empirical_max_lag']} slots, made non-increasing over the ages the box uses, 1 beyond them (as schedule "
+            f"--max-tv {s['max_tv_source']})"
         )
         n = s["risk_kind_counts"].get("horizon", 0)
         if n:

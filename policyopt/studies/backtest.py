@@ -28,7 +28,7 @@ import time
 import numpy as np
 
 from policyopt.errors import InvalidInputError, fmt
-from policyopt.formatting import check_text, fmt_count, fmt_exact, fmt_value
+from policyopt.formatting import check_text, fmt_count, fmt_exact, fmt_upper, fmt_value
 from policyopt.utility.readings_penalty import (
     BOOTSTRAP_REPS,
     DEFAULT_LEVEL,
@@ -349,21 +349,31 @@ def backtest(data, schedule: dict | None = None, *, train_fraction: float = 0.5,
 
 def backtest_verdict(r: dict) -> str:
     """Whether the realised MSE of :func:`backtest`'s result `r` met f̄, in words (point estimate and interval)."""
-    return ("holds: the whole interval is below f̄" if r["holds_upper"] else
+    return ("holds: the whole interval is at or below f̄" if r["holds_upper"] else
             "holds at the point estimate; the interval reaches above f̄" if r["holds"] else
             "FAILS: the realised MSE exceeds f̄")
 
 
 def max_tv_comparison_text(c: dict) -> str:
     """Δ at the design's lags against the held-out direct estimate and its band (``max_tv_comparison`` of
-    :func:`backtest`), and what that means for the design's ε*, in one line."""
-    parts = [f"lag {t}: design {fmt_value(d, 3)}, held-out {fmt_value(e, 3)} ({100 * c['level']:g}% band "
+    :func:`backtest`), and what that means for the design's ε*, in one line.
+
+    The design's Δ is printed rounded up (it is the bound the design used), the held-out numbers to nearest.  Three
+    verdicts: the held-out band lies above the design's Δ at some lag (its ε* is no bound there); the design's Δ is
+    at or above the whole band at every lag (the held-out data are covered); otherwise it lies inside the band at
+    some lag (not refuted at the band's level, not confirmed either).
+    """
+    parts = [f"lag {t}: design {fmt_upper(d, 3)}, held-out {fmt_value(e, 3)} ({100 * c['level']:g}% band "
              f"{fmt_value(lo, 3)}–{fmt_value(hi, 3)})"
              for t, d, e, lo, hi in zip(c["lags"], c["design_max_tv"], c["held_out_max_tv"], c["held_out_lower"],
                                         c["held_out_upper"])]
-    return "; ".join(parts) + " — " + (
-        "the held-out data depend on the past more than the design assumed: its ε* is no bound for them"
-        if not c["holds"] else "the design's Δ is not below the held-out band at these lags")
+    if not c["holds"]:
+        verdict = "the held-out data depend on the past more than the design assumed: its ε* is no bound for them"
+    elif all(d >= hi for d, hi in zip(c["design_max_tv"], c["held_out_upper"])):
+        verdict = "the design's Δ is above the whole held-out band at these lags: the held-out data are covered"
+    else:
+        verdict = "the design's Δ lies inside the held-out band at these lags: not refuted, not confirmed"
+    return "; ".join(parts) + " — " + verdict
 
 
 def format_backtest(r: dict) -> str:

@@ -5,11 +5,15 @@ Source: M. Zhang, E. Wei, R. Berry, J. Huang, "Age-Dependent Differential Privac
 equal-spacing schedule under condition (31)), problem (28).
 
 The Δ(t) source is the upper edge U(t) of the simultaneous confidence band of
-:func:`~policyopt.models.empirical.estimate_max_tv` for 1 ≤ t ≤ L (and Δ(0) = 1), made non-increasing by a
-running maximum from the right over 0..L: Δ̃(t) = max_{t ≤ s ≤ L} U(s) ≥ U(t).  Theorem 3 looks Δ up at the ages
-A..A + S̄ − 1 inside each epoch and at the gap S̄ between inputs, so whenever A_max + S_max − 1 ≤ L every age it
-uses is covered, and Δ̃ being non-increasing makes the epoch's risk peak at its publication, as eq. (30) and the
-exact solver assume.  Nothing is assumed beyond L.
+:func:`~policyopt.models.empirical.estimate_max_tv` for 1 ≤ t ≤ L (and Δ(0) = 1), made non-increasing over the ages
+the search box uses by a running maximum from the right over 0..M, M = max(A_max + S_max − 1, max(A_max, S_max) + 1)
+≤ L: Δ̃(t) = max_{t ≤ s ≤ M} U(s) ≥ U(t), and Δ̃(t) = 1 beyond M.  Theorem 3 looks Δ up at the ages
+A..A + S̄ − 1 inside each epoch and at the gap S̄ between inputs, all ≤ M for every cell of the box, and its risk
+increases with every Δ it uses, so any pointwise upper bound of Δ gives an upper bound of the risk; Δ̃ being
+non-increasing on 0..M makes the epoch's risk peak at its publication, as eq. (30) and the exact solver assume.
+The maximum runs over 0..M only, not over every estimated lag: lags beyond M are never used, and a band that reaches
+1 at a long lag (a home too rare in a state there to make a claim) would otherwise make Δ̃ ≡ 1 at every age.
+Nothing is assumed beyond L.
 
 Δ estimated from data need not decay: if Δ̃(S̄)·e^{ε_C} ≥ 1 for every schedule meeting the MSE bound, the
 infinite-horizon peak risk ε* of eq. (30) does not exist.  :func:`design_over_horizon` then designs for the
@@ -117,7 +121,10 @@ def estimate_up_to(fitted, readings, last_age: int, level: float, *, seed: int =
 
 
 def empirical_max_tv_table(est: EmpiricalMaxTV, last_age: int) -> np.ndarray:
-    """Δ̃(0..last_age): 1 at 0, then the running maximum from the right of the band's upper edge over 1..L.
+    """Δ̃(0..last_age): 1 at 0, then the running maximum from the right of the band's upper edge over 1..last_age.
+
+    Δ̃(t) = max_{t ≤ s ≤ last_age} U(s) ≥ U(t): non-increasing over the ages a design uses, and no larger than it has
+    to be (lags beyond `last_age` are not looked at); a caller accounts Δ = 1 beyond `last_age`.
 
     Raises
     ------
@@ -132,9 +139,8 @@ def empirical_max_tv_table(est: EmpiricalMaxTV, last_age: int) -> np.ndarray:
             f"the schedule box uses Δ(t) up to t = {int(last_age)} slots (A_max + S_max − 1) but Δ(t) was estimated for "
             f"t ≤ L = {L} only: lower --max-age/--max-interval or raise the estimated lags"
         )
-    full = np.concatenate([[1.0], np.asarray(est.upper, dtype=float)])
-    full = np.maximum.accumulate(full[::-1])[::-1]  # non-increasing, ≥ the band at every lag
-    return full[: int(last_age) + 1]
+    full = np.concatenate([[1.0], np.asarray(est.upper, dtype=float)])[: int(last_age) + 1]
+    return np.maximum.accumulate(full[::-1])[::-1]  # non-increasing, ≥ the band at every lag ≤ last_age
 
 
 def empirical_source(est: EmpiricalMaxTV, A_max: int, S_max: int) -> TabulatedMaxTV:
@@ -319,8 +325,13 @@ def add_empirical_design(report: dict, design: EmpiricalDesign, penalty, max_pen
     used = empirical_max_tv_table(est, design.source.horizon)
     report["model"]["delta_source"] = (
         f"upper edge of the {est.level:g} simultaneous block-bootstrap band of Δ(t) estimated directly from the data "
-        f"(t ≤ L = {est.max_lag} slots), non-increasing from the right; Theorem 3's composition under that bound"
+        f"(t ≤ L = {est.max_lag} slots), made non-increasing from the right over the ages the box uses "
+        f"(t ≤ {design.source.horizon}), 1 beyond; Theorem 3's composition under that bound"
     )
+    dep = report["model"].get("deployment")
+    if isinstance(dep, str):
+        report["model"]["deployment"] = dep.replace("Δ(t) is the maximum over the pilot chains (eq. 12)",
+                                                    "Δ(t) bounded by the data's band (--max-tv empirical)")
     report["empirical_max_tv"] = {
         "level": est.level,
         "max_lag": est.max_lag,

@@ -636,8 +636,10 @@ def format_report(r: dict) -> str:
         lines.append(f"model       : {m.get('source') or 'population given in Python'}; {fmt_count(pilot, 'pilot user')}"
                      f"{_states(m)}")
         if m.get("readings_penalty"):
-            lines.append(f"deployment  : I = {fmt_count(users, 'user')} drawn like the {fmt_count(pilot, 'pilot user')} (MSE from "
-                         "their readings, Δ(t) the maximum over their chains)")
+            what = ("MSE and Δ(t) from their readings" if "from the data" in (m.get("delta_source") or "")
+                    else "MSE from their readings, Δ(t) the maximum over their chains")
+            lines.append(f"deployment  : I = {fmt_count(users, 'user')} drawn like the {fmt_count(pilot, 'pilot user')} "
+                         f"({what})")
         else:
             lines.append(f"deployment  : I = {fmt_count(users, 'user')}, each following one of the "
                          f"{fmt_count(pilot, 'pilot chain')} in equal shares")
@@ -656,9 +658,11 @@ def format_report(r: dict) -> str:
         )
     if m.get("delta_source"):
         lines.append(f"Δ(t)        : {m['delta_source']}")
-    lines.append(
-        f"envelope    : Δ(t) ≤ c·ρ^t with c = {fmt_upper(m['c'])}, ρ = {fmt_upper(m['rho'])} (t ≤ {fmt_count(m['envelope_horizon'], 'slot')}, ρ = λ*)"
-    )
+    if "from the data" not in (m.get("delta_source") or ""):  # the data's Δ̃(t) is a table: no envelope to state
+        lines.append(
+            f"envelope    : Δ(t) ≤ c·ρ^t with c = {fmt_upper(m['c'])}, ρ = {fmt_upper(m['rho'])} (t ≤ "
+            f"{fmt_count(m['envelope_horizon'], 'slot')}, " + ("of the Δ(t) above)" if m.get("delta_source") else "ρ = λ*)")
+        )
     if m.get("excluded_users"):
         lines.append(f"excluded    : {fmt_count(len(m['excluded_users']), 'user')}: " + "; ".join(f"{u} ({why})" for u, why in m["excluded_users"].items()))
     if m.get("sparse_states") is not None:
