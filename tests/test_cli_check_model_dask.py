@@ -199,3 +199,49 @@ def test_parts_that_do_not_fit_together_are_refused():
         max_tv_part(x, 3, 5, n_boot=20, rng=user_streams(["a"], 0, stream=2))
     with pytest.raises(InvalidInputError, match="`stream` must be an integer ≥ 1, got 0"):
         user_streams(["a"], 0, stream=0)
+
+
+
+def _gappy_meters(root: Path, *, gappy_half: str | None, pairs: bool = True) -> Path:
+    """Three regular meters over 4000 slots and one, ``gappy``, whose first (``train``) or second (``test``) half
+    holds only a pair of consecutive readings every 60 slots (68 readings over about 2000 slots: mostly gaps, yet 34
+    transitions, enough for its chain to be fitted); ``pairs=False``: single readings (no transition: excluded)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(5)
+    users, times = [], []
+    for u in ("m0", "m1", "m2"):
+        users += [u] * 4000
+        times += list(range(4000))
+    if gappy_half is not None:
+        sparse = [t + d for t in range(0, 1990, 60) for d in ((0, 1) if pairs else (0,))]
+        offset, dense = (0, range(2000, 4000)) if gappy_half == "train" else (2000, range(0, 2000))
+        gappy = sorted([offset + t for t in sparse] + list(dense))
+        users += ["gappy"] * len(gappy)
+        times += gappy
+    root.mkdir()
+    pq.write_table(pa.table({"user": users, "time": np.asarray(times, np.int64),
+                             "value": rng.gamma(2.0, 0.5, len(times))}), root / "m.parquet")
+    return root
+
+
+@pytest.mark.parametrize("gappy_half", ["train", "test"])
+def test_a_mostly_gaps_series_is_refused_in_either_part_serially_and_on_dask(tmp_path, gappy_half):
+    """--holdout 0.5: a user whose training or held-out half is mostly gaps is refused by both paths alike."""
+    data = _gappy_meters(tmp_path / "d", gappy_half=gappy_half)
+    args = ("check-model", "--data", data, *OPTIONS, "--holdout", "0.5")
+    serial, dask = run_any(*args), run_any(*args, "--workers", "1")
+    refused(serial, "user 'gappy' has", "the series is mostly gaps; put the readings on a regular slot grid")
+    assert dask.stderr == serial.stderr and dask.returncode == 2
+
+
+def test_one_excluded_user_is_counted_in_the_singular(tmp_path):
+    """A user without transitions in the training half is excluded from the fit: ``excluded    : 1 user: …``."""
+    data = _gappy_meters(tmp_path / "d", gappy_half="train", pairs=False)
+    args = ("check-model", "--data", data, *OPTIONS, "--holdout", "0.5")
+    for extra in ((), ("--workers", "1")):
+        res = run_any(*args, *extra)
+        assert res.returncode == 0, res.stderr
+        assert "\nexcluded    : 1 user: gappy (0 transitions < 30 needed)\n" in res.stdout
+        assert "\ndata        : " in res.stdout and "3 users, 3 quantile states" in res.stdout

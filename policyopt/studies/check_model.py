@@ -245,7 +245,7 @@ def format_check(r: dict) -> str:
              f"chains fitted and Δ(t) estimated on the same {r['slots']} slots")
     lines = [
         "policyopt check-model: fitted first-order chains vs Δ(t) estimated from the readings (Zhang et al. 2024, eq. (12))",
-        f"data        : {r['source']}; {r['users']} users, {r['states']} quantile states; {where}",
+        f"data        : {r['source']}; {fmt_count(r['users'], 'user')}, {fmt_count(r['states'], 'quantile state')}; {where}",
         f"estimate    : {r['estimate_method']}",
         f"test        : {r['test_method']}",
         f"{'lag':>6} {'chain Δ(t)':>11} {'direct Δ̂(t)':>12} {'band ' + format(r['level'], 'g'):>17} "
@@ -294,7 +294,7 @@ def format_check(r: dict) -> str:
             f"there ({lag_ranges(none)})"
         )
     if r.get("excluded_users"):
-        lines.append(f"excluded    : {len(r['excluded_users'])} users: "
+        lines.append(f"excluded    : {fmt_count(len(r['excluded_users']), 'user')}: "
                      + "; ".join(f"{u} ({why})" for u, why in r["excluded_users"].items()))
     if r.get("plot"):
         lines.append(f"plot        : {r['plot']} (chain Δ(t) vs the band on a log lag axis, refuted lags marked)")

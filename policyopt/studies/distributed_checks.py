@@ -224,7 +224,8 @@ def _partition_states(path, option: str, edges, state_values, smoothing: float, 
     -------
     dict
         ``code``, ``t``, ``states`` (sorted by user, then time), ``names`` (of `path`), ``users`` (codes of the users
-        kept by the fit and read in `path`), ``chains`` (theirs, in that order), ``K``.
+        kept by the fit and read in `path`), ``chains`` (theirs, in that order), ``K``; with `fit_path` also
+        ``fit_code``, ``fit_t``, ``fit_names``, ``fit_kept`` (the same of the fitted partition).
     """
     from policyopt.io import read_parquet_partition
 
@@ -240,7 +241,29 @@ def _partition_states(path, option: str, edges, state_values, smoothing: float, 
     code, t, _, states = sorted_states(part, f"{option} {str(path)!r}", edges)  # the quantisation of fit_partition
     users = [j for j, n in enumerate(names) if n in chain_of]
     return {"code": code, "t": t, "states": states, "names": names, "users": users,
-            "chains": [chain_of[names[j]] for j in users], "K": K}
+            "chains": [chain_of[names[j]] for j in users], "K": K,
+            "fit_code": pf["code"], "fit_t": pf["t"], "fit_names": pf["names"], "fit_kept": list(pf["kept"])}
+
+
+def _refuse_mostly_gaps(code: np.ndarray, t: np.ndarray, names, kept) -> tuple[np.ndarray, np.ndarray]:
+    """First slot and span of every user (:func:`~policyopt.studies.distributed.user_spans`), after refusing a kept
+    user whose span exceeds ten times its readings plus 1000 slots, the rule of
+    :func:`policyopt.studies.check_model.readings_states`.
+
+    Raises
+    ------
+    InvalidInputError
+        Naming the first such user, its readings and its span.
+    """
+    first, spans = user_spans(code, t, len(names))
+    counts = np.bincount(code, minlength=len(names))
+    for u in kept:
+        if spans[u] > 10 * counts[u] + 1000:
+            raise InvalidInputError(
+                f"user {names[u]!r} has {int(counts[u])} readings spread over {int(spans[u])} slots: the series is "
+                "mostly gaps; put the readings on a regular slot grid"
+            )
+    return first, spans
 
 
 def model_check_partition(path, option: str, edges, state_values, smoothing: float, threshold: int, max_lag: int,
@@ -275,14 +298,9 @@ def model_check_partition(path, option: str, edges, state_values, smoothing: flo
     out = {"part": None, "estimate": None, "model": None, "draws": None, "users_without_claim": None, "users": len(kept)}
     if kept:
         code, t = ps["code"], ps["t"]
-        first, spans = user_spans(code, t, len(names))
-        counts = np.bincount(code, minlength=len(names))
-        for u in kept:
-            if spans[u] > 10 * counts[u] + 1000:
-                raise InvalidInputError(
-                    f"user {names[u]!r} has {int(counts[u])} readings spread over {int(spans[u])} slots: the series is "
-                    "mostly gaps; put the readings on a regular slot grid"
-                )
+        if "fit_code" in ps:  # a hold-out split: the training part is refused alike (as the serial check does)
+            _refuse_mostly_gaps(ps["fit_code"], ps["fit_t"], ps["fit_names"], ps["fit_kept"])
+        first, spans = _refuse_mostly_gaps(code, t, names, kept)
         row = np.full(len(names), -1, dtype=np.int64)
         row[kept] = np.arange(len(kept))
         x = np.full((len(kept), int(width)), -1, dtype=np.int64)

@@ -276,7 +276,8 @@ class ScheduleReport:
         unit = f" {m['penalty_unit']}" if m.get("penalty_unit") else ""
         na, no = r["benchmarks"]["no_aging"], r["benchmarks"]["noise_only"]
         rows = [
-            ("model", f"{m.get('source') or 'population given in Python'}; {m['users']} users, {m['states']} states"),
+            ("model", f"{m.get('source') or 'population given in Python'}; {fmt_count(m['users'], 'user')}"
+                      + ("" if m.get("states") is None else f", {fmt_count(m['states'], 'state')}")),
             ("status", r["status"]),
             ("A (slots)", fmt_value(r["A"], 10)),
             ("S̄ (slots)", fmt_value(r["S_bar"], 10)),
