@@ -315,7 +315,7 @@ def _format_summary(s: dict) -> str:
         "policyopt sweep: optimal peak risk over the utility bound f̄ (Zhang et al. 2024, problem (28))",
         f"grid         : {fmt_count(len(f), 'f̄ value')}"
         + (f" from {fmt_value(f[0])} to {fmt_value(f[-1])}" if len(f) > 1 else f" ({fmt_value(f[0])})")
-        + "".join(f" × {len(v)} {k}" for k, v in s["varied"].items()) + f" = {fmt_count(s['points'], 'point')} ({where})",
+        + "".join(f" × {fmt_count(len(v), 'value')} of {k}" for k, v in s["varied"].items()) + f" = {fmt_count(s['points'], 'point')} ({where})",
         f"points       : {s['computed']} computed, {s['resumed']} resumed from the existing files",
         "status       : " + ", ".join(f"{k} {v}" for k, v in sorted(s["status_counts"].items())),
     ]

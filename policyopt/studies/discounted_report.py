@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from policyopt.errors import InvalidInputError, fmt
-from policyopt.formatting import check_text, fmt_upper, fmt_value, json_clean, round_down
+from policyopt.formatting import check_text, fmt_count, fmt_upper, fmt_value, json_clean, round_down
 from policyopt.studies.citylearn import DEFAULT_DAILY_CLIP
 from policyopt.result import result_repr
 
@@ -90,7 +90,7 @@ class DiscountedReport:
         rows = [
             ("notion", f"{r['notion']} (ε = {fmt_value(r['epsilon'])} nats)"),
             ("schedule", f"{r['schedule_kind']}: b_1 = {fmt_value(b[0])}, b_T = {fmt_value(b[-1])} kWh over "
-                         f"{r['horizon']} days"),
+                         f"{fmt_count(r['horizon'], 'day')}"),
             ("worst discounted loss (nats, upper bound)",
              f"{fmt_upper(r['worst_discounted_loss'], 12)} at slot {r['worst_t']}"),
             ("guarantee", "holds at every slot" if r["holds"] else f"holds up to slot {r['holds_until']} only"),
@@ -198,7 +198,7 @@ def design_discounted(notion: str, epsilon: float, horizon: int, *, alpha: float
     days = daily_means(data, clip)
     if source is None:
         source = "bundled CityLearn 2022" if data is None else "data given in Python"
-    source = f"{source}, {days.n_users} homes, {days.values.size} days of 24 hourly readings, daily kWh"
+    source = f"{source}, {fmt_count(days.n_users, 'home')}, {fmt_count(days.values.size, 'day')} of 24 hourly readings, daily kWh"
     d = days.sensitivity
     warnings = []
     out = {
@@ -299,15 +299,15 @@ def format_discounted_report(r: dict) -> str:
     ere = r["expected_relative_error"]
     b, T = r["schedule"], r["horizon"]
     lines = [
-        f"policyopt discounted: {r['notion']} (ε = {fmt_value(r['epsilon'])} nats{par_text}), {T} releases, "
+        f"policyopt discounted: {r['notion']} (ε = {fmt_value(r['epsilon'])} nats{par_text}), {fmt_count(T, 'release')}, "
         f"{r['schedule_kind']} schedule (Farokhi 2020)",
         f"data       : {r['source']}; clip {fmt_value(r['clip'])} kWh per home and day ({r['clipped_values']} values "
         f"clipped), Δf = {fmt_value(r['sensitivity'])} kWh",
-        f"schedule   : b_1 = {fmt_value(b[0])}, b_{T // 2 + 1} = {fmt_value(b[T // 2])}, b_{T} = {fmt_value(b[-1])} kWh",
+        "schedule   : " + ", ".join(f"b_{t + 1} = {fmt_value(b[t])}" for t in sorted({0, T // 2, T - 1})) + " kWh",
         f"worst loss : {fmt_upper(r['worst_discounted_loss'], 12)} nats at slot {r['worst_t']} (upper bound; "
         + ("holds at every slot" if r["holds"] else f"holds up to slot {r['holds_until']} only") + ")",
         f"variance   : Σ 2 b_t² = {fmt_value(r['total_variance'])} kWh²",
-        f"rel. error : average {fmt_value(ere['average'])} over {ere['days']} days (first {fmt_value(ere['first_day'])}, "
+        f"rel. error : average {fmt_value(ere['average'])} over {fmt_count(ere['days'], 'day')} (first {fmt_value(ere['first_day'])}, "
         f"last {fmt_value(ere['last_day'])})",
     ]
     if "status" in r:

@@ -50,6 +50,7 @@ from pathlib import Path
 import numpy as np
 
 from policyopt.errors import InvalidInputError, InvalidModelError, PolicyOptError, fmt
+from policyopt.formatting import fmt_count
 from policyopt.models.markov import GeometricEnvelope, MarkovChain, Population, as_slots
 from policyopt.utility.penalty import MSEPenalty
 
@@ -962,7 +963,7 @@ def fit_partitions(
         paths = [Path(p) for p in data]
         if not paths:
             raise InvalidInputError(f"{option}: no Parquet file given")
-        label = f"{len(paths)} files"
+        label = fmt_count(len(paths), "file")
     else:
         paths = parquet_files(data, option)
         label = str(data)

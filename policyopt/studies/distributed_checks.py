@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from policyopt.errors import InvalidInputError
+from policyopt.formatting import fmt_count
 from policyopt.models.markov import Population
 from policyopt.studies.distributed import (
     DistributedFit,
@@ -389,7 +390,7 @@ def check_partitions(data, fit: DistributedFit, A_max: int, S_max: int, *, seed:
             DEFAULT_MIN_PAIRS, seed)
     acc = fold_partitions(model_check_partition, paths, args, combine, acc, client)
     info = {"states": int(fit.state_values.size), "users": acc["users"], "slots": width, "seed": seed,
-            "source": f"{option} {str(data)!r} (Dask map over {len(paths)} files)"}
+            "source": f"{option} {str(data)!r} (Dask map over {fmt_count(len(paths), 'file')})"}
     report = check_from_maxima(acc["estimate"], acc["model"], acc["draws"], users_without_claim=acc["no_claim"],
                                min_pairs=DEFAULT_MIN_PAIRS, info=info, start=start)
     return report, {"seconds": time.perf_counter() - start, "partition_seconds": acc["seconds"], "peak_rss_mib": acc["rss"]}
