@@ -71,6 +71,7 @@ import numpy as np
 
 from policyopt.deploy.model import ModelSpec, int_param, is_number
 from policyopt.errors import InvalidInputError, PolicyOptError, fmt
+from policyopt.formatting import fmt_count
 
 __all__ = ["SCHEMA_VERSION", "APPLICATION_ID", "ScheduleSpec", "read_schedule_json", "input_digest", "EMPTY_INPUT_SHA256", "LedgerRow", "LedgerRisk", "Ledger", "LedgerLockedError"]
 
@@ -283,7 +284,7 @@ class ScheduleSpec:
     def describe(self) -> str:
         """One line for people: the schedule's or model's parameters."""
         lo, hi = self.value_range
-        return (f"A = {self.A} slots, S̄ = {self.S_bar} slots, ε_C = {self.epsilon_c!r} nats, "
+        return (f"A = {fmt_count(self.A, 'slot')}, S̄ = {fmt_count(self.S_bar, 'slot')}, ε_C = {self.epsilon_c!r} nats, "
                 f"value range {lo!r}:{hi!r}, first input slot {self.origin}")
 
     @classmethod

@@ -75,7 +75,7 @@ from policyopt.deploy.ledger import (
     package_version,
 )
 from policyopt.deploy.model import ModelSpec
-from policyopt.formatting import round_up
+from policyopt.formatting import fmt_count, round_up
 
 __all__ = ["Publisher", "PublishReport", "RiskLimitError", "ScheduleSpec", "read_stream_csv", "ParquetStream", "spill_files", "OUT_HEADER", "render_out"]
 
@@ -751,7 +751,7 @@ def _check_history(rows, groups) -> None:
             what = "released" if r.status == "released" else "skipped (no reading then)"
             raise InvalidInputError(
                 f"the stream rewrites history: the readings of input slot {r.input_time} differ from those of release {r.n} "
-                f"at slot {r.slot} ({what}, {r.users} readings, sha256 {r.input_sha256[:12]}…); the ledger's releases stand: "
+                f"at slot {r.slot} ({what}, {fmt_count(r.users, 'reading')}, sha256 {r.input_sha256[:12]}…); the ledger's releases stand: "
                 "restore the stream those slots were published from"
             )
 

@@ -559,12 +559,13 @@ def design_schedule(
         model["value_range"] = list(penalty.value_range)
         model["value_range_declared"] = penalty.value_range_declared
         model["value_range_source"] = "declared" if penalty.value_range_declared else None  # model_info may say more
+        moments = getattr(penalty, "moments", None)
         model["deployment"] = (
-            f"{penalty.users} users drawn like the {getattr(penalty, 'moments', population).n_users} users of the readings; "
+            f"{fmt_count(penalty.users, 'user')} drawn like the {fmt_count(moments.n_users, 'user')} of the readings; "
             "MSE from the readings (cross + (self − cross)/I, worst phase); Δ(t) is the maximum over the pilot chains (eq. 12)"
-            if getattr(penalty, "moments", None) is not None else
-            f"{penalty.users} independent users, each following one of the {pilot_users} pilot chains in equal shares; "
-            "Δ(t) is the maximum over the pilot chains (eq. 12)"
+            if moments is not None else
+            f"{fmt_count(penalty.users, 'independent user')}, each following one of the "
+            f"{fmt_count(pilot_users, 'pilot chain')} in equal shares; Δ(t) is the maximum over the pilot chains (eq. 12)"
         )
         model["staleness_profile"] = staleness_profile(penalty, population, horizon)
         if getattr(penalty, "moments", None) is not None:
