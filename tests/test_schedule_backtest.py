@@ -105,3 +105,45 @@ def test_readme_numbers_of_the_data_driven_design_next_to_the_chains():
     assert chain["peak_risk"] == pytest.approx(0.0859207, rel=2e-6)
     assert data["peak_risk"] == pytest.approx(0.292826, rel=2e-6)
     assert data["empirical_max_tv"]["max_tv_used"][1] == pytest.approx(0.965, abs=5e-4)
+
+
+def test_backtest_designs_against_the_data_as_schedule_backtest_does(demo):
+    """``backtest --max-tv empirical`` designs on the first half as the demo does and replays the same numbers."""
+    out, _ = demo
+    bt = ok_json("backtest", "--max-tv", "empirical", "--max-age", "24", "--max-interval", "24")
+    s = bt["schedule"]
+    assert (s["A"], s["S_bar"], s["epsilon_c"]) == (out["A"], out["S_bar"], out["epsilon_c"])
+    assert s["designed_here"] is True and s["max_tv_source"] == "empirical:0.95" and s["replayed"] == "schedule"
+    for key in ("realized_mse", "realized_mse_upper", "max_penalty", "holds", "max_tv_comparison", "split_slot"):
+        assert bt[key] == out["backtest"][key], key
+    assert bt["max_tv_comparison"]["design_source"] == "the data's upper band (--max-tv empirical)"
+    text = run_cli("backtest", "--max-tv", "empirical", "--max-age", "24", "--max-interval", "24").stdout
+    assert "(designed on the training part against the data's Δ(t), empirical:0.95)" in text
+    assert text_problems(text) == [], text
+
+
+def test_a_horizon_design_is_replayed_by_backtest_too(tmp_path):
+    """No finite ε* at f̄ = 0.001 kWh²: backtest replays the horizon design, made here or read from a schedule file."""
+    here = ok_json("backtest", "--max-tv", "empirical", "--max-age", "24", "--max-interval", "24", "--max-penalty", "0.001")
+    ref = ok_json(*DEMO, "--max-penalty", "0.001")
+    hd = ref["horizon_design"]
+    s = here["schedule"]
+    assert (s["A"], s["S_bar"], s["epsilon_c"]) == (hd["A"], hd["S_bar"], hd["epsilon_c"])
+    assert s["replayed"] == "horizon_design" and here["realized_mse"] == ref["backtest"]["realized_mse"]
+    # the horizon design's promised MSE is its epoch's largest penalty, at most f̄
+    assert here["promised_mse"] == hd["penalty"] and 0 < hd["penalty"] <= 0.001 * (1 + 1e-12)
+    path = tmp_path / "hd.json"
+    path.write_text(json.dumps(ref))
+    from_file = ok_json("backtest", "--schedule", path)
+    assert from_file["schedule"]["replayed"] == "horizon_design" and from_file["realized_mse"] == here["realized_mse"]
+    assert from_file["schedule"]["max_tv_source"] == "empirical:0.95" and from_file["schedule"]["designed_here"] is False
+    text = run_cli("backtest", "--schedule", path).stdout
+    assert "(the horizon design, no finite ε*; from --schedule against the data's Δ(t), empirical:0.95)" in text
+
+
+def test_backtest_max_tv_refusals(demo):
+    _, path = demo
+    refused(run_any("backtest", "--schedule", path, "--max-tv", "empirical"),
+            "--max-tv applies to a design made here; the --schedule file carries its own")
+    refused(run_any("backtest", "--horizon", "5"), "--horizon 5 applies to --max-tv empirical only")
+    refused(run_any("backtest", "--max-tv", "chains"), "--max-tv")

@@ -15,6 +15,7 @@ from policyopt.cli.options import (
     MAX_AGE_LIMIT,
     MAX_COUNT,
     add_bound_options,
+    add_max_tv_options,
     bound_from_args,
     int_at_least,
     probability,
@@ -64,6 +65,7 @@ def add_command(sub) -> None:
                      help=f"slots per cycle for the worst-phase numbers and a design here (default {BUNDLED_PHASE_PERIOD} "
                      "for the bundled year, 1 for --data)")
     add_bound_options(cmd)
+    add_max_tv_options(cmd)
     cmd.add_argument("--states", type=int_at_least("--states", 2, 200), default=None, metavar="K",
                      help=f"quantile states of the chains (Δ(t)) of a design here (default {BUNDLED_STATES})")
     cmd.add_argument("--max-age", type=int_at_least("--max-age", 0, MAX_AGE_LIMIT), default=DEFAULT_MAX_AGE, metavar="A_MAX",
@@ -84,6 +86,7 @@ def run_backtest(args) -> int:
     """Handler of ``policyopt backtest``: read, replay, print text or JSON; exit code."""
     from policyopt.formatting import json_clean
     from policyopt.studies.backtest import backtest, format_backtest, plot_backtest
+    from policyopt.studies.empirical_design import parse_max_tv_source
 
     if args.plot is not None:
         from policyopt.studies.plots import check_plot_path, require_matplotlib
@@ -92,8 +95,8 @@ def run_backtest(args) -> int:
         require_matplotlib("--plot")
     schedule = None
     if args.schedule is not None:
-        given = [o for o, v in (("--max-penalty", args.max_penalty), ("--max-rmse", args.max_rmse), ("--states", args.states))
-                 if v is not None]
+        given = [o for o, v in (("--max-penalty", args.max_penalty), ("--max-rmse", args.max_rmse), ("--states", args.states),
+                                ("--max-tv", args.max_tv), ("--horizon", args.horizon)) if v is not None]
         if given:
             raise InvalidInputError(f"{', '.join(given)} applies to a design made here; the --schedule file carries its own")
         try:
@@ -104,6 +107,9 @@ def run_backtest(args) -> int:
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise InvalidInputError(f"--schedule {args.schedule!r} is not a JSON file of `policyopt schedule --json`: "
                                     f"{' '.join(str(exc).split())}") from None
+    max_tv = "model" if args.max_tv is None else args.max_tv
+    if parse_max_tv_source(max_tv)[0] == "model" and args.horizon is not None:
+        raise InvalidInputError(f"--horizon {args.horizon} applies to --max-tv empirical only; add it or omit --horizon")
     bundled = args.data is None
     if bundled:
         from policyopt.data import load_citylearn
@@ -123,7 +129,8 @@ def run_backtest(args) -> int:
     out = backtest(df, schedule, train_fraction=args.train_fraction, users=users, value_range=value_range,
                    phase_period=phase, max_penalty=bound_from_args(args),
                    states=BUNDLED_STATES if args.states is None else args.states, A_max=args.max_age,
-                   S_max=args.max_interval, level=args.level, seed=args.seed, unit=unit)
+                   S_max=args.max_interval, level=args.level, seed=args.seed, unit=unit, max_tv=max_tv,
+                   horizon=args.horizon)
     if args.plot is not None:
         plot_backtest(out, args.plot, phase_period=phase)
         out["plot"] = str(args.plot)

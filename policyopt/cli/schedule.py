@@ -323,19 +323,19 @@ def run_schedule(args) -> int:
 
 def _replay(out: dict, dep) -> dict | None:
     """``--backtest F``: the design (made on the first F of the time range) replayed on the rest of the readings by
-    :func:`policyopt.studies.backtest.backtest` (its JSON without the per-slot series); ``None`` without a schedule."""
+    :func:`policyopt.studies.backtest.backtest` (its JSON without the per-slot series; where no finite ε* exists,
+    the horizon design is replayed, ``replayed`` says which); ``None`` without an integer schedule to replay."""
     from policyopt.studies.backtest import backtest
 
-    design = out
     hd = out.get("horizon_design")
-    if out.get("A") is None and hd is not None and hd.get("status") == "optimal":  # no ε*: the horizon design is replayed
-        design = {**out, "A": hd["A"], "S_bar": hd["S_bar"], "epsilon_c": hd["epsilon_c"], "penalty": hd.get("penalty")}
-    if design.get("A") is None or not float(design["A"]).is_integer() or not float(design["S_bar"]).is_integer():
+    A, S = (out.get("A"), out.get("S_bar")) if out.get("A") is not None or hd is None or hd.get("status") != "optimal" \
+        else (hd["A"], hd["S_bar"])
+    if A is None or not float(A).is_integer() or not float(S).is_integer():
         return None
-    r = backtest(dep.all_readings, design, train_fraction=dep.backtest, phase_period=dep.phase_period,
+    r = backtest(dep.all_readings, out, train_fraction=dep.backtest, phase_period=dep.phase_period,
                  value_range=dep.value_range, seed=dep.seed, unit=dep.unit)
     r.pop("series")
-    r["replayed"] = "horizon_design" if design is not out else "schedule"
+    r["replayed"] = r["schedule"]["replayed"]
     return r
 
 

@@ -192,7 +192,8 @@ def replay_errors(terms, A: int, S_bar: int, users: int, split: int) -> tuple[np
 def backtest(data, schedule: dict | None = None, *, train_fraction: float = 0.5, users: int | None = None,
              value_range=None, phase_period: int | None = None, max_penalty: float | None = None, states: int = 3,
              smoothing: float = 0.01, A_max: int = 168, S_max: int = 168, level: float = DEFAULT_LEVEL,
-             reps: int = BOOTSTRAP_REPS, seed: int = 0, unit: str = "") -> dict:
+             reps: int = BOOTSTRAP_REPS, seed: int = 0, unit: str = "", max_tv: str = "model",
+             horizon: int | None = None) -> dict:
     """Replay a schedule on the held-out part of the readings and report the realised MSE against f̄.
 
     Parameters
@@ -222,6 +223,14 @@ def backtest(data, schedule: dict | None = None, *, train_fraction: float = 0.5,
         Seed of the bootstrap resampling (simulation only).
     unit : str
         Unit of the MSE for a design made here.
+    max_tv : str
+        Δ(t) of a design made here: ``"model"`` (the chains fitted on the first part) or ``"empirical[:LEVEL]"``, the
+        upper edge of the LEVEL band of Δ(t) estimated from the first part's readings
+        (:func:`policyopt.studies.empirical_design.empirical_design`, as ``schedule --max-tv empirical``); where no
+        schedule has a finite ε* there, its horizon design (Theorem 3 over `horizon` slots, default the first part's
+        length) is replayed.
+    horizon : int, optional
+        H of that horizon design (slots); only with ``max_tv`` empirical.
 
     Returns
     -------
@@ -229,15 +238,16 @@ def backtest(data, schedule: dict | None = None, *, train_fraction: float = 0.5,
         ``realized_mse``, ``realized_mse_lower``, ``realized_mse_upper``, ``realized_rmse``, ``max_penalty``,
         ``promised_mse`` (the schedule's penalty), ``holds`` (realised ≤ f̄), ``holds_upper`` (the interval's upper
         end ≤ f̄), ``train_fraction``, ``users``, ``split_slot``, ``held_out_slots``, ``schedule`` (A, S_bar,
-        epsilon_c, peak_aoi, designed_here), ``staleness`` and ``noise`` (the two parts of the realised MSE),
+        epsilon_c, peak_aoi, designed_here, max_tv_source: ``chain`` or ``empirical:LEVEL`` for a design made here,
+        the file's ``deployment.model.max_tv_source`` else, replayed: ``schedule`` or ``horizon_design``), ``staleness`` and ``noise`` (the two parts of the realised MSE),
         ``at_peak_aoi`` (held-out staleness at the peak AoI: pooled and worst phase), ``bootstrap``, ``series``
         (slots and e_t, for the plot), ``value_range``, ``sensitivity``, ``unit``.
 
     Raises
     ------
     InvalidInputError
-        Bad readings, fraction, schedule or options; `max_penalty` with a given schedule; a design here that
-        has no schedule (infeasible or unbounded); too few held-out slots.
+        Bad readings, fraction, schedule or options; `max_penalty`, `max_tv` or `horizon` with a given schedule; a
+        design here that has no schedule (infeasible or unbounded); too few held-out slots.
     """
     from arch.bootstrap import CircularBlockBootstrap
 
@@ -248,28 +258,56 @@ def backtest(data, schedule: dict | None = None, *, train_fraction: float = 0.5,
     times_all = df["time"].to_numpy()
     split = split_slot(times_all, train_fraction)
     designed_here = schedule is None
+    replayed = "schedule"
     if designed_here:
         from policyopt.models.estimation import fit_population
+        from policyopt.studies.empirical_design import add_empirical_design, empirical_design, parse_max_tv_source
         from policyopt.studies.schedule import design_schedule
 
+        kind, tv_level = parse_max_tv_source(max_tv)
+        if kind == "model" and horizon is not None:
+            raise InvalidInputError(f"`horizon` = {horizon!r} applies to a design against Δ(t) from the data "
+                                    "(`max_tv` empirical) only")
         train = df[df["time"] < split]
         fitted = fit_population(train, states, smoothing=smoothing, value_range=value_range, source="training readings")
         I = fitted.population.n_users if users is None else users
         moments = readings_moments(train, A_max + S_max + 1, value_range=value_range, phase_period=phase_period)
         pen = ReadingsMSEPenalty(moments, users=I, unit=unit)
-        report = design_schedule(fitted.population, max_penalty=max_penalty, A_max=A_max, S_max=S_max, penalty=pen)
+        emp = (None if kind == "model" else
+               empirical_design(fitted, train, A_max, S_max, tv_level, horizon=horizon, seed=seed))
+        report = design_schedule(fitted.population if emp is None else emp.source, max_penalty=max_penalty, A_max=A_max,
+                                 S_max=S_max, penalty=pen)
         sched = report.to_dict()
+        if emp is not None:
+            add_empirical_design(sched, emp, pen, max_penalty, A_max, S_max)
+            hd = sched.get("horizon_design")
+            if sched["A"] is None and hd is not None and hd["status"] == "optimal":  # no finite ε*: the horizon design
+                sched = {**sched, "A": hd["A"], "S_bar": hd["S_bar"], "epsilon_c": hd["epsilon_c"], "status": "optimal",
+                         "penalty": hd.get("penalty")}
+                replayed = "horizon_design"
         if sched["A"] is None or sched["status"] not in ("optimal", "feasible"):
             raise InvalidInputError(f"the design on the first {train_fraction:g} of the readings has no schedule to replay "
                                     f"(status {sched['status']}): {sched['message']}")
+        tv_source = "chain" if emp is None else emp.spec
         sched = schedule_from_json(sched, "the schedule designed on the training readings")
         sched["value_range"] = value_range
-        sched["design_max_tv"] = {"source": "the chains fitted on the training readings",
-                                  "values": {t: float(fitted.population.max_tv(t)) for t in (sched["A"], sched["S_bar"])}}
+        if emp is None:
+            sched["design_max_tv"] = {"source": "the chains fitted on the training readings",
+                                      "values": {t: float(fitted.population.max_tv(t)) for t in (sched["A"], sched["S_bar"])}}
     else:
-        if max_penalty is not None:
-            raise InvalidInputError(f"`max_penalty` = {max_penalty!r} applies to a design made here; a given schedule "
-                                    "carries its own f̄")
+        given = [f"`{k}` = {v!r}" for k, v in (("max_penalty", max_penalty), ("horizon", horizon)) if v is not None]
+        if max_tv != "model":
+            given.append(f"`max_tv` = {max_tv!r}")
+        if given:
+            raise InvalidInputError(f"{', '.join(given)} applies to a design made here; a given schedule carries its own")
+        tv_source = ((schedule.get("deployment") or {}).get("model") or {}).get("max_tv_source") \
+            if isinstance(schedule, dict) else None
+        if isinstance(schedule, dict) and schedule.get("A") is None and (schedule.get("horizon_design") or {}).get(
+                "status") == "optimal":
+            hd = schedule["horizon_design"]
+            schedule = {**schedule, "A": hd["A"], "S_bar": hd["S_bar"], "epsilon_c": hd["epsilon_c"],
+                        "penalty": hd.get("penalty")}
+            replayed = "horizon_design"
         sched = schedule_from_json(schedule)
         fitted = None
         I = users if users is not None else sched["users"]
@@ -326,7 +364,7 @@ def backtest(data, schedule: dict | None = None, *, train_fraction: float = 0.5,
         "split_slot": int(split),
         "held_out_slots": int(st.size),
         "schedule": {"A": A, "S_bar": S, "epsilon_c": eps, "peak_aoi": peak, "designed_here": designed_here,
-                     "penalty": sched["penalty"]},
+                     "penalty": sched["penalty"], "max_tv_source": tv_source, "replayed": replayed},
         "staleness": mean_st,
         "noise": noise,
         "at_peak_aoi": {"age": peak, "pooled": prof["pooled"] + noise, "worst_phase": prof["worst"] + noise,
@@ -376,6 +414,16 @@ def max_tv_comparison_text(c: dict) -> str:
     return "; ".join(parts) + " — " + verdict
 
 
+def _schedule_origin(s: dict) -> str:
+    """Where the replayed schedule came from, in words (the ``schedule`` object of :func:`backtest`)."""
+    what = "the horizon design, no finite ε*; " if s.get("replayed") == "horizon_design" else ""
+    where = "designed on the training part" if s["designed_here"] else "from --schedule"
+    tv = s.get("max_tv_source")
+    against = ("" if tv is None else " against the chains' Δ(t)" if tv == "chain" else
+               f" against the data's Δ(t), {tv}" if str(tv).startswith("empirical") else f" against Δ(t) {tv}")
+    return f"{what}{where}{against}"
+
+
 def format_backtest(r: dict) -> str:
     """The text ``policyopt backtest`` prints, from the dict of :func:`backtest` (without ``series``)."""
     u = f" {r['unit']}" if r.get("unit") else ""
@@ -387,12 +435,14 @@ def format_backtest(r: dict) -> str:
         f"split       : train on slots before {r['split_slot']} (fraction {r['train_fraction']:g}), replay on "
         f"{fmt_count(r['held_out_slots'], 'held-out slot')}",
         f"schedule    : A = {fmt_count(s['A'], 'slot')}, S̄ = {fmt_count(s['S_bar'], 'slot')}, ε_C = {fmt_exact(s['epsilon_c'])} nats "
-        f"({'designed on the training part' if s['designed_here'] else 'from --schedule'}); peak AoI {s['peak_aoi']}",
+        f"({_schedule_origin(s)}); peak AoI {s['peak_aoi']}",
         f"deployment  : I = {fmt_count(r['users'], 'user')} drawn like the readings' users; Δf = (HI − LO)/I = {fmt_value(r['sensitivity'])}",
         f"realised MSE: {fmt_value(r['realized_mse'], 4)}{u} (RMSE {fmt_value(r['realized_rmse'], 4)}), "
         f"{100 * b['level']:g}% interval {fmt_value(r['realized_mse_lower'], 4)}–{fmt_value(r['realized_mse_upper'], 4)}{u} "
         f"(staleness {fmt_value(r['staleness'], 4)} + noise {fmt_value(r['noise'], 4)})",
-        f"bound       : f̄ = {fmt_value(r['max_penalty'])}{u}; the design promised {fmt_value(r['promised_mse'], 4)}{u}",
+        f"bound       : f̄ = {fmt_value(r['max_penalty'])}{u}; "
+        + (f"the design promised {fmt_value(r['promised_mse'], 4)}{u}" if r.get("promised_mse") is not None
+           else "the schedule file records no promised MSE"),
         f"peak AoI    : held-out MSE at age {r['at_peak_aoi']['age']}: {fmt_value(r['at_peak_aoi']['pooled'], 4)}{u} over all "
         f"slots, {fmt_value(r['at_peak_aoi']['worst_phase'], 4)}{u} at the worst of {r['at_peak_aoi']['phase_period']} phases",
         f"verdict     : {verdict}",

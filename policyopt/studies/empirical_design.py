@@ -178,8 +178,8 @@ def design_over_horizon(source: TabulatedMaxTV, penalty, max_penalty: float, A_m
     Returns
     -------
     dict
-        ``status`` (``optimal`` or ``infeasible``), ``A``, ``S_bar``, ``epsilon_c``, ``horizon_risk`` (nats, rounded
-        up), ``releases`` (N), ``horizon``, ``enumerated`` (cells of the box), ``feasible_cells``, ``composition_check``
+        ``status`` (``optimal`` or ``infeasible``), ``A``, ``S_bar``, ``epsilon_c``, ``penalty`` (the largest penalty
+        over the epoch's ages A..A + S̄ − 1, ≤ f̄), ``horizon_risk`` (nats, rounded up), ``releases`` (N), ``horizon``, ``enumerated`` (cells of the box), ``feasible_cells``, ``composition_check``
         (the chosen schedule's largest risk recomputed by :func:`policyopt.privacy.age_dependent.compose`),
         ``proof`` (what was enumerated and why it is optimal).
 
@@ -215,7 +215,7 @@ def design_over_horizon(source: TabulatedMaxTV, penalty, max_penalty: float, A_m
         "meeting f̄ is optimal because the risk over the horizon increases with ε_C and the penalty does not"
     )
     if feasible == 0:
-        return {"status": "infeasible", "A": None, "S_bar": None, "epsilon_c": None, "horizon_risk": None,
+        return {"status": "infeasible", "A": None, "S_bar": None, "epsilon_c": None, "penalty": None, "horizon_risk": None,
                 "releases": None, "horizon": H, "enumerated": cells, "feasible_cells": 0, "composition_check": None,
                 "proof": proof}
     flat = np.lexsort((np.broadcast_to(S, risk.shape).ravel(), np.broadcast_to(A, risk.shape).ravel(), risk.ravel()))[0]
@@ -231,7 +231,8 @@ def design_over_horizon(source: TabulatedMaxTV, penalty, max_penalty: float, A_m
     check = float(np.max(comp.risk))
     # n recursion steps of logaddexp/log_expm1, each within a few ulps: a relative margin of 16(n + 2)u
     upper = round_up(max(value, check), rel=16.0 * (n + 2) * UNIT_ROUNDOFF)
-    return {"status": "optimal", "A": a, "S_bar": s, "epsilon_c": ec, "horizon_risk": upper, "releases": n,
+    pen = float(np.max(penalty.value(np.arange(a, a + s), ec)))  # the epoch's largest penalty, as the exact solver's
+    return {"status": "optimal", "A": a, "S_bar": s, "epsilon_c": ec, "penalty": pen, "horizon_risk": upper, "releases": n,
             "horizon": H, "enumerated": cells, "feasible_cells": feasible, "composition_check": check, "proof": proof}
 
 
