@@ -239,7 +239,8 @@ def backtest(data, schedule: dict | None = None, *, train_fraction: float = 0.5,
         ``promised_mse`` (the schedule's penalty), ``holds`` (realised ≤ f̄), ``holds_upper`` (the interval's upper
         end ≤ f̄), ``train_fraction``, ``users``, ``split_slot``, ``held_out_slots``, ``schedule`` (A, S_bar,
         epsilon_c, peak_aoi, designed_here, max_tv_source: ``chain`` or ``empirical:LEVEL`` for a design made here,
-        the file's ``deployment.model.max_tv_source`` else, replayed: ``schedule`` or ``horizon_design``), ``staleness`` and ``noise`` (the two parts of the realised MSE),
+        the file's ``deployment.model.max_tv_source`` else, replayed: ``schedule`` or ``horizon_design``),
+        ``staleness`` and ``noise`` (the two parts of the realised MSE),
         ``at_peak_aoi`` (held-out staleness at the peak AoI: pooled and worst phase), ``bootstrap``, ``series``
         (slots and e_t, for the plot), ``value_range``, ``sensitivity``, ``unit``.
 
