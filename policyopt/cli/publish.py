@@ -180,7 +180,8 @@ def _empirical_model(args, schedule, model):
     """
     from dataclasses import replace
 
-    from policyopt.studies.empirical_design import empirical_max_tv_table, estimate_up_to, parse_max_tv_source
+    from policyopt.studies.empirical_design import (box_last_age, empirical_max_tv_table, estimate_up_to,
+                                                    parse_max_tv_source)
 
     if getattr(args, "max_tv", None) is None:
         return model, None
@@ -196,7 +197,7 @@ def _empirical_model(args, schedule, model):
             and replace(recorded, sha256=None, nbytes=None, max_tv_table=None)
             == replace(model, sha256=None, nbytes=None, max_tv_source=source)):
         return recorded, "the ledger's record (estimated when it was created)"
-    last = max(schedule.A + schedule.S_bar - 1, max(schedule.A, schedule.S_bar) + 1)
+    last = box_last_age(schedule.A, schedule.S_bar)
     fitted, readings = model.fit("--model")
     est, _ = estimate_up_to(fitted, readings, last, level, what=f"--A {schedule.A} with --S-bar {schedule.S_bar}")
     table = empirical_max_tv_table(est, last)

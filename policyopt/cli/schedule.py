@@ -170,6 +170,7 @@ def run_schedule(args) -> int:
     """Handler of ``policyopt schedule``: load the model, design the schedule, print text or JSON; exit code."""
     import numpy as np
 
+    from policyopt.models.markov import Population
     from policyopt.studies.deployment import credible_peak_risk, explain, robust_source, sparse_row_warnings
     from policyopt.studies.schedule import design_schedule, format_report
 
@@ -222,6 +223,7 @@ def run_schedule(args) -> int:
         model_info=dep.info,
         method=args.method,
         relax=args.relax,
+        chains=population if isinstance(population, Population) else None,
     )
     out = report.to_dict()
     if args.max_rmse is not None:
@@ -236,14 +238,6 @@ def run_schedule(args) -> int:
         from policyopt.studies.empirical_design import add_empirical_design
 
         add_empirical_design(out, empirical, penalty, max_penalty, args.max_age, args.max_interval)
-    if source is not population and out.get("A") is not None and out.get("penalty_comparison") is None \
-            and float(out["A"]).is_integer() and float(out["S_bar"]).is_integer():
-        # designed against another Δ(t) source: the readings' MSE still compared with the chain model's (48)–(49)
-        from policyopt.studies.deployment import penalty_comparison
-
-        pc = penalty_comparison(penalty, population, int(out["A"]), int(out["S_bar"]))
-        if pc is not None:
-            out["penalty_comparison"] = pc
     if dep.fitted is not None and empirical is None:
         rows = dep.fitted.row_transitions()
         m["row_transitions"] = {u: r.tolist() for u, r in rows.items()}
@@ -325,11 +319,10 @@ def _replay(out: dict, dep) -> dict | None:
     """``--backtest F``: the design (made on the first F of the time range) replayed on the rest of the readings by
     :func:`policyopt.studies.backtest.backtest` (its JSON without the per-slot series; where no finite ε* exists,
     the horizon design is replayed, ``replayed`` says which); ``None`` without an integer schedule to replay."""
-    from policyopt.studies.backtest import backtest
+    from policyopt.studies.backtest import backtest, replayable_design
 
-    hd = out.get("horizon_design")
-    A, S = (out.get("A"), out.get("S_bar")) if out.get("A") is not None or hd is None or hd.get("status") != "optimal" \
-        else (hd["A"], hd["S_bar"])
+    design, _ = replayable_design(out)
+    A, S = design.get("A"), design.get("S_bar")
     if A is None or not float(A).is_integer() or not float(S).is_integer():
         return None
     r = backtest(dep.all_readings, out, train_fraction=dep.backtest, phase_period=dep.phase_period,

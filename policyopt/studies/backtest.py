@@ -39,7 +39,8 @@ from policyopt.utility.readings_penalty import (
     slot_terms,
 )
 
-__all__ = ["backtest", "split_slot", "replay_errors", "format_backtest", "plot_backtest", "schedule_from_json"]
+__all__ = ["backtest", "split_slot", "replay_errors", "format_backtest", "plot_backtest", "schedule_from_json",
+           "replayable_design"]
 
 
 def split_slot(times: np.ndarray, train_fraction: float) -> int:
@@ -60,6 +61,17 @@ def split_slot(times: np.ndarray, train_fraction: float) -> int:
         raise InvalidInputError(f"`train_fraction` = {train_fraction!r} leaves no slot to train on or to hold out "
                                 f"(slots {t0}..{t1})")
     return split
+
+
+def replayable_design(obj: dict) -> tuple[dict, str]:
+    """The schedule a ``policyopt schedule --json`` object asks to run, and which: (`obj`, ``"schedule"``), or, when it
+    has no finite ε* (``A`` null) but an optimal ``horizon_design`` (``--max-tv empirical``), `obj` with that design's
+    A, S̄, ε_C and penalty, and ``"horizon_design"``."""
+    hd = obj.get("horizon_design")
+    if obj.get("A") is not None or not isinstance(hd, dict) or hd.get("status") != "optimal":
+        return obj, "schedule"
+    return {**obj, "A": hd["A"], "S_bar": hd["S_bar"], "epsilon_c": hd["epsilon_c"], "penalty": hd.get("penalty")}, \
+        "horizon_design"
 
 
 def schedule_from_json(obj: dict, source: str = "--schedule") -> dict:
@@ -259,7 +271,7 @@ def backtest(data, schedule: dict | None = None, *, train_fraction: float = 0.5,
     times_all = df["time"].to_numpy()
     split = split_slot(times_all, train_fraction)
     designed_here = schedule is None
-    replayed = "schedule"
+    replayed = "schedule"  # or "horizon_design" (replayable_design)
     if designed_here:
         from policyopt.models.estimation import fit_population
         from policyopt.studies.empirical_design import add_empirical_design, empirical_design, parse_max_tv_source
@@ -281,12 +293,8 @@ def backtest(data, schedule: dict | None = None, *, train_fraction: float = 0.5,
         sched = report.to_dict()
         if emp is not None:
             add_empirical_design(sched, emp, pen, max_penalty, A_max, S_max)
-            hd = sched.get("horizon_design")
-            if sched["A"] is None and hd is not None and hd["status"] == "optimal":  # no finite ε*: the horizon design
-                sched = {**sched, "A": hd["A"], "S_bar": hd["S_bar"], "epsilon_c": hd["epsilon_c"], "status": "optimal",
-                         "penalty": hd.get("penalty")}
-                replayed = "horizon_design"
-        if sched["A"] is None or sched["status"] not in ("optimal", "feasible"):
+        sched, replayed = replayable_design(sched)
+        if sched["A"] is None or (sched["status"] not in ("optimal", "feasible") and replayed == "schedule"):
             raise InvalidInputError(f"the design on the first {train_fraction:g} of the readings has no schedule to replay "
                                     f"(status {sched['status']}): {sched['message']}")
         tv_source = "chain" if emp is None else emp.spec
@@ -303,12 +311,8 @@ def backtest(data, schedule: dict | None = None, *, train_fraction: float = 0.5,
             raise InvalidInputError(f"{', '.join(given)} applies to a design made here; a given schedule carries its own")
         tv_source = ((schedule.get("deployment") or {}).get("model") or {}).get("max_tv_source") \
             if isinstance(schedule, dict) else None
-        if isinstance(schedule, dict) and schedule.get("A") is None and (schedule.get("horizon_design") or {}).get(
-                "status") == "optimal":
-            hd = schedule["horizon_design"]
-            schedule = {**schedule, "A": hd["A"], "S_bar": hd["S_bar"], "epsilon_c": hd["epsilon_c"],
-                        "penalty": hd.get("penalty")}
-            replayed = "horizon_design"
+        if isinstance(schedule, dict):
+            schedule, replayed = replayable_design(schedule)
         sched = schedule_from_json(schedule)
         fitted = None
         I = users if users is not None else sched["users"]

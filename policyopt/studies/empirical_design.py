@@ -42,6 +42,7 @@ from policyopt.models.posterior import TabulatedMaxTV
 from policyopt.privacy.age_dependent import compose, log_expm1
 
 __all__ = [
+    "box_last_age",
     "empirical_max_tv_table",
     "empirical_source",
     "design_over_horizon",
@@ -120,6 +121,13 @@ def estimate_up_to(fitted, readings, last_age: int, level: float, *, seed: int =
     return estimate_max_tv(states, fitted.quantizer.n_states, L, level=level, seed=seed), T
 
 
+def box_last_age(A_max: int, S_max: int) -> int:
+    """M = max(A_max + S_max − 1, max(A_max, S_max) + 1): the largest age whose Δ a schedule of the box A ≤ A_max,
+    S̄ ≤ S_max looks up (Theorem 3: the ages A..A + S̄ − 1 of an epoch and the gap S̄; eq. (30) and the exact solver
+    one beyond max(A_max, S_max)); Δ̃ is tabulated and made non-increasing over 0..M."""
+    return max(int(A_max) + int(S_max) - 1, max(int(A_max), int(S_max)) + 1)
+
+
 def empirical_max_tv_table(est: EmpiricalMaxTV, last_age: int) -> np.ndarray:
     """Δ̃(0..last_age): 1 at 0, then the running maximum from the right of the band's upper edge over 1..last_age.
 
@@ -151,7 +159,7 @@ def empirical_source(est: EmpiricalMaxTV, A_max: int, S_max: int) -> TabulatedMa
     InvalidInputError
         If the box needs ages beyond the estimated lags L.
     """
-    last = max(int(A_max) + int(S_max) - 1, max(int(A_max), int(S_max)) + 1)
+    last = box_last_age(A_max, S_max)
     table = empirical_max_tv_table(est, last)
     with np.errstate(divide="ignore"):
         logs = np.log(table)
@@ -297,7 +305,7 @@ def empirical_design(fitted, readings, A_max: int, S_max: int, level: float, *, 
     InvalidInputError
         If the box needs ages at or beyond the data's length.
     """
-    need = max(int(A_max) + int(S_max) - 1, max(int(A_max), int(S_max)) + 1)
+    need = box_last_age(A_max, S_max)
     est, T = estimate_up_to(fitted, readings, need, level, seed=seed,
                             what=f"--max-age {int(A_max)} with --max-interval {int(S_max)}")
     return EmpiricalDesign(estimate=est, source=empirical_source(est, A_max, S_max), level=float(level), slots=int(T),
@@ -329,10 +337,6 @@ def add_empirical_design(report: dict, design: EmpiricalDesign, penalty, max_pen
         f"(t ≤ L = {est.max_lag} slots), made non-increasing from the right over the ages the box uses "
         f"(t ≤ {design.source.horizon}), 1 beyond; Theorem 3's composition under that bound"
     )
-    dep = report["model"].get("deployment")
-    if isinstance(dep, str):
-        report["model"]["deployment"] = dep.replace("Δ(t) is the maximum over the pilot chains (eq. 12)",
-                                                    "Δ(t) bounded by the data's band (--max-tv empirical)")
     report["empirical_max_tv"] = {
         "level": est.level,
         "max_lag": est.max_lag,

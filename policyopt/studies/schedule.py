@@ -418,6 +418,7 @@ def design_schedule(
     users: int | None = None,
     value_range=None,
     phase_period: int | None = None,
+    chains: Population | None = None,
 ) -> ScheduleReport:
     """Optimal stationary schedule (A, S̄, ε_C) for a population, with both benchmarks.
 
@@ -455,6 +456,10 @@ def design_schedule(
         Public range the readings are clipped into (default: their own range, not private).
     phase_period : int, optional
         Slots per cycle of the readings penalty (24 for hourly readings); default one phase.
+    chains : Population, optional
+        The pilot chains when `population` is another Δ(t) source (the data's band of ``--max-tv empirical``, a
+        posterior band): a readings penalty is still compared with their chain MSE, eqs. (48)–(49)
+        (``penalty_comparison``).  Default: `population` when it is a Population.
 
     Returns
     -------
@@ -560,12 +565,14 @@ def design_schedule(
         model["value_range_declared"] = penalty.value_range_declared
         model["value_range_source"] = "declared" if penalty.value_range_declared else None  # model_info may say more
         moments = getattr(penalty, "moments", None)
+        delta = ("Δ(t) is the maximum over the pilot chains (eq. 12)" if isinstance(population, Population) else
+                 "Δ(t) from the source given, not the pilot chains (model.delta_source says which)")
         model["deployment"] = (
             f"{fmt_count(penalty.users, 'user')} drawn like the {fmt_count(moments.n_users, 'user')} of the readings; "
-            "MSE from the readings (cross + (self − cross)/I, worst phase); Δ(t) is the maximum over the pilot chains (eq. 12)"
+            f"MSE from the readings (cross + (self − cross)/I, worst phase); {delta}"
             if moments is not None else
             f"{fmt_count(penalty.users, 'independent user')}, each following one of the "
-            f"{fmt_count(pilot_users, 'pilot chain')} in equal shares; Δ(t) is the maximum over the pilot chains (eq. 12)"
+            f"{fmt_count(pilot_users, 'pilot chain')} in equal shares; {delta}"
         )
         model["staleness_profile"] = staleness_profile(penalty, population, horizon)
         if getattr(penalty, "moments", None) is not None:
@@ -580,7 +587,8 @@ def design_schedule(
             }
             d = solution.decision or {}
             if d.get("A") is not None and float(d["A"]).is_integer() and float(d["S_bar"]).is_integer():
-                extra["penalty_comparison"] = penalty_comparison(penalty, population, int(d["A"]), int(d["S_bar"]))
+                extra["penalty_comparison"] = penalty_comparison(
+                    penalty, population if chains is None else chains, int(d["A"]), int(d["S_bar"]))
     elif hasattr(penalty, "sensitivity"):
         model["sensitivity"] = penalty.sensitivity
     model.update(model_info or {})
