@@ -459,7 +459,8 @@ def design_schedule(
     chains : Population, optional
         The pilot chains when `population` is another Δ(t) source (the data's band of ``--max-tv empirical``, a
         posterior band): a readings penalty is still compared with their chain MSE, eqs. (48)–(49)
-        (``penalty_comparison``).  Default: `population` when it is a Population.
+        (``penalty_comparison``), and ``model.deployment`` says Δ(t) is not theirs.  Default: `population` (when it
+        is a Population).
 
     Returns
     -------
@@ -565,8 +566,9 @@ def design_schedule(
         model["value_range_declared"] = penalty.value_range_declared
         model["value_range_source"] = "declared" if penalty.value_range_declared else None  # model_info may say more
         moments = getattr(penalty, "moments", None)
-        delta = ("Δ(t) is the maximum over the pilot chains (eq. 12)" if isinstance(population, Population) else
-                 "Δ(t) from the source given, not the pilot chains (model.delta_source says which)")
+        other_source = chains is not None and chains is not population  # e.g. the data's band, the chains given apart
+        delta = ("Δ(t) from the source given, not the pilot chains (model.delta_source says which)" if other_source
+                 else "Δ(t) is the maximum over the pilot chains (eq. 12)")
         model["deployment"] = (
             f"{fmt_count(penalty.users, 'user')} drawn like the {fmt_count(moments.n_users, 'user')} of the readings; "
             f"MSE from the readings (cross + (self − cross)/I, worst phase); {delta}"
