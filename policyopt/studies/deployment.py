@@ -25,7 +25,7 @@ import math
 import numpy as np
 
 from policyopt.errors import InvalidInputError, fmt
-from policyopt.formatting import fmt_count, fmt_range
+from policyopt.formatting import fmt_count, fmt_range, fmt_value
 from policyopt.models.estimation import FittedModel
 from policyopt.models.posterior import (
     TabulatedMaxTV,
@@ -413,6 +413,11 @@ def explain(report: dict) -> list:
     na = report["benchmarks"]["no_aging"]
     if report.get("A") is not None and status in ("optimal", "feasible", "unbounded"):
         A = report["A"]
+        if not float(A).is_integer():  # a continuous relaxation (--relax): its A is a bound, not whole slots
+            out.append(f"the relaxation's A = {fmt_value(A, 6)} slots is not a whole number of slots: it bounds the integer "
+                       "schedules (see `deployable` for the best integer neighbour)")
+            return out
+        A = int(A)
         if A > 0 and status == "unbounded":
             out.append(
                 f"aging pays without limit here: data {fmt_count(A, 'slot')} old (the largest age in the box) still meets "
@@ -431,7 +436,8 @@ def explain(report: dict) -> list:
                 out.append(
                     f"aging does not pay: the staleness of the mean grows faster than the correlation decays — after "
                     f"{fmt_count(stale['t'], 'slot')} it already reaches {100 * stale['fraction']:.0f}% of its limit while Δ({stale['t']}) "
-                    f"is still {stale['max_tv']:.3g}, so MSE room is better spent on less noise and a longer S̄"
+                    f"is still {stale['max_tv']:.3g}, so MSE room is better spent on less noise"
+                    + (" and a longer S̄" if report.get("S_bar") not in (None, 1) else "")
                 )
             else:
                 out.append("aging does not pay: any aging spends MSE room that lowers ε* more when spent on noise and S̄")
