@@ -348,6 +348,9 @@ def backtest_text(r: dict | None, fraction: float) -> str:
     c = r.get("max_tv_comparison")
     if c:
         text += f"; Δ(t) at {max_tv_comparison_text(c)}"
+    left = r.get("left_out_users") or []
+    if left:
+        text += "; left out: " + ", ".join(f"{u['user']} ({u['why']})" for u in left)
     return text
 
 

@@ -347,8 +347,9 @@ def backtest(data, schedule: dict | None = None, *, train_fraction: float = 0.5,
     f_bar = sched["max_penalty"]
     lags = sorted({A, S} - {0})
     comparison = None
+    train_df, held_df = df[df["time"] < split], df[df["time"] >= split]
+    left_out = _left_out_users(df, train_df, held_df, split)
     if lags:
-        train_df, held_df = df[df["time"] < split], df[df["time"] >= split]
         if fitted is None:
             from policyopt.models.estimation import fit_population
 
@@ -386,8 +387,25 @@ def backtest(data, schedule: dict | None = None, *, train_fraction: float = 0.5,
         "replay": "releases at S_n = split + n·S̄ of the readings of S_n − A; the value read at t is A + ((t − split) mod S̄) "
                   "slots old; error against the current mean of I users drawn like the readings' users",
         "max_tv_comparison": comparison,
+        "left_out_users": left_out,
         "wall_time_s": time.perf_counter() - start,
     }
+
+
+def _left_out_users(df, train, held, split: int) -> list:
+    """Users of `df` with no reading on one side of the split: ``[{"user", "why"}]``, in the data's order.
+
+    Such a meter adds nothing to the held-out error (or to the training fit) and is not in the held-out Δ(t)
+    comparison; the report lists it instead of failing.
+    """
+    have_train, have_held = set(train["user"].unique()), set(held["user"].unique())
+    out = []
+    for u in dict.fromkeys(df["user"].tolist()):
+        if u not in have_held:
+            out.append({"user": u, "why": f"no held-out readings: its readings end before slot {split}"})
+        elif u not in have_train:
+            out.append({"user": u, "why": f"no training readings: its readings start at or after slot {split}"})
+    return out
 
 
 def backtest_verdict(r: dict) -> str:
@@ -456,6 +474,8 @@ def format_backtest(r: dict) -> str:
     c = r.get("max_tv_comparison")
     if c:
         lines.append(f"Δ(t)        : {max_tv_comparison_text(c)}")
+    for u in r.get("left_out_users") or []:
+        lines.append(f"left out    : {u['user']} ({u['why']})")
     if r.get("plot"):
         lines.append(f"plot        : {r['plot']} (realised error over the held-out time)")
     lines.append(f"wall time   : {r['wall_time_s']:.3f} s")

@@ -452,14 +452,24 @@ def data_states(readings, fitted) -> tuple[np.ndarray, list]:
 
     Returns
     -------
-    (states, users) : numpy.ndarray of int64 (U, T) and list of str (the fit's kept users, in order)
+    (states, users) : numpy.ndarray of int64 (U, T) and list of str
+        The fit's kept users that have readings in `readings`, in the fit's order (a user whose readings all lie
+        elsewhere, e.g. a meter that stops before a held-out part, is left out; callers say so).
+
+    Raises
+    ------
+    InvalidInputError
+        No kept user of the fit has a reading in `readings`.
     """
     from policyopt.models.estimation import validate_readings
 
     df = validate_readings(readings, source="`readings`")
     if fitted.value_range is not None:
         df["value"] = np.clip(df["value"].to_numpy(), *fitted.value_range)
-    users = list(fitted.users)
+    present = set(df["user"].unique())
+    users = [u for u in fitted.users if u in present]
+    if not users:
+        raise InvalidInputError("no user kept by the fit has readings here: the readings and the fit share no user")
     return readings_states(df, fitted.quantizer, users), users
 
 
