@@ -41,6 +41,7 @@ BACKENDS = {
     "fran-groups": {
         "groups": "policyopt.solvers.fran_groups:GroupSearchSolver",
     },
+    "model-free": {"exact": "policyopt.solvers.model_free:ModelFreeSolver"},
 }
 
 

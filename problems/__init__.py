@@ -19,6 +19,7 @@ from .discounted import ScheduleEvaluation as DiscountedScheduleEvaluation
 from .fran import FRANEvaluation, FRANProblem
 from .fran_groups import GroupedFRANProblem
 from .tpl_budget import BudgetAllocationProblem, BudgetEvaluation
+from .model_free import ModelFreeProblem
 
 __all__ = [
     "ScheduleProblem",
@@ -36,4 +37,5 @@ __all__ = [
     "FRANProblem",
     "FRANEvaluation",
     "GroupedFRANProblem",
+    "ModelFreeProblem",
 ]
