@@ -104,9 +104,27 @@ def test_reading_errors():
         validate_readings(pd.DataFrame({"user": ["a"], "time": [0]}))
     with pytest.raises(InvalidInputError, match=r"unexpected columns \['extra'\]"):
         validate_readings(pd.DataFrame({"user": ["a"], "time": [0], "value": [1.0], "extra": [1]}))
-    with pytest.raises(InvalidInputError, match=r"only 2 bins hold readings; use fewer states"):
+    with pytest.raises(InvalidInputError, match=r"they hold only 2 distinct values; use at most 2 states"):
         Quantizer.fit([0.0] * 50 + [1.0] * 50, 4)
+    with pytest.raises(InvalidInputError, match=r"one distinct value, so no states can be told apart"):
+        Quantizer.fit([3.0] * 20, 2)
     with pytest.raises(InvalidInputError, match=r"`n_states` must be an integer ≥ 2, got 1"):
         Quantizer.fit([0.0, 1.0], 1)
     with pytest.raises(InvalidInputError, match=r"`smoothing` must be a finite number ≥ 0, got -1"):
         fit_population(pd.DataFrame({"user": ["a"], "time": [0], "value": [1.0]}), 2, smoothing=-1)
+
+
+@pytest.mark.parametrize("zeros, edge", [(60, 0.5), (40, 1.0), (50, 0.5)])
+def test_binary_readings_get_two_states_whichever_value_is_the_majority(zeros, edge):
+    # source: the plain quantile edge of 0/1 readings is 0 when zeros are the majority, which put every reading in the
+    # upper bin; the edges between distinct values split them (the 0.5-quantile edge 1.0 already worked and is kept)
+    q = Quantizer.fit([0.0] * zeros + [1.0] * (100 - zeros), 2)
+    assert q.edges.tolist() == [edge] and q.state_values.tolist() == [0.0, 1.0]
+    assert np.bincount(q.transform([0.0] * zeros + [1.0] * (100 - zeros))).tolist() == [zeros, 100 - zeros]
+
+
+def test_tied_readings_split_at_the_distinct_value_nearest_each_quantile():
+    x = [0.0] * 70 + [1.0] * 10 + [2.0] * 10 + [3.0] * 10
+    q = Quantizer.fit(x, 3)
+    # cumulative shares after 0, 1, 2: 0.7, 0.8, 0.9; targets 1/3 and 2/3 → splits after 0 and after 1
+    assert q.edges.tolist() == [0.5, 1.5] and q.state_values.tolist() == [0.0, 1.0, 2.5]

@@ -74,9 +74,16 @@ class Quantizer:
         states = np.searchsorted(edges, x, side="right")
         counts = np.bincount(states, minlength=n_states)
         if np.any(counts == 0) or np.any(np.diff(edges) <= 0):
+            # readings with ties (discrete values, e.g. 0/1): edges between distinct values instead
+            edges = _tie_edges(x, n_states)
+            states = np.searchsorted(edges, x, side="right") if edges is not None else states
+            counts = np.bincount(states, minlength=n_states)
+        if edges is None or np.any(counts == 0) or np.any(np.diff(edges) <= 0):
+            distinct = int(np.unique(x).size)
             raise InvalidInputError(
-                f"`n_states`={n_states} quantile bins are not all distinct for these readings (ties): only "
-                f"{int(np.count_nonzero(counts))} bins hold readings; use fewer states"
+                f"`n_states`={n_states} quantile bins are not all distinct for these readings (ties): they hold only "
+                + (f"{distinct} distinct values; use at most {distinct} states" if distinct >= 2 else
+                   "one distinct value, so no states can be told apart")
             )
         sums = np.bincount(states, weights=x, minlength=n_states)
         edges.setflags(write=False)
@@ -87,6 +94,24 @@ class Quantizer:
     def transform(self, values) -> np.ndarray:
         """State index (0..K-1) of each reading; same shape as `values`."""
         return np.searchsorted(self.edges, np.asarray(values, dtype=float), side="right")
+
+
+def _tie_edges(x: np.ndarray, n_states: int) -> np.ndarray | None:
+    """Inner edges for readings with ties: each placed halfway between two distinct values, at the split whose
+    cumulative share of readings is nearest to the quantile k/K (shares of equal values are never split); ``None``
+    when fewer than K distinct values exist."""
+    vals, cnt = np.unique(x, return_counts=True)
+    if vals.size < n_states:
+        return None
+    cum = np.cumsum(cnt)[:-1] / x.size  # share of readings ≤ vals[i], for a split after vals[i]
+    edges, last = [], -1
+    for k in range(1, n_states):
+        free = n_states - 1 - k  # splits still to place after this one
+        lo, hi = last + 1, vals.size - 2 - free
+        i = lo + int(np.argmin(np.abs(cum[lo : hi + 1] - k / n_states)))
+        edges.append(0.5 * (vals[i] + vals[i + 1]))
+        last = i
+    return np.asarray(edges, dtype=float)
 
 
 @dataclass(frozen=True)
