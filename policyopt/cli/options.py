@@ -28,6 +28,8 @@ __all__ = [
     "add_penalty_options",
     "add_bound_options",
     "add_max_tv_options",
+    "add_guarantee_options",
+    "delta_arg",
     "max_tv_level",
     "bound_from_args",
     "value_range_arg",
@@ -58,6 +60,8 @@ MAX_STATES = 200
 MAX_COUNT = 10**9
 #: Largest --plot-epochs.
 MAX_PLOT_EPOCHS = 100
+#: Largest --horizon (slots): about a thousand years of hourly slots.
+MAX_HORIZON = 10**7
 
 #: Slots per day of the bundled hourly readings: the readings penalty's phase period.
 BUNDLED_PHASE_PERIOD = 24
@@ -237,9 +241,57 @@ def add_max_tv_options(cmd) -> None:
                      help="Δ(t) the design uses (default: model, the fitted chains) or empirical[:LEVEL]: the upper "
                      "edge of the LEVEL simultaneous block-bootstrap band of Δ(t) estimated directly from the data, "
                      "LEVEL 0.95 when omitted, 1 beyond the estimated lags (data only, exact method)")
-    cmd.add_argument("--horizon", type=int_at_least("--horizon", 1, 10**7), default=None, metavar="H",
-                     help="with --max-tv empirical: when no schedule has a finite infinite-horizon ε* (condition (31) "
-                     "fails), design for the largest risk over H slots by Theorem 3 (default: the data's length)")
+    cmd.add_argument("--horizon", type=int_at_least("--horizon", 1, MAX_HORIZON), default=None, metavar="H",
+                     help="slots the model-free guarantee covers (the releases that read one user's series over H "
+                     "slots are composed; default: a year of slots when the slot length is known, else the data's length, "
+                     "else 8760); with --max-tv empirical, also the horizon of the design when no schedule has a finite "
+                     f"infinite-horizon ε* (condition (31) fails); at most {MAX_HORIZON}")
+
+
+def add_guarantee_options(cmd, *, design: bool = True, markov: bool = True, horizon: bool = False) -> None:
+    """``--markov-model``, ``--delta`` and (for a design) ``--privacy``, ``--accept-refuted``: which guarantee a report states.
+
+    `horizon` adds ``--horizon`` too (commands without :func:`add_max_tv_options`).
+    """
+    group = cmd.add_argument_group("guarantee (the model-free one always; a model-based one only under a model the data "
+                                   "do not refute)")
+    if markov:
+        group.add_argument("--markov-model", metavar="MODEL", default=None,
+                           help="the Markov model of the readings a model-based risk rests on: chain (first-order chain "
+                           "over the quantile states, default), phase[:P] (a chain per phase of the day, or of P slots), "
+                           "order:K (the state is the last K states), hmm:R (R hidden regimes), or auto (the simplest "
+                           "that passes its checks on held-out time); checked against the readings (Markov test and "
+                           "Δ(t) check, level 0.95) before any model-based number is stated")
+    group.add_argument("--delta", type=delta_arg("--delta"), default=None, metavar="DELTA",
+                       help="δ of the model-free (ε, δ) guarantee (default min(1e-6, 1/(10·I)): an order of magnitude "
+                       "below 1/I, so publishing one user's series whole cannot meet it)")
+    if horizon:
+        cmd.add_argument("--horizon", type=int_at_least("--horizon", 1, MAX_HORIZON), default=None, metavar="H",
+                         help="slots the model-free guarantee covers (default: a year of slots when the slot length is "
+                         f"known, else the data's length, else 8760; at most {MAX_HORIZON})")
+    if design:
+        group.add_argument("--privacy", choices=("model-based", "model-free"), default=None,
+                           help="what the design minimises: model-based = the peak age-dependent risk ε* under the Markov "
+                           "model (default); model-free = the (ε, δ) of each user's whole series over --horizon, whatever "
+                           "the correlation (A = 0; S_bar against ε_C)")
+        group.add_argument("--accept-refuted", metavar="REASON", default=None,
+                           help="print a refuted (or unchecked) model's ε* anyway, with this reason recorded; it never "
+                           "becomes the guarantee stated first")
+
+
+def delta_arg(name):
+    """An argparse ``type`` for δ of (ε, δ)-DP: a number in (0, 1); errors name the option `name`."""
+    def parse(text):
+        """Parse δ ∈ (0, 1) or raise ArgumentTypeError naming the option."""
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a number, got {text!r}") from None
+        if not (0.0 < value < 1.0):
+            raise argparse.ArgumentTypeError(f"{name} must be strictly between 0 and 1 (e.g. 1e-6), got {text!r}")
+        return value
+
+    return parse
 
 
 def max_tv_level(args, has_readings: bool, *, serial_hint: bool = False) -> float | None:
@@ -264,8 +316,6 @@ def max_tv_level(args, has_readings: bool, *, serial_hint: bool = False) -> floa
 
     kind, level = parse_max_tv_source(args.max_tv) if args.max_tv is not None else ("model", None)
     if kind == "model":
-        if args.horizon is not None:
-            raise InvalidInputError(f"--horizon {args.horizon} applies to --max-tv empirical only; add it or omit --horizon")
         return None
     if not has_readings:
         raise InvalidInputError(f"--max-tv {args.max_tv} estimates Δ(t) from readings: give --data (or use the bundled "

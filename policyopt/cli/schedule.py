@@ -15,6 +15,7 @@ from policyopt.cli.options import (
     MAX_PLOT_EPOCHS,
     add_bound_options,
     add_distributed_options,
+    add_guarantee_options,
     add_max_tv_options,
     max_tv_level,
     bound_from_args,
@@ -75,6 +76,7 @@ def add_command(sub) -> None:
                        help="length of one slot of --data, e.g. 30min, 1h (recorded in the JSON's deployment for "
                        "`publish`; the bundled data: 1h)")
     add_max_tv_options(sched)
+    add_guarantee_options(sched)
     sched.add_argument("--backtest", type=probability("--backtest"), default=None, metavar="F",
                        help="design on the first fraction F of the readings' time range only, then replay the design on "
                        "the rest as `policyopt backtest --schedule` does (realised MSE of the deployment against f̄, "
@@ -206,6 +208,7 @@ def run_schedule(args) -> int:
             "differentially private: declare a public range with --value-range LO:HI"
         )
     rng = np.random.default_rng(post["seed"]) if post else None  # simulation only (posterior draws), never released noise
+    gs = guarantee_settings(args, dep)
     source, robust_info = population, None
     empirical = _empirical_options(args, dep, post)
     if empirical is not None:
@@ -213,6 +216,9 @@ def run_schedule(args) -> int:
     if post and post["robust"] is not None:
         source, robust_info = robust_source(dep.fitted, max(args.max_age, args.max_interval) + 1, level=post["robust"],
                                             draws=post["draws"], rng=rng)
+    selection, markov_source = _markov_selection(args, dep, gs, post)
+    if markov_source is not None:
+        source = markov_source
     report = design_schedule(
         source,
         max_penalty=max_penalty,
@@ -224,6 +230,9 @@ def run_schedule(args) -> int:
         method=args.method,
         relax=args.relax,
         chains=population if isinstance(population, Population) else None,
+        privacy=gs.privacy,
+        horizon=gs.horizon,
+        delta=gs.delta,
     )
     out = report.to_dict()
     if args.max_rmse is not None:
@@ -238,13 +247,20 @@ def run_schedule(args) -> int:
         from policyopt.studies.empirical_design import add_empirical_design
 
         add_empirical_design(out, empirical, penalty, max_penalty, args.max_age, args.max_interval)
-    if dep.fitted is not None and empirical is None:
+    chains_designed = empirical is None and markov_source is None  # the fitted chains are the design's Δ(t)
+    chains_trusted = selection is None or selection.passed or gs.accept_refuted is not None
+    if dep.fitted is not None and chains_designed:
         rows = dep.fitted.row_transitions()
         m["row_transitions"] = {u: r.tolist() for u, r in rows.items()}
         m["min_row_transitions"] = post["min_row_transitions"]
         m["sparse_states"] = dep.fitted.sparse_states(post["min_row_transitions"])
-        out["credible"] = None  # replaced below when there is an integer schedule to check
-        if out["A"] is not None and not args.relax:
+        out["credible"] = None  # replaced below when there is an integer schedule to check (under chains not refuted)
+        if out["A"] is not None and not args.relax and not chains_trusted:
+            witnesses, sparse_warn = sparse_row_warnings(
+                dep.fitted, {"A": int(out["A"]), "S_bar": int(out["S_bar"])}, post["min_row_transitions"]
+            )
+            m["max_tv_witnesses"] = witnesses
+        elif out["A"] is not None and not args.relax:
             witnesses, sparse_warn = sparse_row_warnings(
                 dep.fitted, {"A": int(out["A"]), "S_bar": int(out["S_bar"])}, post["min_row_transitions"]
             )
@@ -270,13 +286,12 @@ def run_schedule(args) -> int:
     if wants_distributed(args):
         out["model_check"] = dist_extra["model_check"]
         out["model_check"].update(design_lags(out["model_check"], out.get("A"), out.get("S_bar")))
-    if dep.fitted is not None and dep.readings is not None:
-        from policyopt.studies.check_model import quick_check
+    if selection is not None:
+        from policyopt.studies.markov_check import check_summary
 
-        out["model_check"] = quick_check(dep.fitted, dep.readings, args.max_age, args.max_interval,
-                                         seed=DEFAULT_SEED if post.get("seed") is None else post["seed"])
-        out["model_check"].update(design_lags(out["model_check"], out.get("A"), out.get("S_bar")))
+        out["model_check"] = check_summary(selection, out.get("A"), out.get("S_bar"))
     out["warnings"] = warnings
+    _state_guarantee(out, args, dep, gs, selection, empirical, penalty, source)
     out["explanation"] = explain(out)
     plot_error = None
     if args.plot is not None:
@@ -313,6 +328,118 @@ def run_schedule(args) -> int:
     if plot_error is not None:
         raise InvalidInputError(plot_error)
     return 0
+
+
+def _slot_seconds(args) -> int | None:
+    """The slot length (seconds) of the design's readings: ``--slot-length``, 1 h for the bundled data, else unknown."""
+    from policyopt.io import parse_duration
+
+    if getattr(args, "slot_length", None) is not None:
+        return parse_duration(args.slot_length, "--slot-length")
+    if args.data is None and args.chain is None and args.matrix is None:
+        from policyopt.data import BUNDLED_SLOT_LENGTH
+
+        return parse_duration(BUNDLED_SLOT_LENGTH, "--slot-length")
+    return None
+
+
+def guarantee_settings(args, dep):
+    """:class:`~policyopt.studies.guarantee.GuaranteeSettings` of a design run: the options with their defaults (δ from
+    the deployment's I, the horizon from the slot length or the readings' span)."""
+    from policyopt.studies.guarantee import GuaranteeSettings
+
+    span = None
+    if dep.readings is not None:
+        t = dep.readings["time"]
+        span = int(t.max()) - int(t.min()) + 1
+    return GuaranteeSettings.resolve(users=int(dep.users), slot_seconds=_slot_seconds(args), data_slots=span,
+                                     markov_model=getattr(args, "markov_model", None), privacy=getattr(args, "privacy", None),
+                                     delta=getattr(args, "delta", None), horizon=getattr(args, "horizon", None),
+                                     accept_refuted=getattr(args, "accept_refuted", None))
+
+
+def _markov_selection(args, dep, gs, post):
+    """The model check of a design on data (``--markov-model``, default ``chain``) and, for another model than the
+    chain, the Δ(t) source the design uses: that model fitted on every design reading (for ``auto``, the simplest
+    that passed; the chains when none did).  ``(None, None)`` without readings in memory (``--chain``/``--matrix``,
+    Dask).
+
+    Raises
+    ------
+    InvalidInputError
+        ``--markov-model`` other than ``chain`` without readings, on Dask, with ``--max-tv empirical``, ``--robust``,
+        ``--credible``, ``--plot``, or a method other than exact.
+    """
+    from policyopt.studies.empirical_design import box_last_age
+
+    spec = gs.markov_model
+    serial = dep.fitted is not None and dep.readings is not None and not wants_distributed(args)
+    if spec != "chain":
+        if not serial:
+            raise InvalidInputError(f"--markov-model {spec} is fitted to readings held in memory: give --data (or use the "
+                                    "bundled data), serially (no --workers/--scheduler)")
+        for opt, val in (("--max-tv", args.max_tv), ("--robust", post.get("robust") if post else None),
+                         ("--credible", getattr(args, "credible", None)), ("--plot", args.plot)):
+            if val is not None:
+                raise InvalidInputError(f"{opt} applies to the first-order chains; omit it with --markov-model {spec}")
+        if args.method != "exact" or args.relax:
+            raise InvalidInputError(f"--markov-model {spec} designs with the exact Δ(t) table: use --method exact without "
+                                    "--relax")
+    if not serial:
+        return None, None
+    from policyopt.studies.markov_check import design_check, fit_for_design, periods_from_slot
+
+    seed = DEFAULT_SEED if post.get("seed") is None else post["seed"]
+    sel = design_check(dep.readings, dep.fitted.quantizer, dep.fitted.users, spec=spec, value_range=dep.value_range,
+                       box_last_age=box_last_age(args.max_age, args.max_interval), slot_seconds=gs.slot_seconds,
+                       seed=seed, smoothing=dep.fitted.smoothing)
+    chosen = sel.chosen
+    if spec == "chain" or chosen is None or chosen.model == "chain":
+        return sel, None
+    model = fit_for_design(chosen.model, dep.readings, dep.fitted.quantizer, dep.fitted.users, value_range=dep.value_range,
+                           smoothing=dep.fitted.smoothing, seed=seed,
+                           default_period=periods_from_slot(gs.slot_seconds)[0])
+    return sel, model
+
+
+def _state_guarantee(out: dict, args, dep, gs, selection, empirical, penalty, source) -> None:
+    """The guarantee the report states first (:func:`~policyopt.studies.guarantee.apply_guarantee`): the model-based
+    risk when the design's Markov model passed its checks (or was given without data), else the model-free one; with
+    ``--max-tv empirical`` the premise checked is the first-order Markov test only (Δ(t) comes from the data), and
+    a horizon design is redone model-free when the premise fails."""
+    from policyopt.studies.guarantee import apply_guarantee, model_free_horizon_design, theorem3_horizon_design
+
+    if selection is None:
+        if dep.fitted is None:  # --chain / --matrix: the user's model, nothing to check it against
+            model, verdict, why = ("the given chain" if args.chain else "the given matrix"), "assumed", "no data"
+        else:  # Dask: the held-out Markov test is not run on partitions yet
+            model, verdict, why = "chain", "unchecked", "the held-out Markov test does not run on --workers/--scheduler"
+    else:
+        c = selection.chosen
+        if empirical is not None:
+            ok = c is not None and not c.markov_test["refuted"]
+            model = "chain (the first-order Markov premise of Theorem 3; Δ(t) from the data's band)"
+            verdict = "passed" if ok else "refuted"
+            why = (f"held-out Markov test p = {c.markov_test['p_value']:.3g}, level {c.markov_test['level']:g}"
+                   if c is not None else "no check")
+        else:
+            model = c.model if (c is not None and (selection.passed or selection.requested != "auto")) else None
+            verdict = "passed" if selection.passed else "refuted"
+            why = c.why() if c is not None else "no model passed"
+            if selection.requested == "auto" and not selection.passed:
+                why = "; ".join(f"{x.model}: {x.why()}" for x in selection.checks)
+    if out.get("A") is None and out.get("max_penalty") is not None and out.get("status") != "relaxed":
+        # no schedule with a finite ε*: design for the horizon, by Theorem 3 under a model that passed (or was given),
+        # else model-free (the releases composed, whatever the correlation)
+        if verdict not in ("passed", "assumed"):
+            out["horizon_design"] = model_free_horizon_design(penalty, out["max_penalty"], args.max_age,
+                                                              args.max_interval, gs.horizon, gs.delta)
+        elif out.get("horizon_design") is None:
+            out["horizon_design"] = theorem3_horizon_design(source, penalty, out["max_penalty"], args.max_age,
+                                                            args.max_interval, gs.horizon)
+    apply_guarantee(out, model=model, verdict=verdict, why=why, horizon=gs.horizon, delta=gs.delta, windows=gs.windows,
+                    accept_refuted=gs.accept_refuted)
+    out["guarantee_settings"] = gs.to_dict()
 
 
 def _replay(out: dict, dep) -> dict | None:
@@ -413,7 +540,11 @@ def _with_data_lines(text: str, out: dict) -> str:
     from policyopt.formatting import fmt_count, fmt_exact, fmt_upper
 
     extra = []
-    if out.get("model_check"):
+    if out.get("model_check") and out["model_check"].get("models") is not None:
+        from policyopt.studies.markov_check import model_check_line
+
+        extra.append(f"model check : {model_check_line(out['model_check'])}")
+    elif out.get("model_check"):
         extra.append(f"model check : {model_check_text(out['model_check'], chains_used=not out.get('empirical_max_tv'))}")
     emp = out.get("empirical_max_tv")
     if emp:
@@ -427,9 +558,18 @@ def _with_data_lines(text: str, out: dict) -> str:
         extra.append(f"backtest    : {backtest_text(out['backtest'], out['deployment']['backtest'])}")
     hd = out.get("horizon_design")
     if hd is not None:
-        if hd["status"] == "optimal":
+        if hd["status"] == "optimal" and hd.get("accounting") == "model-free":
             extra.append(
-                f"horizon     : no schedule has a finite ε* under the data's Δ(t) (condition (31) fails), so the design "
+                f"horizon     : no finite ε* is stated (condition (31) fails, or no model passed its checks), so the design "
+                f"minimises the model-free (ε, δ) over {fmt_count(hd['horizon'], 'slot')}: A = {fmt_count(hd['A'], 'slot')}, "
+                f"S̄ = {fmt_count(hd['S_bar'], 'slot')}, ε_C = {fmt_exact(hd['epsilon_c'])} nats, "
+                f"{fmt_count(hd['releases'], 'release')}: ({fmt_upper(hd['epsilon'], 4)} nats, δ = {hd['delta']:.3g}), pure ε ≤ "
+                f"{fmt_upper(hd['horizon_risk'])} nats (optimal: {hd['proof']})"
+            )
+        elif hd["status"] == "optimal":
+            whose = "the data's Δ(t)" if out.get("empirical_max_tv") else "the model's Δ(t)"
+            extra.append(
+                f"horizon     : no schedule has a finite ε* under {whose} (condition (31) fails), so the design "
                 f"bounds the largest risk over {hd['horizon']} slots (Theorem 3): A = {fmt_count(hd['A'], 'slot')}, "
                 f"S̄ = {fmt_count(hd['S_bar'], 'slot')}, ε_C = {fmt_exact(hd['epsilon_c'])} nats, "
                 f"{fmt_count(hd['releases'], 'release')}, largest risk ≤ "

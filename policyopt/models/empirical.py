@@ -71,6 +71,7 @@ __all__ = [
     "default_max_lag",
     "states_matrix",
     "simulate_chain_states",
+    "max_tv_statistic",
     "chain_statistic_draws",
     "user_streams",
     "DEFAULT_MIN_PAIRS",
@@ -987,6 +988,31 @@ def _user_max_tv(x: np.ndarray, K: int, L: int, min_pairs: int, with_rows: bool 
             rows[sel] = c_rows
         per_user[sel] = max_row_tv(counts, claimed=c_rows >= min_pairs)
     return per_user, rows
+
+
+def max_tv_statistic(states, n_states: int, max_lag: int, *, min_pairs: int = DEFAULT_MIN_PAIRS) -> np.ndarray:
+    """Δ̂_u(t) of every user, t = 1..L: the plug-in statistic of :func:`estimate_max_tv` before the max over users.
+
+    Parameters
+    ----------
+    states : array_like, shape (U, T)
+        As :func:`states_matrix` (−1 missing).
+    n_states : int
+        K.
+    max_lag : int
+        L (slots), below T.
+    min_pairs : int
+        Pairs a row needs to be claimed.
+
+    Returns
+    -------
+    numpy.ndarray, shape (U, L)
+        0 for a user without two claimed rows at a lag.
+    """
+    x = states_matrix(states, n_states)
+    L = _check_lag(max_lag, x.shape[1])
+    per_user, _ = _user_max_tv(x, int(n_states), L, _check_int(min_pairs, "min_pairs", 1), with_rows=False)
+    return per_user
 
 
 def simulate_chain_states(matrices, lengths, initial, draws: int, rng: np.random.Generator) -> np.ndarray:

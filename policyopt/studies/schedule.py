@@ -419,6 +419,9 @@ def design_schedule(
     value_range=None,
     phase_period: int | None = None,
     chains: Population | None = None,
+    privacy: str = "model-based",
+    horizon: int | None = None,
+    delta: float | None = None,
 ) -> ScheduleReport:
     """Optimal stationary schedule (A, S̄, ε_C) for a population, with both benchmarks.
 
@@ -461,6 +464,16 @@ def design_schedule(
         posterior band): a readings penalty is still compared with their chain MSE, eqs. (48)–(49)
         (``penalty_comparison``), and ``model.deployment`` says Δ(t) is not theirs.  Default: `population` (when it
         is a Population).
+    privacy : {"model-based", "model-free"}
+        What the design minimises: the peak age-dependent risk ε* of eq. (30) under `population`'s Δ(t) (default), or
+        the (ε, δ) of each user's whole series over `horizon` slots, whatever the correlation
+        (:class:`~policyopt.problems.model_free.ModelFreeProblem`, exact method only); the model-free design's ε* under
+        `population` is still evaluated (``peak_risk``; ``None`` where condition (31) fails) and its model-free
+        objective is ``model_free_design``.
+    horizon : int, optional
+        H (slots) of the model-free design (required with ``privacy="model-free"``).
+    delta : float, optional
+        δ of the model-free design (default :func:`policyopt.privacy.model_free.default_delta` of the deployment's I).
 
     Returns
     -------
@@ -488,6 +501,12 @@ def design_schedule(
         )
     if relax and method == "exact":
         raise InvalidInputError("`relax` applies to the (39) back ends (heuristic, cvxpy, pyomo, all), not to the exact solver")
+    if privacy not in ("model-based", "model-free"):
+        raise InvalidInputError(f"`privacy` must be 'model-based' or 'model-free', got {fmt(privacy)}")
+    if privacy == "model-free" and (method != "exact" or horizon is None):
+        raise InvalidInputError("`privacy`='model-free' designs by exact enumeration over a horizon: use method 'exact' "
+                                f"and give `horizon` (slots); got method {method!r}, horizon {horizon!r}")
+    mf_horizon = horizon  # `horizon` below is the envelope's
     start = time.perf_counter()
     if penalty is None and data is not None:
         from policyopt.utility.readings_penalty import ReadingsMSEPenalty, readings_moments
@@ -527,7 +546,9 @@ def design_schedule(
         return table[int(t)]
 
     solution_log = exact_log
-    extra: dict = {}
+    extra: dict = {"privacy": privacy}
+    if privacy == "model-free":
+        solution, extra["model_free_design"] = _model_free_solution(problem, penalty, mf_horizon, delta)
     if method != "exact":
         geo = geometric_problem(population, penalty, problem.max_penalty, problem.A_max, problem.S_max, relax=relax)
         if method == "all":
@@ -606,6 +627,32 @@ def design_schedule(
     )
 
 
+def _model_free_solution(problem, penalty, horizon: int, delta: float | None) -> tuple[Solution, dict]:
+    """The model-free design (:class:`~policyopt.problems.model_free.ModelFreeProblem`) of `problem`'s penalty, f̄ and
+    box, as a schedule solution whose objective is its ε* of eq. (30) under `problem`'s Δ(t) (``None`` where (31)
+    fails), and the model-free objective (``model_free_design``: ε at δ over the horizon, pure ε, releases)."""
+    from policyopt.privacy.model_free import default_delta
+    from policyopt.problems.model_free import ModelFreeProblem
+
+    users = penalty.users if isinstance(penalty, MSEPenalty) else problem.population.n_users
+    d = default_delta(users) if delta is None else delta
+    mf = ModelFreeProblem(penalty, problem.max_penalty, horizon=int(horizon), delta=d, A_max=problem.A_max,
+                          S_max=problem.S_max).solve()
+    info = {"objective": "(ε, δ) of each user's whole series over the horizon (model-free)", "status": mf.status.value,
+            "epsilon": mf.objective, "epsilon_pure": mf.values.get("epsilon_pure"), "delta": d, "horizon": int(horizon),
+            "releases": mf.values.get("releases"), "message": mf.message}
+    if mf.decision is None:
+        return mf, info
+    A, S, eps = int(mf.decision["A"]), int(mf.decision["S_bar"]), float(mf.decision["epsilon_c"])
+    ev = problem.evaluate(A, S, eps)
+    values = {"penalty": ev.penalty, "peak_aoi": ev.peak_aoi, "max_penalty": problem.max_penalty,
+              "condition_31": ev.condition_31}
+    sol = Solution(status=mf.status, termination=mf.termination, decision=mf.decision, objective=ev.peak_risk,
+                   bound=None, method="model-free", backend=mf.backend, backend_version=mf.backend_version,
+                   wall_time_s=mf.wall_time_s, message=mf.message, values=values, objective_name="peak_risk")
+    return sol, info
+
+
 def _schedule_head(report) -> str:
     """One line for ``repr(ScheduleReport)``: status, schedule and ε* (rounded up)."""
     s = report.solution
@@ -614,6 +661,22 @@ def _schedule_head(report) -> str:
     d = s.decision
     return (f"{s.status.value}: A = {summarize(d.get('A'))}, S̄ = {summarize(d.get('S_bar'))}, ε_C = "
             f"{summarize(d.get('epsilon_c'))}, ε* = {fmt_upper(s.objective)} nats; print(report) for the full text")
+
+
+def _peak_risk_line(r: dict) -> str:
+    """``peak risk`` for an integer schedule: ε* rounded up, or why it is not stated, or that a refuted model's ε* is
+    printed on request (``--accept-refuted``)."""
+    if r.get("peak_risk") is None:
+        g = r.get("guarantee") or {}
+        if g.get("kind") == "model-free":
+            return ("peak risk   : not stated — no Markov model of the readings passed its checks (see model check), so no "
+                    "model-based ε* is a bound for them; --accept-refuted REASON prints the refuted model's")
+        return "peak risk   : none — condition (31) fails for this schedule under the model (its ε* diverges)"
+    acc = r.get("accepted_refuted")
+    return (f"peak risk   : ε* = {fmt_upper(r['peak_risk'])} nats"
+            + ("" if r["method"] == "exact" else " ((39a) with the envelope: an upper bound on the exact ε* of integer schedules)")
+            + (f" — under the REFUTED model {acc['model']}, printed on request (--accept-refuted: {acc['reason']}); not a "
+               "bound for these data" if acc else ""))
 
 
 def _states(m: dict) -> str:
@@ -644,6 +707,13 @@ def format_report(r: dict) -> str:
     lines = [
         "policyopt schedule: peak age-dependent privacy risk (Zhang et al. 2024, problem (28))",
     ]
+    g = r.get("guarantee")
+    if g:
+        lines.append(f"guarantee   : {g['statement']}")
+    if r.get("model_free") and (not g or g["kind"] != "model-free"):
+        from policyopt.studies.guarantee import model_free_sentence
+
+        lines.append(f"model free  : {model_free_sentence(r['model_free'])}")
     if pilot is not None and users != pilot:
         lines.append(f"model       : {m.get('source') or 'population given in Python'}; {fmt_count(pilot, 'pilot user')}"
                      f"{_states(m)}")
@@ -732,9 +802,9 @@ def format_report(r: dict) -> str:
                          "deployable_neighbours; --method exact gives the integer optimum)")
     elif r["A"] is not None:
         lines += [
-            f"schedule    : A = {fmt_count(r['A'], 'slot')}, S̄ = {fmt_count(r['S_bar'], 'slot')}, ε_C = {fmt_exact(r['epsilon_c'])} nats per release",
-            f"peak risk   : ε* = {fmt_upper(r['peak_risk'])} nats"
-            + ("" if r["method"] == "exact" else " ((39a) with the envelope: an upper bound on the exact ε* of integer schedules)"),
+            f"schedule    : A = {fmt_count(r['A'], 'slot')}, S̄ = {fmt_count(r['S_bar'], 'slot')}, ε_C = {fmt_exact(r['epsilon_c'])} nats per release"
+            + (" (minimising the model-free (ε, δ) over the horizon: --privacy model-free)" if r.get("privacy") == "model-free" else ""),
+            _peak_risk_line(r),
             f"penalty     : {fmt_value(r['penalty'])}{unit} at peak AoI {fmt_count(r['peak_aoi'], 'slot')}",
         ]
         if m.get("sensitivity") is not None and r["method"] == "exact":
@@ -742,10 +812,12 @@ def format_report(r: dict) -> str:
             which = "the current readings" if r["A"] == 0 else f"the readings taken {fmt_count(r['A'], 'slot')} earlier"
             lines.append(
                 f"design      : every {fmt_count(r['S_bar'], 'slot')}, release the mean of {which} of the {fmt_count(users, 'user')} plus "
-                f"Laplace noise of scale Δf/ε_C = {fmt_upper(scale)}{vunit}; no user's age-dependent risk ever "
-                f"exceeds ε* = {fmt_upper(r['peak_risk'])} nats "
-                + ("under Δ(t) ≤ the band estimated from the data (see Δ(t) above)" if "from the data" in (m.get("delta_source") or "")
-                   else "for any chains whose Δ(t) lies below the posterior band" if m.get("delta_source") else "under the estimated chains")
+                f"Laplace noise of scale Δf/ε_C = {fmt_upper(scale)}{vunit}; "
+                + ("its privacy is the guarantee stated first (no model-based ε* is stated)" if r.get("peak_risk") is None else
+                   f"no user's age-dependent risk ever exceeds ε* = {fmt_upper(r['peak_risk'])} nats "
+                   + ("under Δ(t) ≤ the band estimated from the data (see Δ(t) above)" if "from the data" in (m.get("delta_source") or "")
+                      else "for any chains whose Δ(t) lies below the posterior band" if m.get("delta_source")
+                      else "under the estimated chains" if not r.get("markov_model") else f"under the model {r['markov_model']}"))
             )
     else:
         lines.append(f"min penalty : {fmt_value(r['min_penalty'])}{unit} (smallest achievable)" if r.get("min_penalty") is not None
@@ -765,7 +837,9 @@ def format_report(r: dict) -> str:
     na = r["benchmarks"]["no_aging"]
     if na["A"] is not None:
         lines.append(
-            f"no aging    : S̄ = {na['S_bar']}, ε_C = {fmt_exact(na['epsilon_c'])}, ε* = {fmt_upper(na['peak_risk'])} nats ({na['status']})"
+            f"no aging    : S̄ = {na['S_bar']}, ε_C = {fmt_exact(na['epsilon_c'])}, "
+            + (f"ε* = {fmt_upper(na['peak_risk'])} nats" if na.get("peak_risk") is not None else "ε* not stated (as above)")
+            + f" ({na['status']})"
         )
     else:
         lines.append(f"no aging    : {na['status']}")
@@ -804,7 +878,9 @@ def format_report(r: dict) -> str:
         lines.append(f"meaning     : {sentence}")
     cred = r.get("credible")
     if "credible" in r and cred is None:
-        lines.append("credible    : no schedule to check")
+        refuted = (r.get("guarantee") or {}).get("kind") == "model-free" and r.get("A") is not None
+        lines.append("credible    : not computed — the chains are refuted by the readings, and a posterior under a refuted "
+                     "model is no guarantee" if refuted else "credible    : no schedule to check")
     if cred:
         over = f"over {cred['draws']} simulated pilots (seed {cred.get('seed')})"
         fails = cred.get("condition_31_fails") or 0.0
