@@ -52,6 +52,7 @@ the shapes of :meth:`policyopt.models.markov.Population.log_max_tv`), ``spectral
 from __future__ import annotations
 
 import abc
+import functools
 import importlib
 import math
 from dataclasses import dataclass
@@ -116,6 +117,40 @@ _FORMS = "chain, phase[:P] (P ≥ 2 slots), order:k (k in 1..4), hmm:R (R in 2..
 
 def _is_int(v) -> bool:
     return not isinstance(v, bool) and isinstance(v, (int, np.integer))
+
+
+def _steps(z, uniforms, cum, succ, obs, phase0, xs):  # pragma: no cover - compiled
+    """The simulation's time loop: xs[s, r, u] = g(Z) after s steps of user u's Z chain in draw r.
+
+    z (R, U) Z states at column 0 (updated in place); uniforms (T, R, U) (row 0 unused); cum (U, Q, n_z, m) cumulative
+    outcome probabilities per phase (last column +inf); succ (n_z·m) the Z state after outcome j from z; obs (n_z) the
+    observable X of each Z state; phase0 (U) the phase of column 0; xs (T, R, U) the output.  The outcome of a step is
+    #{k < m − 1 : u ≥ cum_k}, the inverse-CDF draw (the same numbers as a vectorised count of thresholds).
+    """
+    T, R, U = uniforms.shape
+    Q = cum.shape[1]
+    m = cum.shape[3]
+    for r in range(R):
+        for u in range(U):
+            zz = z[r, u]
+            xs[0, r, u] = obs[zz]
+            for s in range(1, T):
+                q = (phase0[u] + s - 1) % Q  # phase of the slot left
+                x = uniforms[s, r, u]
+                j = 0
+                while j < m - 1 and x >= cum[u, q, zz, j]:
+                    j += 1
+                zz = succ[zz * m + j]
+                xs[s, r, u] = obs[zz]
+            z[r, u] = zz
+
+
+@functools.cache
+def _step_kernel():
+    """The compiled :func:`_steps` (numba imported and the kernel loaded from its cache on first use)."""
+    from numba import njit
+
+    return njit(cache=True, nogil=True)(_steps)
 
 
 # --------------------------------------------------------------------------------------------------- the spec
@@ -726,30 +761,12 @@ class FittedMarkovModel(abc.ABC):
                 z[:, j] = int(np.flatnonzero(obs == x0[j])[0])
             if n[j] > 1:
                 uniforms[1 : n[j], :, j] = g.random((R, int(n[j]) - 1)).T
-        xs = np.empty((T, R, Uc), dtype=np.int8 if K <= 127 else np.int64)
-        xs[0] = obs[z]
+        xs = np.empty((T, R, Uc), dtype=np.int64)
         succ = np.ascontiguousarray(kern.successor, dtype=np.int64).ravel()  # successor of z after outcome j: [z·m + j]
-        flat = m <= 8  # few outcomes: m − 1 flat gathers per step; many (hidden regimes): one gather of whole rows
-        if flat:
-            thresholds = [np.ascontiguousarray(kern.cum[..., k]).ravel() for k in range(m - 1)]
-        else:
-            rows = kern.cum.reshape(Uc * Q * nz, m)
-        base = (np.arange(Uc, dtype=np.int64) * (Q * nz))[None, :]
-        idx = np.empty((R, Uc), dtype=np.int64)
-        j = np.empty((R, Uc), dtype=np.int64)
-        for s in range(1, T):
-            off = base if Q == 1 else base + (((starts + (s - 1)) % Q) * nz)[None, :]  # phase of the slot left
-            np.add(off, z, out=idx)
-            u = uniforms[s]
-            if flat:
-                j[...] = 0
-                for ck in thresholds:
-                    j += u >= ck[idx]  # outcome #{k: u ≥ cum_k}
-            else:
-                j = (u[..., None] >= rows[idx]).sum(axis=2)
-            z = succ[z * m + j]
-            xs[s] = obs[z]
-        out = xs.transpose(1, 2, 0).astype(np.int64)
+        cum = np.ascontiguousarray(kern.cum, dtype=np.float64)
+        phase0 = np.ascontiguousarray(np.asarray(starts, dtype=np.int64) % Q)
+        _step_kernel()(z, uniforms, cum, succ, np.ascontiguousarray(obs, dtype=np.int64), phase0, xs)
+        out = xs.transpose(1, 2, 0).copy()
         out[:, np.arange(T)[None, :] >= n[:, None]] = -1
         return out
 
