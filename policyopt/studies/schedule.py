@@ -219,6 +219,7 @@ class ScheduleReport:
     comparison: list | None = None
     extra: dict = field(default_factory=dict)
     certified: dict = field(default_factory=dict)
+    guarantee_args: dict | None = None
 
     def __repr__(self) -> str:
         """A short multi-line summary: arrays by shape and range, long mappings by their keys."""
@@ -250,6 +251,10 @@ class ScheduleReport:
         if self.comparison is not None:
             out["comparison"] = self.comparison
         out.update(self.extra)
+        if self.guarantee_args is not None:  # the guarantee stated first (policyopt.studies.guarantee.apply_guarantee)
+            from policyopt.studies.guarantee import apply_guarantee
+
+            apply_guarantee(out, **self.guarantee_args)
         return json_clean(out)
 
     @property
@@ -422,6 +427,7 @@ def design_schedule(
     privacy: str = "model-based",
     horizon: int | None = None,
     delta: float | None = None,
+    verdict: tuple | None = ("the Δ(t) source given", "assumed", "given by the caller, not checked here"),
 ) -> ScheduleReport:
     """Optimal stationary schedule (A, S̄, ε_C) for a population, with both benchmarks.
 
@@ -473,7 +479,14 @@ def design_schedule(
     horizon : int, optional
         H (slots) of the model-free design (required with ``privacy="model-free"``).
     delta : float, optional
-        δ of the model-free design (default :func:`policyopt.privacy.model_free.default_delta` of the deployment's I).
+        δ of the model-free design and guarantee (default :func:`policyopt.privacy.model_free.default_delta` of the
+        deployment's I).
+    verdict : (str, str, str) or None
+        The Markov model the design's Δ(t) rests on, its verdict (``passed``, ``refuted``, ``assumed``,
+        ``unchecked``) and why, for the guarantee the report states first
+        (:func:`policyopt.studies.guarantee.apply_guarantee`; the model-free guarantee over `horizon` slots, default
+        8760).  Default: the Δ(t) source is the caller's assumption (``assumed``): :func:`design_schedule` checks no
+        model against data (``policyopt schedule`` does, and passes its verdict).  ``None``: no guarantee fields.
 
     Returns
     -------
@@ -506,7 +519,7 @@ def design_schedule(
     if privacy == "model-free" and (method != "exact" or horizon is None):
         raise InvalidInputError("`privacy`='model-free' designs by exact enumeration over a horizon: use method 'exact' "
                                 f"and give `horizon` (slots); got method {method!r}, horizon {horizon!r}")
-    mf_horizon = horizon  # `horizon` below is the envelope's
+    mf_horizon, mf_delta = horizon, delta  # `horizon` below is the envelope's, `delta` a sentence
     start = time.perf_counter()
     if penalty is None and data is not None:
         from policyopt.utility.readings_penalty import ReadingsMSEPenalty, readings_moments
@@ -548,7 +561,7 @@ def design_schedule(
     solution_log = exact_log
     extra: dict = {"privacy": privacy}
     if privacy == "model-free":
-        solution, extra["model_free_design"] = _model_free_solution(problem, penalty, mf_horizon, delta)
+        solution, extra["model_free_design"] = _model_free_solution(problem, penalty, mf_horizon, mf_delta)
     if method != "exact":
         geo = geometric_problem(population, penalty, problem.max_penalty, problem.A_max, problem.S_max, relax=relax)
         if method == "all":
@@ -615,6 +628,16 @@ def design_schedule(
     elif hasattr(penalty, "sensitivity"):
         model["sensitivity"] = penalty.sensitivity
     model.update(model_info or {})
+    gargs = None
+    if verdict is not None:
+        from policyopt.privacy.model_free import default_delta
+        from policyopt.studies.guarantee import UNKNOWN_SLOT_HORIZON, default_windows
+
+        name, kind, why = verdict
+        gargs = {"model": name, "verdict": kind, "why": why,
+                 "horizon": UNKNOWN_SLOT_HORIZON if mf_horizon is None else int(mf_horizon),
+                 "delta": default_delta(int(model["users"])) if mf_delta is None else float(mf_delta),
+                 "windows": default_windows(None)}
     return ScheduleReport(
         solution=solution,
         no_aging=no_aging,
@@ -624,6 +647,7 @@ def design_schedule(
         comparison=comparison,
         certified=certified,
         extra=extra,
+        guarantee_args=gargs,
     )
 
 
