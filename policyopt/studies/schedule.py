@@ -427,7 +427,7 @@ def design_schedule(
     privacy: str = "model-based",
     horizon: int | None = None,
     delta: float | None = None,
-    verdict: tuple | None = ("the Δ(t) source given", "assumed", "given by the caller, not checked here"),
+    verdict: tuple | str | None = "assumed",
 ) -> ScheduleReport:
     """Optimal stationary schedule (A, S̄, ε_C) for a population, with both benchmarks.
 
@@ -481,12 +481,13 @@ def design_schedule(
     delta : float, optional
         δ of the model-free design and guarantee (default :func:`policyopt.privacy.model_free.default_delta` of the
         deployment's I).
-    verdict : (str, str, str) or None
+    verdict : (str, str, str) or "assumed" or None
         The Markov model the design's Δ(t) rests on, its verdict (``passed``, ``refuted``, ``assumed``,
         ``unchecked``) and why, for the guarantee the report states first
         (:func:`policyopt.studies.guarantee.apply_guarantee`; the model-free guarantee over `horizon` slots, default
-        8760).  Default: the Δ(t) source is the caller's assumption (``assumed``): :func:`design_schedule` checks no
-        model against data (``policyopt schedule`` does, and passes its verdict).  ``None``: no guarantee fields.
+        8760).  Default ``"assumed"``: the Δ(t) source is the caller's assumption ("the given chain", "the given
+        chains" or "the given Δ(t) source"): :func:`design_schedule` checks no model against data (``policyopt
+        schedule`` does, and passes its verdict).  ``None``: no guarantee fields.
 
     Returns
     -------
@@ -633,6 +634,11 @@ def design_schedule(
         from policyopt.privacy.model_free import default_delta
         from policyopt.studies.guarantee import UNKNOWN_SLOT_HORIZON, default_windows
 
+        if verdict == "assumed":
+            chains = population.chains if isinstance(population, Population) else None
+            name = ("the given Δ(t) source" if chains is None else
+                    "the given chain" if len(chains) == 1 else "the given chains")
+            verdict = (name, "assumed", "given by the caller, not checked against data here")
         name, kind, why = verdict
         gargs = {"model": name, "verdict": kind, "why": why,
                  "horizon": UNKNOWN_SLOT_HORIZON if mf_horizon is None else int(mf_horizon),
