@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import json
-import math
 import time
 
-from policyopt.cli.options import DEFAULT_SMOOTHING, DEFAULT_STATES, MAX_STATES, int_at_least, positive_float
+from policyopt.cli.options import (
+    DEFAULT_SMOOTHING,
+    DEFAULT_STATES,
+    MAX_STATES,
+    add_guarantee_options,
+    int_at_least,
+    positive_float,
+    value_range_arg,
+)
 from policyopt.errors import InvalidInputError
-from policyopt.formatting import check_text, fmt_exact, fmt_lower, fmt_upper, fmt_value, round_down
+from policyopt.studies.tpl_report import MAX_TPL_Z_STATES
 
 __all__ = ["add_command", "MAX_HORIZON", "MAX_OPTIMAL_HORIZON", "MAX_BUDGET", "MIN_ALPHA"]
 
@@ -25,12 +32,31 @@ MIN_ALPHA = 1e-6
 
 
 def _add_tpl_source(cmd) -> None:
-    """Matrix source options shared by ``tpl`` and ``tpl-budget``."""
+    """Matrix / data source and guarantee options shared by ``tpl`` and ``tpl-budget``."""
     cmd.add_argument("--pb", metavar="M", help="backward matrix P_B: CSV/NPY file or inline rows \"0.8,0.2;0.2,0.8\"")
     cmd.add_argument("--pf", metavar="M", help="forward matrix P_F: CSV/NPY file or inline rows")
     cmd.add_argument("--data", metavar="CSV", help="estimate P_B, P_F per user from readings (bundled data by default)")
     cmd.add_argument("--states", type=int_at_least("--states", 2, MAX_STATES), metavar="K",
                      help=f"quantile states for data (default {DEFAULT_STATES}, at most {MAX_STATES})")
+    cmd.add_argument("--value-range", type=value_range_arg("--value-range"), metavar="LO:HI",
+                     help="public range of one reading (data units): readings are clipped into it before the quantile "
+                     "states are set (data only; default: no clipping)")
+    cmd.add_argument("--slot-length", metavar="DUR", default=None,
+                     help="length of one slot of --data, e.g. 30min, 1h: the model check's lags are a week of slots "
+                     "and the w-event windows a day and a week (data only; the bundled data: 1h; unknown: 168 lags, "
+                     "windows of 24 and 168 steps)")
+    cmd.add_argument("--markov-model", metavar="MODEL", default=None,
+                     help="the Markov model of the readings the leakage assumes the adversary knows: chain (first-order "
+                     "chain over the quantile states), order:K (the state is the last K states), hmm:R (R hidden "
+                     "regimes) or auto (the simplest of chain, order:2, hmm:2, order:3, hmm:3 that passes); checked "
+                     "against the readings on held-out time (Markov test and Δ(t) check at lags up to a week, level "
+                     "0.95) before BPL/FPL/TPL are stated; for order:K and hmm:R they are computed on the augmented "
+                     f"chain Z (at most {MAX_TPL_Z_STATES} states); phase chains are time-inhomogeneous and refused "
+                     "(data only; default chain)")
+    add_guarantee_options(cmd, design=False, markov=False)
+    cmd.add_argument("--accept-refuted", metavar="REASON", default=None,
+                     help="compute and print a refuted model's BPL/FPL/TPL anyway, marked, with this reason recorded; "
+                     "the guarantee stated first stays the model-free one (data only)")
     cmd.add_argument("--json", action="store_true", help="print one JSON object instead of text")
 
 
@@ -40,7 +66,10 @@ def add_command(sub) -> None:
         "tpl",
         help="backward, forward and total temporal privacy leakage (BPL/FPL/TPL) of a budget sequence",
         description="BPL, FPL and TPL per step (Cao et al. 2019, eqs. (11), (13), (15)) and their suprema (Theorem 11). "
-        "Without --pb/--pf the matrices are estimated per home from the data (bundled data by default).",
+        "Without --pb/--pf the matrices are estimated per home from the data (bundled data by default) under "
+        "--markov-model, which is checked on held-out readings first: the leakage is stated as a bound only under a "
+        "model that passed; otherwise the report leads with the guarantee that needs no model, the T releases "
+        "composed ((ε, δ) by the PLD accountant, pure Σ ε_t).",
     )
     _add_tpl_source(tpl)
     tpl.add_argument("--epsilon", type=positive_float("--epsilon", MAX_BUDGET), metavar="E",
@@ -55,7 +84,9 @@ def add_command(sub) -> None:
         "tpl-budget",
         help="budgets ε_1..ε_T that guarantee a target α-DP_T under temporal correlations",
         description="Allocate per-step budgets so that TPL_t ≤ α at every step (Cao et al. 2019, Algorithms 7 and 8; "
-        "'optimal' minimises the total Laplace noise variance globally with SCIP).",
+        "'optimal' minimises the total Laplace noise variance globally with SCIP).  On data the α-DP_T of the budgets "
+        "holds only under a --markov-model that passed its checks on held-out readings; the model-free (ε, δ) of the "
+        "budgets is always given.",
     )
     _add_tpl_source(bud)
     bud.add_argument("--alpha", type=positive_float("--alpha", MAX_BUDGET, MIN_ALPHA), required=True, metavar="A",
@@ -69,20 +100,29 @@ def add_command(sub) -> None:
     bud.set_defaults(handler=_cmd_tpl_budget)
 
 
-#: Lags (slots) at which ``tpl``/``tpl-budget`` check the fitted chain against the readings (a day of hourly slots).
-TPL_CHECK_LAGS = 24
+def _tpl_model(args):
+    """The :class:`~policyopt.studies.tpl_report.TPLModel` of the options: --pb/--pf (assumed), else the readings of
+    --data (or the bundled homes) under ``--markov-model``, checked on held-out time
+    (:func:`~policyopt.studies.tpl_report.tpl_model_from_data`).
 
-
-def _tpl_matrices(args):
-    """(P_B, P_F, source, model_check) from --pb/--pf or estimated from data (``model_check`` ``None`` for matrices).
-
-    On data, Cao et al.'s leakage is relative to an adversary who knows the fitted first-order chain exactly, so the
-    chain is checked against the readings as ``schedule`` does (:func:`policyopt.studies.check_model.quick_check`,
-    lags 1..:data:`TPL_CHECK_LAGS`).
+    Raises
+    ------
+    InvalidInputError
+        Matrices together with data options; matrices of different sizes; an empty --accept-refuted; a bad
+        --slot-length or --markov-model (see :func:`~policyopt.studies.tpl_report.tpl_model_spec`).
     """
+    from policyopt.studies.tpl_report import tpl_model_from_data, tpl_model_from_matrices
+
+    if args.accept_refuted is not None and not args.accept_refuted.strip():
+        raise InvalidInputError(f"--accept-refuted needs a reason (a non-empty text), got {args.accept_refuted!r}")
     if args.pb is not None or args.pf is not None:
         if args.data is not None or args.states is not None:
             raise InvalidInputError("give either --pb/--pf or --data/--states, not both")
+        for opt, val in (("--markov-model", args.markov_model), ("--value-range", args.value_range),
+                         ("--slot-length", args.slot_length), ("--accept-refuted", args.accept_refuted)):
+            if val is not None:
+                raise InvalidInputError(f"{opt} applies to data (--data or the bundled homes) only: the matrices "
+                                        "--pb/--pf you give are the model; omit it")
         from policyopt.io import parse_matrix_arg
 
         P_B = None if args.pb is None else parse_matrix_arg(args.pb, "--pb")
@@ -90,80 +130,41 @@ def _tpl_matrices(args):
         if P_B is not None and P_F is not None and P_B.shape != P_F.shape:
             raise InvalidInputError(f"--pb is {P_B.shape[0]}×{P_B.shape[1]} but --pf is {P_F.shape[0]}×{P_F.shape[1]}; "
                                     "both describe the same states, so they must have the same size")
-        return P_B, P_F, "matrices" + ("" if args.pb and args.pf else " (the missing one: correlation unknown, L ≡ 0)"), None
-    from policyopt.models.estimation import fit_population
+        source = "matrices" + ("" if args.pb and args.pf else " (the missing one: correlation unknown, L ≡ 0)")
+        return tpl_model_from_matrices(P_B, P_F, source)
+    from policyopt.io import parse_duration
 
+    slot_seconds = None if args.slot_length is None else parse_duration(args.slot_length, "--slot-length")
     if args.data is None:
-        from policyopt.data import load_citylearn
+        from policyopt.data import BUNDLED_SLOT_LENGTH, load_citylearn
 
-        df, source = load_citylearn(), "bundled CityLearn 2022, 17 homes"
+        bundled = parse_duration(BUNDLED_SLOT_LENGTH, "--slot-length")
+        if slot_seconds is not None and slot_seconds != bundled:
+            raise InvalidInputError(f"--slot-length {args.slot_length} is not the bundled data's slot ({BUNDLED_SLOT_LENGTH})")
+        df, source, slot_seconds = load_citylearn(), "bundled CityLearn 2022, 17 homes", bundled
     else:
         from policyopt.io import read_readings_csv
 
         df, source = read_readings_csv(args.data), f"data {args.data}"
-    fitted = fit_population(df, DEFAULT_STATES if args.states is None else args.states, smoothing=DEFAULT_SMOOTHING)
-    P_B, P_F = fitted.temporal_matrices()
-    from policyopt.studies.check_model import quick_check
-
-    check = quick_check(fitted, df, 1, TPL_CHECK_LAGS)
-    return P_B, P_F, f"{source}: P_B, P_F per user ({len(P_B)} users)", check
+    return tpl_model_from_data(df, DEFAULT_STATES if args.states is None else args.states, source=source,
+                               markov_model=args.markov_model or "chain", value_range=args.value_range,
+                               slot_seconds=slot_seconds, smoothing=DEFAULT_SMOOTHING)
 
 
-def _with_check(text: str, check) -> str:
-    """The report with a ``model check`` line before its last (wall time) line; unchanged without a check."""
-    if check is None:
-        return text
-    from policyopt.studies.check_model import format_summary
+def _print(out: dict, args, text) -> None:
+    """One JSON object (--json) or the report's text."""
+    from policyopt.studies.tpl_report import public_json
 
-    lines = text.rstrip("\n").split("\n")
-    line = (f"model check: {format_summary(check)}; BPL/FPL/TPL are relative to an adversary who knows these chains "
-            "exactly (Cao et al.)")
-    return "\n".join(lines[:-1] + [line] + lines[-1:])
-
-
-#: A supremum that is finite but too close to the divergence threshold for a finite rounding bound (JSON string).
-UNCERTIFIED = "finite, no certified bound: ε is at the edge of divergence (the fixed point's slope is 1 within rounding)"
-
-
-def _suprema(P_B, P_F, epsilon: float) -> dict:
-    """Theorem 11 suprema of BPL, FPL and TPL for a constant budget, rounded up; ``"divergent"`` where infinite."""
-    from policyopt.privacy.tpl_supremum import supremum_upper
-
-    def sup(P):
-        """Theorem 11 supremum per user (ε where L ≡ 0); None if any user diverges."""
-        mats = P if isinstance(P, list) else [P]
-        vals = []
-        for m in mats:
-            if m is None:
-                vals.append(epsilon)
-                continue
-            value = supremum_upper(m, epsilon)
-            if value is None:
-                return None
-            if not math.isfinite(value):
-                return UNCERTIFIED  # finite, but no finite rounding bound: ε at the edge of divergence
-            vals.append(value)
-        return vals
-
-    b, f = sup(P_B), sup(P_F)
-    out = {k: "divergent" if v is None else v if isinstance(v, str) else max(v) for k, v in (("bpl", b), ("fpl", f))}
-    if b is None or f is None:
-        out["tpl"] = "divergent"
-    elif isinstance(b, str) or isinstance(f, str):
-        out["tpl"] = UNCERTIFIED
+    if args.json:
+        print(json.dumps(public_json(out), indent=2, ensure_ascii=False, allow_nan=False))
     else:
-        n = max(len(b), len(f))
-        b = b * n if len(b) == 1 else b
-        f = f * n if len(f) == 1 else f
-        # per user, then the max (eq. 3); x, y are rounded up, the sum is rounded up once more
-        out["tpl"] = max(math.nextafter(x + y - epsilon, math.inf) for x, y in zip(b, f))
-    return out
+        print(text(out))
 
 
 def _cmd_tpl(args) -> int:
     import numpy as np
 
-    from policyopt.privacy.tpl_leakage import leakage_upper
+    from policyopt.studies.tpl_report import format_tpl_report, tpl_report
 
     start = time.perf_counter()
     if args.budgets is not None:
@@ -176,123 +177,23 @@ def _cmd_tpl(args) -> int:
         if args.epsilon is None or args.horizon is None:
             raise InvalidInputError("give --epsilon E and --horizon T (or --budgets FILE)")
         budgets = np.full(args.horizon, args.epsilon)
-    P_B, P_F, source, check = _tpl_matrices(args)
-    res = leakage_upper(P_B, P_F, budgets)  # every value rounded up (Cao et al. eqs. (13), (15), (10))
-    if not (np.all(np.isfinite(res.tpl)) and np.all(np.isfinite(res.bpl)) and np.all(np.isfinite(res.fpl))):
-        raise InvalidInputError("the leakage overflows a float for these budgets (TPL is not finite); use smaller "
-                                "budgets or a shorter horizon")
-    eps_sup = float(np.max(budgets))
-    out = {
-        "source": source,
-        "budgets": budgets.tolist(),
-        "bpl": res.bpl.tolist(),
-        "fpl": res.fpl.tolist(),
-        "tpl": res.tpl.tolist(),
-        "max_tpl": res.tpl_level,
-        "rounding_margin": res.margin,
-        "supremum": _suprema(P_B, P_F, eps_sup),
-        "supremum_epsilon": eps_sup,
-        "model_check": check,
-        "wall_time_s": time.perf_counter() - start,
-    }
-    if args.json:
-        print(json.dumps(out, indent=2, ensure_ascii=False, allow_nan=False))
-    else:
-        from policyopt.privacy.tpl_leakage import format_leakage
-
-        print(check_text(_with_check(format_leakage(res, source=source, supremum=out["supremum"],
-                                                    wall_time_s=out["wall_time_s"]), check)))
+    model = _tpl_model(args)
+    out = tpl_report(model, budgets, delta=args.delta, accept_refuted=args.accept_refuted)
+    out["wall_time_s"] = time.perf_counter() - start
+    _print(out, args, format_tpl_report)
     return 0
 
 
 def _cmd_tpl_budget(args) -> int:
-    import numpy as np
-
-    from policyopt.problems.tpl_budget import BudgetAllocationProblem
-
-    from policyopt.privacy.tpl_leakage import leakage_upper
+    from policyopt.studies.tpl_report import format_tpl_budget_report, tpl_budget_report
 
     start = time.perf_counter()
     if args.method == "optimal" and args.horizon > MAX_OPTIMAL_HORIZON:
         raise InvalidInputError(f"--horizon {args.horizon} is too large for --method optimal (at most "
                                 f"{MAX_OPTIMAL_HORIZON}); use --method quantification")
-    P_B, P_F, source, check = _tpl_matrices(args)
-    problem = BudgetAllocationProblem(P_B, P_F, args.alpha, args.horizon)
-    sol = problem.solve(args.method)
-    naive = leakage_upper(P_B, P_F, np.full(args.horizon, args.alpha))  # ε_t = α, ignoring the correlations
-    out = {
-        "source": source,
-        "status": sol.status.value,
-        "method": args.method,
-        "alpha": args.alpha,
-        "horizon": args.horizon,
-        "budgets": None,
-        "max_tpl": None,
-        "total_variance": None,
-        "message": sol.message,
-        "naive": {"epsilon": args.alpha, "max_tpl": naive.tpl_level},
-        "model_check": check,
-    }
-    if sol.decision is not None:
-        budgets = np.asarray(sol.decision["budgets"], dtype=float)
-        after = leakage_upper(P_B, P_F, budgets)  # certified by the solver: after.tpl_level ≤ α
-        out.update(
-            budgets=budgets.tolist(),
-            max_tpl=after.tpl_level,
-            total_variance=sol.values.get("total_variance", sol.objective),
-            bpl=after.bpl.tolist(),
-            fpl=after.fpl.tolist(),
-            tpl=after.tpl.tolist(),
-            budget_shrink=sol.values.get("budget_shrink"),
-            rounding_margin=after.margin,
-        )
-        # every reported solver field (README: gap, proof, dual_bound, lp_bound, obbt_rounds, eps_lo, eps_hi, phase
-        # times, warm_start_accepted, scip_status, nodes, ...); the verified values above are never overwritten
-        out.update({k: v for k, v in sol.values.items() if k not in out and k != "alpha"})
-        for key in ("dual_bound", "lp_bound"):  # lower bounds on the least total variance: rounded down
-            if out.get(key) is not None:
-                out[key] = round_down(out[key])
+    model = _tpl_model(args)
+    out = tpl_budget_report(model, args.alpha, args.horizon, args.method, delta=args.delta,
+                            accept_refuted=args.accept_refuted)
     out["wall_time_s"] = time.perf_counter() - start
-    if args.json:
-        from policyopt.formatting import json_clean
-
-        print(json.dumps(json_clean(out), indent=2, ensure_ascii=False))
-    else:
-        lines = [
-            f"policyopt tpl-budget: budgets for α = {fmt_value(args.alpha)}-DP_T over {args.horizon} steps ({args.method})",
-            f"model      : {source}",
-            f"status     : {out['status']}",
-            f"message    : {sol.message}",
-            f"before     : ε_t = α every step gives max TPL = {fmt_upper(naive.tpl_level)} nats",
-        ]
-        if out["budgets"] is not None:
-            b = out["budgets"]
-            mid = b[1:-1]
-            if len(b) == 1:
-                shown = f"ε_1 = {fmt_exact(b[0])} nats"
-            elif not mid:
-                shown = f"ε_1 = {fmt_exact(b[0])}, ε_T = {fmt_exact(b[-1])} nats"
-            elif min(mid) == max(mid):
-                shown = (f"ε_1 = {fmt_exact(b[0])}, ε_2..ε_{{T−1}} = {fmt_exact(mid[0])}, "
-                         f"ε_T = {fmt_exact(b[-1])} nats")
-            else:
-                shown = (f"ε_1 = {fmt_exact(b[0])}, ε_2..ε_{{T−1}} from {fmt_exact(min(mid))} to "
-                         f"{fmt_exact(max(mid))} (varying; all T in --json), ε_T = {fmt_exact(b[-1])} nats")
-            lines += [
-                f"budgets    : {shown}",
-                f"after      : max TPL = {fmt_upper(out['max_tpl'], 15)} nats (rounded up; ≤ α in exact arithmetic)",
-                f"variance   : Σ 2(Δf/ε_t)² = {fmt_value(out['total_variance'])} (Δf = 1)",
-            ]
-            saved = [(name, out.get(f"savings_vs_{key}"), out.get(f"variance_{key}"))
-                     for key, name in (("quantification", "Algorithm 8 (quantification)"),
-                                       ("upper_bound", "Algorithm 7 (upper bound)"))]
-            saved = [s for s in saved if s[1] is not None and s[2] is not None]
-            if saved:  # the saving is never overstated: percentages rounded down
-                lines.append("saving     : the optimum's noise variance is " + " and ".join(
-                    f"{math.floor(10000 * s) / 100:g}% below that of {name[:-1]}, {fmt_value(v)})" for name, s, v in saved))
-            if out.get("gap") is not None:
-                lines.append(f"proof      : relative gap {fmt_value(out['gap'], 3)} ({out.get('proof') or 'no proof'}; "
-                             f"lower bound {fmt_lower(out.get('dual_bound') if out.get('proof') == 'scip' else out.get('lp_bound'))})")
-        lines.append(f"wall time  : {out['wall_time_s']:.3f} s")
-        print(check_text(_with_check("\n".join(lines), check)))
+    _print(out, args, format_tpl_budget_report)
     return 0
