@@ -181,15 +181,18 @@ def choose_guarantee(*, model: str | None, verdict: str, why: str, model_free: d
         raise InvalidInputError("`accept_refuted` must give a reason (a non-empty text), got an empty one")
     warnings = []
     trusted = verdict in ("passed", "assumed")
-    if verdict == "refuted":
+    if verdict == "refuted" and model is None:
+        warnings.append(f"no Markov model passed its checks on held-out readings ({why}): no age-dependent risk (Zhang "
+                        "et al. 2024, Theorem 3) is a bound for these data; the guarantee stated is the model-free one")
+    elif verdict == "refuted":
         warnings.append(f"the Markov model {model} is refuted by the readings ({why}): its age-dependent risk (Zhang et al. "
                         "2024, Theorem 3) is not a bound for these data; the guarantee stated is the model-free one")
     elif verdict == "unchecked":
         warnings.append(f"the Markov model {model} could not be checked against held-out readings ({why}); the guarantee "
                         "stated is the model-free one")
     if not trusted and accept_refuted is not None and model_epsilon is not None:
-        warnings.append(f"the {verdict} model {model}'s risk {fmt_upper(model_epsilon)} nats is printed on request "
-                        f"(--accept-refuted: {accept_refuted}); it is not a bound for these data")
+        warnings.append(f"the {verdict} model {model or 'chain'}'s risk {fmt_upper(model_epsilon)} nats is printed on "
+                        f"request (--accept-refuted: {accept_refuted}); it is not a bound for these data")
     stated = trusted or accept_refuted is not None
     if trusted and model_epsilon is not None:
         what = "an assumption nobody checked against data" if verdict == "assumed" else f"it passed its checks on held-out readings ({why})"
