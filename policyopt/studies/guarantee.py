@@ -262,7 +262,8 @@ def apply_guarantee(r: dict, *, model: str | None, verdict: str, why: str, horiz
     r["model_free"] = mf
     r["guarantee"] = None if g is None else g.to_dict()
     trusted = verdict in ("passed", "assumed")
-    r["accepted_refuted"] = None if trusted or accept_refuted is None else {"model": model, "reason": accept_refuted}
+    r["accepted_refuted"] = (None if trusted or accept_refuted is None else  # with no model passed, the chains designed
+                             {"model": model or "chain", "reason": accept_refuted})
     if not stated:
         r["peak_risk"] = None
         r["peak_risk_margin"] = None
