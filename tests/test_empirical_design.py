@@ -18,8 +18,9 @@ BOX = ("--max-age", "24", "--max-interval", "24")
 
 
 def test_bundled_design_uses_a_bound_above_the_direct_estimate_and_falls_back_to_the_horizon():
+    # the homes refute the first-order premise (issue 32): the Theorem 3 horizon design is made on request only
     out = strict_json(run_cli("schedule", "--max-tv", "empirical", *BOX, "--horizon", "2000", "--penalty", "chain", "--max-penalty",
-                                 "1.5e-5", "--json").stdout)
+                                 "1.5e-5", "--accept-refuted", "test of the Theorem 3 horizon design", "--json").stdout)
     emp = out["empirical_max_tv"]
     used, est, upper = emp["max_tv_used"], emp["estimate"], emp["upper"]
     assert used[0] == 1.0 and len(used) == 24 + 24  # ages 0..A_max + S_max − 1
@@ -35,9 +36,15 @@ def test_bundled_design_uses_a_bound_above_the_direct_estimate_and_falls_back_to
     times = hd["A"] + hd["S_bar"] * np.arange(hd["releases"])
     comp = po.compose(times, hd["A"], hd["epsilon_c"], np.array(used + [1.0] * 2000), horizon=2000)
     assert hd["horizon_risk"] >= float(comp.risk.max())
-    assert hd["releases"] == (2000 - hd["A"]) // hd["S_bar"] + 1
-    assert out["model_check"]["refuted"] is True
-    assert set(range(4, 48)) <= set(out["model_check"]["refuted_lags"])
+    assert hd["releases"] == (2000 - hd["A"]) // hd["S_bar"] + 1 and hd["accounting"] == "theorem-3"
+    assert out["model_check"]["refuted"] is True and out["model_check"]["markov_test"]["refuted"] is True
+    assert out["guarantee"]["kind"] == "model-free" and out["accepted_refuted"]["reason"] == "test of the Theorem 3 horizon design"
+    # without the request the horizon design is the model-free optimum over the horizon: its horizon_risk is the pure ε
+    free = strict_json(run_cli("schedule", "--max-tv", "empirical", *BOX, "--horizon", "2000", "--penalty", "chain",
+                               "--max-penalty", "1.5e-5", "--json").stdout)["horizon_design"]
+    assert free["accounting"] == "model-free" and free["A"] == 0 and free["horizon"] == 2000
+    assert free["releases"] == -(-2000 // free["S_bar"])  # ⌈H/S̄⌉ releases read a user's series over the horizon
+    assert free["horizon_risk"] >= free["releases"] * free["epsilon_c"] and free["epsilon"] <= free["horizon_risk"]
 
 
 def test_horizon_design_with_no_decorrelation_is_basic_composition():
@@ -80,7 +87,7 @@ def test_fast_mixing_data_get_a_finite_peak_risk_under_the_empirical_bound(tmp_p
 def test_schedule_text_shows_the_model_check_line():
     text = run_cli("schedule", *BOX).stdout
     line = next(ln for ln in text.splitlines() if ln.startswith("model check : "))
-    assert "REFUTED at" in line and "worst at lag" in line
+    assert "chain REFUTED (held-out Markov test p = " in line and "worst lag" in line and "Δ(t) check p = " in line
 
 
 @pytest.mark.parametrize(
@@ -88,7 +95,6 @@ def test_schedule_text_shows_the_model_check_line():
     [
         (("--max-tv", "foo"), "--max-tv must be model, empirical or empirical:LEVEL, got 'foo'"),
         (("--max-tv", "empirical:1.5"), "needs a LEVEL strictly between 0 and 1, got 'empirical:1.5'"),
-        (("--horizon", "10"), "--horizon 10 applies to --max-tv empirical only"),
         (("--chain", "two-state:p=0.1,q=0.2", "--max-tv", "empirical"), "estimates Δ(t) from readings"),
         (("--max-tv", "empirical", "--method", "heuristic"), "designs with the exact solver"),
     ],
@@ -97,6 +103,13 @@ def test_bad_max_tv_options_one_line_exit_2(args, message):
     proc = subprocess.run([POLICYOPT, "schedule", *args], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and proc.stdout == ""
     assert len(proc.stderr.strip().splitlines()) == 1 and message in proc.stderr
+
+
+def test_horizon_sets_the_model_free_guarantee_without_the_data_band():
+    out = strict_json(run_cli("schedule", *BOX, "--horizon", "168", "--json").stdout)
+    mf = out["model_free"]
+    assert mf["horizon"] == 168 and mf["releases"] == -(-168 // out["S_bar"])
+    assert out["guarantee_settings"]["horizon_source"] == "given"
 
 
 def test_parse_max_tv_source():

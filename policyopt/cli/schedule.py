@@ -407,7 +407,10 @@ def _state_guarantee(out: dict, args, dep, gs, selection, empirical, penalty, so
     """The guarantee the report states first (:func:`~policyopt.studies.guarantee.apply_guarantee`): the model-based
     risk when the design's Markov model passed its checks (or was given without data), else the model-free one; with
     ``--max-tv empirical`` the premise checked is the first-order Markov test only (Δ(t) comes from the data), and
-    a horizon design is redone model-free when the premise fails."""
+    a horizon design is redone model-free when the premise fails.  On Dask (``--workers``/``--scheduler``) the
+    selection is the chains' held-out check run on the partitions
+    (:func:`~policyopt.studies.distributed_checks.held_out_check_partitions`, carried by ``model_check``), whose
+    summary is redone here with the chosen schedule's lags, as the serial run's."""
     from policyopt.studies.guarantee import apply_guarantee, model_free_horizon_design, theorem3_horizon_design
 
     if selection is None and wants_distributed(args):
@@ -440,7 +443,7 @@ def _state_guarantee(out: dict, args, dep, gs, selection, empirical, penalty, so
     if out.get("A") is None and out.get("max_penalty") is not None and out.get("status") != "relaxed":
         # no schedule with a finite ε*: design for the horizon, by Theorem 3 under a model that passed (or was given),
         # else model-free (the releases composed, whatever the correlation)
-        if verdict not in ("passed", "assumed"):
+        if verdict not in ("passed", "assumed") and gs.accept_refuted is None:
             out["horizon_design"] = model_free_horizon_design(penalty, out["max_penalty"], args.max_age,
                                                               args.max_interval, gs.horizon, gs.delta)
         elif out.get("horizon_design") is None:

@@ -189,7 +189,7 @@ def design_over_horizon(source: TabulatedMaxTV, penalty, max_penalty: float, A_m
         ``status`` (``optimal`` or ``infeasible``), ``A``, ``S_bar``, ``epsilon_c``, ``penalty`` (the largest penalty
         over the epoch's ages A..A + S̄ − 1, ≤ f̄), ``horizon_risk`` (nats, rounded up), ``releases`` (N), ``horizon``, ``enumerated`` (cells of the box), ``feasible_cells``, ``composition_check``
         (the chosen schedule's largest risk recomputed by :func:`policyopt.privacy.age_dependent.compose`),
-        ``proof`` (what was enumerated and why it is optimal).
+        ``proof`` (what was enumerated and why it is optimal), ``accounting`` (``"theorem-3"``).
 
     Raises
     ------
@@ -225,7 +225,7 @@ def design_over_horizon(source: TabulatedMaxTV, penalty, max_penalty: float, A_m
     if feasible == 0:
         return {"status": "infeasible", "A": None, "S_bar": None, "epsilon_c": None, "penalty": None, "horizon_risk": None,
                 "releases": None, "horizon": H, "enumerated": cells, "feasible_cells": 0, "composition_check": None,
-                "proof": proof}
+                "proof": proof, "accounting": "theorem-3"}
     flat = np.lexsort((np.broadcast_to(S, risk.shape).ravel(), np.broadcast_to(A, risk.shape).ravel(), risk.ravel()))[0]
     a, s = np.unravel_index(int(flat), risk.shape)
     a, s = int(a), int(s) + 1
@@ -241,7 +241,8 @@ def design_over_horizon(source: TabulatedMaxTV, penalty, max_penalty: float, A_m
     upper = round_up(max(value, check), rel=16.0 * (n + 2) * UNIT_ROUNDOFF)
     pen = float(np.max(penalty.value(np.arange(a, a + s), ec)))  # the epoch's largest penalty, as the exact solver's
     return {"status": "optimal", "A": a, "S_bar": s, "epsilon_c": ec, "penalty": pen, "horizon_risk": upper, "releases": n,
-            "horizon": H, "enumerated": cells, "feasible_cells": feasible, "composition_check": check, "proof": proof}
+            "horizon": H, "enumerated": cells, "feasible_cells": feasible, "composition_check": check, "proof": proof,
+            "accounting": "theorem-3"}
 
 
 @dataclass(frozen=True)

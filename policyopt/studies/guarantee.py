@@ -358,6 +358,4 @@ def theorem3_horizon_design(source, penalty, max_penalty: float, A_max: int, S_m
     last = box_last_age(A_max, S_max)
     tab = TabulatedMaxTV(np.minimum.accumulate(np.asarray(source.log_max_tv(np.arange(last + 1)), dtype=float)),
                          int(source.n_users), 1.0)
-    out = design_over_horizon(tab, penalty, max_penalty, A_max, S_max, int(horizon))
-    out["accounting"] = "theorem-3"
-    return out
+    return design_over_horizon(tab, penalty, max_penalty, A_max, S_max, int(horizon))
