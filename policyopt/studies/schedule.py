@@ -906,6 +906,9 @@ def format_report(r: dict) -> str:
             lines.append("vs fresh    : fresh noisy data every slot cannot meet f̄ at any budget")
     for sentence in r.get("explanation") or []:
         lines.append(f"meaning     : {sentence}")
+    if (r.get("guarantee") or {}).get("kind") == "model-free" and r.get("privacy") == "model-based" and r["A"] is not None:
+        lines.append("advice      : this schedule minimises a model-based ε* that no model of the readings supports; "
+                     "--privacy model-free designs for the guarantee stated first instead")
     cred = r.get("credible")
     if "credible" in r and cred is None:
         refuted = (r.get("guarantee") or {}).get("kind") == "model-free" and r.get("A") is not None
