@@ -64,8 +64,22 @@ def meters(tmp_path_factory):
 
 
 def _numbers(out: dict) -> dict:
-    """The report without what may differ between runs: timing, how it ran, the data's name."""
-    return {k: v for k, v in out.items() if k not in ("wall_time_s", "distributed", "source")}
+    """The report without what may differ between runs: timing, how it ran, the data's name, and the Markov test's G²
+    sums (compared to rounding by :func:`_same`: the Dask path adds the users' G² in another order)."""
+    def without_g2(mt):
+        return {k: v for k, v in mt.items() if k != "statistic"}
+
+    out = {k: v for k, v in out.items() if k not in ("wall_time_s", "distributed", "source")}
+    out["markov_test"] = without_g2(out["markov_test"])
+    out["models"] = [{**m, "markov_test": without_g2(m["markov_test"])} for m in out["models"]]
+    return out
+
+
+def _same(dask: dict, serial: dict) -> None:
+    """Every number of the Dask report equals the serial report's; the G² sums to 1e-12 relative."""
+    assert _numbers(dask) == _numbers(serial)
+    for d, s in ((dask, serial), *zip(dask["models"], serial["models"])):
+        np.testing.assert_allclose(d["markov_test"]["statistic"], s["markov_test"]["statistic"], rtol=1e-12, atol=0)
 
 
 def test_dask_cli_prints_the_serial_numbers_with_a_band(homes, tmp_path):
@@ -74,7 +88,7 @@ def test_dask_cli_prints_the_serial_numbers_with_a_band(homes, tmp_path):
     png = tmp_path / "check.png"
     dask = ok_json("check-model", "--data", three, *OPTIONS, "--workers", "2", "--plot", png)
     assert dask.pop("plot") == str(png) and png.stat().st_size > 10_000
-    assert _numbers(dask) == _numbers(serial)
+    _same(dask, serial)
     assert dask["distributed"]["partitions"] == 3 and dask["distributed"]["workers"] == 2
     assert len(dask["distributed"]["peak_rss_mib"]) >= 1
     assert dask["users"] == 17 and dask["max_lag"] == 24 and "block bootstrap" in dask["estimate_method"]
@@ -83,7 +97,11 @@ def test_dask_cli_prints_the_serial_numbers_with_a_band(homes, tmp_path):
         assert 0.0 <= row["empirical_lower"] <= row["empirical_max_tv"] <= row["empirical_upper"] <= 1.0
     assert all(row["users_without_claim"] == 0 and row["empirical_upper"] < 1.0 for row in lags)  # a real band
     assert all(row["empirical_upper"] > row["empirical_max_tv"] for row in lags)
-    assert dask["refuted_lags"] == list(range(3, 25))  # the homes keep their habits (as the serial guide says)
+    assert dask["refuted_lags"] == list(range(3, 25))  # pointwise: the homes keep their habits (as the serial guide says)
+    # the held-out Markov test ran on the partitions too (lags 1..--max-lag), and refutes the chains family-wise
+    mt = dask["markov_test"]
+    assert mt["lags"] == list(range(1, 25)) and mt["holdout"] == 0.5 and mt["users"] == 17 and mt["refuted"]
+    assert dask["refuted"] is True and dask["distributed"]["markov_test_s"] > 0
 
 
 def test_holdout_and_value_range_on_dask_equal_serial(homes):
@@ -91,8 +109,9 @@ def test_holdout_and_value_range_on_dask_equal_serial(homes):
     opts = (*OPTIONS, "--holdout", "0.4", "--value-range", "0:4")
     serial = ok_json("check-model", "--data", three, *opts)
     dask = ok_json("check-model", "--data", three, *opts, "--workers", "1")
-    assert _numbers(dask) == _numbers(serial)
+    _same(dask, serial)
     assert dask["holdout"] == 0.4 and dask["value_range"] == [0.0, 4.0]
+    assert dask["markov_test"]["holdout"] == 0.4  # the Markov test is held out on the same cut
     assert dask["slots"] < dask["fit_slots"]  # tested on the last 40 % of each series, fitted on the first 60 %
 
 
@@ -104,7 +123,7 @@ def test_partitioning_does_not_change_the_numbers(meters):
     a, stats_a = check_model_partitions(one, **kw)
     b, stats_b = check_model_partitions(three, **kw)
     assert stats_a["partitions"] == 1 and stats_b["partitions"] == 3
-    assert _numbers(a.to_dict()) == _numbers(b.to_dict())
+    _same(a.to_dict(), b.to_dict())
     np.testing.assert_array_equal(a.draws, b.draws)
     assert "block bootstrap" in a.empirical.method and a.empirical.lower.max() > 0.5  # a band was resampled
 
@@ -245,3 +264,47 @@ def test_one_excluded_user_is_counted_in_the_singular(tmp_path):
         assert res.returncode == 0, res.stderr
         assert "\nexcluded    : 1 user: gappy (0 transitions < 30 needed)\n" in res.stdout
         assert "\ndata        : " in res.stdout and "3 users, 3 quantile states" in res.stdout
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# the held-out check of the chains as a map-reduce (check-model's Markov test; schedule --workers' model check)
+
+
+def test_held_out_check_on_partitions_is_the_serial_design_check(meters):
+    """held_out_check_partitions (1 file, 3 files, groups of 7 users inside a file) = the serial check_markov_model of
+    the chains on the same readings with the fit's quantizer: every field, the G² sums to rounding."""
+    import pyarrow.parquet as pq
+
+    from policyopt.models.estimation import fit_population
+    from policyopt.studies.distributed import fit_partitions
+    from policyopt.studies.distributed_checks import held_out_check_partitions
+    from policyopt.studies.markov_check import check_markov_model, split_states
+
+    one, three = meters
+    df = pq.read_table(one).to_pandas()
+    fitted = fit_population(df, 3, smoothing=0.01)
+    kw = dict(markov_lags=20, max_tv_lags=30, seed=3, draws=5)
+    serial = check_markov_model("chain", split_states(df, fitted.quantizer, fitted.users), **kw)  # as design_check
+    fit = fit_partitions(three, 3, smoothing=0.01, horizon=2, n_staleness=2)
+    np.testing.assert_array_equal(fit.edges, fitted.quantizer.edges)
+    a, stats = held_out_check_partitions(three, fit, **kw)
+    b, _ = held_out_check_partitions(one, fit, **kw)
+    # users handled in groups of 7 within the one file: the same numbers (each user simulates from its own streams)
+    c, _ = held_out_check_partitions(one, fit, chunk_bytes=7 * 8 * 8 * serial.info["test_slots"], **kw)
+    assert len(stats["partition_seconds"]) == 3
+    for got in (a, b, c):
+        assert (got.model, got.description, got.n_parameters, got.passed) == (serial.model, serial.description,
+                                                                             serial.n_parameters, serial.passed)
+        assert {k: v for k, v in got.info.items() if k != "wall_time_s"} == \
+            {k: v for k, v in serial.info.items() if k != "wall_time_s"}
+        assert got.max_tv_check == serial.max_tv_check
+        g2 = {k: v for k, v in got.markov_test.items() if k != "statistic"}
+        assert g2 == {k: v for k, v in serial.markov_test.items() if k != "statistic"}
+        np.testing.assert_allclose(got.markov_test["statistic"], serial.markov_test["statistic"], rtol=1e-12, atol=0)
+    assert serial.info["users"] == 120 and serial.markov_test["lags"] == list(range(1, 21))
+    assert serial.max_tv_check["max_lag"] == 30 and len(serial.max_tv_check["pointwise_p_values"]) == 30
+
+
+def test_check_model_workers_refuses_other_models(homes):
+    refused(run_any("check-model", "--data", homes, "--workers", "1", "--markov-model", "order:2"),
+            "--markov-model order:2 is fitted to readings held in memory", "--markov-model chain")

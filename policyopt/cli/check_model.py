@@ -1,4 +1,5 @@
-"""``policyopt check-model``: the fitted chains' Δ(t) against Δ(t) estimated directly from the readings.
+"""``policyopt check-model``: a Markov model of the readings (the fitted chains by default) against the readings — its
+Δ(t) against Δ(t) estimated directly from them, and a held-out Markov test.
 
 The work is done by :func:`policyopt.studies.check_model.check_model`; this module parses options and prints.
 """
@@ -29,13 +30,17 @@ def add_command(sub) -> None:
 
     cmd = sub.add_parser(
         "check-model",
-        help="test the fitted first-order chains' Δ(t) against Δ(t) estimated directly from the readings",
+        help="test a Markov model of the readings (the fitted first-order chains by default): its Δ(t) against Δ(t) "
+        "estimated directly from the readings, and a held-out Markov test",
         description=(
             "Lag by lag, compare the Δ(t) of the first-order chains policyopt fits per user (Zhang et al. 2024, "
-            "eq. (12)) with Δ(t) estimated directly from lagged pairs of the readings, with a simultaneous "
-            "block-bootstrap confidence band, and test the chains: at each lag the chains are refuted when the "
-            "data's statistic is above what data simulated from the chains give (parametric bootstrap, Monte "
-            "Carlo p-value ≤ 1 − LEVEL).  Without --data: the bundled CityLearn 2022 pilot (17 homes, hourly kWh, "
+            "eq. (12)), or of the model --markov-model names, with Δ(t) estimated directly from lagged pairs of the "
+            "readings, with a simultaneous block-bootstrap confidence band, and test the model twice: the Δ(t) check "
+            "(the data's statistic against data simulated from the model, parametric bootstrap, family-wise over the "
+            "lags by max-T; the per-lag p-values are pointwise and descriptive) and the Markov test (G² of the next "
+            "state against the state ℓ slots back given the model's context, fitted on the first part of each series "
+            "and tested on the rest, lags up to a week of slots, family-wise).  The model is refuted when either "
+            "test refutes it at LEVEL.  Without --data: the bundled CityLearn 2022 pilot (17 homes, hourly kWh, "
             f"{BUNDLED_STATES} states, readings in {BUNDLED_VALUE_RANGE[0]:g}:{BUNDLED_VALUE_RANGE[1]:g} kWh)."
         ),
     )
@@ -47,32 +52,73 @@ def add_command(sub) -> None:
                      help="public range of one reading: readings are clipped into it before estimation (default for "
                      f"the bundled pilot {BUNDLED_VALUE_RANGE[0]:g}:{BUNDLED_VALUE_RANGE[1]:g} kWh)")
     cmd.add_argument("--max-lag", type=int_at_least("--max-lag", 1), metavar="L",
-                     help=f"last lag tested, slots (default: a tenth of the series, at most {MAX_LAG_CAP})")
+                     help=f"last lag tested, slots, by the Δ(t) check (default: a tenth of the series, at most "
+                     f"{MAX_LAG_CAP}) and by the Markov test (default: a week of slots, 168 when the slot length is "
+                     "unknown, at most the held-out length − 2)")
     cmd.add_argument("--level", type=probability("--level"), default=0.95, metavar="LEVEL",
-                     help="level of the band and of each lag's test (default 0.95)")
+                     help="level of the band and of both tests, each family-wise over its lags (default 0.95)")
     cmd.add_argument("--holdout", type=probability("--holdout"), metavar="FRACTION",
-                     help="fit the chains on the first 1 − FRACTION of each series and test on the rest")
+                     help="fit the model on the first 1 − FRACTION of each series and test on the rest (the Markov "
+                     "test is held out in any case: on FRACTION, else on the last half)")
+    cmd.add_argument("--markov-model", metavar="MODEL", default="chain",
+                     help="the model checked: chain (first-order chain over the quantile states, default), phase[:P] "
+                     "(a chain per phase of the day, or of P slots), order:K (the state is the last K states), hmm:R "
+                     "(R hidden regimes), or auto (the simplest that passes both tests: every model tried is "
+                     "reported)")
+    cmd.add_argument("--slot-length", metavar="DUR", default=None,
+                     help="length of one slot of --data, e.g. 30min, 1h (a day and a week of slots: the phase of "
+                     "phase without P, the Markov test's default lags and auto's candidates; the bundled data: 1h)")
     cmd.add_argument("--min-pairs", type=int_at_least("--min-pairs", 1), default=DEFAULT_MIN_PAIRS, metavar="N",
                      help=f"pairs a row needs to be claimed; fewer make the upper band 1 (default {DEFAULT_MIN_PAIRS})")
     cmd.add_argument("--draws", type=int_at_least("--draws", 1, 100_000), default=99, metavar="R",
-                     help="data sets simulated from the chains for the test (default 99)")
+                     help="data sets simulated from the model for each test (default 99)")
     cmd.add_argument("--boot", type=int_at_least("--boot", 20, 100_000), default=DEFAULT_N_BOOT, metavar="B",
                      help=f"block-bootstrap replicates of the band (default {DEFAULT_N_BOOT})")
     cmd.add_argument("--smoothing", type=non_negative_float("--smoothing"), default=0.01, metavar="S",
-                     help="additive smoothing pseudo-count of the fitted chains (default 0.01)")
+                     help="additive smoothing pseudo-count of the fitted model (default 0.01)")
     cmd.add_argument("--seed", type=int_at_least("--seed", 0), default=0, metavar="N",
                      help="seed of the resampling and simulation (default 0; never released noise)")
-    cmd.add_argument("--plot", metavar="FILE", help="draw the chains' Δ(t) against the band on a log lag axis, refuted "
-                     "lags marked, into FILE (.png, .pdf or .svg; needs matplotlib)")
+    cmd.add_argument("--plot", metavar="FILE", help="draw the model's Δ(t) against the band on a log lag axis, pointwise "
+                     "refuted lags marked, into FILE (.png, .pdf or .svg; needs matplotlib)")
     cmd.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     add_distributed_options(
         cmd, title="distributed check (Parquet --data, one file per group of whole users)",
-        workers_help="run the whole check (chains, direct estimate, bootstrap band, simulated data sets) as a map-reduce "
-        "over the Parquet files on a local Dask cluster of N worker processes; the numbers equal the serial run's",
+        workers_help="run the whole check (chains, direct estimate, bootstrap band, simulated data sets, the held-out "
+        "Markov test) as a map-reduce over the Parquet files on a local Dask cluster of N worker processes; the numbers "
+        "equal the serial run's (--markov-model chain only)",
         scheduler_help="the same on an existing Dask cluster (e.g. tcp://host:8786; its workers need policyopt, the "
         "--data files at the same paths and, with --holdout or --value-range, the system's temporary directory)",
     )
     cmd.set_defaults(handler=run_check_model)
+
+
+def _slot_seconds(args) -> int | None:
+    """``--slot-length`` in seconds; 1 h for the bundled data; else ``None`` (unknown)."""
+    from policyopt.errors import InvalidInputError
+    from policyopt.io import parse_duration
+    from policyopt.studies.check_model import BUNDLED_SLOT_SECONDS
+
+    if args.slot_length is not None:
+        seconds = parse_duration(args.slot_length, "--slot-length")
+        if args.data is None and seconds != BUNDLED_SLOT_SECONDS:
+            raise InvalidInputError(f"--slot-length {args.slot_length} is not the bundled data's slot (1h)")
+        return seconds
+    return BUNDLED_SLOT_SECONDS if args.data is None else None
+
+
+def _markov_spec(args, slot_seconds) -> str:
+    """``--markov-model`` checked and made canonical (``phase`` resolved to a day of slots); errors name the option."""
+    from policyopt.errors import InvalidInputError
+    from policyopt.studies.check_model import check_markov_spec
+    from policyopt.studies.markov_check import periods_from_slot
+
+    try:
+        return check_markov_spec(args.markov_model, periods_from_slot(slot_seconds)[0])
+    except InvalidInputError as exc:
+        text = str(exc)
+        if text.startswith("`model` "):
+            raise InvalidInputError("--markov-model " + text[len("`model` "):]) from None
+        raise InvalidInputError(f"--markov-model {args.markov_model!r}: {text}") from None
 
 
 def run_check_model(args) -> int:
@@ -87,9 +133,14 @@ def run_check_model(args) -> int:
         require_matplotlib("--plot")
     from policyopt.errors import InvalidInputError
 
+    slot_seconds = _slot_seconds(args)
+    spec = _markov_spec(args, slot_seconds)
     distributed = wants_distributed(args)
     if distributed:
         require_parquet_data(args)
+        if spec != "chain":
+            raise InvalidInputError(f"--markov-model {spec} is fitted to readings held in memory: run it serially (no "
+                                    "--workers/--scheduler), or check the chains (--markov-model chain) on Dask")
     data, source = None, None
     if args.data is not None and not distributed:
         from policyopt.io import read_readings
@@ -103,13 +154,13 @@ def run_check_model(args) -> int:
                 args.data, n_states=12 if args.states is None else args.states, value_range=args.value_range,
                 max_lag=args.max_lag, level=args.level, holdout=args.holdout, min_pairs=args.min_pairs,
                 draws=args.draws, n_boot=args.boot, smoothing=args.smoothing, seed=args.seed, workers=args.workers,
-                scheduler=args.scheduler, source=f"data {args.data}",
+                scheduler=args.scheduler, source=f"data {args.data}", slot_seconds=slot_seconds,
             )
         else:
             report = check_model(
                 data, n_states=args.states, value_range=args.value_range, max_lag=args.max_lag, level=args.level,
                 holdout=args.holdout, min_pairs=args.min_pairs, draws=args.draws, n_boot=args.boot,
-                smoothing=args.smoothing, seed=args.seed, source=source,
+                smoothing=args.smoothing, seed=args.seed, source=source, markov_model=spec, slot_seconds=slot_seconds,
             )
     except InvalidInputError as exc:  # name the option, not the Python argument
         text = str(exc)
@@ -119,9 +170,11 @@ def run_check_model(args) -> int:
     out = report.to_dict()
     if distributed:
         out["distributed"] = {"workers": args.workers, "scheduler": args.scheduler, "partitions": stats["partitions"],
-                              "fit_s": stats["fit_seconds"], "peak_rss_mib": stats["peak_rss_mib"]}
+                              "fit_s": stats["fit_seconds"], "markov_test_s": stats["markov_test_seconds"],
+                              "peak_rss_mib": stats["peak_rss_mib"]}
     if args.plot is not None:
-        plot_check(report, args.plot, title=f"{out['source']}: chain model check, {out['states']} states")
+        what = "chain" if out["model"] == "chain" else out["model"]
+        plot_check(report, args.plot, title=f"{out['source']}: {what} model check, {out['states']} states")
         out["plot"] = str(args.plot)
     out = json_clean(out)
     if args.json:

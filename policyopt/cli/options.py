@@ -599,8 +599,10 @@ def load_distributed_model(args):
     readings``/``readings-upper``, the default) or, with ``--penalty chain``, a
     :class:`~policyopt.studies.distributed.TabulatedMSEPenalty`, tabulated over the ages the schedule search
     needs; the numbers equal those of the serial path (tested).  ``extra``: ``chain_penalty`` (the chain
-    model's tabulated penalty, for the comparison with the readings') and ``model_check`` (the summary of
-    :func:`~policyopt.studies.distributed_checks.check_partitions`, the serial ``quick_check``'s numbers).
+    model's tabulated penalty, for the comparison with the readings') and ``model_check``: the held-out check of the
+    chains (:func:`~policyopt.studies.distributed_checks.held_out_check_partitions`, the serial ``design_check``'s
+    numbers) as a :class:`~policyopt.studies.distributed_checks.SelectionSummary` (the ``check_summary`` object, with
+    the selection itself for the report to redo it with the chosen schedule's lags).
 
     Raises
     ------
@@ -647,11 +649,18 @@ def load_distributed_model(args):
                                          design="upper" if kind == "readings-upper" else "point",
                                          level=DEFAULT_PENALTY_LEVEL if level is None else level,
                                          seed=DEFAULT_BOOTSTRAP_SEED if seed is None else seed)
-        from policyopt.studies.distributed_checks import check_partitions
+        from policyopt.io import parse_duration
+        from policyopt.studies.distributed_checks import SelectionSummary, held_out_check_partitions
+        from policyopt.studies.empirical_design import box_last_age
+        from policyopt.studies.markov_check import ModelSelection, periods_from_slot
 
-        # the chains against the readings (quick_check of the serial path), per partition, combined by max
-        check, check_stats = check_partitions(args.data, fit, args.max_age, args.max_interval, client=client,
-                                              seed=DEFAULT_BOOTSTRAP_SEED if getattr(args, "seed", None) is None else args.seed)
+        # the chains checked on held-out time as the serial design check does (design_check), a map-reduce
+        slot = getattr(args, "slot_length", None)
+        week = None if slot is None else periods_from_slot(parse_duration(slot, "--slot-length"))[1]
+        check, check_stats = held_out_check_partitions(
+            args.data, fit, slots_per_week=week, box_last_age=box_last_age(args.max_age, args.max_interval),
+            seed=DEFAULT_BOOTSTRAP_SEED if getattr(args, "seed", None) is None else args.seed, client=client)
+        model_check = SelectionSummary(ModelSelection(requested="chain", chosen=check, checks=(check,)))
     if args.users is not None and args.users != fit.population.n_users:
         raise InvalidInputError(
             f"--users {args.users} disagrees with the data, which has {fit.population.n_users} usable users; "
@@ -676,4 +685,4 @@ def load_distributed_model(args):
     }
     if readings_stats is not None:
         info["value_range_source"] = "data"
-    return fit.population, info, "", penalty, {"chain_penalty": fit.penalty, "model_check": check.summary()}
+    return fit.population, info, "", penalty, {"chain_penalty": fit.penalty, "model_check": model_check}
