@@ -150,9 +150,11 @@ def test_rows_equal_schedule_command(tmp_path, capsys):
         assert r["source"] == ref["model"]["source"]
 
 
+# Every point states its guarantee (the model-free one by dp_accounting's PLD accountant, about 0.1–0.3 s a point), so
+# 45 points are long enough to be killed midway.
 KILL_ARGS = ["--chain", "two-state:p=0.1,q=0.1", "--max-age", "30", "--max-interval", "30",
-             "--max-penalty", "0.05:0.5:100", "--vary", "p=0.05:0.3:6"]
-KILL_POINTS = 600
+             "--max-penalty", "0.1:0.5:15", "--vary", "p=0.05:0.3:3"]
+KILL_POINTS = 45
 
 
 def count_lines(path: Path) -> int:
@@ -170,13 +172,13 @@ def test_resume_after_kill_matches_uninterrupted_run(tmp_path, capsys):
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=tmp_path,
     )
     deadline = time.monotonic() + 120
-    while count_lines(killed) < 41 and proc.poll() is None and time.monotonic() < deadline:
+    while count_lines(killed) < 6 and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.005)
     assert proc.poll() is None, "the sweep finished before it could be killed midway"
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     at_kill = count_lines(killed) - 1  # complete rows (header excluded)
-    assert 40 <= at_kill < KILL_POINTS
+    assert 5 <= at_kill < KILL_POINTS
     # resume
     summary = run(capsys, *KILL_ARGS, "--out", str(killed))
     assert summary["points"] == KILL_POINTS
@@ -220,10 +222,10 @@ def test_refined_grid_reuses_points(tmp_path, capsys):
 def test_dask_local_cluster_matches_serial(tmp_path, capsys):
     """--workers 2 (LocalCluster, 2 processes, two scattered models) writes the serial run's rows."""
     args = ["--chain", "two-state:p=0.1,q=0.1", "--max-age", "20", "--max-interval", "20",
-            "--max-penalty", "0.05:0.5:38", "--vary", "users=10,20"]  # 76 points: tasks of 4 points
+            "--max-penalty", "0.05:0.5:16", "--vary", "users=10,20", "--horizon", "168"]  # 32 points: tasks of 2 points
     serial = run(capsys, *args, "--out", str(tmp_path / "serial.csv"))
     dask = run(capsys, *args, "--out", str(tmp_path / "dask.csv"), "--workers", "2")
-    assert dask["workers"] == 2 and dask["computed"] == 76
+    assert dask["workers"] == 2 and dask["computed"] == 32
     assert strip_time(read_sweep_csv(tmp_path / "dask.csv")) == strip_time(read_sweep_csv(tmp_path / "serial.csv"))
     assert read_jsonl(tmp_path / "dask.jsonl") == read_jsonl(tmp_path / "serial.jsonl")
     assert dask["no_tradeoff"] == serial["no_tradeoff"]
@@ -317,11 +319,16 @@ def test_data_states_vary(tmp_path, capsys):
     # users = the bundled pilot's documented deployment (10^5 homes; was the 17 pilot homes before issue 11)
     assert all(r["users"] == 100_000 and r["smoothing"] == 0.01 and r["penalty_unit"] == "kWh^2" for r in rows)
     assert summary["varied"] == {"states": [4, 6]}
-    for r in rows:
+    # one model check per K (schedule's, on held-out readings), the guarantee of each row as schedule states it
+    assert [c["states"] for c in summary["model_check"]] == [4, 6]
+    for r in rows[1::2]:  # one point per K: each schedule run repeats the model check
         assert main(["schedule", "--states", str(r["states"]), "--max-penalty", repr(r["max_penalty"]), "--max-age", "24",
                      "--max-interval", "24", "--json"]) == 0
         ref = json.loads(capsys.readouterr().out)
         assert (r["status"], r["A"], r["S_bar"], r["peak_risk"]) == (ref["status"], ref["A"], ref["S_bar"], ref["peak_risk"])
+        assert (r["guarantee_kind"], r["guarantee_epsilon"], r["model_free_epsilon"]) == \
+            (ref["guarantee"]["kind"], ref["guarantee"]["epsilon"], ref["model_free"]["epsilon"])
+        assert r["model_verdict"] == ("passed" if ref["model_check"]["passed"] else "refuted")
 
 
 def test_csv_header_is_the_documented_one(tmp_path, capsys):

@@ -19,10 +19,11 @@ from _cli import default_sigint  # noqa: E402
 
 POLICYOPT = str(Path(sys.executable).with_name("policyopt"))
 
-# Long enough (a few seconds) that a second process starts while the first still holds the lock.
+# Long enough (a few seconds: every point states its model-free guarantee, about 0.1–0.3 s a point) that a second
+# process starts while the first still holds the lock.
 SLOW = ["--chain", "two-state:p=0.1,q=0.1", "--max-age", "30", "--max-interval", "30",
-        "--max-penalty", "0.05:0.5:100", "--vary", "p=0.05:0.3:6"]
-SLOW_POINTS = 600
+        "--max-penalty", "0.1:0.5:15", "--vary", "p=0.05:0.3:3"]
+SLOW_POINTS = 45
 QUICK = ["--chain", "two-state:p=0.2,q=0.3", "--max-age", "8", "--max-interval", "8", "--max-penalty", "0.05:0.5:4"]
 
 
@@ -63,7 +64,9 @@ def test_second_writer_is_refused(tmp_path):
         second = cli("sweep", *QUICK, "--out", str(out), "--json")
         assert first.poll() is None, "the first sweep ended before the second was refused: the test proves nothing"
         line = one_line_error(second)
-        assert line == (f"policyopt: error: --out '{out}' is being written by another policyopt sweep "
+        from policyopt.errors import fmt  # the value as error messages show it (long paths shortened)
+
+        assert line == (f"policyopt: error: --out {fmt(str(out))} is being written by another policyopt sweep "
                         f"(lock {lock_path(out)} is held); add --wait to wait for it, or give another --out")
     finally:
         stdout, stderr = first.communicate(timeout=600)
@@ -109,8 +112,11 @@ def test_resume_refused_after_editing_the_data(tmp_path):
     first = cli(*args)
     assert first.returncode == 0, first.stderr
     meta = strict_json(meta_path(out).read_text())
-    assert set(meta) == {"format", "policyopt_version", "inputs", "max_tv"}
+    assert set(meta) == {"format", "policyopt_version", "inputs", "max_tv", "guarantee"} and meta["format"] == 2
     assert meta["max_tv"] == [{"source": "chain", "level": None, "horizon": None}]
+    # the guarantee settings: the default Markov model and target, δ by the default rule, H = the data's length
+    assert meta["guarantee"] == [{"markov_model": "chain", "privacy": "model-based", "delta": None, "horizon": 400,
+                                  "accept_refuted": None}]
     assert meta["inputs"]["--data"]["path"] == str(data)
     assert len(meta["inputs"]["--data"]["sha256"]) == 64
     # unchanged inputs: resumed

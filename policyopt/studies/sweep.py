@@ -17,6 +17,14 @@ sweep detects the property itself on the grid: :func:`no_tradeoff_flags` marks e
 them into ranges.  With the exact solver ε* is a global optimum, so it is non-increasing in f̄
 and "does not decrease" means "stays equal" (within a relative tolerance).
 
+Every row states the guarantee ``policyopt schedule`` states for the same point (issue 32): the point's report
+goes through :func:`policyopt.studies.guarantee.apply_guarantee` with the verdict of the sweep's model check
+(:class:`ModelVerdict`, made once per fitted model by the caller, e.g. from
+:func:`policyopt.studies.markov_check.design_check`), so the model-based ε* of eq. (30) is stated only under a
+Markov model that passed its checks on held-out readings (or was given without data) and the model-free (ε, δ) of
+each user's whole series over the horizon is in every row; where no schedule has a finite ε*, the horizon design is
+Theorem 3's under a trusted model and the model-free one otherwise, as in ``schedule``.
+
 Rows are never lost or mixed:
 
 * **one writer per output.**  :func:`run_sweep` holds an exclusive ``fcntl.flock`` on
@@ -26,10 +34,11 @@ Rows are never lost or mixed:
   lock file is left in place (removing it would let two processes lock two different files).
 * **no resume across changed inputs.**  ``FILE.meta.json`` records the sha256 of every input file
   (``--data``, ``--matrix``; the bundled data file when no model option is given) and the
-  policyopt version that wrote the rows, and the Δ(t) source of the models (the chains', or
-  ``empirical:LEVEL`` with its horizon); a rerun whose inputs hash differently (an edited data
-  file), whose Δ(t) source or version differs is refused (:class:`SweepInputsChangedError`) before any row is
-  read or written.
+  policyopt version that wrote the rows, the Δ(t) source of the models (the chains', or
+  ``empirical:LEVEL`` with its horizon) and the guarantee settings (Markov model, privacy target, δ, horizon,
+  ``--accept-refuted`` reason); a rerun whose inputs hash differently (an edited data
+  file), whose Δ(t) source, guarantee settings or version differs is refused (:class:`SweepInputsChangedError`)
+  before any row is read or written, and so is a sweep file written before the guarantee columns existed.
 * **unique temporary files.**  Every rewrite goes through a ``tempfile.mkstemp`` file in the
   output's directory and ``os.replace``, so concurrent sweeps on different outputs in one
   directory never share a temporary name.
@@ -56,6 +65,11 @@ from policyopt.result import result_repr
 
 __all__ = [
     "SweepModel",
+    "ModelVerdict",
+    "model_verdict",
+    "given_model_verdict",
+    "sweep_guarantee_settings",
+    "guarantee_metadata",
     "SweepSettings",
     "SweepResult",
     "COLUMNS",
@@ -86,11 +100,17 @@ INPUT_COLUMNS = (
 #: The input columns a :class:`SweepModel` supplies (its ``inputs``); the others come from f̄ and the settings.
 MODEL_INPUTS = ("p", "q", "users", "pilot_users", "states", "smoothing", "value_range_lo", "value_range_hi", "source",
                 "max_tv_source", "horizon")
+#: The guarantee columns (issue 32): what the row states first, and the model-free guarantee every row has.
+GUARANTEE_COLUMNS = (
+    "guarantee_kind", "guarantee_epsilon", "guarantee_delta", "model_free_epsilon", "model_free_epsilon_pure",
+    "model_free_delta", "model_free_releases", "model_free_horizon", "markov_model", "model_verdict",
+)
 #: Result columns, in file order.
 RESULT_COLUMNS = (
-    "status", "A", "S_bar", "epsilon_c", "peak_risk", "penalty", "peak_aoi", "min_penalty", "bound",
+    "status", "A", "S_bar", "epsilon_c", "peak_risk", *GUARANTEE_COLUMNS, "penalty", "peak_aoi", "min_penalty", "bound",
     "termination", "backend",
-    "risk_kind", "horizon_status", "horizon_A", "horizon_S_bar", "horizon_epsilon_c", "horizon_risk", "horizon_releases",
+    "risk_kind", "horizon_status", "horizon_accounting", "horizon_A", "horizon_S_bar", "horizon_epsilon_c",
+    "horizon_risk", "horizon_releases",
     "no_aging_status", "no_aging_S_bar", "no_aging_epsilon_c", "no_aging_peak_risk", "no_aging_penalty",
     "noise_only_epsilon_c", "noise_only_risk_after_releases",
     "c", "rho", "penalty_unit", "message", "wall_time_s", "no_tradeoff",
@@ -98,7 +118,8 @@ RESULT_COLUMNS = (
 #: Every CSV column, in file order (``point`` is the index on the sweep grid).
 COLUMNS = ("point",) + INPUT_COLUMNS + RESULT_COLUMNS
 _TEXT = {"source", "max_tv_source", "method", "status", "termination", "backend", "risk_kind", "horizon_status",
-         "no_aging_status", "penalty_unit", "message"}
+         "no_aging_status", "penalty_unit", "message", "guarantee_kind", "markov_model", "model_verdict",
+         "horizon_accounting"}
 _BOOL = {"relax", "no_tradeoff"}
 #: Columns that vary between otherwise identical runs (timing only).
 NONDETERMINISTIC = ("wall_time_s",)
@@ -216,6 +237,19 @@ class SweepModel:
         Δ̃(t) estimated once from the data (``--max-tv empirical``): every point is designed against its table
         instead of the population's Δ(t), exactly as ``schedule --max-tv empirical`` (the exact solver, then, where
         no schedule has a finite ε*, the largest risk over ``empirical.horizon`` slots by Theorem 3).
+    markov : policyopt.models.markov_model.FittedMarkovModel, optional
+        A Markov model of the readings other than the first-order chains (``--markov-model phase|order|hmm|auto``),
+        fitted once on every design reading (:func:`policyopt.studies.markov_check.fit_for_design`): every point is
+        designed against its Δ_Z(t) instead of the population's, as ``schedule --markov-model`` (exact method only;
+        not with `empirical`).  The population still gives the chain penalty and ``penalty_comparison``.
+    guarantee : policyopt.studies.guarantee.GuaranteeSettings, optional
+        δ, horizon H, w-event windows, privacy target and ``accept_refuted`` of every point of this model
+        (:meth:`~policyopt.studies.guarantee.GuaranteeSettings.resolve` with this model's deployment size I).
+        Default: resolved from ``inputs["users"]`` alone (δ = min(1e-6, 1/(10·I)), H = 8760 slots).
+    verdict : ModelVerdict, optional
+        What the model check said about the model the points' Δ(t) rests on (:func:`model_verdict`,
+        :func:`given_model_verdict`).  Default: ``unchecked`` (no check was made, so only the model-free guarantee
+        is stated and ``peak_risk`` is empty).
     """
 
     population: object
@@ -223,6 +257,105 @@ class SweepModel:
     info: dict
     inputs: dict
     empirical: object = None
+    markov: object = None
+    guarantee: object = None
+    verdict: object = None
+
+
+@dataclass(frozen=True)
+class ModelVerdict:
+    """The model a sweep's model-based risks rest on and what its check on held-out readings said.
+
+    The arguments of :func:`policyopt.studies.guarantee.choose_guarantee` that do not change from point to point:
+    made once per fitted model in the main process and shipped to Dask workers with the model (plain data).
+
+    Attributes
+    ----------
+    model : str or None
+        The model named in the guarantee and its warnings (``chain``, ``order:2``, ``the given chain``, …); ``None``
+        when ``auto`` found none that passed.
+    verdict : {"passed", "refuted", "assumed", "unchecked"}
+        ``passed``/``refuted``: the check on held-out readings; ``assumed``: a model given without data
+        (``--chain``/``--matrix``); ``unchecked``: no check was made.
+    why : str
+        The check in a few words (its p-values and level), or why there is none.
+    markov_model : str or None
+        The Markov model whose Δ(t) the points are designed with (``chain`` for the fitted first-order chains, also
+        when ``auto`` found none that passed; ``order:2``, ``phase:24``, …); ``None`` for a model given without
+        data.  The CSV column ``markov_model``.
+    """
+
+    model: str | None
+    verdict: str
+    why: str
+    markov_model: str | None = None
+
+    @property
+    def trusted(self) -> bool:
+        """A model-based risk may be stated as a bound: the model passed its checks or was given without data."""
+        return self.verdict in ("passed", "assumed")
+
+
+def model_verdict(selection, *, empirical: bool = False) -> ModelVerdict:
+    """The verdict of a design's model check on data, as ``policyopt schedule`` reads it.
+
+    Parameters
+    ----------
+    selection : policyopt.studies.markov_check.ModelSelection
+        From :func:`policyopt.studies.markov_check.design_check`.
+    empirical : bool
+        The design's Δ(t) is the data's band (``--max-tv empirical``): then Δ(t) needs no model, and the premise
+        checked is the first-order Markov property Theorem 3's composition assumes (the Markov test alone).
+
+    Returns
+    -------
+    ModelVerdict
+        ``passed`` or ``refuted``.  For ``auto`` without a model that passed, ``model`` is ``None`` and ``why`` lists
+        every model tried.
+
+    References
+    ----------
+    Zhang et al. (2024), Theorem 3 ("if the process {X_t} is Markovian"); issue 32, item 5.
+    """
+    c = selection.chosen
+    design_model = "chain" if c is None else str(c.model)
+    if empirical:
+        ok = c is not None and not c.markov_test["refuted"]
+        why = (f"held-out Markov test p = {c.markov_test['p_value']:.3g}, level {c.markov_test['level']:g}"
+               if c is not None else "no check")
+        return ModelVerdict("chain (the first-order Markov premise of Theorem 3; Δ(t) from the data's band)",
+                            "passed" if ok else "refuted", why, "chain")
+    model = c.model if (c is not None and (selection.passed or selection.requested != "auto")) else None
+    why = c.why() if c is not None else "no model passed"
+    if selection.requested == "auto" and not selection.passed:
+        why = "; ".join(f"{x.model}: {x.why()}" for x in selection.checks)
+    return ModelVerdict(model, "passed" if selection.passed else "refuted", why, design_model)
+
+
+def given_model_verdict(what: str = "the given chain") -> ModelVerdict:
+    """The verdict of a model given without data (``--chain``/``--matrix``): ``assumed`` — its model-based risk holds
+    for that model, an assumption nobody checked against data."""
+    return ModelVerdict(str(what), "assumed", "no data", None)
+
+
+#: The verdict of a :class:`SweepModel` built without one (no check was made).
+_UNCHECKED = ModelVerdict("the model given to the sweep", "unchecked",
+                          "no check on held-out readings was given (SweepModel.verdict)", None)
+
+
+def sweep_guarantee_settings(model: SweepModel):
+    """The :class:`~policyopt.studies.guarantee.GuaranteeSettings` of `model`'s points (its own, or the defaults for
+    its deployment size I)."""
+    if model.guarantee is not None:
+        return model.guarantee
+    from policyopt.studies.guarantee import GuaranteeSettings
+
+    users = model.inputs.get("users") or getattr(model.population, "n_users", 1)
+    return GuaranteeSettings.resolve(users=int(users))
+
+
+def _model_verdict_of(model: SweepModel) -> ModelVerdict:
+    return model.verdict if model.verdict is not None else _UNCHECKED
 
 
 @dataclass(frozen=True)
@@ -267,7 +400,8 @@ class SweepResult:
         Points taken from the existing output files.
     no_tradeoff : list of dict
         :func:`no_tradeoff_ranges` per model: ``model`` (its varied inputs), ``from``,
-        ``to`` (f̄, penalty units), ``peak_risk`` (ε* at the start of the range, nats).
+        ``to`` (f̄, penalty units), ``peak_risk`` (ε* at the start of the range, nats).  Only stated ε* count: a
+        model whose ε* is withheld (refuted, unchecked) has no range.
     csv_path, jsonl_path : pathlib.Path
         The output files.
     """
@@ -371,8 +505,14 @@ def _package_version() -> str:
         return "unknown"
 
 
-def sweep_metadata(input_files: dict | None = None, max_tv: Sequence | None = None) -> dict:
-    """The metadata a sweep output is tied to: policyopt's version, each input file's sha256 and the Δ(t) source.
+#: Version of ``FILE.meta.json``: 2 added ``guarantee`` (issue 32); a file of another version is not resumed.
+META_FORMAT = 2
+
+
+def sweep_metadata(input_files: dict | None = None, max_tv: Sequence | None = None,
+                   guarantee: Sequence | None = None) -> dict:
+    """The metadata a sweep output is tied to: policyopt's version, each input file's sha256, the Δ(t) source and the
+    guarantee settings.
 
     Parameters
     ----------
@@ -380,12 +520,17 @@ def sweep_metadata(input_files: dict | None = None, max_tv: Sequence | None = No
         Option name (e.g. ``"--data"``) → path of the file it named.  ``None`` values are skipped.
     max_tv : sequence of dict, optional
         The distinct Δ(t) sources of the sweep's models (:func:`max_tv_metadata`); default: the chains'.
+    guarantee : sequence of dict, optional
+        The distinct guarantee settings of the sweep's models (:func:`guarantee_metadata`); default: those of a
+        model without settings (:func:`sweep_guarantee_settings`).
 
     Returns
     -------
     dict
-        ``{"format": 1, "policyopt_version": str, "inputs": {option: {"path": str, "sha256": str}},
-        "max_tv": [{"source": str, "level": float or None, "horizon": int or None}, ...]}``.
+        ``{"format": 2, "policyopt_version": str, "inputs": {option: {"path": str, "sha256": str}},
+        "max_tv": [{"source": str, "level": float or None, "horizon": int or None}, ...],
+        "guarantee": [{"markov_model": str, "privacy": str, "delta": float or None, "horizon": int,
+        "accept_refuted": str or None}, ...]}``.
 
     Raises
     ------
@@ -396,8 +541,53 @@ def sweep_metadata(input_files: dict | None = None, max_tv: Sequence | None = No
     for option, path in sorted((input_files or {}).items()):
         if path is not None:
             inputs[option] = {"path": str(path), "sha256": file_sha256(path)}
-    return {"format": 1, "policyopt_version": _package_version(), "inputs": inputs,
-            "max_tv": list(max_tv) if max_tv is not None else list(_CHAIN_MAX_TV)}
+    return {"format": META_FORMAT, "policyopt_version": _package_version(), "inputs": inputs,
+            "max_tv": list(max_tv) if max_tv is not None else list(_CHAIN_MAX_TV),
+            "guarantee": list(guarantee) if guarantee is not None else [_guarantee_entry(None)]}
+
+
+def _guarantee_entry(gs) -> dict:
+    """The resume identity of one model's guarantee settings: δ ``None`` stands for the default rule
+    min(1e-6, 1/(10·I)) of each point's I (which the row's ``users`` fixes)."""
+    if gs is None:
+        from policyopt.studies.guarantee import GuaranteeSettings
+
+        gs = GuaranteeSettings.resolve(users=1)
+        return {"markov_model": gs.markov_model, "privacy": gs.privacy, "delta": None, "horizon": gs.horizon,
+                "accept_refuted": None}
+    return {"markov_model": gs.markov_model, "privacy": gs.privacy,
+            "delta": float(gs.delta) if gs.delta_source == "given" else None, "horizon": int(gs.horizon),
+            "accept_refuted": gs.accept_refuted}
+
+
+def guarantee_metadata(models: Sequence) -> list:
+    """The distinct guarantee settings of `models`, as recorded in ``FILE.meta.json`` (``guarantee``), first-seen order.
+
+    Each is ``{"markov_model", "privacy", "delta", "horizon", "accept_refuted"}``: the ``--markov-model`` asked for,
+    the design target, δ of the model-free guarantee (``None``: the default min(1e-6, 1/(10·I)) of each point's
+    deployment size I), the horizon H (slots) and the ``--accept-refuted`` reason (``None`` without).
+    """
+    out: list = []
+    for m in models:
+        entry = _guarantee_entry(sweep_guarantee_settings(m))
+        if entry not in out:
+            out.append(entry)
+    return out
+
+
+def _guarantee_text(entries, fields=None) -> str:
+    def one(e):
+        parts = {
+            "markov_model": f"--markov-model {e.get('markov_model')}",
+            "privacy": f"--privacy {e.get('privacy')}",
+            "delta": "the default δ = min(1e-6, 1/(10·I))" if e.get("delta") is None else f"--delta {e.get('delta'):g}",
+            "horizon": f"--horizon {e.get('horizon')}",
+            "accept_refuted": ("no --accept-refuted" if e.get("accept_refuted") is None else
+                               f"--accept-refuted {fmt(e.get('accept_refuted'))}"),
+        }
+        return ", ".join(v for k, v in parts.items() if fields is None or k in fields)
+
+    return " and ".join(one(e) for e in entries)
 
 
 #: The Δ(t) source of a sweep whose metadata does not name one (the chains', as before sources existed).
@@ -428,10 +618,21 @@ def _meta_mismatch(old: dict, new: dict) -> str | None:
     """One-line description of the first difference between two metadata dicts, or None."""
     if old.get("policyopt_version") != new["policyopt_version"]:
         return f"policyopt {old.get('policyopt_version')!r} wrote its rows, this is policyopt {new['policyopt_version']!r}"
+    if old.get("format") != new.get("format", META_FORMAT) or not isinstance(old.get("guarantee"), list):
+        return ("its rows were written by an older policyopt sweep (metadata format "
+                f"{old.get('format')}, without the guarantee settings), before every row stated the model-free guarantee "
+                "and withheld ε* under a refuted Markov model")
     old_tv = old.get("max_tv") if isinstance(old.get("max_tv"), list) else list(_CHAIN_MAX_TV)
     new_tv = new.get("max_tv", list(_CHAIN_MAX_TV))
     if old_tv != new_tv:
         return f"its rows were designed with {_max_tv_text(old_tv)}, this run uses {_max_tv_text(new_tv)}"
+    old_g, new_g = old["guarantee"], new.get("guarantee", [_guarantee_entry(None)])
+    if old_g != new_g:
+        fields = None
+        if len(old_g) == len(new_g) == 1 and isinstance(old_g[0], dict):
+            fields = [k for k in new_g[0] if old_g[0].get(k) != new_g[0][k]] or None
+        return (f"its rows were designed with {_guarantee_text(old_g, fields)}, this run uses "
+                f"{_guarantee_text(new_g, fields)}")
     old_in = old.get("inputs") if isinstance(old.get("inputs"), dict) else {}
     for option in sorted(set(old_in) | set(new["inputs"])):
         a, b = old_in.get(option), new["inputs"].get(option)
@@ -494,10 +695,19 @@ def _point_inputs(model: SweepModel, max_penalty: float, settings: SweepSettings
 
 
 def solve_point(model: SweepModel, max_penalty: float, settings: SweepSettings) -> dict:
-    """Solve one grid point: the optimal schedule of `model` under the bound f̄ = `max_penalty`.
+    """Solve one grid point: the optimal schedule of `model` under the bound f̄ = `max_penalty`, and its guarantee.
 
     Runs in the main process (serial sweeps) or on a Dask worker; a deterministic function of
-    its arguments except for the timing fields.
+    its arguments except for the timing fields.  The steps are those of ``policyopt schedule`` for the same point:
+    :func:`policyopt.studies.schedule.design_schedule` against the model's Δ(t) (the chains', ``model.empirical``'s
+    band or ``model.markov``'s Δ_Z) with the target of ``model.guarantee.privacy``; then, where no schedule has a
+    finite ε*, the horizon design over ``model.guarantee.horizon`` slots — Theorem 3's
+    (:func:`~policyopt.studies.guarantee.theorem3_horizon_design`; with ``model.empirical`` its own) under a trusted
+    model or with ``accept_refuted``, the model-free one (:func:`~policyopt.studies.guarantee.model_free_horizon_design`)
+    otherwise; then
+    :func:`~policyopt.studies.guarantee.apply_guarantee` with ``model.verdict``, which adds ``model_free`` and
+    ``guarantee`` and nulls ``peak_risk`` (and the no-aging benchmark's) under a refuted or unchecked model unless
+    ``accept_refuted`` is set.
 
     Parameters
     ----------
@@ -510,28 +720,42 @@ def solve_point(model: SweepModel, max_penalty: float, settings: SweepSettings) 
     -------
     dict
         ``row`` (the result columns of :data:`RESULT_COLUMNS`, except ``no_tradeoff``) and
-        ``report`` (:meth:`~policyopt.studies.schedule.ScheduleReport.to_dict`; with ``model.empirical`` completed
-        by :func:`policyopt.studies.empirical_design.add_empirical_design`: ``empirical_max_tv`` and
-        ``horizon_design``, as ``schedule --max-tv empirical --json``).  ``risk_kind`` is ``peak`` when the row's
-        ``peak_risk`` is the infinite-horizon ε* of eq. (30), ``horizon`` when no schedule has a finite ε* and the
-        ``horizon_*`` columns hold the design for the largest risk over ``horizon`` slots (Theorem 3), empty when
-        neither exists.
+        ``report`` (the ``policyopt schedule --json`` object of the point without ``model_check``, ``deployment`` and
+        ``explanation``: :meth:`~policyopt.studies.schedule.ScheduleReport.to_dict` completed with
+        ``empirical_max_tv`` (``model.empirical``), ``horizon_design``, ``model_free``, ``guarantee``,
+        ``accepted_refuted``, ``warnings`` and ``guarantee_settings``).  ``risk_kind`` is ``peak`` when the model
+        gives the row's schedule a finite infinite-horizon ε* of eq. (30) (stated in ``peak_risk`` only under a
+        trusted model), ``horizon`` when no schedule has a finite ε* and the ``horizon_*`` columns hold the horizon
+        design (``horizon_accounting`` ``theorem-3`` or ``model-free``), empty when neither exists.
 
     Raises
     ------
     PolicyOptError
         Whatever :func:`policyopt.studies.schedule.design_schedule` raises (bad method/relax, bad f̄).
     InvalidInputError
-        With ``model.empirical``: a method other than ``exact``, ``relax``, or a box needing Δ̃ beyond its table.
+        With ``model.empirical`` or ``model.markov``: a method other than ``exact``, ``relax``, both of them, or a
+        box needing Δ̃ beyond the empirical table.
 
     References
     ----------
-    Zhang et al. (2024): problem (28), Theorem 4, eq. (30); benchmarks of Section VI.
+    Zhang et al. (2024): problem (28), Theorem 3, Theorem 4, eq. (30); benchmarks of Section VI.  The model-free
+    guarantee: :mod:`policyopt.privacy.model_free`.
     """
+    from policyopt.formatting import json_clean
+    from policyopt.models.markov import Population
+    from policyopt.studies.guarantee import apply_guarantee, model_free_horizon_design, theorem3_horizon_design
     from policyopt.studies.schedule import design_schedule
 
+    import time
+
+    start = time.perf_counter()
+    gs = sweep_guarantee_settings(model)
+    verdict = _model_verdict_of(model)
     emp = model.empirical
     source = model.population
+    if emp is not None and model.markov is not None:
+        raise InvalidInputError(f"a design uses one Δ(t): the data's band ({emp.spec}) or the Markov model "
+                                f"{model.markov.name}, not both")
     if emp is not None:
         if settings.method != "exact" or settings.relax:
             raise InvalidInputError(f"a design against Δ(t) from the data ({emp.spec}) uses the exact solver: method "
@@ -541,9 +765,15 @@ def solve_point(model: SweepModel, max_penalty: float, settings: SweepSettings) 
             raise InvalidInputError(f"the box A ≤ {settings.max_age}, S̄ ≤ {settings.max_interval} needs Δ̃(t) up to "
                                     f"t = {need} slots; the model's table ({emp.spec}) stops at {emp.source.horizon}")
         source = emp.source
+    if model.markov is not None:
+        if settings.method != "exact" or settings.relax:
+            raise InvalidInputError(f"a design against the Markov model {model.markov.name} uses its exact Δ(t) table: "
+                                    f"method 'exact' without relax, got method {settings.method!r}, relax {settings.relax}")
+        source = model.markov
+    f_bar = float(max_penalty)
     report = design_schedule(
         source,
-        max_penalty=float(max_penalty),
+        max_penalty=f_bar,
         A_max=settings.max_age,
         S_max=settings.max_interval,
         penalty=model.penalty,
@@ -551,22 +781,54 @@ def solve_point(model: SweepModel, max_penalty: float, settings: SweepSettings) 
         model_info=model.info,
         method=settings.method,
         relax=settings.relax,
+        chains=model.population if isinstance(model.population, Population) else None,
+        privacy=gs.privacy,
+        horizon=gs.horizon,
+        delta=gs.delta,
+        verdict=None,  # the guarantee follows the model check, after the horizon design (below)
     ).to_dict()
-    hd = None
+    model_peak = report["peak_risk"]  # the model's ε* of the row's schedule, before the guarantee decides on stating it
     if emp is not None:
         from policyopt.studies.empirical_design import add_empirical_design
 
-        add_empirical_design(report, emp, model.penalty, float(max_penalty), settings.max_age, settings.max_interval)
-        hd = report["horizon_design"]
+        add_empirical_design(report, emp, model.penalty, f_bar, settings.max_age, settings.max_interval)
+    if report["A"] is None and report.get("max_penalty") is not None and report.get("status") != "relaxed":
+        # no schedule with a finite ε*: `schedule`'s rule — Theorem 3 over the horizon under a model that passed its
+        # checks (or was given, or whose refutation is accepted on request), else the model-free design (the releases
+        # composed, whatever the correlation)
+        if not verdict.trusted and gs.accept_refuted is None:
+            report["horizon_design"] = model_free_horizon_design(model.penalty, report["max_penalty"], settings.max_age,
+                                                                 settings.max_interval, gs.horizon, gs.delta)
+        elif report.get("horizon_design") is None:
+            report["horizon_design"] = theorem3_horizon_design(source, model.penalty, report["max_penalty"],
+                                                               settings.max_age, settings.max_interval, gs.horizon)
+    apply_guarantee(report, model=verdict.model, verdict=verdict.verdict, why=verdict.why, horizon=gs.horizon,
+                    delta=gs.delta, windows=gs.windows, accept_refuted=gs.accept_refuted)
+    report["guarantee_settings"] = gs.to_dict()
+    report["wall_time_s"] = time.perf_counter() - start  # the whole point: design, horizon design and guarantee
+    report = json_clean(report)
+    hd = report.get("horizon_design")
+    g = report.get("guarantee") or {}
+    mf = report.get("model_free") or {}
     na, no, m = report["benchmarks"]["no_aging"], report["benchmarks"]["noise_only"], report["model"]
     horizon_ok = hd is not None and hd["status"] == "optimal"
-    risk_kind = "peak" if report["peak_risk"] is not None else "horizon" if horizon_ok else None
+    risk_kind = "peak" if model_peak is not None else "horizon" if horizon_ok else None
     row = {
         "status": report["status"],
         "A": report["A"],
         "S_bar": report["S_bar"],
         "epsilon_c": report["epsilon_c"],
         "peak_risk": report["peak_risk"],
+        "guarantee_kind": g.get("kind"),
+        "guarantee_epsilon": g.get("epsilon"),
+        "guarantee_delta": g.get("delta"),
+        "model_free_epsilon": mf.get("epsilon"),
+        "model_free_epsilon_pure": mf.get("epsilon_pure"),
+        "model_free_delta": mf.get("delta"),
+        "model_free_releases": mf.get("releases"),
+        "model_free_horizon": mf.get("horizon"),
+        "markov_model": verdict.markov_model,
+        "model_verdict": verdict.verdict,
         "penalty": report["penalty"],
         "peak_aoi": report["peak_aoi"],
         "min_penalty": report["min_penalty"],
@@ -575,6 +837,8 @@ def solve_point(model: SweepModel, max_penalty: float, settings: SweepSettings) 
         "backend": report["backend"],
         "risk_kind": risk_kind,
         "horizon_status": None if hd is None else hd["status"],
+        # the band's own Theorem 3 design (add_empirical_design) has no `accounting`: theorem-3, as apply_guarantee reads it
+        "horizon_accounting": None if hd is None else hd.get("accounting", "theorem-3"),
         "horizon_A": None if hd is None else hd["A"],
         "horizon_S_bar": None if hd is None else hd["S_bar"],
         "horizon_epsilon_c": None if hd is None else hd["epsilon_c"],
@@ -721,6 +985,13 @@ def _parse_csv(text: str, path: Path) -> list:
     if not lines:
         return []
     header = next(csv.reader([lines[0]]))
+    if tuple(header) != COLUMNS and header[:2] == ["point", "max_penalty"] and "guarantee_kind" not in header:
+        raise InvalidInputError(
+            f"--out {fmt(str(path))} was written by an older policyopt sweep: its header has no guarantee columns "
+            f"({', '.join(GUARANTEE_COLUMNS[:3])}, …), so its rows state ε* without the model check and the model-free "
+            "guarantee every row now has; it cannot be resumed: delete it (and its .jsonl and .meta.json) or give "
+            "another --out"
+        )
     if tuple(header) != COLUMNS:
         raise InvalidInputError(
             f"--out {fmt(str(path))} exists but is not a policyopt sweep file of this version "
@@ -984,7 +1255,9 @@ def run_sweep(
     Parameters
     ----------
     models : sequence of SweepModel
-        Distinct models (built once by the caller).
+        Distinct models (built once by the caller), each with its guarantee settings and model-check verdict
+        (``SweepModel.guarantee``, ``SweepModel.verdict``; without a verdict a model counts as unchecked: only the
+        model-free guarantee is stated).
     max_penalties : sequence of float, shape (n,)
         Strictly increasing f̄ values (penalty units), all > 0.
     settings : SweepSettings
@@ -1023,8 +1296,10 @@ def run_sweep(
     SweepInputsChangedError
         If `out` holds rows computed from input files with other content (sha256), from other
         input options, with another Δ(t) source (``max_tv``: chains or ``empirical:LEVEL`` and its horizon),
-        or by another policyopt version, or rows without a metadata file (an
-        :class:`InvalidInputError`).
+        other guarantee settings (``guarantee``: Markov model, privacy target, δ, horizon, ``accept_refuted``; see
+        :func:`guarantee_metadata`), or by another policyopt version, or rows without a metadata file or with one of
+        an older format (an :class:`InvalidInputError`).  A CSV written before the guarantee columns is refused as an
+        :class:`InvalidInputError` naming them.
     OSError
         If the files cannot be written or the scheduler cannot be reached.
     """
@@ -1047,7 +1322,7 @@ def run_sweep(
     if len(set(keys)) != len(keys):
         raise InvalidInputError("the sweep grid has repeated points (two models with identical inputs)")
     index = {k: i for i, k in enumerate(keys)}
-    meta = sweep_metadata(input_files, max_tv_metadata(models))
+    meta = sweep_metadata(input_files, max_tv_metadata(models), guarantee_metadata(models))
     with _exclusive_lock(store.csv_path, wait=wait):
         done = store.load()
         store.check_meta(meta, has_rows=bool(done))
@@ -1095,6 +1370,10 @@ def run_sweep(
         for mi in range(len(models)):
             ids = [i for i, (m, _) in enumerate(grid) if m == mi]
             flags = no_tradeoff_flags(fs, [done[keys[i]][0]["peak_risk"] for i in ids], rtol=tradeoff_rtol)
+            # a schedule whose ε* is not stated (its model is refuted or unchecked) or infinite ((31) fails for a
+            # model-free design) says nothing about Corollary 3: neither interval next to it is assessed
+            unknown = [done[keys[i]][0]["A"] is not None and done[keys[i]][0]["peak_risk"] is None for i in ids]
+            flags = [None if unknown[j] or (j + 1 < len(ids) and unknown[j + 1]) else flag for j, flag in enumerate(flags)]
             for i, flag in zip(ids, flags):
                 row, record = done[keys[i]]
                 final_rows.append({**row, "point": i, "no_tradeoff": flag})
