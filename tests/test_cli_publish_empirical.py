@@ -28,7 +28,8 @@ def _schedule(tmp, name, *extra):
 @pytest.fixture(scope="module")
 def finite(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("emp")
-    path, sched = _schedule(tmp, "s.json")
+    # the first-order Markov premise is refuted on the bundled homes: the design's ε* is printed only on request
+    path, sched = _schedule(tmp, "s.json", "--accept-refuted", "compare the ledger's ε* with the design's")
     ledger = tmp / "l.db"
     pub = ok_json("publish", "--schedule", path, "--ledger", ledger, "--through", THROUGH)
     text = run_cli("ledger", "--ledger", ledger).stdout
@@ -82,6 +83,12 @@ def test_ledger_accounts_with_the_schedules_table(finite):
     exact = mpmath.log(1 + _delta(tab, A) * mpmath.expm1(ec) / (1 - _delta(tab, S) * mpmath.exp(ec)))
     assert led["designed_peak_risk"] >= exact
     assert f"ε* = {fmt_upper(sched['peak_risk'])} nats" in text
+    # ... but under a refuted premise it is no bound: the headline is the model-free guarantee of the releases made
+    assert led["model_verdict"]["verdict"] == "refuted" and led["guarantee"]["kind"] == "model-free"
+    assert led["model_free"]["releases"] == THROUGH + 1 and led["guarantee"]["epsilon"] == led["model_free"]["epsilon"]
+    designed = next(x for x in text.splitlines() if x.startswith("designed    : "))
+    assert designed.endswith("— under the REFUTED model chain (the first-order Markov premise of Theorem 3; Δ(t) from "
+                             "the data's band): not a bound for these data")
 
 
 def test_every_printed_risk_bounds_the_recomputed_one(finite):
@@ -118,16 +125,21 @@ def test_horizon_design_is_repeated(tmp_path):
     path, sched = _schedule(tmp_path, "h.json", "--max-rmse", 0.008, "--horizon", 300)
     hd = sched["horizon_design"]
     assert sched["status"] == "infeasible" and sched["A"] is None and hd["status"] == "optimal"
+    # the Markov premise is refuted, so the horizon design minimises the model-free ε over H (issue 32): its
+    # horizon_risk is the pure ε of its ⌈H/S̄⌉ releases, which the ledger repeats whatever Δ(t) it accounts with
+    assert hd["accounting"] == "model-free" and hd["releases"] == -(-300 // hd["S_bar"])
     ledger = tmp_path / "h.db"
     pub = ok_json("publish", "--schedule", path, "--ledger", ledger, "--through", 50)
     led = ok_json("ledger", "--ledger", ledger)
     text = run_cli("ledger", "--ledger", ledger).stdout
     assert (pub["schedule"]["A"], pub["schedule"]["S_bar"], pub["schedule"]["epsilon_c"]) == (hd["A"], hd["S_bar"], hd["epsilon_c"])
     assert led["designed_peak_risk"] is None and led["designed_status"] == "divergent"
-    assert led["designed_horizon"] == hd["horizon"] == 300
+    assert led["designed_horizon"] == hd["horizon"] == 300 and led["designed_horizon_accounting"] == "model-free"
     assert led["schedule"]["designed_horizon_risk"] == hd["horizon_risk"]
-    # the ledger's own recomputation repeats the schedule's largest risk over H (both upper bounds)
-    assert led["designed_horizon_risk"] == pytest.approx(hd["horizon_risk"], rel=1e-9)
+    # the ledger's own recomputation repeats the schedule's pure ε over H (basic composition, rounded up)
+    assert led["designed_horizon_risk"] == pytest.approx(hd["horizon_risk"], rel=1e-12)
+    exact_pure = hd["releases"] * mpmath.mpf(hd["epsilon_c"])
+    assert led["designed_horizon_risk"] >= exact_pure
     tab = _table(sched)
     A, S, ec = hd["A"], hd["S_bar"], mpmath.mpf(hd["epsilon_c"])
     prior = mpmath.mpf(0)
@@ -136,7 +148,8 @@ def test_horizon_design_is_repeated(tmp_path):
     exact = _leak(_delta(tab, A), ec + prior)
     assert led["designed_horizon_risk"] >= exact and hd["horizon_risk"] >= exact
     assert "no finite ε* (condition (31) Δ(S̄)e^ε_C < 1 fails); designed over 300 slots" in text
-    assert f"largest risk ≤ {fmt_upper(led['designed_horizon_risk'])} nats" in text
+    assert (f"for the model-free guarantee: pure ε ≤ {fmt_upper(led['designed_horizon_risk'])} nats for its "
+            f"{hd['releases']} planned releases") in text
     assert fmt_upper(led["designed_horizon_risk"]) == fmt_upper(hd["horizon_risk"])
     # the releases made so far: their risk, each an upper bound of the recomputed one
     ref = _reference(led["releases"], tab)

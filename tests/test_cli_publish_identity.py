@@ -40,7 +40,9 @@ def homes_csv(tmp_path_factory):
     return path
 
 
-def test_readme_design_publish_audit_repeats_the_schedules_peak(tmp_path):
+def test_readme_design_publish_audit_states_the_model_free_guarantee(tmp_path):
+    """README's design → publish → audit on the bundled homes: their chains are refuted on held-out readings, so the
+    schedule states no ε* and the ledger leads with the model-free guarantee of the releases made (issue 32)."""
     sched = tmp_path / "schedule.json"
     design = run("schedule", "--json")
     assert design.returncode == 0, design.stderr
@@ -57,11 +59,15 @@ def test_readme_design_publish_audit_repeats_the_schedules_peak(tmp_path):
     assert pub["released"] == len(range(d["A"], 201, d["S_bar"]))
     assert pub["model_reason"].startswith("the design recorded in --schedule")
     audit = ok_json("ledger", "--ledger", ledger)
-    assert audit["designed_peak_risk"] == pytest.approx(d["peak_risk"], rel=1e-9)
+    assert d["peak_risk"] is None and d["model_check"]["refuted"] and audit["designed_peak_risk"] > 0
+    assert audit["model_verdict"]["verdict"] == "refuted" and audit["guarantee"]["kind"] == "model-free"
+    assert audit["model_free"]["releases"] == pub["released"] and audit["guarantee"]["epsilon"] == audit["model_free"]["epsilon"]
     assert audit["provenance"]["design_data"] == dep["data"] and audit["provenance"]["stream"]["format"] == "bundled"
-    text = run("ledger", "--ledger", ledger)
-    shown = run("schedule").stdout.split("peak risk   : ε* = ")[1].split(" nats")[0]  # the schedule's text (README)
-    assert f"designed    : ε* = {shown} nats" in text.stdout
+    assert audit["provenance"]["design_check"]["verdict"] == "refuted"
+    text = run("ledger", "--ledger", ledger).stdout
+    assert text.splitlines()[1] == f"guarantee   : {audit['guarantee']['statement']}"
+    designed = next(x for x in text.splitlines() if x.startswith("designed    : ε* = "))
+    assert designed.endswith("— under the REFUTED model chain: not a bound for these data")
 
 
 def test_readme_table_publish_then_ledger_is_finite(tmp_path):
@@ -77,7 +83,8 @@ def test_readme_table_publish_then_ledger_is_finite(tmp_path):
 def test_another_csv_design_publish_audit_and_refusals(tmp_path, homes_csv):
     sched = tmp_path / "homes.json"
     design = run("schedule", "--data", homes_csv, "--value-range", "0:48", "--states", 3, "--max-age", 24,
-                 "--max-interval", 24, "--users", 100000, "--max-penalty", 1.5e-5, "--penalty", "chain", "--json")
+                 "--max-interval", 24, "--users", 100000, "--max-penalty", 1.5e-5, "--penalty", "chain",
+                 "--accept-refuted", "compare the ledger's ε* with the design's", "--json")
     assert design.returncode == 0, design.stderr
     sched.write_text(design.stdout)
     d = json.loads(design.stdout)
@@ -88,6 +95,7 @@ def test_another_csv_design_publish_audit_and_refusals(tmp_path, homes_csv):
     audit = ok_json("ledger", "--ledger", ledger)
     assert audit["designed_peak_risk"] == pytest.approx(d["peak_risk"], rel=1e-9)
     assert audit["model"].startswith(f"data:{homes_csv} (3 states")
+    assert audit["guarantee"]["kind"] == ("model-based" if d["model_check"]["passed"] else "model-free")
 
     fresh = tmp_path / "x.db"
     # a stream that is not the design's data (the bundled homes)

@@ -3,6 +3,15 @@
 Registered in :func:`policyopt.cli.build_parser` through :func:`add_command`.  The work is
 done by :mod:`policyopt.deploy` (:class:`~policyopt.deploy.Publisher`,
 :class:`~policyopt.deploy.Ledger`); this module parses options and prints.
+
+Which guarantee a report states first (issue 32): the age-dependent risk of the releases made
+(Zhang et al. 2024, Theorem 3) under the ledger's model only when that model passed the design's
+check on held-out readings (:func:`policyopt.studies.backtest.design_verdict` of the schedule file,
+recorded in the ledger's provenance as ``design_check`` when the ledger is created) or was given
+without data; otherwise the model-free guarantee of the releases made
+(:func:`policyopt.deploy.ledger.model_free_of_rows`), as
+:func:`policyopt.studies.guarantee.choose_guarantee` decides.  The model-based numbers stay in the
+report (the ledger records them per release, ``--max-risk`` acts on them) but are marked as no bound.
 """
 
 from __future__ import annotations
@@ -15,6 +24,7 @@ import time
 
 from policyopt.cli.options import (
     add_distributed_options,
+    add_guarantee_options,
     int_at_least,
     non_negative_float,
     positive_float,
@@ -59,6 +69,10 @@ def add_command(sub) -> None:
             "Laplace noise of scale Δf/ε_C (Δf = (HI − LO)/I) drawn by OpenDP.  A slot with no reading is skipped "
             "(recorded, nothing spent).  Each release is committed to the ledger before it is written to --out; "
             "rerun as the stream grows: it resumes after the last committed release and never redraws noise.  "
+            "The report states first the guarantee of the releases made that the evidence supports: their age-dependent "
+            "risk ε(t) (Theorem 3) only when the design's Markov model passed its checks on held-out readings (or was "
+            "given without data), else their model-free (ε, δ) for each user's whole series (PLD accountant of "
+            "dp_accounting), which holds whatever the correlation.  "
             "Zhang et al. (2024), 'Age-Dependent Differential Privacy', IEEE Trans. Inf. Theory, 2024, Theorem 3, eq. (30)."
         ),
     )
@@ -109,6 +123,7 @@ def add_command(sub) -> None:
         "(the releases are then drawn one after another by this process)",
         "the same on an existing Dask cluster (its workers need policyopt, the --data files and the system's temporary "
         "folder at the same paths)")
+    add_guarantee_options(pub, design=False, markov=False)
     pub.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     pub.set_defaults(handler=run_publish)
 
@@ -118,7 +133,10 @@ def add_command(sub) -> None:
         description=(
             "The age-dependent risk ε(t) (Theorem 3, eq. (25)) of the releases actually made — their own times, agings "
             "and budgets, so missed or skipped releases count — its peak so far, the designed peak ε* (eq. (30)) and "
-            "AoI(t) (eq. (24)).  Zhang et al. (2024), 'Age-Dependent Differential Privacy', IEEE Trans. Inf. Theory, 2024."
+            "AoI(t) (eq. (24)); and the model-free (ε, δ) of those releases for each user's whole series, whatever the "
+            "correlation (PLD accountant of dp_accounting), stated first unless the design's Markov model passed its "
+            "checks on held-out readings (or was given without data).  Zhang et al. (2024), 'Age-Dependent Differential "
+            "Privacy', IEEE Trans. Inf. Theory, 2024."
         ),
     )
     led.add_argument("--ledger", metavar="FILE", required=True, help="SQLite ledger written by `policyopt publish`")
@@ -126,6 +144,7 @@ def add_command(sub) -> None:
                      "holds at most 10^7 slots (memory)")
     _add_model(led, "default: the model recorded in the ledger",
                "audit under a --model/--states/--smoothing other than the one recorded in the ledger")
+    add_guarantee_options(led, design=False, markov=False)
     led.add_argument("--json", action="store_true", help="print one JSON object (with the whole trajectory) instead of text")
     led.set_defaults(handler=run_ledger)
 
@@ -229,6 +248,10 @@ def _refuse_unless_override(args, why: str, advice: str) -> None:
 def _publish_plan(args):
     """(schedule, model, provenance) of ``publish``: the schedule file is the deployment (issue #25).
 
+    The provenance also records the verdict on the accounting model (``design_check``: the schedule file's design
+    check of the first-order chains, :func:`policyopt.studies.backtest.design_verdict`; for options or an overridden
+    model :func:`options_verdict`), the schedule's deployment size (``design_users``) and δ (``design_delta``).
+
     Raises
     ------
     InvalidInputError
@@ -311,6 +334,15 @@ def _publish_plan(args):
         model = ModelSpec()
     model = model.pinned("--model")
     model, table_from = _empirical_model(args, schedule, model)
+    if args.schedule is not None and (designed is None or model == designed):
+        from policyopt.studies.backtest import design_verdict
+
+        check = design_verdict(sched_json, accounting="chain",
+                               source=f"--schedule {os.path.abspath(args.schedule)}, at design time")
+    else:
+        check = options_verdict(model, "--override: the accounting model is not the design's" if designed is not None
+                                else None)
+    settings = (sched_json.get("guarantee_settings") if args.schedule is not None else None) or {}
     provenance = {
         "model_reason": reason,
         "override": args.override,
@@ -321,8 +353,126 @@ def _publish_plan(args):
             if model.max_tv_table is not None and args.schedule is not None else None),
         "slot_length": None if design is None else design.get("slot_length"),
         "stream": data_digest(args.data, "--data"),
+        "design_check": check,
+        "design_users": (design or {}).get("users") if isinstance((design or {}).get("users"), int) else None,
+        "design_delta": settings.get("delta") if isinstance(settings, dict) else None,
     }
     return schedule, model, provenance
+
+
+def model_name(model) -> str:
+    """The accounting model of a ledger in the words of the guarantee: ``chain`` (fitted first-order chains), the
+    first-order Markov premise of an empirical Δ̃(t) table, or the given chain / matrix."""
+    from policyopt.studies.backtest import EMPIRICAL_PREMISE
+
+    if model.max_tv_table is not None:
+        return EMPIRICAL_PREMISE
+    if model.fitted:
+        return "chain"
+    kind = model.spec.partition(":")[0]
+    return f"the given chain {model.spec}" if kind == "two-state" else f"the given matrix {os.path.basename(model.path)}"
+
+
+def options_verdict(model, override: str | None = None) -> dict:
+    """The verdict on an accounting model no schedule file's design check speaks for (``--A/--S-bar/--epsilon-c``, or
+    another model by ``--override``): a chain or matrix given without data is ``assumed`` (the user's model, as
+    ``schedule --chain``); chains fitted to readings are ``unchecked`` (no held-out check was made for them)."""
+    src = override or "the schedule given by --A/--S-bar/--epsilon-c"
+    if not model.fitted:
+        return {"model": model_name(model), "verdict": "assumed",
+                "why": "a model given without data: nobody checked it against readings", "source": src}
+    return {"model": model_name(model), "verdict": "unchecked",
+            "why": "no design checked it on held-out readings; design with `policyopt schedule --json` and publish "
+                   "--schedule", "source": src}
+
+
+def recorded_verdict(provenance: dict, model) -> dict:
+    """The design check a ledger recorded at its creation (``provenance.design_check``), or ``unchecked`` for a ledger
+    created before policyopt recorded it."""
+    v = provenance.get("design_check") if isinstance(provenance, dict) else None
+    if (isinstance(v, dict) and v.get("verdict") in ("passed", "refuted", "assumed", "unchecked")
+            and all(isinstance(v.get(k), str) for k in ("model", "why", "source"))):
+        return {k: v[k] for k in ("model", "verdict", "why", "source")}
+    return {"model": model_name(model), "verdict": "unchecked",
+            "why": "the ledger was created before policyopt recorded its design's model check (no `design_check` in its "
+                   "provenance); treated as unchecked", "source": "the ledger's record"}
+
+
+def guarantee_settings(args, provenance: dict, rows, slot_seconds) -> dict:
+    """δ and the w-event windows of the model-free guarantee of a ledger's releases.
+
+    δ: ``--delta``, else the schedule's ``guarantee_settings.delta`` recorded at the ledger's creation, else
+    :func:`policyopt.privacy.model_free.default_delta` of I — the schedule's deployment size, or the most users of
+    any release made (1 before any).  Windows: a day and a week of slots (24 and 168 when the slot length is unknown).
+    """
+    from policyopt.deploy.model import is_number
+    from policyopt.privacy.model_free import default_delta
+    from policyopt.studies.guarantee import default_windows
+
+    windows = list(default_windows(slot_seconds))
+    if args.delta is not None:
+        return {"delta": float(args.delta), "delta_source": "given", "windows": windows}
+    d = provenance.get("design_delta")
+    if is_number(d) and 0.0 < d < 1.0:
+        return {"delta": float(d), "delta_source": "the schedule's guarantee_settings.delta", "windows": windows}
+    users = provenance.get("design_users")
+    if isinstance(users, int) and not isinstance(users, bool) and users >= 1:
+        whose = "the schedule's deployment size"
+    else:
+        users, whose = max([r.users for r in rows if r.status == "released"] + [1]), "the most users of a release made"
+    return {"delta": default_delta(int(users)), "delta_source": f"default min(1e-6, 1/(10·I)) with I = {users} ({whose})",
+            "windows": windows}
+
+
+def releases_guarantee(rows, verdict: dict, settings: dict, *, at=None, model_epsilon=None, model_horizon=None,
+                       epsilon_c=None) -> dict:
+    """``model_free``, ``model_verdict``, ``guarantee`` and ``warnings`` of the releases a ledger records.
+
+    The model-free guarantee is :func:`policyopt.deploy.ledger.model_free_of_rows` (each release's ``epsilon_spent``
+    on its input slot); the model-based one the largest age-dependent risk of the releases made (Zhang et al. 2024,
+    Theorem 3) over `model_horizon` slots; :func:`policyopt.studies.guarantee.choose_guarantee` decides which is stated
+    first from `verdict`.  Before the first release the model-free object has ``releases`` 0 and ε = 0.
+    """
+    from policyopt.deploy.ledger import model_free_of_rows
+    from policyopt.privacy.model_free import accountant_name
+    from policyopt.studies.guarantee import choose_guarantee
+
+    delta, windows = settings["delta"], settings["windows"]
+    made = model_free_of_rows(rows, delta=delta, windows=windows, at=at)
+    if made is None:
+        mf = {"horizon": 0, "releases": 0, "epsilon_c": epsilon_c, "epsilon_pure": 0.0, "delta": delta, "epsilon": 0.0,
+              "accountant": accountant_name(delta),
+              "w_event": [{"w": int(w), "releases": 0, "epsilon_pure": 0.0, "epsilon": 0.0} for w in windows]}
+    else:
+        mf = made.to_dict()
+    g, _, warnings = choose_guarantee(model=verdict["model"], verdict=verdict["verdict"], why=verdict["why"],
+                                      model_free=mf, model_epsilon=model_epsilon, model_horizon=model_horizon)
+    g = g.to_dict()
+    if made is None and g["kind"] == "model-free":
+        _, sep, why = g["statement"].partition(" — ")
+        g["statement"] = "nothing released yet: no user's reading has been used, so ε = 0 whatever the correlation" + sep + why
+    return {"model_free": mf, "model_verdict": dict(verdict, bound=verdict["verdict"] in ("passed", "assumed")),
+            "guarantee": g, "warnings": warnings}
+
+
+def _not_a_bound(mv: dict, brief: bool = False) -> str:
+    """What follows a model-based number whose model the evidence does not support ('' when it is a bound)."""
+    if mv["bound"]:
+        return ""
+    if brief:
+        return f" (under the {mv['verdict'].upper()} model {mv['model']}: not a bound)"
+    return f" — under the {mv['verdict'].upper()} model {mv['model']}: not a bound for these data"
+
+
+def _guarantee_lines(rep: dict) -> list:
+    """The ``guarantee`` line, and the ``model free`` line when the guarantee is model-based."""
+    from policyopt.studies.guarantee import model_free_sentence
+
+    g = rep["guarantee"]
+    lines = [f"guarantee   : {g['statement']}"]
+    if g["kind"] != "model-free" and rep["model_free"]["releases"]:
+        lines.append(f"model free  : {model_free_sentence(rep['model_free'])}")
+    return lines
 
 
 def _load_stream(args, provenance, client=None):
@@ -452,6 +602,7 @@ def run_publish(args) -> int:
 def _publish(args, start, schedule, model, provenance, client) -> int:
     """The rest of :func:`run_publish` (inside the Dask client's lifetime when there is one)."""
     from policyopt.deploy import Publisher
+    from policyopt.studies.backtest import verdict_text
 
     readings, slot_seconds = _load_stream(args, provenance, client)
     if args.through is not None:
@@ -471,7 +622,15 @@ def _publish(args, start, schedule, model, provenance, client) -> int:
     check, check_note = _publish_model_check(model, rep.schedule)
     designed_sens = _designed_sensitivity(args.schedule)
     used_sens = max((r.sensitivity for r in released), default=None)
+    settings = guarantee_settings(args, rep.provenance, rep.rows, slot_seconds)
+    covered = (rep.last_slot if rep.last_slot is not None else rep.through) - rep.schedule.origin + 1
+    privacy = releases_guarantee(rep.rows, recorded_verdict(rep.provenance, model), settings, model_epsilon=rep.peak_risk,
+                                 model_horizon=max(1, covered), epsilon_c=rep.schedule.epsilon_c)
     out = {
+        "guarantee": privacy["guarantee"],
+        "model_free": privacy["model_free"],
+        "model_verdict": privacy["model_verdict"],
+        "guarantee_settings": settings,
         "ledger": rep.ledger,
         "schedule_id": rep.schedule_id,
         "schedule": rep.schedule.to_dict(),
@@ -497,14 +656,17 @@ def _publish(args, start, schedule, model, provenance, client) -> int:
         "out_rebuilt": rep.out_rebuilt,
         "designed_sensitivity": designed_sens,
         "model_check": check,
+        "warnings": privacy["warnings"],
         "wall_time_s": time.perf_counter() - start,
     }
     if args.json:
         print(json.dumps(out, indent=2, ensure_ascii=False))
         return 0
     s = rep.schedule
+    mv = privacy["model_verdict"]
     lines = [
         "policyopt publish: releases with OpenDP Laplace noise (Zhang et al. 2024, Theorem 3; ledger in SQLite)",
+        *_guarantee_lines(privacy),
         f"schedule    : A = {fmt_count(s.A, 'slot')}, S̄ = {fmt_count(s.S_bar, 'slot')}, ε_C = {fmt_exact(s.epsilon_c)} nats, value range "
         f"{fmt_value(s.value_range[0])}:{fmt_value(s.value_range[1])}, first input slot {s.origin} (id {rep.schedule_id})",
         f"stream      : complete through slot {rep.through}{_span(rep.through, slot_seconds)}"
@@ -521,8 +683,9 @@ def _publish(args, start, schedule, model, provenance, client) -> int:
     lines += [
         f"ledger      : {rep.ledger}: {fmt_count(rep.total_rows, 'row')} ({rep.released_total} released, {rep.skipped_total} skipped); "
         f"next release at slot {rep.next_slot}{_span(rep.next_slot, slot_seconds)}",
-        f"peak risk   : max ε(S_n) so far = {fmt_upper(rep.peak_risk)} nats (model {rep.model})",
+        f"peak risk   : max ε(S_n) so far = {fmt_upper(rep.peak_risk)} nats (model {rep.model}){_not_a_bound(mv)}",
         f"model from  : {rep.provenance.get('model_reason')}",
+        f"design check: {verdict_text(mv)}",
     ]
     if rep.out:
         lines.append(f"out         : {rep.out}" + (" (rebuilt from the ledger)" if rep.out_rebuilt else ""))
@@ -535,6 +698,7 @@ def _publish(args, start, schedule, model, provenance, client) -> int:
         lines.append(f"model check : {model_check_text(check, chains_used=model.max_tv_table is None)}")
     elif check_note is not None:
         lines.append(f"model check : {check_note}")
+    lines += [f"warning     : {w}" for w in privacy["warnings"]]
     lines.append(f"wall time   : {out['wall_time_s']:.3f} s")
     print(check_text("\n".join(lines)))
     return 0
@@ -579,6 +743,7 @@ def run_ledger(args) -> int:
 
     from policyopt.deploy import Ledger
     from policyopt.io import parse_duration
+    from policyopt.studies.backtest import verdict_text
 
     start = time.perf_counter()
     try:
@@ -598,7 +763,18 @@ def run_ledger(args) -> int:
         return _interrupted("nothing was changed")
     made = [r for r in rows if r.status == "released" and r.slot <= risk.at]
     peaks = dict(zip(risk.release_slots.tolist(), risk.epoch_peaks.tolist()))
+    verdict = recorded_verdict(provenance, model) if model == led.model else options_verdict(
+        model, f"this audit's --model (--override: {args.override})")
+    settings = guarantee_settings(args, provenance, rows, slot_seconds)
+    largest = max(risk.peak_risk, float(np.max(risk.risk)) if risk.risk.size else 0.0)
+    privacy = releases_guarantee(rows, verdict, settings, at=risk.at, model_epsilon=largest,
+                                 model_horizon=int(risk.times.size), epsilon_c=sch.epsilon_c)
+    mv = privacy["model_verdict"]
     out = {
+        "guarantee": privacy["guarantee"],
+        "model_free": privacy["model_free"],
+        "model_verdict": mv,
+        "guarantee_settings": settings,
         "ledger": str(args.ledger),
         "schema_version": int(meta.get("schema_version", 0)),
         "created_at": meta.get("created_at"),
@@ -624,6 +800,7 @@ def run_ledger(args) -> int:
         "max_tv_table": None if model.max_tv_table is None else list(model.max_tv_table),
         "designed_horizon": sch.horizon,
         "designed_horizon_risk": risk.designed_horizon_risk,
+        "designed_horizon_accounting": sch.horizon_accounting,
         "releases": [dict(_row_dict(r), risk_at_release=peaks.get(r.slot) if r.status == "released" else None,
                           recorded_risk_at_release=r.risk_at_release) for r in rows if r.slot <= risk.at],
         "trajectory": {
@@ -631,31 +808,42 @@ def run_ledger(args) -> int:
             "risk": risk.risk.tolist(),
             "aoi": [_slots(v) for v in risk.aoi.tolist()],
         },
+        "warnings": privacy["warnings"],
         "wall_time_s": time.perf_counter() - start,
     }
     if args.json:
         print(json.dumps(out, indent=2, ensure_ascii=False))
         return 0
     designed = (f"ε* = {fmt_upper(risk.designed_peak_risk)} nats (eq. (30), the limit of ε(S_n) for the schedule as designed)"
-                if risk.designed_peak_risk is not None else "divergent: condition (31) Δ(S̄)e^ε_C < 1 fails")
-    if risk.designed_peak_risk is None and risk.designed_horizon_risk is not None:
+                f"{_not_a_bound(mv)}" if risk.designed_peak_risk is not None else
+                "divergent: condition (31) Δ(S̄)e^ε_C < 1 fails")
+    if risk.designed_peak_risk is None and risk.designed_horizon_risk is not None and sch.horizon_accounting == "model-free":
+        k = -(-sch.horizon // sch.S_bar)  # ⌈H/S̄⌉ planned releases
+        designed = (f"no finite ε* (condition (31) Δ(S̄)e^ε_C < 1 fails); designed over {fmt_count(sch.horizon, 'slot')}"
+                    f"{_span(sch.horizon, slot_seconds)} for the model-free guarantee: pure ε ≤ "
+                    f"{fmt_upper(risk.designed_horizon_risk)} nats for its {fmt_count(k, 'planned release')} (basic "
+                    "composition, whatever the correlation); the releases made so far are accounted above")
+    elif risk.designed_peak_risk is None and risk.designed_horizon_risk is not None:
         designed = (f"no finite ε* (condition (31) Δ(S̄)e^ε_C < 1 fails); designed over {fmt_count(sch.horizon, 'slot')}"
                     f"{_span(sch.horizon, slot_seconds)}: largest risk ≤ {fmt_upper(risk.designed_horizon_risk)} nats "
-                    "(Theorem 3, every planned release made); the releases made so far are accounted above")
+                    f"(Theorem 3, every planned release made){_not_a_bound(mv)}; the releases made so far are accounted "
+                    "above")
     aoi = out["aoi_at"]
     lines = [
         "policyopt ledger: age-dependent risk of the releases made (Zhang et al. 2024, Theorem 3, eq. (25); nats, slots)",
+        *_guarantee_lines(privacy),
         f"ledger      : {args.ledger} (schema {out['schema_version']}, created {out['created_at']}, policyopt {out['package_version']})",
         f"schedule    : A = {fmt_count(sch.A, 'slot')}, S̄ = {fmt_count(sch.S_bar, 'slot')}, ε_C = {fmt_exact(sch.epsilon_c)} nats, value range "
         f"{fmt_value(sch.value_range[0])}:{fmt_value(sch.value_range[1])}, first input slot {sch.origin} (id {led.schedule_id})",
         f"model       : {model.describe()}" + ("" if out["model_is_recorded"] else
                                                  f" (not the ledger's recorded model: --override {args.override})"),
         f"model from  : {out['model_reason']}",
+        f"design check: {verdict_text(mv)}",
         f"releases    : {risk.released} made, {risk.skipped} skipped, up to slot {risk.at}{_span(risk.at, slot_seconds)}"
         + ("" if slot_seconds is None else f"; slots of {slot_len}"),
-        f"now         : ε({risk.at}) = {fmt_upper(out['risk_at'])} nats, " + ("AoI undefined (nothing released yet)" if aoi is None
-                                                               else f"AoI = {fmt_count(aoi, 'slot')}{_span(aoi, slot_seconds)}"),
-        f"peak so far : max ε(S_n) = {fmt_upper(risk.peak_risk)} nats",
+        f"now         : ε({risk.at}) = {fmt_upper(out['risk_at'])} nats{_not_a_bound(mv, brief=True)}, "
+        + ("AoI undefined (nothing released yet)" if aoi is None else f"AoI = {fmt_count(aoi, 'slot')}{_span(aoi, slot_seconds)}"),
+        f"peak so far : max ε(S_n) = {fmt_upper(risk.peak_risk)} nats{_not_a_bound(mv)}",
         f"designed    : {designed}",
     ]
     if made:
@@ -668,7 +856,8 @@ def run_ledger(args) -> int:
                          f"{fmt_upper(peaks[r.slot]):>10} {r.slot - r.input_time:>5}")
     worst = int(np.argmax(risk.risk)) if risk.risk.size else 0
     lines.append(f"trajectory  : {fmt_count(risk.times.size, 'slot')} ({'--json' if risk.times.size else ''} prints ε(t), AoI(t)); "
-                 f"max ε(t) = {fmt_upper(float(risk.risk[worst]))} at slot {int(risk.times[worst])}")
+                 f"max ε(t) = {fmt_upper(float(risk.risk[worst]))} at slot {int(risk.times[worst])}{_not_a_bound(mv)}")
+    lines += [f"warning     : {w}" for w in privacy["warnings"]]
     lines.append(f"wall time   : {out['wall_time_s']:.3f} s")
     print(check_text("\n".join(lines)))
     return 0

@@ -54,6 +54,15 @@ input, the code uses the leakage of queries 1..n−1 about X_{S_n − A_n} (the 
 formula at S_n − A_n), which is what the proof (Appendix E, (63b)) bounds and which differs
 from the trajectory value at time S_n − A_n when A_n exceeds the inter-publish time.  The
 designed peak is Proposition 3, eq. (30), under condition (31).
+
+Theorem 3 assumes the readings are a Markov chain with the model's Δ(t).  The guarantee that needs no
+model is :func:`model_free_of_rows`: each release is a Laplace mechanism of its ``epsilon_spent`` on the
+readings of its input slot, so the releases made compose for each user's whole series — pure Σ ε by basic
+composition (Dwork & Roth 2014, Theorem 3.16), (ε, δ) by ``dp_accounting``'s PLD accountant
+(:func:`policyopt.privacy.model_free.model_free_of_releases`), w-event over windows of input slots.  A row
+whose recorded spending is not what its budget gives (a released row's ``epsilon_spent`` outside
+[ε_C, ε_C·(1 + :data:`SPENT_REL_TOL`)], ε_C above :data:`MAX_EPSILON_C`, or a skipped row that spends
+anything) makes the ledger corrupted: both accountings read ``epsilon_spent``.
 """
 
 from __future__ import annotations
@@ -73,7 +82,8 @@ from policyopt.deploy.model import ModelSpec, int_param, is_number
 from policyopt.errors import InvalidInputError, PolicyOptError, fmt
 from policyopt.formatting import fmt_count
 
-__all__ = ["SCHEMA_VERSION", "APPLICATION_ID", "ScheduleSpec", "read_schedule_json", "input_digest", "EMPTY_INPUT_SHA256", "LedgerRow", "LedgerRisk", "Ledger", "LedgerLockedError"]
+__all__ = ["SCHEMA_VERSION", "APPLICATION_ID", "ScheduleSpec", "read_schedule_json", "input_digest", "EMPTY_INPUT_SHA256",
+           "LedgerRow", "LedgerRisk", "Ledger", "LedgerLockedError", "model_free_of_rows", "SPENT_REL_TOL"]
 
 #: Version of the ledger's tables; a ledger with a larger version is refused.
 SCHEMA_VERSION = 2
@@ -86,6 +96,10 @@ MAX_EPSILON_C = 700.0
 MAX_VALUE = 1e300
 #: Most slots of an audited trajectory (``ledger --at``): ε(t) and AoI(t) are held per slot.
 MAX_TRAJECTORY = 10**7
+#: Largest relative excess of a release's recorded ``epsilon_spent`` over its ``epsilon_c``: OpenDP's privacy map of the
+#: Laplace measurement is ε_C raised by its outward rounding (measured ≤ 2.3e-16 relative); a row beyond this (or below
+#: ε_C) does not record what its budget spends, and the ledger is refused as corrupted.
+SPENT_REL_TOL = 1e-9
 #: Statuses of a schedule JSON that carry a schedule one may publish.
 PUBLISHABLE_STATUSES = ("optimal", "feasible", "unbounded")
 
@@ -160,6 +174,58 @@ def _row_ok(r) -> bool:
     return optional and is_number(r.value, optional=r.status != "released")
 
 
+def _spending_ok(r) -> bool:
+    """Whether a row's recorded spending is what its budget gives: a skipped row spends nothing (ε_C = spent = 0); a
+    released row's ``epsilon_spent`` is OpenDP's privacy map of its Laplace measurement, ε_C ≤ spent ≤
+    ε_C·(1 + :data:`SPENT_REL_TOL`), with ε_C ≤ :data:`MAX_EPSILON_C` (the publisher's limit)."""
+    if r.status != "released":
+        return r.epsilon_c == 0.0 and r.epsilon_spent == 0.0
+    return 0.0 <= r.epsilon_c <= MAX_EPSILON_C and r.epsilon_c <= r.epsilon_spent <= r.epsilon_c * (1.0 + SPENT_REL_TOL)
+
+
+def model_free_of_rows(rows, *, delta: float, windows=(), at: int | None = None):
+    """The model-free guarantee of the releases a ledger records (:func:`policyopt.privacy.model_free.model_free_of_releases`).
+
+    Every released row is a Laplace mechanism on the readings of its input slot (``input_time`` = S_n − A_n), whose
+    privacy loss for one user's whole series is its ``epsilon_spent`` (OpenDP's privacy map of the measurement
+    actually used, ≥ the nominal ε_C); whatever the correlation between a user's readings, the releases made compose:
+    pure Σ ε by basic composition (Dwork & Roth 2014, Theorem 3.16; Zhang et al. 2024, Proposition 2), (ε, δ) by
+    ``dp_accounting``'s PLD accountant, and w-event privacy (Kellaris et al., PVLDB 2014) over the releases whose input
+    slots lie in any w consecutive slots.  Skipped rows spend nothing and are left out.
+
+    Parameters
+    ----------
+    rows : sequence of LedgerRow
+        The ledger's rows (any order; e.g. :meth:`Ledger.rows`).
+    delta : float
+        0 ≤ δ < 1 of (ε, δ)-DP.
+    windows : sequence of int
+        w-event windows w ≥ 1 (slots), e.g. a day and a week of slots.
+    at : int, optional
+        Only releases published at slots ≤ `at` (default: all).
+
+    Returns
+    -------
+    policyopt.privacy.model_free.ModelFreeGuarantee or None
+        ``None`` when no release has been made (nothing was spent: ε = 0).  ``horizon`` is the span of the input
+        slots (slots), ``epsilon_c`` the largest per-release budget (nats).
+
+    Raises
+    ------
+    InvalidInputError
+        If `delta` is not in [0, 1) or a window is not an integer ≥ 1.
+    """
+    from policyopt.privacy.model_free import check_delta, check_windows, model_free_of_releases
+
+    delta, windows = check_delta(delta), check_windows(windows)
+    made = [r for r in rows if r.status == "released" and (at is None or r.slot <= at)]
+    if not made:
+        return None
+    spent = np.array([float(r.epsilon_spent) for r in made], dtype=float)
+    inputs = np.array([int(r.input_time) for r in made], dtype=np.int64)
+    return model_free_of_releases(spent, inputs, delta=delta, windows=windows)
+
+
 class LedgerLockedError(PolicyOptError):
     """Another process holds the ledger's SQLite lock (a publisher is running)."""
 
@@ -209,6 +275,11 @@ class ScheduleSpec:
         schedule has a finite ε*: ``horizon_design``): releases at S_n ≤ origin + H.  Not part of :attr:`id`.
     designed_horizon_risk : float or None
         The largest risk over H the schedule printed (``horizon_design.horizon_risk``, nats), for the record.
+    horizon_accounting : str or None
+        How the horizon design bounds the risk over H (``horizon_design.accounting``): ``"theorem-3"`` (the largest
+        age-dependent risk under the model, Zhang et al. 2024, Theorem 3) or ``"model-free"`` (the pure ε of the
+        ⌈H/S̄⌉ planned releases by basic composition, whatever the correlation); ``None`` without a horizon.  Not part
+        of :attr:`id`.
 
     Raises
     ------
@@ -226,12 +297,19 @@ class ScheduleSpec:
     designed_peak_risk: float | None = None
     horizon: int | None = None
     designed_horizon_risk: float | None = None
+    horizon_accounting: str | None = None
 
     def __post_init__(self):
         from policyopt.errors import check_positive
 
         if self.horizon is not None:
             object.__setattr__(self, "horizon", int_param(self.horizon, "horizon", 1))
+            acc = "theorem-3" if self.horizon_accounting is None else self.horizon_accounting
+            if acc not in ("theorem-3", "model-free"):
+                raise InvalidInputError(f"`horizon_accounting` must be 'theorem-3' or 'model-free', got {fmt(acc)}")
+            object.__setattr__(self, "horizon_accounting", acc)
+        elif self.horizon_accounting is not None:
+            raise InvalidInputError(f"`horizon_accounting` = {fmt(self.horizon_accounting)} needs a `horizon`")
 
         object.__setattr__(self, "A", int_param(self.A, "A", 0))
         object.__setattr__(self, "S_bar", int_param(self.S_bar, "S_bar", 1))
@@ -323,7 +401,9 @@ class ScheduleSpec:
         risk = None if hd is None else hd.get("horizon_risk")
         return cls(int(data["A"]), int(data["S_bar"]), data["epsilon_c"], value_range, origin,
                    source=f"{option} {str(path)!r}", designed_peak_risk=peak if is_number(peak) else None,
-                   horizon=horizon, designed_horizon_risk=risk if is_number(risk) else None)
+                   horizon=horizon, designed_horizon_risk=risk if is_number(risk) else None,
+                   horizon_accounting=None if hd is None else ("model-free" if hd.get("accounting") == "model-free"
+                                                               else "theorem-3"))
 
 
 def _horizon_design(data: dict) -> dict | None:
@@ -495,7 +575,9 @@ class LedgerRisk:
     designed_horizon_risk : float or None
         For a schedule designed over a horizon H (``ScheduleSpec.horizon``): the largest risk over the
         H slots of the schedule as designed (every release made, ε_C as budget), Theorem 3 (eq. (25))
-        with the ledger's Δ(t), rounded outward; ``None`` without a horizon.
+        with the ledger's Δ(t), rounded outward; for a model-free horizon design
+        (``ScheduleSpec.horizon_accounting``) the pure ε of its ⌈H/S̄⌉ releases (basic composition, rounded
+        up); ``None`` without a horizon.
     """
 
     times: np.ndarray
@@ -721,7 +803,7 @@ class Ledger:
             d = json.loads(sched[0][1])
             self.schedule = ScheduleSpec(d["A"], d["S_bar"], d["epsilon_c"], tuple(d["value_range"]), d["origin"],
                                          d.get("source", "ledger"), d.get("designed_peak_risk"), d.get("horizon"),
-                                         d.get("designed_horizon_risk"))
+                                         d.get("designed_horizon_risk"), d.get("horizon_accounting"))
             self.model = ModelSpec.from_json(keys["model"])
         except (ValueError, TypeError, KeyError, AttributeError, RecursionError, InvalidInputError) as exc:
             why = exc if isinstance(exc, InvalidInputError) else f"{type(exc).__name__}: {exc}"
@@ -743,6 +825,13 @@ class Ledger:
             raise InvalidInputError(
                 f"{self.option} {str(self.path)!r} is corrupted: release n={bad.n} (status {bad.status!r}) lacks a value, "
                 "a budget or a risk, or holds a non-number; it was not modified — restore it from a backup"
+            )
+        bad = next((r for r in self._all_rows if not _spending_ok(r)), None)
+        if bad is not None:
+            raise InvalidInputError(
+                f"{self.option} {str(self.path)!r} is corrupted: release n={bad.n} (status {bad.status!r}) records ε spent = "
+                f"{bad.epsilon_spent!r} nats for ε_C = {bad.epsilon_c!r} (a release spends OpenDP's map of its ε_C, at most "
+                f"{MAX_EPSILON_C:g} nats; a skipped one nothing); it was not modified — restore it from a backup"
             )
         count, first, last = stats
         if count and (first != 1 or last != count):
@@ -934,7 +1023,12 @@ class Ledger:
         designed = peak_risk(float(population.max_tv(sch.A)), float(population.max_tv(sch.S_bar)), sch.epsilon_c)
         designed_up = peak_risk_upper(designed.value, la, ls, sch.epsilon_c, sch.A, sch.S_bar)
         horizon_risk = None
-        if sch.horizon is not None and sch.A <= sch.horizon:
+        if sch.horizon is not None and sch.horizon_accounting == "model-free":
+            from policyopt.privacy.model_free import model_free_guarantee
+
+            # the design's ⌈H/S̄⌉ releases of ε_C: pure ε by basic composition (Dwork & Roth 2014, Thm 3.16), any model
+            horizon_risk = model_free_guarantee(sch.epsilon_c, horizon=sch.horizon, delta=0.0, S_bar=sch.S_bar).epsilon_pure
+        elif sch.horizon is not None and sch.A <= sch.horizon:
             # the design's releases S_n = A + (n − 1)S̄ ≤ H, each with ε_C; ε(S_n) grows with n when (31) fails
             planned = sch.A + sch.S_bar * np.arange((sch.horizon - sch.A) // sch.S_bar + 1)
             plan = compose(planned, sch.A, sch.epsilon_c, population, horizon=sch.horizon)
@@ -946,6 +1040,19 @@ class Ledger:
             designed_peak_risk=designed_up, designed_status=designed.status,
             at=int(T), released=len(made), skipped=skipped, designed_horizon_risk=horizon_risk,
         )
+
+    def model_free(self, *, delta: float, windows=(), at: int | None = None):
+        """The model-free guarantee of the releases made up to slot `at` (all by default): :func:`model_free_of_rows`
+        of this ledger's rows (``None`` before the first release).
+
+        Raises
+        ------
+        InvalidInputError
+            If the ledger holds no schedule yet, or as :func:`model_free_of_rows`.
+        """
+        if self.is_new:
+            raise InvalidInputError(f"{self.option} {str(self.path)!r} holds no schedule yet")
+        return model_free_of_rows(self.rows(), delta=delta, windows=windows, at=at)
 
     def meta(self) -> dict:
         """The ``meta`` table as a dict."""

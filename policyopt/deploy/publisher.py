@@ -191,6 +191,9 @@ class PublishReport:
         The accounting model.
     provenance : dict
         The ledger's recorded ``provenance`` (why this model; the design's data and the stream's).
+    rows : tuple of LedgerRow
+        Every row of the ledger after the run (earlier runs' and this one's), e.g. for
+        :func:`policyopt.deploy.ledger.model_free_of_rows`.
     """
 
     ledger: str
@@ -208,6 +211,7 @@ class PublishReport:
     out_rebuilt: bool
     model: str
     provenance: dict
+    rows: tuple = ()
 
 
 def _pause(stage: str, k: int, slot: int) -> None:
@@ -568,7 +572,7 @@ class Publisher:
             last_slot=None if last_row is None else last_row.slot,
             next_slot=sch.publish_time((last_row.n if last_row else 0) + 1), peak_risk=float(peak),
             out=None if self.out is None else str(self.out), out_rebuilt=rebuilt, model=model.describe(),
-            provenance=json.loads(led.meta().get("provenance", "{}")),
+            provenance=json.loads(led.meta().get("provenance", "{}")), rows=tuple(all_rows),
         )
 
 

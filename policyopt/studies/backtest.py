@@ -14,7 +14,12 @@ mean over slots (``arch.bootstrap.CircularBlockBootstrap``, block length by Poli
 the Patton, Politis & White (2009) correction on the series e_t, at least 2·(A + S̄ − 1) + 1 slots; percentile
 interval).
 
-The held-out Δ(t) (the privacy side) is not compared here: the direct Δ(t) estimator is another module's.
+Privacy.  The replay is k = ⌈H/S̄⌉ Laplace releases of ε_C over the held-out span of H slots, so whatever the
+correlation of the readings the deployment is (ε, δ)-DP for each user's whole series over that span by the PLD
+accountant, k·ε_C pure by basic composition (:func:`policyopt.studies.guarantee.schedule_model_free`; Dwork & Roth 2014,
+Theorem 3.16).  That model-free guarantee is stated first unless the design's Markov model passed its checks on
+held-out readings (:func:`design_verdict`; for a design made here, :func:`policyopt.studies.markov_check.design_check`
+on the training part) or was given without data, as :func:`policyopt.studies.guarantee.choose_guarantee` decides.
 
 Source: Zhang, Wei, Berry, Huang, "Age-Dependent Differential Privacy", IEEE Trans. Inf. Theory, 2024, problem (28)
 (the schedule), eq. (27) (the penalty of an epoch), Proposition 1 (the Laplace noise of an ε_C-DP mean).
@@ -40,7 +45,10 @@ from policyopt.utility.readings_penalty import (
 )
 
 __all__ = ["backtest", "split_slot", "replay_errors", "format_backtest", "plot_backtest", "schedule_from_json",
-           "replayable_design"]
+           "replayable_design", "design_verdict", "verdict_text", "EMPIRICAL_PREMISE"]
+
+#: The first-order chains as the accounting of ``publish``/``ledger`` names them, with the Δ(t) of an empirical design.
+EMPIRICAL_PREMISE = "chain (the first-order Markov premise of Theorem 3; Δ(t) from the data's band)"
 
 
 def split_slot(times: np.ndarray, train_fraction: float) -> int:
@@ -113,6 +121,113 @@ def _design_max_tv(obj: dict) -> dict:
                 and isinstance(w.get("max_tv"), (int, float))}
         return {"source": "the design's chains", "values": vals}
     return {"source": None, "values": {}}
+
+
+def _check_why(m: dict) -> str:
+    """The p-values and level of one model's check (an entry of ``model_check.models``) in a few words."""
+    mt = m.get("markov_test") if isinstance(m.get("markov_test"), dict) else {}
+    mv = m.get("max_tv_check") if isinstance(m.get("max_tv_check"), dict) else {}
+    parts = []
+    if isinstance(mt.get("p_value"), (int, float)):
+        parts.append(f"held-out Markov test p = {fmt_value(mt['p_value'], 3)}"
+                     + (f" (worst lag {mt['worst_lag']})" if mt.get("refuted") and mt.get("worst_lag") is not None else ""))
+    if isinstance(mv.get("p_value"), (int, float)):
+        parts.append(f"Δ(t) check p = {fmt_value(mv['p_value'], 3)}"
+                     + (f" (worst lag {mv['worst_lag']})" if mv.get("refuted") and mv.get("worst_lag") is not None else ""))
+    level = mt.get("level", mv.get("level"))
+    if isinstance(level, (int, float)):
+        parts.append(f"level {level:g}")
+    return ", ".join(parts) or "no test recorded"
+
+
+def _verdict(model: str, verdict: str, why: str, source: str) -> dict:
+    return {"model": model, "verdict": verdict, "why": why, "source": source}
+
+
+def design_verdict(obj: dict, *, accounting: str = "design", source: str = "the schedule file") -> dict:
+    """What a ``policyopt schedule --json`` object says about the Markov model its model-based risk rests on.
+
+    The rule of issue 32 (:func:`policyopt.studies.guarantee.choose_guarantee`): a model-based risk is a bound only
+    under a model that passed its checks on held-out readings (``passed``) or that the designer gave without data
+    (``assumed``: ``--chain``/``--matrix``); else the verdict is ``refuted`` or ``unchecked``.  The object's
+    ``model_check`` (:func:`policyopt.studies.markov_check.check_summary`, recorded at design time) gives the verdict; a
+    file without ``guarantee`` was written before models were checked: ``unchecked``.
+
+    Parameters
+    ----------
+    obj : dict
+        The schedule's JSON object.
+    accounting : {"design", "chain"}
+        Whose verdict: ``design`` — the model the design's ε* rests on (its chosen model, e.g. ``phase:24``); ``chain``
+        — the first-order chains ``publish`` and ``ledger`` account with (Zhang et al. 2024, Theorem 3 with the
+        chains' Δ(t) of eq. (12)): ``unchecked`` when the design checked only other models.  For an empirical design
+        (``deployment.model.max_tv_source`` ``empirical:LEVEL``) both are the first-order Markov premise of Theorem 3
+        (the held-out Markov test; Δ(t) is the data's band).
+    source : str
+        Where the object came from, for the ``source`` field.
+
+    Returns
+    -------
+    dict
+        ``{"model", "verdict", "why", "source"}``; ``verdict`` one of ``passed``, ``refuted``, ``assumed``,
+        ``unchecked``.
+
+    Raises
+    ------
+    InvalidInputError
+        If `obj` is not a dict or `accounting` is not ``design`` or ``chain``.
+    """
+    if accounting not in ("design", "chain"):
+        raise InvalidInputError(f"`accounting` must be 'design' or 'chain', got {fmt(accounting)}")
+    if not isinstance(obj, dict):
+        raise InvalidInputError(f"`obj` must be the JSON object of `policyopt schedule --json`, got {fmt(obj)}")
+    dep = obj.get("deployment") if isinstance(obj.get("deployment"), dict) else {}
+    spec = dep.get("model") if isinstance(dep.get("model"), dict) else {}
+    tv = str(spec.get("max_tv_source") or "chain")
+    kind = str(spec.get("spec") or "").partition(":")[0]
+    given = kind in ("two-state", "matrix") and dep.get("data") is None
+    g = obj.get("guarantee") if isinstance(obj.get("guarantee"), dict) else {}
+    name = ((g.get("model") or ("the given matrix" if kind == "matrix" else "the given chain")) if given else
+            EMPIRICAL_PREMISE if tv.startswith("empirical") else "chain")
+    if "guarantee" not in obj:
+        return _verdict(name, "unchecked", "the schedule has no `guarantee`: written before policyopt checked Markov models "
+                        "on held-out readings, so its model never was; treated as unchecked", f"{source} (old format)")
+    mc = obj.get("model_check")
+    if isinstance(mc, dict) and isinstance(mc.get("models"), list) and "passed" in mc:
+        models = [m for m in mc["models"] if isinstance(m, dict)]
+        chain = next((m for m in models if m.get("model") == "chain"), None)
+        if tv.startswith("empirical"):  # Theorem 3 on the data's Δ̃(t) table rests on the Markov premise only
+            mt = (chain or {}).get("markov_test") or mc.get("markov_test") or {}
+            ok = isinstance(mt, dict) and mt.get("refuted") is False
+            why = (f"held-out Markov test p = {fmt_value(mt['p_value'], 3)}, level {mt.get('level', 0.95):g}"
+                   if isinstance(mt, dict) and isinstance(mt.get("p_value"), (int, float)) else "no Markov test recorded")
+            return _verdict(name, "passed" if ok else "refuted", why, source)
+        if accounting == "chain":
+            if chain is None:
+                tried = ", ".join(f"{m.get('model')} ({m.get('verdict', 'passed' if m.get('passed') else 'refuted')})"
+                                  for m in models) or "no model"
+                return _verdict(name, "unchecked", f"the design checked {tried}, not the first-order chains publish and the "
+                                "ledger account with", source)
+            return _verdict(name, "passed" if chain.get("passed") else "refuted", _check_why(chain), source)
+        chosen = mc.get("chosen") or mc.get("model")
+        pick = next((m for m in models if m.get("model") == chosen), None)
+        if mc.get("passed") and pick is not None:
+            return _verdict(str(chosen), "passed", _check_why(pick), source)
+        if mc.get("requested") == "auto" or pick is None:
+            names = "/".join(str(m.get("model")) for m in models) or "no model"
+            return _verdict(names, "refuted", "; ".join(f"{m.get('model')}: {_check_why(m)}" for m in models)
+                            or "no model passed", source)
+        return _verdict(str(chosen), "refuted", _check_why(pick), source)
+    if given:
+        return _verdict(name, "assumed", "a model the designer gave without data: nobody checked it against readings", source)
+    return _verdict(name, "unchecked", "the design's model check did not test the Markov property on held-out readings "
+                    "(e.g. a design on Dask)", source)
+
+
+def verdict_text(v: dict) -> str:
+    """One line on a :func:`design_verdict` result: the model, its verdict in capitals unless passed, why, and whence."""
+    word = v["verdict"] if v["verdict"] in ("passed", "assumed") else v["verdict"].upper()
+    return f"{v['model']} {word} — {v['why']} ({v['source']})"
 
 
 #: Bootstrap replicates of the held-out Δ(t) band of :func:`backtest` (the check at two or three lags needs few).
@@ -205,7 +320,7 @@ def backtest(data, schedule: dict | None = None, *, train_fraction: float = 0.5,
              value_range=None, phase_period: int | None = None, max_penalty: float | None = None, states: int = 3,
              smoothing: float = 0.01, A_max: int = 168, S_max: int = 168, level: float = DEFAULT_LEVEL,
              reps: int = BOOTSTRAP_REPS, seed: int = 0, unit: str = "", max_tv: str = "model",
-             horizon: int | None = None) -> dict:
+             horizon: int | None = None, delta: float | None = None, slot_seconds: int | None = None) -> dict:
     """Replay a schedule on the held-out part of the readings and report the realised MSE against f̄.
 
     Parameters
@@ -243,6 +358,12 @@ def backtest(data, schedule: dict | None = None, *, train_fraction: float = 0.5,
         length) is replayed.
     horizon : int, optional
         H of that horizon design (slots); only with ``max_tv`` empirical.
+    delta : float, optional
+        δ of the model-free guarantee of the replay (default: the schedule's ``guarantee_settings.delta``, else
+        :func:`policyopt.privacy.model_free.default_delta` of the deployment's I).
+    slot_seconds : int, optional
+        Slot length (seconds): the w-event windows are a day and a week of slots (default: the schedule's
+        ``deployment.slot_length``; unknown → 24 and 168 slots) and a design here checks lags up to a week.
 
     Returns
     -------
@@ -254,13 +375,18 @@ def backtest(data, schedule: dict | None = None, *, train_fraction: float = 0.5,
         the file's ``deployment.model.max_tv_source`` else, replayed: ``schedule`` or ``horizon_design``),
         ``staleness`` and ``noise`` (the two parts of the realised MSE),
         ``at_peak_aoi`` (held-out staleness at the peak AoI: pooled and worst phase), ``bootstrap``, ``series``
-        (slots and e_t, for the plot), ``value_range``, ``sensitivity``, ``unit``.
+        (slots and e_t, for the plot), ``value_range``, ``sensitivity``, ``unit``; the privacy of the replay:
+        ``model_free`` (the model-free guarantee of its ⌈H/S̄⌉ releases over the held-out span of H slots),
+        ``model_verdict`` (:func:`design_verdict` of the design's Markov model, with ``bound``: whether a model-based risk
+        may be stated), ``guarantee`` (what is stated first, :func:`policyopt.studies.guarantee.choose_guarantee`),
+        ``guarantee_settings`` (``delta``, ``delta_source``, ``horizon``, ``windows``, ``slot_seconds``) and
+        ``warnings``.
 
     Raises
     ------
     InvalidInputError
-        Bad readings, fraction, schedule or options; `max_penalty`, `max_tv` or `horizon` with a given schedule; a
-        design here that has no schedule (infeasible or unbounded); too few held-out slots.
+        Bad readings, fraction, schedule, `delta` or options; `max_penalty`, `max_tv` or `horizon` with a given
+        schedule; a design here that has no schedule (infeasible or unbounded); too few held-out slots.
     """
     from arch.bootstrap import CircularBlockBootstrap
 
@@ -293,11 +419,13 @@ def backtest(data, schedule: dict | None = None, *, train_fraction: float = 0.5,
         sched = report.to_dict()
         if emp is not None:
             add_empirical_design(sched, emp, pen, max_penalty, A_max, S_max)
+        raw = sched
         sched, replayed = replayable_design(sched)
         if sched["A"] is None or (sched["status"] not in ("optimal", "feasible") and replayed == "schedule"):
             raise InvalidInputError(f"the design on the first {train_fraction:g} of the readings has no schedule to replay "
                                     f"(status {sched['status']}): {sched['message']}")
         tv_source = "chain" if emp is None else emp.spec
+        verdict = _design_here_verdict(train, fitted, value_range, A_max, S_max, slot_seconds, seed, smoothing, emp)
         sched = schedule_from_json(sched, "the schedule designed on the training readings")
         sched["value_range"] = value_range
         if emp is None:
@@ -311,9 +439,11 @@ def backtest(data, schedule: dict | None = None, *, train_fraction: float = 0.5,
             raise InvalidInputError(f"{', '.join(given)} applies to a design made here; a given schedule carries its own")
         tv_source = ((schedule.get("deployment") or {}).get("model") or {}).get("max_tv_source") \
             if isinstance(schedule, dict) else None
+        raw = schedule
         if isinstance(schedule, dict):
             schedule, replayed = replayable_design(schedule)
         sched = schedule_from_json(schedule)
+        verdict = design_verdict(raw)
         fitted = None
         I = users if users is not None else sched["users"]
         if I is None:
@@ -356,6 +486,8 @@ def backtest(data, schedule: dict | None = None, *, train_fraction: float = 0.5,
             fitted = fit_population(train_df, sched["states"] or 3, smoothing=sched["smoothing"] or 0.01, value_range=vr,
                                     source="training readings")
         comparison = max_tv_comparison(train_df, held_df, fitted, sched["design_max_tv"], lags, level=level, seed=seed)
+    privacy = _replay_guarantee(raw, replayed, verdict, eps, S, held_span=int(np.max(times_all)) - int(split) + 1,
+                                users=int(I), delta=delta, slot_seconds=slot_seconds)
     return {
         "realized_mse": realized,
         "realized_mse_lower": lower,
@@ -388,7 +520,74 @@ def backtest(data, schedule: dict | None = None, *, train_fraction: float = 0.5,
                   "slots old; error against the current mean of I users drawn like the readings' users",
         "max_tv_comparison": comparison,
         "left_out_users": left_out,
+        **privacy,
         "wall_time_s": time.perf_counter() - start,
+    }
+
+
+def _design_here_verdict(train, fitted, value_range, A_max: int, S_max: int, slot_seconds, seed: int, smoothing: float,
+                         emp) -> dict:
+    """The design-time check of a design made on the training part (what ``schedule`` runs): the first-order chains
+    tested on held-out time of the training readings (:func:`policyopt.studies.markov_check.design_check`); for an
+    empirical design only the Markov premise (the G² test) counts, as in ``schedule``."""
+    from policyopt.studies.empirical_design import box_last_age
+    from policyopt.studies.markov_check import design_check
+
+    sel = design_check(train, fitted.quantizer, fitted.users, spec="chain", value_range=value_range,
+                       box_last_age=box_last_age(A_max, S_max), slot_seconds=slot_seconds, seed=seed, smoothing=smoothing)
+    c = sel.chosen if sel.chosen is not None else (sel.checks[-1] if sel.checks else None)
+    where = "design-time check on the training part"
+    if c is None:
+        return _verdict("chain", "unchecked", "too few training readings for a held-out check", where)
+    if emp is not None:
+        mt = c.markov_test
+        return _verdict(EMPIRICAL_PREMISE, "refuted" if mt["refuted"] else "passed",
+                        f"held-out Markov test p = {fmt_value(mt['p_value'], 3)}, level {mt['level']:g}", where)
+    return _verdict(c.model, "passed" if sel.passed else "refuted", c.why(), where)
+
+
+def _replay_guarantee(obj: dict, replayed: str, verdict: dict, epsilon_c: float, S_bar: int, *, held_span: int,
+                      users: int, delta, slot_seconds) -> dict:
+    """``model_free``, ``model_verdict``, ``guarantee``, ``guarantee_settings`` and ``warnings`` of a replay.
+
+    The model-free guarantee covers the ⌈H/S̄⌉ releases over the held-out span of H slots; the model-based risk is
+    the design's ε* (eq. (30)) or, for a replayed horizon design accounted by Theorem 3, its largest risk over its
+    horizon; :func:`policyopt.studies.guarantee.choose_guarantee` decides which is stated first.
+    """
+    from policyopt.io import parse_duration
+    from policyopt.privacy.model_free import check_delta, default_delta
+    from policyopt.studies.guarantee import choose_guarantee, default_windows, schedule_model_free
+
+    gs = obj.get("guarantee_settings") if isinstance(obj.get("guarantee_settings"), dict) else {}
+    if delta is not None:
+        d, d_src = check_delta(delta), "given"
+    elif isinstance(gs.get("delta"), (int, float)) and not isinstance(gs.get("delta"), bool) and 0 < gs["delta"] < 1:
+        d, d_src = float(gs["delta"]), "the schedule's guarantee_settings.delta"
+    else:
+        d, d_src = default_delta(users), f"default min(1e-6, 1/(10·I)) with I = {users}"
+    if slot_seconds is None:
+        length = (obj.get("deployment") or {}).get("slot_length") if isinstance(obj.get("deployment"), dict) else None
+        if isinstance(length, str):
+            slot_seconds = parse_duration(length, "the schedule's deployment.slot_length")
+    windows = default_windows(slot_seconds)
+    mf = schedule_model_free(epsilon_c, S_bar, horizon=held_span, delta=d, windows=windows)
+    model_eps, model_h = obj.get("peak_risk"), None
+    hd = obj.get("horizon_design")
+    if replayed == "horizon_design" and isinstance(hd, dict):
+        model_eps = hd.get("horizon_risk") if hd.get("accounting", "theorem-3") == "theorem-3" else None
+        model_h = hd.get("horizon") if model_eps is not None else None
+    if not (isinstance(model_eps, (int, float)) and not isinstance(model_eps, bool) and math.isfinite(model_eps)):
+        model_eps, model_h = None, None
+    g, stated, warns = choose_guarantee(model=verdict["model"], verdict=verdict["verdict"], why=verdict["why"],
+                                        model_free=mf, model_epsilon=model_eps, model_horizon=model_h)
+    return {
+        "model_free": mf,
+        "model_verdict": {**verdict, "bound": verdict["verdict"] in ("passed", "assumed")},
+        "guarantee": None if g is None else g.to_dict(),
+        "guarantee_settings": {"delta": d, "delta_source": d_src, "horizon": int(held_span),
+                               "horizon_source": "the held-out span (slots from the split to the last reading)",
+                               "windows": list(windows), "slot_seconds": slot_seconds},
+        "warnings": warns,
     }
 
 
@@ -453,8 +652,15 @@ def format_backtest(r: dict) -> str:
     s = r["schedule"]
     b = r["bootstrap"]
     verdict = backtest_verdict(r)
-    lines = [
-        "policyopt backtest: the schedule replayed on held-out readings (Zhang et al. 2024, problem (28))",
+    lines = ["policyopt backtest: the schedule replayed on held-out readings (Zhang et al. 2024, problem (28))"]
+    g = r.get("guarantee")
+    if g:
+        lines.append(f"guarantee   : {g['statement']}")
+    if r.get("model_free") and (not g or g["kind"] != "model-free"):
+        from policyopt.studies.guarantee import model_free_sentence
+
+        lines.append(f"model free  : {model_free_sentence(r['model_free'])}")
+    lines += [
         f"split       : train on slots before {r['split_slot']} (fraction {r['train_fraction']:g}), replay on "
         f"{fmt_count(r['held_out_slots'], 'held-out slot')}",
         f"schedule    : A = {fmt_count(s['A'], 'slot')}, S̄ = {fmt_count(s['S_bar'], 'slot')}, ε_C = {fmt_exact(s['epsilon_c'])} nats "
@@ -474,8 +680,12 @@ def format_backtest(r: dict) -> str:
     c = r.get("max_tv_comparison")
     if c:
         lines.append(f"Δ(t)        : {max_tv_comparison_text(c)}")
+    if r.get("model_verdict"):
+        lines.append(f"model check : {verdict_text(r['model_verdict'])}")
     for u in r.get("left_out_users") or []:
         lines.append(f"left out    : {u['user']} ({u['why']})")
+    for w in r.get("warnings") or []:
+        lines.append(f"warning     : {w}")
     if r.get("plot"):
         lines.append(f"plot        : {r['plot']} (realised error over the held-out time)")
     lines.append(f"wall time   : {r['wall_time_s']:.3f} s")
