@@ -58,8 +58,13 @@ def test_tpl_large_epsilon_finite_supremum(eps, horizon):
 
 
 def test_tpl_bundled_epsilon_700_json():
-    out, err = ok_json("tpl", "--epsilon", 700, "--horizon", 50, timeout=300)
+    # the bundled homes refute the chain (issue 32): its leakage is computed only when accepted on purpose
+    out, err = ok_json("tpl", "--epsilon", 700, "--horizon", 50, "--accept-refuted", "stress test of the numerics",
+                       timeout=300)
     assert isinstance(out["supremum"]["tpl"], float) and out["supremum"]["tpl"] >= out["max_tpl"]
+    assert out["accepted_refuted"] is not None and out["guarantee"]["kind"] == "model-free"
+    # 50 releases of ε_C = 700: basic composition (the PLD is no smaller at this ε)
+    assert out["model_free"]["epsilon_pure"] == 35000.0 and out["model_free"]["releases"] == 50
 
 
 def test_tpl_subnormal_matrix_row(tmp_path):
