@@ -480,8 +480,8 @@ def format_check(r: dict) -> str:
         lines.append(
             f"meaning     : the readings keep a dependence {them} forget{'s' if not chains else ''}; privacy numbers "
             f"computed from {'their Δ(t)' if chains else 'its Δ_Z(t)'} (Theorem 3 of Zhang et al. 2024 needs a Markov "
-            "process) are not supported by the data (design with --max-tv empirical where available, or try "
-            "--markov-model auto)"
+            "process) are not supported by the data: state the model-free guarantee (schedule --privacy model-free)"
+            + ("" if r.get("markov_model") == "auto" else ", or try --markov-model auto")
         )
     else:
         chance = 2 * (1 - r["level"]) if mt is not None else 1 - r["level"]
