@@ -227,11 +227,11 @@ def add_penalty_options(cmd) -> None:
 def add_bound_options(cmd) -> None:
     """``--max-penalty`` | ``--max-rmse`` (mutually exclusive): the utility bound f̄ of one design."""
     bound = cmd.add_mutually_exclusive_group()
-    bound.add_argument("--max-penalty", type=positive_float("--max-penalty"), default=None, metavar="F",
+    bound.add_argument("--max-penalty", type=positive_float("--max-penalty", upper=1e300), default=None, metavar="F",
                        help="bound f̄ on the MSE of the released value against the current mean of the readings, in the "
                        "readings' unit squared (kWh^2 for the bundled pilot; the state values' unit for --chain/--matrix); "
                        "default: the geometric midpoint √(low·high) of the trade-off range, which the report prints")
-    bound.add_argument("--max-rmse", type=positive_float("--max-rmse"), default=None, metavar="R",
+    bound.add_argument("--max-rmse", type=positive_float("--max-rmse", upper=1e150), default=None, metavar="R",
                        help="the same bound as a root-mean-square error in the readings' unit (f̄ = R²; e.g. kWh)")
 
 
