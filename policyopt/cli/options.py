@@ -230,9 +230,9 @@ def add_bound_options(cmd) -> None:
     bound.add_argument("--max-penalty", type=positive_float("--max-penalty", upper=1e300), default=None, metavar="F",
                        help="bound f̄ on the MSE of the released value against the current mean of the readings, in the "
                        "readings' unit squared (kWh^2 for the bundled pilot; the state values' unit for --chain/--matrix); "
-                       "default: the geometric midpoint √(low·high) of the trade-off range, which the report prints")
+                       "default: the geometric midpoint √(low·high) of the trade-off range, which the report prints; at most 1e300")
     bound.add_argument("--max-rmse", type=positive_float("--max-rmse", upper=1e150), default=None, metavar="R",
-                       help="the same bound as a root-mean-square error in the readings' unit (f̄ = R²; e.g. kWh)")
+                       help="the same bound as a root-mean-square error in the readings' unit (f̄ = R²; e.g. kWh; at most 1e150)")
 
 
 def add_max_tv_options(cmd) -> None:
