@@ -210,3 +210,18 @@ def test_ctrl_c_one_line_exit_130_and_the_files_resume(tmp_path):
         return sorted(tuple((k, v) for k, v in r.items() if k not in ("wall_time_s", "point")) for r in read_sweep_csv(path))
 
     assert table(out) == table(fresh)
+
+
+def test_outputs_get_the_mode_of_any_new_file(tmp_path):
+    """The CSV, JSON lines and meta files are written through mkstemp (0600) but end with 0666 under the umask
+    (issue 33, item 11: they were 0600, unreadable by the group that reads the results)."""
+    import os
+    import stat
+
+    out = tmp_path / "modes.csv"
+    res = cli("sweep", *QUICK, "--out", str(out), "--json")
+    assert res.returncode == 0, res.stderr
+    mask = os.umask(0)
+    os.umask(mask)
+    for path in (out, out.with_suffix(".jsonl"), meta_path(out), lock_path(out)):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~mask, path

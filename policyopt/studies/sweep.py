@@ -645,10 +645,21 @@ def _meta_mismatch(old: dict, new: dict) -> str | None:
     return None
 
 
+def _umask_mode() -> int:
+    """0666 under the process's umask: the mode ``open()`` gives a new file."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+_CREATE_MODE = _umask_mode()
+
+
 def _atomic_write(path: Path, text: str) -> None:
     """Write `text` to `path` through a unique temporary file in the same directory and ``os.replace``."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, _CREATE_MODE)  # mkstemp makes 0600; an output gets the mode any new file gets (umask)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()
@@ -664,7 +675,7 @@ def _atomic_write(path: Path, text: str) -> None:
 def _exclusive_lock(csv_path: Path, *, wait: bool):
     """Hold ``fcntl.flock(LOCK_EX)`` on ``FILE.csv.lock`` for the block; refuse at once unless `wait`."""
     path = lock_path(csv_path)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
