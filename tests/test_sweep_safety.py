@@ -223,5 +223,37 @@ def test_outputs_get_the_mode_of_any_new_file(tmp_path):
     assert res.returncode == 0, res.stderr
     mask = os.umask(0)
     os.umask(mask)
-    for path in (out, out.with_suffix(".jsonl"), meta_path(out), lock_path(out)):
+    for path in (out, out.with_suffix(".jsonl"), meta_path(out)):
         assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~mask, path
+    assert not lock_path(out).exists()  # removed after a clean exit (issue 33, item 10)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["modes.csv", "modes.jsonl", "modes.meta.json"]
+
+
+def test_lock_removed_on_exit_stays_exclusive_for_a_waiter(tmp_path):
+    """A waiter that opened the lock file before its holder removed it retries on the file the path names now: while
+    it holds the lock a third writer is refused, and nothing is left after both exit."""
+    import threading
+
+    from policyopt.studies.sweep import SweepLockedError, _exclusive_lock
+
+    out = tmp_path / "race.csv"
+    first_in, second_in, release_second = threading.Event(), threading.Event(), threading.Event()
+
+    def second():
+        with _exclusive_lock(out, wait=True):
+            second_in.set()
+            release_second.wait(30)
+
+    with _exclusive_lock(out, wait=False):
+        first_in.set()
+        waiter = threading.Thread(target=second)
+        waiter.start()
+        time.sleep(0.3)  # the waiter has opened the lock file and blocks in flock
+        assert not second_in.is_set()
+    assert second_in.wait(30), "the waiter never got the lock after the first writer left"
+    with pytest.raises(SweepLockedError):
+        with _exclusive_lock(out, wait=False):
+            pass
+    release_second.set()
+    waiter.join(30)
+    assert not lock_path(out).exists() and list(tmp_path.iterdir()) == []

@@ -31,7 +31,7 @@ Rows are never lost or mixed:
   ``FILE.csv.lock`` (next to the CSV) from reading the existing files to the final rewrite.  A
   second sweep on the same ``--out`` is refused at once (:class:`SweepLockedError`) or, with
   ``wait=True`` (``--wait``), blocks until the first finishes and then resumes from its rows.  The
-  lock file is left in place (removing it would let two processes lock two different files).
+  lock file is removed when the sweep ends (a waiter that locked the removed file retries on the new one).
 * **no resume across changed inputs.**  ``FILE.meta.json`` records the sha256 of every input file
   (``--data``, ``--matrix``; the bundled data file when no model option is given) and the
   policyopt version that wrote the rows, the Δ(t) source of the models (the chains', or
@@ -463,7 +463,7 @@ def jsonl_path(csv_path) -> Path:
 
 
 def lock_path(csv_path) -> Path:
-    """The lock file of a sweep output: ``FILE.csv.lock`` next to ``FILE.csv`` (never deleted)."""
+    """The lock file of a sweep output: ``FILE.csv.lock`` next to ``FILE.csv``, present while a sweep writes it."""
     path = Path(csv_path)
     return path.with_name(path.name + ".lock")
 
@@ -673,19 +673,40 @@ def _atomic_write(path: Path, text: str) -> None:
 
 @contextlib.contextmanager
 def _exclusive_lock(csv_path: Path, *, wait: bool):
-    """Hold ``fcntl.flock(LOCK_EX)`` on ``FILE.csv.lock`` for the block; refuse at once unless `wait`."""
+    """Hold ``fcntl.flock(LOCK_EX)`` on ``FILE.csv.lock`` for the block; refuse at once unless `wait`.
+
+    The lock file is removed on the way out, while the lock is still held.  A process that opened the file before it
+    was removed and then gets the lock holds a lock on an unlinked file, so after locking it checks that the path still
+    names the file it locked (same device and inode) and starts over if not: at any time at most one process holds
+    the lock on the file the path names.
+    """
     path = lock_path(csv_path)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
-    try:
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
         except BlockingIOError:
+            os.close(fd)
             raise SweepLockedError(
                 f"--out {fmt(str(csv_path))} is being written by another policyopt sweep (lock {path} is held); "
                 "add --wait to wait for it, or give another --out"
             ) from None
+        except BaseException:
+            os.close(fd)
+            raise
+        held = os.fstat(fd)
+        try:
+            now = os.stat(path)
+        except FileNotFoundError:
+            now = None
+        if now is not None and (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino):
+            break
+        os.close(fd)  # the previous holder removed the file we locked: lock the one the path names now
+    try:
         yield
     finally:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
         os.close(fd)  # closing the descriptor releases the lock
 
 
