@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 from dataclasses import dataclass
 
 # The bundled pilot's deployment (I, value range, states) and the fit's defaults are defined once, below the CLI.
@@ -552,6 +553,11 @@ def load_model(args):
     return dep.population, dep.info, dep.unit
 
 
+#: Most worker processes of a local Dask cluster: 4 per core of this machine (more only queue on the cores and, in the
+#: hundreds, exhaust memory and process limits before the first task runs); a larger cluster is given by --scheduler.
+MAX_LOCAL_WORKERS = 4 * (os.cpu_count() or 1)
+
+
 def add_distributed_options(cmd, title: str | None = None, workers_help: str | None = None,
                             scheduler_help: str | None = None) -> None:
     """``--workers`` / ``--scheduler``: by default, fit a Parquet ``--data`` set as a map-reduce over its files on Dask.
@@ -560,9 +566,10 @@ def add_distributed_options(cmd, title: str | None = None, workers_help: str | N
     that uses the cluster for something else (``publish`` splits the data set into slots on it).
     """
     group = cmd.add_argument_group(title or "distributed estimation (Parquet --data, one file per group of whole users)")
-    group.add_argument("--workers", type=int_at_least("--workers", 1), default=None, metavar="N",
-                       help=workers_help or "estimate the chains, Δ(t), the envelope and the MSE terms on a local Dask "
-                       "cluster of N worker processes, one Parquet file at a time per worker (memory bounded by the file size)")
+    group.add_argument("--workers", type=int_at_least("--workers", 1, MAX_LOCAL_WORKERS), default=None, metavar="N",
+                       help=(workers_help or "estimate the chains, Δ(t), the envelope and the MSE terms on a local Dask "
+                             "cluster of N worker processes, one Parquet file at a time per worker (memory bounded by the "
+                             "file size)") + f" (at most {MAX_LOCAL_WORKERS} here, 4 per core; a larger cluster: --scheduler)")
     group.add_argument("--scheduler", metavar="ADDRESS",
                        help=scheduler_help or "the same on an existing Dask cluster (e.g. tcp://host:8786; its workers "
                        "need policyopt and the --data files at the same paths)")
