@@ -247,7 +247,13 @@ def run_schedule(args) -> int:
     if empirical is not None:
         from policyopt.studies.empirical_design import add_empirical_design
 
-        add_empirical_design(out, empirical, penalty, max_penalty, args.max_age, args.max_interval)
+        # Theorem 3 over the horizon only when its first-order premise passed (or its refutation is accepted): else the
+        # horizon is designed model-free (_state_guarantee) and the O(H)-per-cell enumeration is not run
+        chosen = None if selection is None else selection.chosen
+        premise = (selection is None or gs.accept_refuted is not None
+                   or (chosen is not None and not chosen.markov_test["refuted"]))
+        add_empirical_design(out, empirical, penalty, max_penalty, args.max_age, args.max_interval,
+                             horizon_design=premise)
     chains_designed = empirical is None and markov_source is None  # the fitted chains are the design's Δ(t)
     chains_trusted = selection is None or selection.passed or gs.accept_refuted is not None
     if dep.fitted is not None and chains_designed:

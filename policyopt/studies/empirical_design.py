@@ -314,7 +314,7 @@ def empirical_design(fitted, readings, A_max: int, S_max: int, level: float, *, 
 
 
 def add_empirical_design(report: dict, design: EmpiricalDesign, penalty, max_penalty: float | None, A_max: int,
-                         S_max: int) -> dict:
+                         S_max: int, *, horizon_design: bool = True) -> dict:
     """Complete the schedule report `report` (designed against ``design.source``) for ``--max-tv empirical``.
 
     `max_penalty` ``None``: the f̄ the report states (the default the design chose); none there either: no
@@ -323,8 +323,10 @@ def add_empirical_design(report: dict, design: EmpiricalDesign, penalty, max_pen
     Sets ``model.delta_source``, ``empirical_max_tv`` (``level``, ``max_lag``, ``method``, ``min_pairs``,
     ``estimate``, ``upper``, ``max_tv_used`` = Δ̃(0..A_max + S_max − 1 or more), ``users_without_claim``) and
     ``horizon_design``: ``null`` when the exact solver found a schedule (its ε* of eq. (30) is finite), else
-    :func:`design_over_horizon` over ``design.horizon`` slots.  ``schedule --max-tv empirical`` and every point of
-    ``sweep --max-tv empirical`` use this one function, so their numbers are the same.
+    :func:`design_over_horizon` over ``design.horizon`` slots — unless `horizon_design` is false (the caller found the
+    first-order premise of Theorem 3 refuted and designs the horizon model-free instead: the Theorem 3 enumeration,
+    O(H) per cell, is then not run at all).  ``schedule --max-tv empirical`` and every point of ``sweep --max-tv
+    empirical`` use this one function, so their numbers are the same.
 
     Returns
     -------
@@ -349,7 +351,7 @@ def add_empirical_design(report: dict, design: EmpiricalDesign, penalty, max_pen
         "users_without_claim": int(est.users_without_claim.max()),
     }
     report["horizon_design"] = None
-    if report["A"] is None:
+    if report["A"] is None and horizon_design:
         f_bar = report.get("max_penalty") if max_penalty is None else max_penalty  # the default f̄ the design chose
         if f_bar is not None:
             report["horizon_design"] = design_over_horizon(design.source, penalty, f_bar, A_max, S_max, design.horizon)

@@ -823,7 +823,8 @@ def solve_point(model: SweepModel, max_penalty: float, settings: SweepSettings) 
     if emp is not None:
         from policyopt.studies.empirical_design import add_empirical_design
 
-        add_empirical_design(report, emp, model.penalty, f_bar, settings.max_age, settings.max_interval)
+        add_empirical_design(report, emp, model.penalty, f_bar, settings.max_age, settings.max_interval,
+                             horizon_design=verdict.trusted or gs.accept_refuted is not None)
     if report["A"] is None and report.get("max_penalty") is not None and report.get("status") != "relaxed":
         # no schedule with a finite ε*: `schedule`'s rule — Theorem 3 over the horizon under a model that passed its
         # checks (or was given, or whose refutation is accepted on request), else the model-free design (the releases
