@@ -19,6 +19,8 @@ import mpmath as mp
 import numpy as np
 import pytest
 
+from tests.test_cli_backtest import readings_csv  # noqa: F401  (the 6-home hourly fixture)
+
 from _cli import run_any
 from policyopt.cli.main import main
 from policyopt.deploy import Ledger
@@ -328,21 +330,6 @@ def test_design_verdict_of_schedule_objects():
         design_verdict(given, accounting="x")
     with pytest.raises(InvalidInputError, match=r"`obj` must be the JSON object of `policyopt schedule --json`, got 3"):
         design_verdict(3)
-
-
-@pytest.fixture(scope="module")
-def readings_csv(tmp_path_factory):
-    """20 days of hourly readings of 6 homes with a daily cycle and a common slow factor (as tests/test_cli_backtest)."""
-    rng = np.random.default_rng(11)
-    T, n = 24 * 20, 6
-    common = np.cumsum(rng.normal(0, 0.05, T))
-    rows = ["user,time,value"]
-    for u in range(n):
-        x = 1.0 + 0.5 * np.sin(2 * np.pi * np.arange(T) / 24) + common + rng.normal(0, 0.3, T)
-        rows += [f"h{u},{t},{v:.4f}" for t, v in enumerate(np.clip(x, 0, None))]
-    path = tmp_path_factory.mktemp("bt") / "readings.csv"
-    path.write_text("\n".join(rows) + "\n")
-    return path
 
 
 def test_backtest_states_the_model_free_guarantee_of_the_replay(readings_csv):

@@ -153,16 +153,17 @@ def value_range_arg(name):
     return parse
 
 
-def probability(name):
-    """An argparse ``type`` for a level in (0, 1) (e.g. --credible, --robust); errors name the option `name`."""
+def probability(name, what: str = "a probability strictly between 0 and 1"):
+    """An argparse ``type`` for a level in (0, 1) (e.g. --credible, --robust); errors name the option `name` and say
+    it must be `what`."""
     def parse(text):
-        """Parse a probability strictly between 0 and 1 or raise ArgumentTypeError naming the option."""
+        """Parse a number strictly between 0 and 1 or raise ArgumentTypeError naming the option."""
         try:
             value = float(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{name} must be a number, got {text!r}") from None
         if not (0.0 < value < 1.0):
-            raise argparse.ArgumentTypeError(f"{name} must be a probability strictly between 0 and 1, got {text!r}")
+            raise argparse.ArgumentTypeError(f"{name} must be {what}, got {text!r}")
         return value
 
     return parse
@@ -282,17 +283,7 @@ def add_guarantee_options(cmd, *, design: bool = True, markov: bool = True, hori
 
 def delta_arg(name):
     """An argparse ``type`` for δ of (ε, δ)-DP: a number in (0, 1); errors name the option `name`."""
-    def parse(text):
-        """Parse δ ∈ (0, 1) or raise ArgumentTypeError naming the option."""
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be a number, got {text!r}") from None
-        if not (0.0 < value < 1.0):
-            raise argparse.ArgumentTypeError(f"{name} must be strictly between 0 and 1 (e.g. 1e-6), got {text!r}")
-        return value
-
-    return parse
+    return probability(name, "strictly between 0 and 1 (e.g. 1e-6)")
 
 
 def max_tv_level(args, has_readings: bool, *, serial_hint: bool = False) -> float | None:
