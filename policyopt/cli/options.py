@@ -260,10 +260,10 @@ def add_guarantee_options(cmd, *, design: bool = True, markov: bool = True, hori
     if markov:
         group.add_argument("--markov-model", metavar="MODEL", default=None,
                            help="the Markov model of the readings a model-based risk rests on: chain (first-order chain "
-                           "over the quantile states, default), phase[:P] (a chain per phase of the day, or of P slots), "
+                           "over the quantile states), phase[:P] (a chain per phase of the day, or of P slots), "
                            "order:K (the state is the last K states), hmm:R (R hidden regimes), or auto (the simplest "
                            "that passes its checks on held-out time); checked against the readings (Markov test and "
-                           "Δ(t) check, level 0.95) before any model-based number is stated")
+                           "Δ(t) check, level 0.95) before any model-based number is stated (default: chain)")
     group.add_argument("--delta", type=delta_arg("--delta"), default=None, metavar="DELTA",
                        help="δ of the model-free (ε, δ) guarantee (default min(1e-6, 1/(10·I)): an order of magnitude "
                        "below 1/I, so publishing one user's series whole cannot meet it)")
@@ -274,8 +274,8 @@ def add_guarantee_options(cmd, *, design: bool = True, markov: bool = True, hori
     if design:
         group.add_argument("--privacy", choices=("model-based", "model-free"), default=None,
                            help="what the design minimises: model-based = the peak age-dependent risk ε* under the Markov "
-                           "model (default); model-free = the (ε, δ) of each user's whole series over --horizon, whatever "
-                           "the correlation (A = 0; S_bar against ε_C)")
+                           "model; model-free = the (ε, δ) of each user's whole series over --horizon, whatever the "
+                           "correlation (A = 0; S_bar against ε_C) (default: model-based)")
         group.add_argument("--accept-refuted", metavar="REASON", default=None,
                            help="print a refuted (or unchecked) model's ε* anyway, with this reason recorded; it never "
                            "becomes the guarantee stated first")
