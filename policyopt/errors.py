@@ -8,6 +8,8 @@ exits with code 2.
 
 from __future__ import annotations
 
+import os
+
 __all__ = [
     "PolicyOptError",
     "InvalidInputError",
@@ -43,9 +45,14 @@ class SolverFailedError(PolicyOptError):
 
 
 def fmt(value) -> str:
-    """Short repr of a user-supplied value for an error message."""
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+    """Short repr of a user-supplied value for an error message.
+
+    Text and paths are shown whole up to 500 characters (a file name the user gave must be recognisable: temporary
+    and data-set paths are often longer than a line); other values up to 80.
+    """
+    text = repr(str(value) if isinstance(value, os.PathLike) else value)
+    limit = 500 if isinstance(value, (str, os.PathLike)) else 80
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def check_positive(value, name: str, unit: str) -> float:

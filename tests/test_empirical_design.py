@@ -124,7 +124,10 @@ def test_sweep_on_data_reports_the_model_check(tmp_path):
                               tmp_path / "s.csv", "--json").stdout)
     checks = out["model_check"]
     assert [c["states"] for c in checks] == [3, 4]
-    assert all(c["refuted"] and c["max_lag"] == 47 for c in checks)
+    # the held-out check of each K (issue 32): the G² Markov test at lags up to a week of hourly slots refutes both
+    assert all(c["refuted"] and not c["passed"] and c["requested"] == "chain" for c in checks)
+    assert all(c["markov_test"]["lags"] == list(range(1, 169)) and c["markov_test"]["refuted"] for c in checks)
+    assert all(c["markov_test"]["p_value"] <= 0.05 for c in checks)
     chain = strict_json(run_cli("sweep", "--chain", "two-state:p=0.5,q=0.5", "--max-penalty", "0.1", "--max-age", 4,
                                 "--max-interval", 4, "--out", tmp_path / "c.csv", "--json").stdout)
     assert chain["model_check"] is None

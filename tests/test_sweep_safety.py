@@ -140,7 +140,9 @@ def test_resume_refused_across_versions_and_without_metadata(tmp_path, monkeypat
 
     out = tmp_path / "v.csv"
     assert main(["sweep", *QUICK, "--out", str(out)]) == 0
-    monkeypatch.setattr(sweep_mod, "_package_version", lambda: "0.0.0-other")
+    from policyopt.studies import sweep_meta  # the metadata module records the version
+
+    monkeypatch.setattr(sweep_meta, "_package_version", lambda: "0.0.0-other")
     with pytest.raises(sweep_mod.SweepInputsChangedError, match=r"cannot resume --out .*v\.csv: policyopt '0\.1\.0' wrote "
                        r"its rows, this is policyopt '0\.0\.0-other'"):
         _run_quick(out)

@@ -23,7 +23,7 @@ from policyopt.errors import InvalidInputError, InvalidModelError, check_value_r
 from policyopt.models.markov import MarkovChain, Population
 from policyopt.result import result_repr
 
-__all__ = ["Quantizer", "FittedModel", "fit_population", "validate_readings", "DEFAULT_MIN_ROW_TRANSITIONS"]
+__all__ = ["Quantizer", "FittedModel", "fit_population", "validate_readings", "readings_states", "DEFAULT_MIN_ROW_TRANSITIONS"]
 
 #: Observed transitions out of a state below which a user's row counts as sparse.
 DEFAULT_MIN_ROW_TRANSITIONS = 30
@@ -449,3 +449,46 @@ def fit_population(
         value_range=value_range,
         clipped=clipped,
     )
+
+
+def readings_states(df, quantizer, users) -> np.ndarray:
+    """States of each user's consecutive slots, −1 where a slot has no reading.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        Validated readings (user, time, value), already clipped to the public range if there is one.
+    quantizer : policyopt.models.estimation.Quantizer
+        Maps readings to states.
+    users : sequence of str
+        Users, in the order of the rows returned; slot 0 of a row is that user's first time in `df`.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (len(users), longest span)
+
+    Raises
+    ------
+    InvalidInputError
+        If a user's span has more than ten times as many slots as readings plus 1000 (the series would be
+        mostly gaps; resample the data onto a regular slot grid first).
+    """
+    groups = {u: g for u, g in df.groupby("user", sort=False)}
+    rows = []
+    for u in users:
+        g = groups[u]
+        t = g["time"].to_numpy(dtype=np.int64)
+        span = int(t.max() - t.min()) + 1
+        if span > 10 * t.size + 1000:
+            raise InvalidInputError(
+                f"user {u!r} has {t.size} readings spread over {span} slots: the series is mostly gaps; "
+                "put the readings on a regular slot grid"
+            )
+        x = np.full(span, -1, dtype=np.int64)
+        x[t - t.min()] = quantizer.transform(g["value"].to_numpy())
+        rows.append(x)
+    T = max(r.size for r in rows)
+    out = np.full((len(rows), T), -1, dtype=np.int64)
+    for i, r in enumerate(rows):
+        out[i, : r.size] = r
+    return out

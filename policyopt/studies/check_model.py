@@ -50,6 +50,7 @@ import numpy as np
 
 from policyopt.errors import InvalidInputError, fmt
 from policyopt.formatting import check_text, fmt_count, fmt_lower, fmt_upper, fmt_value, json_clean
+from policyopt.models.estimation import readings_states  # re-exported: its home is the models layer
 from policyopt.models.empirical import (
     DEFAULT_MIN_PAIRS,
     DEFAULT_N_BOOT,
@@ -74,49 +75,6 @@ BUNDLED_VALUE_RANGE = (0.0, 48.0)
 BUNDLED_SLOT_SECONDS = 3600
 #: Lags shown in the text report (those ≤ L), plus L itself.
 SHOWN_LAGS = (1, 2, 3, 6, 12, 24, 48, 72, 168, 336, 504, 720)
-
-
-def readings_states(df, quantizer, users) -> np.ndarray:
-    """States of each user's consecutive slots, −1 where a slot has no reading.
-
-    Parameters
-    ----------
-    df : pandas.DataFrame
-        Validated readings (user, time, value), already clipped to the public range if there is one.
-    quantizer : policyopt.models.estimation.Quantizer
-        Maps readings to states.
-    users : sequence of str
-        Users, in the order of the rows returned; slot 0 of a row is that user's first time in `df`.
-
-    Returns
-    -------
-    numpy.ndarray of int64, shape (len(users), longest span)
-
-    Raises
-    ------
-    InvalidInputError
-        If a user's span has more than ten times as many slots as readings plus 1000 (the series would be
-        mostly gaps; resample the data onto a regular slot grid first).
-    """
-    groups = {u: g for u, g in df.groupby("user", sort=False)}
-    rows = []
-    for u in users:
-        g = groups[u]
-        t = g["time"].to_numpy(dtype=np.int64)
-        span = int(t.max() - t.min()) + 1
-        if span > 10 * t.size + 1000:
-            raise InvalidInputError(
-                f"user {u!r} has {t.size} readings spread over {span} slots: the series is mostly gaps; "
-                "put the readings on a regular slot grid"
-            )
-        x = np.full(span, -1, dtype=np.int64)
-        x[t - t.min()] = quantizer.transform(g["value"].to_numpy())
-        rows.append(x)
-    T = max(r.size for r in rows)
-    out = np.full((len(rows), T), -1, dtype=np.int64)
-    for i, r in enumerate(rows):
-        out[i, : r.size] = r
-    return out
 
 
 def lag_ranges(lags) -> str:

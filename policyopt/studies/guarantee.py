@@ -27,14 +27,13 @@ import numpy as np
 
 from policyopt.errors import InvalidInputError, fmt
 from policyopt.formatting import fmt_count, fmt_upper, fmt_value
+from policyopt.studies.markov_check import DAY_SECONDS, WEEK_SECONDS
 
 __all__ = ["Guarantee", "choose_guarantee", "apply_guarantee", "model_free_horizon_design", "theorem3_horizon_design",
            "default_horizon",
            "default_windows", "schedule_model_free", "GuaranteeSettings", "model_free_sentence",
            "DAY_SECONDS", "WEEK_SECONDS", "YEAR_SECONDS", "UNKNOWN_SLOT_HORIZON"]
 
-DAY_SECONDS = 86_400
-WEEK_SECONDS = 7 * DAY_SECONDS
 #: A year of 365 days.
 YEAR_SECONDS = 365 * DAY_SECONDS
 #: The horizon (slots) when neither the slot length nor data give one: a year of hourly slots.

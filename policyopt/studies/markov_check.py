@@ -40,6 +40,9 @@ __all__ = ["CheckData", "MarkovModelCheck", "ModelSelection", "split_states", "c
            "selection_line", "DEFAULT_HOLDOUT", "CHECK_DRAWS", "DEFAULT_LEVEL"]
 
 #: Fraction of each user's span held out for the check.
+#: Seconds in a day and a week: the periods a known slot length gives (phase chains, lags, w-event windows).
+DAY_SECONDS = 86_400
+WEEK_SECONDS = 7 * DAY_SECONDS
 DEFAULT_HOLDOUT = 0.5
 #: Data sets simulated from a model for its check: with 39 the Monte Carlo p-values move in steps of 0.025, so a verdict
 #: at level 0.95 (refuted when the held-out data are among the 2 most extreme of 40) rests on more than the single most
@@ -81,7 +84,7 @@ class CheckData:
 
 def _rows(df, quantizer, users) -> tuple[np.ndarray, np.ndarray]:
     """(states (U, T), starts (U,)) of `users` in `df` (column 0 = each user's first slot there)."""
-    from policyopt.studies.check_model import readings_states
+    from policyopt.models.estimation import readings_states
 
     starts = df.groupby("user", sort=False)["time"].min()
     return readings_states(df, quantizer, users), np.array([int(starts[u]) for u in users], dtype=np.int64)
@@ -404,8 +407,6 @@ def selection_line(sel: ModelSelection) -> str:
 
 def periods_from_slot(slot_seconds: int | None) -> tuple[int | None, int | None]:
     """(day, week) in slots when the slot length is known and divides them into at least 2 slots; else ``None``."""
-    from policyopt.studies.guarantee import DAY_SECONDS, WEEK_SECONDS
-
     if slot_seconds is None:
         return None, None
     day = DAY_SECONDS // slot_seconds if DAY_SECONDS % slot_seconds == 0 and DAY_SECONDS // slot_seconds >= 2 else None

@@ -49,7 +49,6 @@ from __future__ import annotations
 import contextlib
 import csv
 import fcntl
-import hashlib
 import io
 import json
 import math
@@ -62,6 +61,21 @@ from typing import Iterator, Sequence
 from policyopt.errors import InvalidInputError, PolicyOptError, fmt
 from policyopt.models.tabulated import TabulatedPopulation, tabulate_population
 from policyopt.result import result_repr
+from policyopt.studies.sweep_grid import (  # noqa: F401  (re-exported: the sweep's public names)
+    DEFAULT_TRADEOFF_RTOL,
+    MAX_GRID_POINTS,
+    no_tradeoff_flags,
+    no_tradeoff_ranges,
+    parse_grid,
+)
+from policyopt.studies.sweep_meta import (  # noqa: F401  (re-exported)
+    meta_mismatch,
+    file_sha256,
+    guarantee_metadata,
+    max_tv_metadata,
+    sweep_guarantee_settings,
+    sweep_metadata,
+)
 
 __all__ = [
     "SweepModel",
@@ -90,6 +104,7 @@ __all__ = [
     "SweepInputsChangedError",
     "tabulate_population",
     "TabulatedPopulation",
+    "MAX_GRID_POINTS",
 ]
 
 #: Columns that identify a point (its inputs); a row of an existing file is reused when these match.
@@ -124,91 +139,10 @@ _BOOL = {"relax", "no_tradeoff"}
 #: Columns that vary between otherwise identical runs (timing only).
 NONDETERMINISTIC = ("wall_time_s",)
 
-DEFAULT_TRADEOFF_RTOL = 1e-9
 #: How long to try reaching a ``--scheduler`` address before giving up (an OSError).
 SCHEDULER_TIMEOUT = "30s"
 #: Most points sent to a Dask worker in one task.
 MAX_CHUNK = 16
-_TRADEOFF_ATOL = 1e-12
-
-
-#: Largest number of values in one grid, and of points in a whole sweep (grid × varied parameters).
-MAX_GRID_POINTS = 100_000
-
-
-def parse_grid(text: str, name: str, *, integer: bool = False, lower: float | None = None,
-               upper: float | None = None) -> list:
-    """Parse a sweep grid ``START:STOP:N`` (N evenly spaced values, ends included) or ``V1,V2,...``.
-
-    Parameters
-    ----------
-    text : str
-        The grid as typed on the command line.
-    name : str
-        Option or parameter name for error messages (e.g. ``"--max-penalty"``).
-    integer : bool
-        Values must be integers (``START:STOP:N`` must then land on integers).
-    lower : float, optional
-        Every value must be > `lower` (for floats) or ≥ `lower` (for integers).
-
-    Returns
-    -------
-    list of float or int
-        Strictly increasing values.
-
-    Raises
-    ------
-    InvalidInputError
-        If the text is not of either form, N < 1 or N > :data:`MAX_GRID_POINTS` (checked before any
-        allocation), a value is not finite, the values are not
-        strictly increasing, violate `lower`, or are not integers when `integer` is set.
-    """
-    import numpy as np
-
-    text = str(text).strip()
-    if ":" in text:
-        parts = text.split(":")
-        if len(parts) != 3:
-            raise InvalidInputError(f"{name} must be START:STOP:N or V1,V2,..., got {fmt(text)}")
-        try:
-            start, stop = float(parts[0]), float(parts[1])
-            n = int(parts[2])
-        except ValueError:
-            raise InvalidInputError(
-                f"{name} must be START:STOP:N with numbers START, STOP and an integer N, got {fmt(text)}"
-            ) from None
-        if n < 1:
-            raise InvalidInputError(f"{name}: the number of points N must be ≥ 1, got {fmt(text)}")
-        if n > MAX_GRID_POINTS:
-            raise InvalidInputError(f"{name}: the number of points N must be ≤ {MAX_GRID_POINTS}, got {fmt(text)}")
-        if not (math.isfinite(start) and math.isfinite(stop)):  # before linspace, which warns on inf − inf
-            raise InvalidInputError(f"{name} values must be finite, got {fmt(text)}")
-        if n == 1 and start != stop:
-            raise InvalidInputError(f"{name}: N = 1 needs START = STOP, got {fmt(text)}")
-        raw = [float(v) for v in np.linspace(start, stop, n)]
-    else:
-        if text.count(",") >= MAX_GRID_POINTS:
-            raise InvalidInputError(f"{name} lists more than {MAX_GRID_POINTS} values")
-        try:
-            raw = [float(v) for v in text.split(",")]
-        except ValueError:
-            raise InvalidInputError(f"{name} must be START:STOP:N or V1,V2,... of numbers, got {fmt(text)}") from None
-    if not all(math.isfinite(v) for v in raw):
-        raise InvalidInputError(f"{name} values must be finite, got {fmt(text)}")
-    if any(b <= a for a, b in zip(raw, raw[1:])):
-        raise InvalidInputError(f"{name} values must be strictly increasing, got {fmt(text)}")
-    if upper is not None and raw[-1] > upper:
-        raise InvalidInputError(f"{name} values must be ≤ {upper:g}, got {fmt(text)}")
-    if integer:
-        if any(v != round(v) for v in raw):
-            raise InvalidInputError(f"{name} values must be integers, got {fmt(text)} (values {fmt(raw)})")
-        values = [int(round(v)) for v in raw]
-        if lower is not None and values[0] < lower:
-            raise InvalidInputError(f"{name} values must be ≥ {lower:g}, got {fmt(text)}")
-        return values
-    if lower is not None and raw[0] <= lower:
-        raise InvalidInputError(f"{name} values must be > {lower:g}, got {fmt(text)}")
-    return raw
 
 
 @dataclass(frozen=True)
@@ -343,17 +277,6 @@ _UNCHECKED = ModelVerdict("the model given to the sweep", "unchecked",
                           "no check on held-out readings was given (SweepModel.verdict)", None)
 
 
-def sweep_guarantee_settings(model: SweepModel):
-    """The :class:`~policyopt.studies.guarantee.GuaranteeSettings` of `model`'s points (its own, or the defaults for
-    its deployment size I)."""
-    if model.guarantee is not None:
-        return model.guarantee
-    from policyopt.studies.guarantee import GuaranteeSettings
-
-    users = model.inputs.get("users") or getattr(model.population, "n_users", 1)
-    return GuaranteeSettings.resolve(users=int(users))
-
-
 def _model_verdict_of(model: SweepModel) -> ModelVerdict:
     return model.verdict if model.verdict is not None else _UNCHECKED
 
@@ -479,170 +402,6 @@ class SweepLockedError(InvalidInputError):
 
 class SweepInputsChangedError(InvalidInputError):
     """The existing sweep output was computed from other input files, another Δ(t) source or policyopt version."""
-
-
-def file_sha256(path) -> str:
-    """sha256 (hex) of a file's bytes, read in 1 MiB blocks.
-
-    Raises
-    ------
-    OSError
-        If the file cannot be read.
-    """
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def _package_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("policyopt")
-    except PackageNotFoundError:  # pragma: no cover - running from a source tree without install
-        return "unknown"
-
-
-#: Version of ``FILE.meta.json``: 2 added ``guarantee`` (issue 32); a file of another version is not resumed.
-META_FORMAT = 2
-
-
-def sweep_metadata(input_files: dict | None = None, max_tv: Sequence | None = None,
-                   guarantee: Sequence | None = None) -> dict:
-    """The metadata a sweep output is tied to: policyopt's version, each input file's sha256, the Δ(t) source and the
-    guarantee settings.
-
-    Parameters
-    ----------
-    input_files : dict, optional
-        Option name (e.g. ``"--data"``) → path of the file it named.  ``None`` values are skipped.
-    max_tv : sequence of dict, optional
-        The distinct Δ(t) sources of the sweep's models (:func:`max_tv_metadata`); default: the chains'.
-    guarantee : sequence of dict, optional
-        The distinct guarantee settings of the sweep's models (:func:`guarantee_metadata`); default: those of a
-        model without settings (:func:`sweep_guarantee_settings`).
-
-    Returns
-    -------
-    dict
-        ``{"format": 2, "policyopt_version": str, "inputs": {option: {"path": str, "sha256": str}},
-        "max_tv": [{"source": str, "level": float or None, "horizon": int or None}, ...],
-        "guarantee": [{"markov_model": str, "privacy": str, "delta": float or None, "horizon": int,
-        "accept_refuted": str or None}, ...]}``.
-
-    Raises
-    ------
-    OSError
-        If an input file cannot be read.
-    """
-    inputs = {}
-    for option, path in sorted((input_files or {}).items()):
-        if path is not None:
-            inputs[option] = {"path": str(path), "sha256": file_sha256(path)}
-    return {"format": META_FORMAT, "policyopt_version": _package_version(), "inputs": inputs,
-            "max_tv": list(max_tv) if max_tv is not None else list(_CHAIN_MAX_TV),
-            "guarantee": list(guarantee) if guarantee is not None else [_guarantee_entry(None)]}
-
-
-def _guarantee_entry(gs) -> dict:
-    """The resume identity of one model's guarantee settings: δ ``None`` stands for the default rule
-    min(1e-6, 1/(10·I)) of each point's I (which the row's ``users`` fixes)."""
-    if gs is None:
-        from policyopt.studies.guarantee import GuaranteeSettings
-
-        gs = GuaranteeSettings.resolve(users=1)
-        return {"markov_model": gs.markov_model, "privacy": gs.privacy, "delta": None, "horizon": gs.horizon,
-                "accept_refuted": None}
-    return {"markov_model": gs.markov_model, "privacy": gs.privacy,
-            "delta": float(gs.delta) if gs.delta_source == "given" else None, "horizon": int(gs.horizon),
-            "accept_refuted": gs.accept_refuted}
-
-
-def guarantee_metadata(models: Sequence) -> list:
-    """The distinct guarantee settings of `models`, as recorded in ``FILE.meta.json`` (``guarantee``), first-seen order.
-
-    Each is ``{"markov_model", "privacy", "delta", "horizon", "accept_refuted"}``: the ``--markov-model`` asked for,
-    the design target, δ of the model-free guarantee (``None``: the default min(1e-6, 1/(10·I)) of each point's
-    deployment size I), the horizon H (slots) and the ``--accept-refuted`` reason (``None`` without).
-    """
-    out: list = []
-    for m in models:
-        entry = _guarantee_entry(sweep_guarantee_settings(m))
-        if entry not in out:
-            out.append(entry)
-    return out
-
-
-def _guarantee_text(entries, fields=None) -> str:
-    def one(e):
-        parts = {
-            "markov_model": f"--markov-model {e.get('markov_model')}",
-            "privacy": f"--privacy {e.get('privacy')}",
-            "delta": "the default δ = min(1e-6, 1/(10·I))" if e.get("delta") is None else f"--delta {e.get('delta'):g}",
-            "horizon": f"--horizon {e.get('horizon')}",
-            "accept_refuted": ("no --accept-refuted" if e.get("accept_refuted") is None else
-                               f"--accept-refuted {fmt(e.get('accept_refuted'))}"),
-        }
-        return ", ".join(v for k, v in parts.items() if fields is None or k in fields)
-
-    return " and ".join(one(e) for e in entries)
-
-
-#: The Δ(t) source of a sweep whose metadata does not name one (the chains', as before sources existed).
-_CHAIN_MAX_TV = ({"source": "chain", "level": None, "horizon": None},)
-
-
-def max_tv_metadata(models: Sequence) -> list:
-    """The distinct Δ(t) sources of `models`, as recorded in ``FILE.meta.json`` (``max_tv``), in first-seen order.
-
-    Each is ``{"source": "chain" | "empirical:LEVEL", "level": LEVEL or None, "horizon": H or None}``.
-    """
-    out: list = []
-    for m in models:
-        emp = getattr(m, "empirical", None)
-        entry = ({"source": "chain", "level": None, "horizon": None} if emp is None else
-                 {"source": emp.spec, "level": float(emp.level), "horizon": int(emp.horizon)})
-        if entry not in out:
-            out.append(entry)
-    return out
-
-
-def _max_tv_text(entries) -> str:
-    return " and ".join("the chains' Δ(t)" if e.get("source") == "chain" else
-                        f"--max-tv {e.get('source')} (horizon {e.get('horizon')} slots)" for e in entries)
-
-
-def _meta_mismatch(old: dict, new: dict) -> str | None:
-    """One-line description of the first difference between two metadata dicts, or None."""
-    if old.get("policyopt_version") != new["policyopt_version"]:
-        return f"policyopt {old.get('policyopt_version')!r} wrote its rows, this is policyopt {new['policyopt_version']!r}"
-    if old.get("format") != new.get("format", META_FORMAT) or not isinstance(old.get("guarantee"), list):
-        return ("its rows were written by an older policyopt sweep (metadata format "
-                f"{old.get('format')}, without the guarantee settings), before every row stated the model-free guarantee "
-                "and withheld ε* under a refuted Markov model")
-    old_tv = old.get("max_tv") if isinstance(old.get("max_tv"), list) else list(_CHAIN_MAX_TV)
-    new_tv = new.get("max_tv", list(_CHAIN_MAX_TV))
-    if old_tv != new_tv:
-        return f"its rows were designed with {_max_tv_text(old_tv)}, this run uses {_max_tv_text(new_tv)}"
-    old_g, new_g = old["guarantee"], new.get("guarantee", [_guarantee_entry(None)])
-    if old_g != new_g:
-        fields = None
-        if len(old_g) == len(new_g) == 1 and isinstance(old_g[0], dict):
-            fields = [k for k in new_g[0] if old_g[0].get(k) != new_g[0][k]] or None
-        return (f"its rows were designed with {_guarantee_text(old_g, fields)}, this run uses "
-                f"{_guarantee_text(new_g, fields)}")
-    old_in = old.get("inputs") if isinstance(old.get("inputs"), dict) else {}
-    for option in sorted(set(old_in) | set(new["inputs"])):
-        a, b = old_in.get(option), new["inputs"].get(option)
-        if a is None or b is None:
-            return f"its rows were computed {'without' if a is None else 'with'} {option}, this run is {'with' if a is None else 'without'} it"
-        if not isinstance(a, dict) or a.get("sha256") != b["sha256"]:
-            old_sha = a.get("sha256") if isinstance(a, dict) else None
-            return (f"{option} {b['path']} has changed since its rows were computed "
-                    f"(sha256 {str(old_sha)[:12]}… then, {b['sha256'][:12]}… now)")
-    return None
 
 
 def _umask_mode() -> int:
@@ -893,92 +652,6 @@ def solve_point(model: SweepModel, max_penalty: float, settings: SweepSettings) 
     return {"row": row, "report": report}
 
 
-def no_tradeoff_flags(max_penalties: Sequence[float], peak_risks: Sequence, *, rtol: float = DEFAULT_TRADEOFF_RTOL) -> list:
-    """Where raising f̄ to the next grid value does not lower the optimal peak risk (Corollary 3).
-
-    Parameters
-    ----------
-    max_penalties : sequence of float, shape (n,)
-        Strictly increasing f̄ values of one model.
-    peak_risks : sequence of float or None, shape (n,)
-        Optimal ε* at each f̄ (nats); ``None`` where no schedule was found (infeasible).
-    rtol : float
-        ε*_{i+1} ≥ ε*_i − (rtol·ε*_i + 1e-12) counts as "not lower".
-
-    Returns
-    -------
-    list of bool or None, shape (n,)
-        Entry i describes the interval [f̄_i, f̄_{i+1}]: ``True`` if ε* does not decrease there,
-        ``False`` if it does (including infeasible → feasible), ``None`` for the last point,
-        when both ends have no schedule, or when only the larger f̄ has none (a back end
-        without a guarantee failed).
-
-    Raises
-    ------
-    InvalidInputError
-        If the lengths differ, `rtol` is negative, or `max_penalties` is not strictly increasing.
-
-    References
-    ----------
-    Zhang et al. (2024), Corollary 3 and Appendix H: under its condition an increase
-    of f̄ does not decrease the minimal objective of (39); this function checks the property
-    itself on the computed optima rather than the sufficient condition.
-    """
-    fs = [float(f) for f in max_penalties]
-    risks = list(peak_risks)
-    if len(fs) != len(risks):
-        raise InvalidInputError(f"`max_penalties` ({len(fs)}) and `peak_risks` ({len(risks)}) must have the same length")
-    if not (rtol >= 0):
-        raise InvalidInputError(f"`rtol` must be ≥ 0, got {fmt(rtol)}")
-    if any(b <= a for a, b in zip(fs, fs[1:])):
-        raise InvalidInputError(f"`max_penalties` must be strictly increasing, got {fmt(fs)}")
-    flags: list = []
-    for a, b in zip(risks, risks[1:]):
-        if b is None:
-            flags.append(None)
-        elif a is None:
-            flags.append(False)  # infeasible → feasible: raising f̄ lowered the risk
-        else:
-            flags.append(bool(b >= a - (rtol * abs(a) + _TRADEOFF_ATOL)))
-    return flags + [None] if fs else []
-
-
-def no_tradeoff_ranges(max_penalties: Sequence[float], flags: Sequence) -> list:
-    """Merge consecutive no-trade-off intervals into f̄ ranges.
-
-    Parameters
-    ----------
-    max_penalties : sequence of float, shape (n,)
-        Increasing f̄ grid of one model.
-    flags : sequence of bool or None, shape (n,)
-        From :func:`no_tradeoff_flags`.
-
-    Returns
-    -------
-    list of (float, float)
-        Ranges [f̄_lo, f̄_hi] on which raising f̄ does not lower ε*; empty if there is none.
-
-    Raises
-    ------
-    InvalidInputError
-        If the lengths differ.
-    """
-    if len(max_penalties) != len(flags):
-        raise InvalidInputError(f"`max_penalties` ({len(max_penalties)}) and `flags` ({len(flags)}) must have the same length")
-    ranges: list = []
-    start = None
-    for i, flag in enumerate(flags):
-        if flag is True:
-            if start is None:
-                start = i
-        elif start is not None:
-            ranges.append((float(max_penalties[start]), float(max_penalties[i])))
-            start = None
-    if start is not None:  # cannot happen (the last flag is None), kept for safety
-        ranges.append((float(max_penalties[start]), float(max_penalties[-1])))
-    return ranges
-
-
 def read_sweep_csv(path) -> list:
     """Rows of a sweep CSV as typed dicts (columns :data:`COLUMNS`).
 
@@ -1095,7 +768,7 @@ class _Store:
                 raise SweepInputsChangedError(
                     f"{self.meta_path} is not a policyopt sweep metadata file; delete the sweep files or give another --out"
                 )
-            why = _meta_mismatch(old, meta) if has_rows else None
+            why = meta_mismatch(old, meta) if has_rows else None
             if why is not None:
                 raise SweepInputsChangedError(
                     f"cannot resume --out {self.csv_path}: {why}; delete {self.csv_path.name}, "
