@@ -10,7 +10,7 @@ J. Huang, "Age-Dependent Differential Privacy", IEEE Trans. Inf. Theory 70(2), 2
     With π_Z(x, r) = π_A(r) B[r, x] (π_A stationary for A), the reversed kernel of Z (eq. (1)) is
     P̂_Z[(x, r), (x', r')] = π_A(r') B[r', x'] A[r', r] B[r, x] / (π_A(r) B[r, x]) = Â[r, r'] B[r', x'], Â the
     reversed regime chain: the row does not depend on x.  Hence P̂_Z^t[(x, r), (x', r')] = Â^t[r, r'] B[r', x'] and,
-    as each B row sums to 1, ½ Σ_{x', r'} |P̂_Z^t[(x, r), ·] − P̂_Z^t[(x̃, r̃), ·]| = ½ Σ_{r'} |Â^t[r, ·] − Â^t[r̃, ·]|:
+    as each B row sums to 1, ``½ Σ_{x', r'} |P̂_Z^t[(x, r), ·] − P̂_Z^t[(x̃, r̃), ·]| = ½ Σ_{r'} |Â^t[r, ·] − Â^t[r̃, ·]|``:
     **Δ_Z(t) = Δ_A(t)** of eq. (12) for every t (both are 1 at t = 0), whatever B is (all B > 0, so every Z state
     has positive stationary mass).  :meth:`HiddenRegimeModel.log_max_tv` therefore computes eq. (12) on the R × R
     matrices A with :meth:`policyopt.models.markov.Population.log_max_tv` (the tests check it against the full

@@ -462,9 +462,9 @@ def dirichlet_rows(alpha: np.ndarray, gen: np.random.Generator) -> np.ndarray:
 
 
 def second_eigenvalue_modulus(P: np.ndarray) -> np.ndarray:
-    """Second largest eigenvalue modulus |λ₂| of each stochastic matrix of a stack (U, n, n) -> (U,).
+    """Second largest eigenvalue modulus ``|λ₂|`` of each stochastic matrix of a stack (U, n, n) -> (U,).
 
-    The largest modulus is 1 (the eigenvalue 1 of a stochastic matrix); |λ₂| is the asymptotic geometric rate of
+    The largest modulus is 1 (the eigenvalue 1 of a stochastic matrix); ``|λ₂|`` is the asymptotic geometric rate of
     Δ(t) of an irreducible aperiodic chain.  A rounding allowance n·ε is added (eigenvalues of non-normal matrices
     are perturbed by more than ε), and the result is kept in [0, 1].
     """
