@@ -387,6 +387,7 @@ def _fit_user(X, lengths, K, R, s, gen, restarts, max_iter):
             best, best_ll = m, ll
 
     def stopped(mon):
+        """Whether hmmlearn's EM monitor `mon` converged (last log-likelihood gain below its tolerance)."""
         h = mon.history
         return len(h) >= 2 and h[-1] - h[-2] < mon.tol
 

@@ -992,6 +992,7 @@ class ChainModel(FittedMarkovModel):
         s = check_smoothing(smoothing)
         K = int(n_states)
         def encode(block, rows):
+            """Codes x·K + y of the transitions x → y of `block` (users × slots), −1 across a missing slot."""
             a, b = block[:, :-1], block[:, 1:]
             return np.where((a >= 0) & (b >= 0), a * K + b, -1)  # cell (x, y) of a transition x → y
 

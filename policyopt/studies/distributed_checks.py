@@ -943,8 +943,8 @@ def held_out_check_partitions(data, fit: DistributedFit, *, holdout: float | Non
     from policyopt.errors import fmt
     from policyopt.io import parquet_files
     from policyopt.models.empirical import DEFAULT_MIN_PAIRS
-    from policyopt.models.markov_test import default_markov_lags, family_wise_p, markov_test_from_parts
-    from policyopt.studies.markov_check import CHECK_DRAWS, DEFAULT_HOLDOUT, DEFAULT_LEVEL, MarkovModelCheck
+    from policyopt.models.markov_test import default_markov_lags, markov_test_from_parts
+    from policyopt.studies.markov_check import CHECK_DRAWS, DEFAULT_HOLDOUT, DEFAULT_LEVEL, MarkovModelCheck, max_tv_check_result
 
     start = time.perf_counter()
     h = DEFAULT_HOLDOUT if holdout is None else holdout
@@ -1001,18 +1001,7 @@ def held_out_check_partitions(data, fit: DistributedFit, *, holdout: float | Non
     # the reduce step of check_markov_model: the two family-wise tests on the merged statistics
     mtd = markov_test_from_parts(acc["observed"], acc["draws"], level=float(lv)).to_dict()
     obs_tv, sim_tv = acc["observed_max_tv"], acc["draws_max_tv"]
-    fw = family_wise_p(obs_tv, sim_tv, transform="z")
-    crit = np.quantile(sim_tv, float(lv), axis=0, method="higher")
-    worst = int(fw.worst) if fw.worst is not None else int(np.argmax(obs_tv - crit))
-    mv = {
-        "method": (f"Δ̂(t) of eq. (12) on the held-out readings (max over users, rows with ≥ {mp} pairs) against the same "
-                   f"statistic on {R} data sets simulated from the fitted chain; family-wise over lags 1..{Ld} by "
-                   "max-T on the lag-wise standardised statistic (Westfall & Young 1993)"),
-        "level": float(lv), "max_lag": Ld, "p_value": float(fw.p_value), "worst_lag": worst + 1,
-        "estimate": float(obs_tv[worst]), "critical": float(crit[worst]),
-        "refuted": bool(fw.p_value <= 1.0 - float(lv) + 1e-12),
-        "pointwise_p_values": [float(v) for v in fw.pointwise],
-    }
+    mv = max_tv_check_result(obs_tv, sim_tv, level=float(lv), min_pairs=mp, model_name="chain")
     info = {"holdout": float(h), "fit_slots": int(acc["fit_slots"]), "test_slots": T2, "users": int(acc["users"]),
             "draws": R, "seed": seed, "wall_time_s": time.perf_counter() - start}
     check = MarkovModelCheck(model="chain", description=acc["description"], n_parameters=int(acc["n_parameters"]),

@@ -219,6 +219,46 @@ def _lengths_initial(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 _SIM_BYTES = 256 * 2**20
 
 
+def max_tv_check_result(obs_tv, sim_tv, *, level: float, min_pairs: int, model_name: str) -> dict:
+    """The Δ(t) check's ``max_tv_check`` object from its statistics (the reduce step, serial and on Dask alike).
+
+    Parameters
+    ----------
+    obs_tv : numpy.ndarray, shape (L,)
+        Δ̂(t) of Zhang et al. (2024), eq. (12), on the held-out readings at lags 1..L (max over users).
+    sim_tv : numpy.ndarray, shape (R, L)
+        The same statistic on R data sets simulated from the fitted model.
+    level : float
+        Family-wise level in (0, 1).
+    min_pairs : int
+        Pairs a row needed to be claimed (for the method text).
+    model_name : str
+        The fitted model's name (for the method text).
+
+    Returns
+    -------
+    dict
+        ``method``, ``level``, ``max_lag``, ``p_value`` (max-T on the lag-wise standardised statistic, Westfall &
+        Young 1993), ``worst_lag``, ``estimate``, ``critical`` (the level quantile of the simulated sets there),
+        ``refuted`` and ``pointwise_p_values``.
+    """
+    from policyopt.models.markov_test import family_wise_p
+
+    R, L = np.shape(sim_tv)
+    fw = family_wise_p(obs_tv, sim_tv, transform="z")
+    crit = np.quantile(sim_tv, float(level), axis=0, method="higher")
+    worst = int(fw.worst) if fw.worst is not None else int(np.argmax(obs_tv - crit))
+    return {
+        "method": (f"Δ̂(t) of eq. (12) on the held-out readings (max over users, rows with ≥ {min_pairs} pairs) against "
+                   f"the same statistic on {R} data sets simulated from the fitted {model_name}; family-wise over lags "
+                   f"1..{L} by max-T on the lag-wise standardised statistic (Westfall & Young 1993)"),
+        "level": float(level), "max_lag": int(L), "p_value": float(fw.p_value), "worst_lag": worst + 1,
+        "estimate": float(obs_tv[worst]), "critical": float(crit[worst]),
+        "refuted": bool(fw.p_value <= 1.0 - float(level) + 1e-12),
+        "pointwise_p_values": [float(v) for v in fw.pointwise],
+    }
+
+
 def check_markov_model(spec, data: CheckData, *, markov_lags: int, max_tv_lags: int, level: float = DEFAULT_LEVEL,
                        draws: int = CHECK_DRAWS, seed: int = 0, smoothing: float = 0.01, min_pairs: int | None = None,
                        default_period: int | None = None) -> MarkovModelCheck:
@@ -256,7 +296,7 @@ def check_markov_model(spec, data: CheckData, *, markov_lags: int, max_tv_lags: 
     """
     from policyopt.models.empirical import DEFAULT_MIN_PAIRS, max_tv_statistic, user_streams
     from policyopt.models.markov_model import MarkovModelSpec, fit_markov_model
-    from policyopt.models.markov_test import family_wise_p, g2_profile, markov_test_from_parts
+    from policyopt.models.markov_test import g2_profile, markov_test_from_parts
 
     start = time.perf_counter()
     if not 0.0 < float(level) < 1.0:
@@ -300,18 +340,7 @@ def check_markov_model(spec, data: CheckData, *, markov_lags: int, max_tv_lags: 
         sim[obs[:, : sim.shape[1]] < 0] = -1  # the observed missing slots (beyond each length they are −1 already)
         sim_tv[r] = max_tv_statistic(sim, K, Ld, min_pairs=mp).max(axis=0)
     mtd = markov_test_from_parts(obs_prof, sim_prof, level=level).to_dict()
-    fw = family_wise_p(obs_tv, sim_tv, transform="z")
-    crit = np.quantile(sim_tv, level, axis=0, method="higher")
-    worst = int(fw.worst) if fw.worst is not None else int(np.argmax(obs_tv - crit))
-    mv = {
-        "method": (f"Δ̂(t) of eq. (12) on the held-out readings (max over users, rows with ≥ {mp} pairs) against the same "
-                   f"statistic on {R} data sets simulated from the fitted {fitted.name}; family-wise over lags 1..{Ld} by "
-                   "max-T on the lag-wise standardised statistic (Westfall & Young 1993)"),
-        "level": float(level), "max_lag": Ld, "p_value": float(fw.p_value), "worst_lag": worst + 1,
-        "estimate": float(obs_tv[worst]), "critical": float(crit[worst]),
-        "refuted": bool(fw.p_value <= 1.0 - float(level) + 1e-12),
-        "pointwise_p_values": [float(v) for v in fw.pointwise],
-    }
+    mv = max_tv_check_result(obs_tv, sim_tv, level=level, min_pairs=mp, model_name=fitted.name)
     info = {"holdout": data.holdout, "fit_slots": int(data.train.shape[1]), "test_slots": int(T2), "users": U,
             "draws": R, "seed": int(seed), "wall_time_s": time.perf_counter() - start}
     return MarkovModelCheck(model=str(fitted.name), description=str(fitted.description),

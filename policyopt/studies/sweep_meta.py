@@ -121,6 +121,7 @@ def guarantee_metadata(models: Sequence) -> list:
 
 def _guarantee_text(entries, fields=None) -> str:
     def one(e):
+        """The options text of one guarantee entry `e`."""
         parts = {
             "markov_model": f"--markov-model {e.get('markov_model')}",
             "privacy": f"--privacy {e.get('privacy')}",
