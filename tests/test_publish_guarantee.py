@@ -310,6 +310,9 @@ def test_design_verdict_of_schedule_objects():
                                       "models": [_check("phase:24", True)]})
     assert design_verdict(phase)["verdict"] == "passed" and design_verdict(phase)["model"] == "phase:24"
     assert design_verdict(phase, accounting="chain")["verdict"] == "unchecked"
+    # publish and the ledger account with the model the design recorded: its own verdict
+    assert design_verdict(phase, accounting="phase:24")["verdict"] == "passed"
+    assert design_verdict(phase, accounting="order:2")["verdict"] == "unchecked"
     # auto, nothing passed: every model tried is named
     auto = _verdict_obj(model_check={"requested": "auto", "chosen": None, "passed": False,
                                      "models": [_check("chain", False), _check("order:2", False)]})
@@ -326,8 +329,9 @@ def test_design_verdict_of_schedule_objects():
                                      "why": "a model the designer gave without data: nobody checked it against readings"}
     dask = _verdict_obj(model_check={"refuted": True, "max_lag": 4})
     assert design_verdict(dask)["verdict"] == "unchecked"
-    with pytest.raises(InvalidInputError, match=r"`accounting` must be 'design' or 'chain', got 'x'"):
-        design_verdict(given, accounting="x")
+    for bad in ("x", "auto", 3):
+        with pytest.raises(InvalidInputError, match=r"`accounting` must be 'design' or a model name such as 'chain'"):
+            design_verdict(given, accounting=bad)
     with pytest.raises(InvalidInputError, match=r"`obj` must be the JSON object of `policyopt schedule --json`, got 3"):
         design_verdict(3)
 

@@ -106,7 +106,7 @@ def _slot_seconds(args) -> int | None:
     return BUNDLED_SLOT_SECONDS if args.data is None else None
 
 
-def _markov_spec(args, slot_seconds) -> str:
+def markov_spec_option(args, slot_seconds) -> str:
     """``--markov-model`` checked and made canonical (``phase`` resolved to a day of slots); errors name the option."""
     from policyopt.errors import InvalidInputError
     from policyopt.studies.check_model import check_markov_spec
@@ -134,7 +134,7 @@ def run_check_model(args) -> int:
     from policyopt.errors import InvalidInputError
 
     slot_seconds = _slot_seconds(args)
-    spec = _markov_spec(args, slot_seconds)
+    spec = markov_spec_option(args, slot_seconds)
     distributed = wants_distributed(args)
     if distributed:
         require_parquet_data(args)

@@ -124,6 +124,8 @@ def add_command(sub) -> None:
         "the same on an existing Dask cluster (its workers need policyopt, the --data files and the system's temporary "
         "folder at the same paths)")
     add_guarantee_options(pub, design=False, markov=False)
+    _add_markov_model(pub, "default: the model --schedule's design used (its deployment.model.markov_model), else chain; "
+                      "fixed by the ledger's first run")
     pub.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     pub.set_defaults(handler=run_publish)
 
@@ -145,8 +147,51 @@ def add_command(sub) -> None:
     _add_model(led, "default: the model recorded in the ledger",
                "audit under a --model/--states/--smoothing other than the one recorded in the ledger")
     add_guarantee_options(led, design=False, markov=False)
+    _add_markov_model(led, "default: the model recorded in the ledger; another one re-accounts the same releases, with "
+                      "the verdict the design's check gave it (unchecked when the design did not check it)")
     led.add_argument("--json", action="store_true", help="print one JSON object (with the whole trajectory) instead of text")
     led.set_defaults(handler=run_ledger)
+
+
+def _add_markov_model(cmd, default: str) -> None:
+    """``--markov-model`` of ``publish`` and ``ledger``: the Markov model the accounting's Δ(t) is of."""
+    cmd.add_argument("--markov-model", metavar="MODEL", default=None,
+                     help="the Markov model of the readings the age-dependent risk ε(t) is accounted under (Theorem 3 "
+                     "with Δ(t) of its augmented chain Z, fitted on the model's data with the chains' quantile states): "
+                     "chain, order:K, phase[:P] or hmm:R (not auto: the design chose); apart from --model, which names "
+                     f"the data the model is fitted on; {default}.  ε(t) is stated as a bound only when the design's "
+                     "check passed this model")
+
+
+def _markov_accounting(args, model, slot_seconds, seed: int = 0):
+    """`model` with ``--markov-model`` (canonical; ``phase`` gets a day of slots) when given, else `model`.
+
+    Raises
+    ------
+    InvalidInputError
+        ``auto``, an unknown model, ``phase`` without P when the slot length is unknown; a model other than ``chain``
+        with a model not fitted to data (``two-state``, ``matrix``) or with an empirical Δ̃(t) table.
+    """
+    from dataclasses import replace
+
+    from policyopt.cli.check_model import markov_spec_option
+
+    if getattr(args, "markov_model", None) is None:
+        return model
+    if args.markov_model == "auto":
+        raise InvalidInputError("--markov-model auto selects a model at design time (`policyopt schedule --markov-model "
+                                "auto`); here name the model the releases are accounted under (chain, order:K, phase:P, "
+                                "hmm:R)")
+    name = markov_spec_option(args, slot_seconds)
+    if name != "chain" and not model.fitted:
+        raise InvalidInputError(f"--markov-model {name} is fitted to readings: it goes with a model fitted to data "
+                                f"(bundled or data:CSV), not {model.spec}")
+    if name != "chain" and model.max_tv_table is not None:
+        raise InvalidInputError(f"--markov-model {name} has its own Δ_Z(t); this accounting uses the Δ̃(t) table of "
+                                f"{model.max_tv_source} (the first-order premise): omit --markov-model")
+    if name == model.markov_model:
+        return model
+    return replace(model, markov_model=name, markov_seed=model.markov_seed if name != "chain" else 0)
 
 
 def _given_model(args, base=None):
@@ -245,6 +290,18 @@ def _refuse_unless_override(args, why: str, advice: str) -> None:
         raise InvalidInputError(f"{why}; {advice}, or give --override REASON to do so on purpose")
 
 
+def _slot_seconds_of(args, design) -> int | None:
+    """The slot length (s) of a publish run for ``phase`` without P: ``--slot-length``, else the schedule's, else the
+    bundled data's when no --data is given; ``None`` when unknown."""
+    from policyopt.data import BUNDLED_SLOT_LENGTH
+    from policyopt.io import parse_duration
+
+    text = getattr(args, "slot_length", None) or (design or {}).get("slot_length")
+    if isinstance(text, str):
+        return parse_duration(text, "--slot-length" if getattr(args, "slot_length", None) else "the schedule's slot_length")
+    return parse_duration(BUNDLED_SLOT_LENGTH, "the bundled slot") if args.data is None else None
+
+
 def _publish_plan(args):
     """(schedule, model, provenance) of ``publish``: the schedule file is the deployment (issue #25).
 
@@ -259,6 +316,7 @@ def _publish_plan(args):
         ``--override``; ``--data`` with direct schedule options and no ``--model`` without ``--override``.
     """
     import os
+    from dataclasses import replace
 
     from policyopt.deploy import ModelSpec, ScheduleSpec
     from policyopt.deploy.ledger import read_schedule_json
@@ -334,11 +392,17 @@ def _publish_plan(args):
         model = ModelSpec()
     model = model.pinned("--model")
     model, table_from = _empirical_model(args, schedule, model)
-    if args.schedule is not None and (designed is None or model == designed):
+    model = _markov_accounting(args, model, _slot_seconds_of(args, design))
+    checks = None
+    if args.schedule is not None and (designed is None or replace(model, markov_model=designed.markov_model,
+                                                                  markov_seed=designed.markov_seed) == designed):
         from policyopt.studies.backtest import design_verdict
 
-        check = design_verdict(sched_json, accounting="chain",
-                               source=f"--schedule {os.path.abspath(args.schedule)}, at design time")
+        at = f"--schedule {os.path.abspath(args.schedule)}, at design time"
+        check = design_verdict(sched_json, accounting=model.markov_model, source=at)
+        mc = sched_json.get("model_check") if isinstance(sched_json.get("model_check"), dict) else {}
+        names = {"chain"} | {str(m["model"]) for m in mc.get("models") or [] if isinstance(m, dict) and m.get("model")}
+        checks = {n: design_verdict(sched_json, accounting=n, source=at) for n in sorted(names) if n != "auto"}
     else:
         check = options_verdict(model, "--override: the accounting model is not the design's" if designed is not None
                                 else None)
@@ -354,6 +418,7 @@ def _publish_plan(args):
         "slot_length": None if design is None else design.get("slot_length"),
         "stream": data_digest(args.data, "--data"),
         "design_check": check,
+        "design_checks": checks,
         "design_users": (design or {}).get("users") if isinstance((design or {}).get("users"), int) else None,
         "design_delta": settings.get("delta") if isinstance(settings, dict) else None,
     }
@@ -362,13 +427,16 @@ def _publish_plan(args):
 
 def model_name(model) -> str:
     """The accounting model of a ledger in the words of the guarantee: ``chain`` (fitted first-order chains), the
-    first-order Markov premise of an empirical Δ̃(t) table, or the given chain / matrix."""
+    first-order Markov premise of an empirical Δ̃(t) table, the richer Markov model (``order:2``, …) fitted to the
+    data, or the given chain / matrix."""
+    import os
+
     from policyopt.studies.backtest import EMPIRICAL_PREMISE
 
     if model.max_tv_table is not None:
         return EMPIRICAL_PREMISE
     if model.fitted:
-        return "chain"
+        return model.markov_model
     kind = model.spec.partition(":")[0]
     return f"the given chain {model.spec}" if kind == "two-state" else f"the given matrix {os.path.basename(model.path)}"
 
@@ -386,12 +454,27 @@ def options_verdict(model, override: str | None = None) -> dict:
                    "--schedule", "source": src}
 
 
-def recorded_verdict(provenance: dict, model) -> dict:
+def recorded_verdict(provenance: dict, model, markov_model: str | None = None) -> dict:
     """The design check a ledger recorded at its creation (``provenance.design_check``), or ``unchecked`` for a ledger
-    created before policyopt recorded it."""
-    v = provenance.get("design_check") if isinstance(provenance, dict) else None
-    if (isinstance(v, dict) and v.get("verdict") in ("passed", "refuted", "assumed", "unchecked")
-            and all(isinstance(v.get(k), str) for k in ("model", "why", "source"))):
+    created before policyopt recorded it.  With `markov_model` (an audit under another Markov model than the
+    ledger's), the verdict the design's check gave that model (``provenance.design_checks``), ``unchecked`` when the
+    design did not check it."""
+    def valid(v) -> bool:
+        return (isinstance(v, dict) and v.get("verdict") in ("passed", "refuted", "assumed", "unchecked")
+                and all(isinstance(v.get(k), str) for k in ("model", "why", "source")))
+
+    prov = provenance if isinstance(provenance, dict) else {}
+    if markov_model is not None:
+        checks = prov.get("design_checks")
+        v = checks.get(markov_model) if isinstance(checks, dict) else None
+        if valid(v):
+            return {k: v[k] for k in ("model", "verdict", "why", "source")}
+        return {"model": model_name(model), "verdict": "unchecked",
+                "why": f"the ledger's design did not check {markov_model} on held-out readings; check it with "
+                       f"`policyopt check-model --markov-model {markov_model}` on the design data",
+                "source": "this audit's --markov-model"}
+    v = prov.get("design_check")
+    if valid(v):
         return {k: v[k] for k in ("model", "verdict", "why", "source")}
     return {"model": model_name(model), "verdict": "unchecked",
             "why": "the ledger was created before policyopt recorded its design's model check (no `design_check` in its "
@@ -717,6 +800,9 @@ def _publish_model_check(model, schedule) -> tuple[dict | None, str | None]:
 
     if not model.fitted:
         return None, None
+    if model.markov_model != "chain":
+        return None, (f"not run here: the releases are accounted under {model.markov_model}, whose held-out checks are "
+                      "the design check")
     if model.path is not None and is_parquet_source(model.path):
         return None, ("not run: the model's data are a Parquet data set, which publish does not read whole; run "
                       "`check-model --data` on it before trusting the chains' ε")
@@ -739,6 +825,8 @@ def run_ledger(args) -> int:
     InvalidInputError, LedgerLockedError
         Turned into one line on stderr and exit code 2 by :func:`policyopt.cli.main`.
     """
+    from dataclasses import replace
+
     import numpy as np
 
     from policyopt.deploy import Ledger
@@ -750,21 +838,25 @@ def run_ledger(args) -> int:
         with Ledger(args.ledger) as led:
             if led.is_new:
                 raise InvalidInputError(f"--ledger {args.ledger!r} holds no schedule")
-            model = _ledger_model(args, led.model)
+            meta = led.meta()
+            provenance = json.loads(meta.get("provenance", "{}"))
+            slot_len = provenance.get("slot_length")
+            slot_seconds = None if slot_len is None else parse_duration(slot_len, "the ledger's slot_length")
+            model = _markov_accounting(args, _ledger_model(args, led.model), slot_seconds)
             population = model.load()
             risk = led.risk(population, at=args.at)
             rows = led.rows()
-            meta = led.meta()
-            provenance = json.loads(meta.get("provenance", "{}"))
             sch = led.schedule
-            slot_len = provenance.get("slot_length")
-            slot_seconds = None if slot_len is None else parse_duration(slot_len, "the ledger's slot_length")
     except KeyboardInterrupt:
         return _interrupted("nothing was changed")
     made = [r for r in rows if r.status == "released" and r.slot <= risk.at]
     peaks = dict(zip(risk.release_slots.tolist(), risk.epoch_peaks.tolist()))
-    verdict = recorded_verdict(provenance, model) if model == led.model else options_verdict(
-        model, f"this audit's --model (--override: {args.override})")
+    if model == led.model:
+        verdict = recorded_verdict(provenance, model)
+    elif replace(model, markov_model=led.model.markov_model, markov_seed=led.model.markov_seed) == led.model:
+        verdict = recorded_verdict(provenance, model, model.markov_model)  # only the Markov model differs
+    else:
+        verdict = options_verdict(model, f"this audit's --model (--override: {args.override})")
     settings = guarantee_settings(args, provenance, rows, slot_seconds)
     largest = max(risk.peak_risk, float(np.max(risk.risk)) if risk.risk.size else 0.0)
     privacy = releases_guarantee(rows, verdict, settings, at=risk.at, model_epsilon=largest,
@@ -836,7 +928,10 @@ def run_ledger(args) -> int:
         f"schedule    : A = {fmt_count(sch.A, 'slot')}, S̄ = {fmt_count(sch.S_bar, 'slot')}, ε_C = {fmt_exact(sch.epsilon_c)} nats, value range "
         f"{fmt_value(sch.value_range[0])}:{fmt_value(sch.value_range[1])}, first input slot {sch.origin} (id {led.schedule_id})",
         f"model       : {model.describe()}" + ("" if out["model_is_recorded"] else
-                                                 f" (not the ledger's recorded model: --override {args.override})"),
+                                                 f" (not the ledger's recorded model: --override {args.override})"
+                                                 if args.override is not None else
+                                                 f" (--markov-model {model.markov_model}; the ledger's is "
+                                                 f"{led.model.markov_model})"),
         f"model from  : {out['model_reason']}",
         f"design check: {verdict_text(mv)}",
         f"releases    : {risk.released} made, {risk.skipped} skipped, up to slot {risk.at}{_span(risk.at, slot_seconds)}"

@@ -119,7 +119,7 @@ def _posterior_options(args, dep) -> dict:
     }
 
 
-def deployment_record(args, dep, robust_level=None, empirical_level=None) -> dict:
+def deployment_record(args, dep, robust_level=None, empirical_level=None, markov_model=None, markov_seed: int = 0) -> dict:
     """What ``publish --schedule`` and ``ledger`` need to account for this design: the ``deployment`` JSON field.
 
     ``model`` is the :class:`~policyopt.deploy.ModelSpec` the chains were fitted with, pinned to its data's
@@ -130,7 +130,9 @@ def deployment_record(args, dep, robust_level=None, empirical_level=None) -> dic
     which Δ(t) the design used: ``chain``, ``posterior-band:LEVEL`` (``--robust``) or ``empirical:LEVEL``
     (``--max-tv empirical``, whose table ``empirical_max_tv.max_tv_used`` ``publish`` records in the ledger and
     accounts with); ``publish`` and ``ledger`` refuse a source they cannot reproduce (``posterior-band``) rather than
-    account with another Δ(t).
+    account with another Δ(t).  ``model.markov_model`` (with ``markov_seed``) names the richer Markov model whose
+    Δ_Z(t) the design used (`markov_model`, ``--markov-model`` other than the chains), which ``publish`` and ``ledger``
+    refit on the pinned data and account with; absent for the first-order chains.
     """
     from policyopt.data import BUNDLED_SLOT_LENGTH
     from policyopt.deploy import ModelSpec
@@ -157,6 +159,8 @@ def deployment_record(args, dep, robust_level=None, empirical_level=None) -> dic
         model = ModelSpec(**{**model.to_dict(), "max_tv_source": f"posterior-band:{robust_level:g}"})
     if empirical_level is not None:
         model = ModelSpec(**{**model.to_dict(), "max_tv_source": f"empirical:{empirical_level:g}"})
+    if markov_model is not None and markov_model != "chain":
+        model = ModelSpec(**{**model.to_dict(), "markov_model": str(markov_model), "markov_seed": int(markov_seed)})
     return {
         "model": model.to_dict(),
         "data": data,
@@ -282,8 +286,9 @@ def run_schedule(args) -> int:
                     f"condition (31) fails for {100 * cred['condition_31_fails']:.1f}% of the posterior draws: the schedule's "
                     "guarantee is not credible for the plausible chains; use --robust LEVEL, fewer --states or longer data"
                 )
-    out["deployment"] = deployment_record(args, dep, post.get("robust"),
-                                          None if empirical is None else empirical.level)
+    out["deployment"] = deployment_record(args, dep, post.get("robust"), None if empirical is None else empirical.level,
+                                          None if markov_source is None else markov_source.name,
+                                          DEFAULT_SEED if post.get("seed") is None else post["seed"])
     if wants_distributed(args) and penalty is not dist_extra["chain_penalty"] and out.get("A") is not None \
             and float(out["A"]).is_integer() and float(out["S_bar"]).is_integer():
         from policyopt.studies.deployment import penalty_comparison

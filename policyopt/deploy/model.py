@@ -122,11 +122,22 @@ class ModelSpec:
         Δ̃(0..H) the design used, for an ``empirical:LEVEL`` source (the schedule JSON's
         ``empirical_max_tv.max_tv_used``: non-increasing, in [0, 1]); Δ(t) = 1 beyond H.  ``None``
         for the chains.
+    markov_model : str
+        The Markov model of the readings whose Δ_Z(t) (eq. (12) for the augmented chain Z,
+        :mod:`policyopt.models.markov_model`) the accounting uses: ``"chain"`` (the first-order chains
+        themselves, default), or ``order:K``, ``phase:P``, ``hmm:R`` (``schedule --markov-model``), refitted on the
+        pinned data with the chains' quantile states (:func:`policyopt.models.markov_model.fit_readings_model`).
+        Only for a fitted model whose Δ(t) source is the model itself (``max_tv_source`` ``chain``) or a
+        posterior band of it.
+    markov_seed : int
+        Seed of the HMM restarts of an ``hmm:R`` fit (the design's ``--seed``, default 0); others are deterministic.
 
     Raises
     ------
     InvalidInputError
-        If the spec has an unknown kind or `states`/`smoothing`/`value_range` is out of range.
+        If the spec has an unknown kind, `states`/`smoothing`/`value_range` is out of range, or `markov_model` is
+        not a canonical non-``auto`` model (e.g. ``phase`` without its period), goes with a model not fitted to
+        data, or with a Δ(t) table.
     """
 
     spec: str = "bundled"
@@ -137,6 +148,8 @@ class ModelSpec:
     nbytes: int | None = None
     max_tv_source: str = "chain"
     max_tv_table: tuple | None = None
+    markov_model: str = "chain"
+    markov_seed: int = 0
 
     def __post_init__(self):
         from policyopt.data import BUNDLED_SMOOTHING, BUNDLED_STATES, BUNDLED_VALUE_RANGE
@@ -169,6 +182,29 @@ class ModelSpec:
             raise InvalidInputError(f"`max_tv_source` must be a non-empty string, got {fmt(self.max_tv_source)}")
         if self.max_tv_table is not None:
             object.__setattr__(self, "max_tv_table", _check_max_tv_table(self.max_tv_table, self.max_tv_source))
+        self._check_markov_model()
+
+    def _check_markov_model(self) -> None:
+        """Canonicalise `markov_model` and `markov_seed`; see the class docstring for what is refused."""
+        from policyopt.models.markov_model import MarkovModelSpec, check_seed
+
+        if self.markov_model == "chain":
+            object.__setattr__(self, "markov_seed", check_seed(self.markov_seed))
+            return
+        if not isinstance(self.markov_model, str):
+            raise InvalidInputError(f"`markov_model` must be a string such as 'order:2', got {fmt(self.markov_model)}")
+        sp = MarkovModelSpec.parse(self.markov_model)
+        if sp.kind == "auto" or (sp.kind == "phase" and sp.param is None):
+            raise InvalidInputError(f"`markov_model` must name one model (chain, order:K, phase:P or hmm:R), got "
+                                    f"{fmt(self.markov_model)}")
+        if not self.fitted:
+            raise InvalidInputError(f"`markov_model` {fmt(self.markov_model)} is fitted to readings: it goes with a "
+                                    f"model fitted to data (bundled or data:PATH), not {fmt(self.spec)}")
+        if self.max_tv_table is not None:
+            raise InvalidInputError(f"`markov_model` {fmt(self.markov_model)} has its own Δ_Z(t): it does not go with a "
+                                    f"Δ(t) table from {fmt(self.max_tv_source)}")
+        object.__setattr__(self, "markov_model", str(sp))
+        object.__setattr__(self, "markov_seed", check_seed(self.markov_seed))
 
     @property
     def fitted(self) -> bool:
@@ -214,6 +250,8 @@ class ModelSpec:
             del d["max_tv_table"]  # the chains' Δ(t): the record of earlier policyopt versions, unchanged
         else:
             d["max_tv_table"] = list(self.max_tv_table)
+        if self.markov_model == "chain":  # likewise
+            del d["markov_model"], d["markov_seed"]
         return d
 
     def to_json(self) -> str:
@@ -230,7 +268,8 @@ class ModelSpec:
         vr = d.get("value_range")
         return cls(d["spec"], d.get("states") if fitted else None, d.get("smoothing") if fitted else None,
                    tuple(vr) if vr is not None else None, d.get("sha256"), d.get("nbytes"),
-                   d.get("max_tv_source", "chain"), d.get("max_tv_table"))
+                   d.get("max_tv_source", "chain"), d.get("max_tv_table"), d.get("markov_model", "chain"),
+                   d.get("markov_seed", 0))
 
     @classmethod
     def from_schedule(cls, data: dict, option: str = "--schedule") -> "ModelSpec":
@@ -276,6 +315,8 @@ class ModelSpec:
             parts.append(f"Δ(t) from {self.max_tv_source}: the recorded table for t ≤ {len(self.max_tv_table) - 1}, 1 beyond")
         elif self.max_tv_source != "chain":
             parts.append(f"Δ(t) from {self.max_tv_source}")
+        if self.markov_model != "chain":
+            parts.append(f"Markov model {self.markov_model}: Δ(t) of its augmented chain Z")
         return self.spec + (f" ({', '.join(parts)})" if parts else "")
 
     def _check_pin(self, option: str):
@@ -298,7 +339,9 @@ class ModelSpec:
         )
 
     def load(self, option: str = "--model"):
-        """The :class:`policyopt.models.markov.Population` of this model, fitted on the pinned data.
+        """The :class:`policyopt.models.markov.Population` of this model, fitted on the pinned data (for a
+        `markov_model` other than ``chain``, that model's
+        :class:`~policyopt.models.markov_model.FittedMarkovModel`, whose Δ_Z(t) Theorem 3 on Z uses).
 
         A pinned model (`sha256` set) first checks that its data still has that digest, or,
         for a CSV, that its first `nbytes` bytes have it (the file grew by appended lines; the
@@ -332,6 +375,12 @@ class ModelSpec:
                 f"the model's Δ(t) comes from {self.max_tv_source!r}, which the ledger cannot reproduce (it accounts with the "
                 "chains' own Δ(t), eq. (12)); give --model with --override REASON to account with a model's chains"
             )
+        if self.markov_model != "chain":
+            from policyopt.models.markov_model import fit_readings_model
+
+            fitted, df = self.fit(option)
+            return fit_readings_model(self.markov_model, df, fitted.quantizer, fitted.users, value_range=self.value_range,
+                                      smoothing=float(self.smoothing), seed=self.markov_seed)
         kind, _, arg = self.spec.partition(":")
         if kind == "two-state":
             from policyopt.io import parse_chain_spec

@@ -329,7 +329,7 @@ class Publisher:
         if self.model is not None and led.model != self.model:
             raise InvalidInputError(
                 f"`ledger` {str(self.ledger_path)!r} accounts with model {led.model.describe()}, not "
-                f"{self.model.describe()}; publish with the ledger's model (audit under another with `policyopt ledger --model`)"
+                f"{self.model.describe()}; publish with the ledger's model (audit under another with `policyopt ledger --model` or `--markov-model`)"
             )
         return old
 

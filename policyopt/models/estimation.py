@@ -23,7 +23,8 @@ from policyopt.errors import InvalidInputError, InvalidModelError, check_value_r
 from policyopt.models.markov import MarkovChain, Population
 from policyopt.result import result_repr
 
-__all__ = ["Quantizer", "FittedModel", "fit_population", "validate_readings", "readings_states", "DEFAULT_MIN_ROW_TRANSITIONS"]
+__all__ = ["Quantizer", "FittedModel", "fit_population", "validate_readings", "readings_states", "readings_states_starts",
+           "DEFAULT_MIN_ROW_TRANSITIONS"]
 
 #: Observed transitions out of a state below which a user's row counts as sparse.
 DEFAULT_MIN_ROW_TRANSITIONS = 30
@@ -492,3 +493,21 @@ def readings_states(df, quantizer, users) -> np.ndarray:
     for i, r in enumerate(rows):
         out[i, : r.size] = r
     return out
+
+
+def readings_states_starts(df, quantizer, users) -> tuple[np.ndarray, np.ndarray]:
+    """(states, starts) of `users` in `df`: :func:`readings_states` and each user's first slot there (column 0).
+
+    Returns
+    -------
+    states : numpy.ndarray of int64, shape (len(users), longest span)
+    starts : numpy.ndarray of int64, shape (len(users),)
+        Absolute slot of column 0 per user (the phase of a phase chain counts from it).
+
+    Raises
+    ------
+    InvalidInputError
+        As :func:`readings_states`.
+    """
+    starts = df.groupby("user", sort=False)["time"].min()
+    return readings_states(df, quantizer, users), np.array([int(starts[u]) for u in users], dtype=np.int64)

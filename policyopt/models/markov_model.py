@@ -68,6 +68,7 @@ __all__ = [
     "ChainModel",
     "ZKernel",
     "fit_markov_model",
+    "fit_readings_model",
     "check_fit_inputs",
     "check_smoothing",
     "check_starts",
@@ -607,7 +608,7 @@ class FittedMarkovModel(abc.ABC):
         -------
         float or numpy.ndarray
             As :meth:`policyopt.models.markov.Population.log_max_tv`; ln Δ_Z(0) = 0.  Computed without underflow
-            (propagated row differences, rescaled by powers of two).
+            (propagated row differences, rescaled by powers of two); never above 0 (a TV distance is ≤ 1).
 
         Raises
         ------
@@ -616,7 +617,8 @@ class FittedMarkovModel(abc.ABC):
         """
         ts = as_slots(t, "t")
         uniq, inverse = np.unique(ts.reshape(-1), return_inverse=True)
-        out = np.asarray(self._log_max_tv_sorted(uniq), dtype=float)[inverse].reshape(ts.shape)
+        # Δ_Z ≤ 1 always: a rounding excess above ln 1 = 0 (a TV of 1 computed as 1 + 2⁻⁵²) is cut to 0
+        out = np.minimum(np.asarray(self._log_max_tv_sorted(uniq), dtype=float), 0.0)[inverse].reshape(ts.shape)
         return float(out) if out.ndim == 0 else out
 
     def max_tv(self, t):
@@ -1122,6 +1124,50 @@ def fit_markov_model(
     if sp.kind == "order":
         return fit(x, n_states, sp.param, users=names, smoothing=smoothing)
     return fit(x, n_states, sp.param, users=names, smoothing=smoothing, seed=seed)
+
+
+def fit_readings_model(spec, readings, quantizer, users, *, value_range=None, smoothing: float = DEFAULT_SMOOTHING,
+                       seed: int = 0, default_period: int | None = None) -> FittedMarkovModel:
+    """:func:`fit_markov_model` on readings: each user's readings put on `quantizer`'s states, gaps −1.
+
+    The Δ(t) source of a design under ``--markov-model`` (fitted on every design reading after its held-out check),
+    and the model ``publish`` and ``ledger`` account with for that design (refitted on the pinned design data, so the
+    same readings, quantizer, smoothing and seed give the same Δ_Z).
+
+    Parameters
+    ----------
+    spec : str or MarkovModelSpec
+        As :func:`fit_markov_model`.
+    readings : pandas.DataFrame
+        Long readings: user, time (integer slots), value.
+    quantizer : policyopt.models.estimation.Quantizer
+        The quantile states (those of the first-order chains fitted on the same readings).
+    users : sequence of str
+        The users to fit, in order; users without readings in `readings` are left out.
+    value_range : (float, float), optional
+        Public range the readings are clipped into first (as the chains' fit does).
+    smoothing, seed, default_period
+        As :func:`fit_markov_model`.
+
+    Returns
+    -------
+    FittedMarkovModel
+
+    Raises
+    ------
+    InvalidInputError
+        Bad readings (:func:`policyopt.models.estimation.validate_readings`), or as :func:`fit_markov_model`.
+    """
+    from policyopt.models.estimation import readings_states_starts, validate_readings
+
+    df = validate_readings(readings, source="`readings`")
+    if value_range is not None:
+        df["value"] = np.clip(df["value"].to_numpy(), *value_range)
+    present = set(df["user"].unique())
+    kept = [u for u in users if u in present]
+    states, starts = readings_states_starts(df, quantizer, kept)
+    return fit_markov_model(spec, states, int(quantizer.n_states), users=tuple(kept), starts=starts,
+                            smoothing=smoothing, seed=seed, default_period=default_period)
 
 
 def check_seed(seed) -> int:

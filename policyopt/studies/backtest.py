@@ -157,10 +157,11 @@ def design_verdict(obj: dict, *, accounting: str = "design", source: str = "the 
     ----------
     obj : dict
         The schedule's JSON object.
-    accounting : {"design", "chain"}
-        Whose verdict: ``design`` — the model the design's ε* rests on (its chosen model, e.g. ``phase:24``); ``chain``
-        — the first-order chains ``publish`` and ``ledger`` account with (Zhang et al. 2024, Theorem 3 with the
-        chains' Δ(t) of eq. (12)): ``unchecked`` when the design checked only other models.  For an empirical design
+    accounting : str
+        Whose verdict: ``design`` — the model the design's ε* rests on (its chosen model, e.g. ``phase:24``); a model
+        name (``chain``, ``order:2``, ``phase:24``, ``hmm:2``) — the model ``publish`` and ``ledger`` account with
+        (Zhang et al. 2024, Theorem 3 with Δ(t) of eq. (12) of that model's chain): ``unchecked`` when the design did
+        not check it.  For an empirical design
         (``deployment.model.max_tv_source`` ``empirical:LEVEL``) both are the first-order Markov premise of Theorem 3
         (the held-out Markov test; Δ(t) is the data's band).
     source : str
@@ -175,10 +176,18 @@ def design_verdict(obj: dict, *, accounting: str = "design", source: str = "the 
     Raises
     ------
     InvalidInputError
-        If `obj` is not a dict or `accounting` is not ``design`` or ``chain``.
+        If `obj` is not a dict or `accounting` is not ``design`` or a model name.
     """
-    if accounting not in ("design", "chain"):
-        raise InvalidInputError(f"`accounting` must be 'design' or 'chain', got {fmt(accounting)}")
+    if accounting != "design":
+        from policyopt.models.markov_model import MarkovModelSpec
+
+        try:
+            ok = isinstance(accounting, str) and MarkovModelSpec.parse(accounting).kind != "auto"
+        except InvalidInputError:
+            ok = False
+        if not ok:
+            raise InvalidInputError(f"`accounting` must be 'design' or a model name such as 'chain' or 'order:2', got "
+                                    f"{fmt(accounting)}")
     if not isinstance(obj, dict):
         raise InvalidInputError(f"`obj` must be the JSON object of `policyopt schedule --json`, got {fmt(obj)}")
     dep = obj.get("deployment") if isinstance(obj.get("deployment"), dict) else {}
@@ -188,7 +197,7 @@ def design_verdict(obj: dict, *, accounting: str = "design", source: str = "the 
     given = kind in ("two-state", "matrix") and dep.get("data") is None
     g = obj.get("guarantee") if isinstance(obj.get("guarantee"), dict) else {}
     name = ((g.get("model") or ("the given matrix" if kind == "matrix" else "the given chain")) if given else
-            EMPIRICAL_PREMISE if tv.startswith("empirical") else "chain")
+            EMPIRICAL_PREMISE if tv.startswith("empirical") else accounting if accounting != "design" else "chain")
     if "guarantee" not in obj:
         return _verdict(name, "unchecked", "the schedule has no `guarantee`: written before policyopt checked Markov models "
                         "on held-out readings, so its model never was; treated as unchecked", f"{source} (old format)")
@@ -202,13 +211,15 @@ def design_verdict(obj: dict, *, accounting: str = "design", source: str = "the 
             why = (f"held-out Markov test p = {fmt_value(mt['p_value'], 3)}, level {mt.get('level', 0.95):g}"
                    if isinstance(mt, dict) and isinstance(mt.get("p_value"), (int, float)) else "no Markov test recorded")
             return _verdict(name, "passed" if ok else "refuted", why, source)
-        if accounting == "chain":
-            if chain is None:
+        if accounting != "design":
+            mine = next((m for m in models if m.get("model") == accounting), None)
+            if mine is None:
                 tried = ", ".join(f"{m.get('model')} ({m.get('verdict', 'passed' if m.get('passed') else 'refuted')})"
                                   for m in models) or "no model"
-                return _verdict(name, "unchecked", f"the design checked {tried}, not the first-order chains publish and the "
-                                "ledger account with", source)
-            return _verdict(name, "passed" if chain.get("passed") else "refuted", _check_why(chain), source)
+                what = "the first-order chains" if accounting == "chain" else f"the model {accounting}"
+                return _verdict(name, "unchecked", f"the design checked {tried}, not {what} publish and the ledger "
+                                "account with", source)
+            return _verdict(name, "passed" if mine.get("passed") else "refuted", _check_why(mine), source)
         chosen = mc.get("chosen") or mc.get("model")
         pick = next((m for m in models if m.get("model") == chosen), None)
         if mc.get("passed") and pick is not None:

@@ -50,7 +50,7 @@ import numpy as np
 
 from policyopt.errors import InvalidInputError, fmt
 from policyopt.formatting import check_text, fmt_count, fmt_lower, fmt_upper, fmt_value, json_clean
-from policyopt.models.estimation import readings_states  # re-exported: its home is the models layer
+from policyopt.models.estimation import readings_states, readings_states_starts  # re-exported: home is the models layer
 from policyopt.models.empirical import (
     DEFAULT_MIN_PAIRS,
     DEFAULT_N_BOOT,
@@ -522,13 +522,6 @@ def _context_order(name: str) -> int:
     return int(param) if kind == "order" else 1
 
 
-def _rows_starts(df, quantizer, users) -> tuple[np.ndarray, np.ndarray]:
-    """(states (U, T), starts (U,)) of `users` in `df`: column 0 of a row is the user's first slot there (its
-    absolute slot, the public clock of a phase model, is in `starts`)."""
-    first = df.groupby("user", sort=False)["time"].min()
-    return readings_states(df, quantizer, users), np.array([int(first[u]) for u in users], dtype=np.int64)
-
-
 def model_statistic_draws(model, observed_states, n_states: int, max_lag: int, *, starts=None,
                           min_pairs: int = DEFAULT_MIN_PAIRS, draws: int = DEFAULT_DRAWS, rng) -> np.ndarray:
     """The statistic Δ̂(t) = max_u Δ̂_u(t) on series simulated from a fitted Markov model (parametric bootstrap).
@@ -805,8 +798,8 @@ def _model_table(name: str, chains: ModelCheckReport, train, test, fitted, users
     from policyopt.models.markov_model import fit_markov_model
 
     K = fitted.quantizer.n_states
-    tr, tr0 = _rows_starts(train, fitted.quantizer, users)
-    te, te0 = _rows_starts(test, fitted.quantizer, users)
+    tr, tr0 = readings_states_starts(train, fitted.quantizer, users)
+    te, te0 = readings_states_starts(test, fitted.quantizer, users)
     model = fit_markov_model(name, tr, K, users=tuple(users), starts=tr0, smoothing=smoothing, seed=seed,
                              default_period=default_period)
     emp = chains.empirical

@@ -82,14 +82,6 @@ class CheckData:
     holdout: float
 
 
-def _rows(df, quantizer, users) -> tuple[np.ndarray, np.ndarray]:
-    """(states (U, T), starts (U,)) of `users` in `df` (column 0 = each user's first slot there)."""
-    from policyopt.models.estimation import readings_states
-
-    starts = df.groupby("user", sort=False)["time"].min()
-    return readings_states(df, quantizer, users), np.array([int(starts[u]) for u in users], dtype=np.int64)
-
-
 def split_states(readings, quantizer, users, *, value_range=None, holdout: float = DEFAULT_HOLDOUT) -> CheckData:
     """Put `readings` on the quantizer's states and cut each user's span: the first 1 − `holdout` fits, the rest tests.
 
@@ -115,7 +107,7 @@ def split_states(readings, quantizer, users, *, value_range=None, holdout: float
     InvalidInputError
         Bad `holdout`; no user with readings on both sides of its cut.
     """
-    from policyopt.models.estimation import validate_readings
+    from policyopt.models.estimation import readings_states_starts, validate_readings
 
     if isinstance(holdout, bool) or not isinstance(holdout, (int, float, np.floating)) or not 0.0 < float(holdout) < 1.0:
         raise InvalidInputError(f"`holdout` must be a fraction strictly between 0 and 1, got {fmt(holdout)}")
@@ -130,8 +122,8 @@ def split_states(readings, quantizer, users, *, value_range=None, holdout: float
     kept = [u for u in users if u in both]
     if not kept:
         raise InvalidInputError("no user has readings on both sides of its held-out cut: give longer series")
-    tr, tr0 = _rows(train, quantizer, kept)
-    te, te0 = _rows(test, quantizer, kept)
+    tr, tr0 = readings_states_starts(train, quantizer, kept)
+    te, te0 = readings_states_starts(test, quantizer, kept)
     return CheckData(train=tr, test=te, train_starts=tr0, test_starts=te0, users=tuple(kept),
                      n_states=int(quantizer.n_states), holdout=float(holdout))
 
@@ -485,20 +477,17 @@ def fit_for_design(spec: str, readings, quantizer, users, *, value_range=None, s
                    default_period: int | None = None):
     """`spec` fitted on every design reading (after its check on held-out time): the Δ(t) source of the design.
 
+    :func:`policyopt.models.markov_model.fit_readings_model`, which ``publish`` and ``ledger`` call too (through
+    :meth:`policyopt.deploy.ModelSpec.load`) to account with the same model.
+
     Returns
     -------
     policyopt.models.markov_model.FittedMarkovModel
     """
-    from policyopt.models.estimation import validate_readings
-    from policyopt.models.markov_model import fit_markov_model
+    from policyopt.models.markov_model import fit_readings_model
 
-    df = validate_readings(readings, source="`readings`")
-    if value_range is not None:
-        df["value"] = np.clip(df["value"].to_numpy(), *value_range)
-    kept = [u for u in users if u in set(df["user"].unique())]
-    states, starts = _rows(df, quantizer, kept)
-    return fit_markov_model(spec, states, int(quantizer.n_states), users=tuple(kept), starts=starts, smoothing=smoothing,
-                            seed=seed, default_period=default_period)
+    return fit_readings_model(spec, readings, quantizer, users, value_range=value_range, smoothing=smoothing, seed=seed,
+                              default_period=default_period)
 
 
 def check_summary(sel: ModelSelection, A=None, S_bar=None) -> dict:
