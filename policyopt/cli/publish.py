@@ -303,7 +303,8 @@ def _slot_seconds_of(args, design) -> int | None:
 
 
 def _publish_plan(args):
-    """(schedule, model, provenance) of ``publish``: the schedule file is the deployment (issue #25).
+    """(schedule, model, provenance, as designed) of ``publish``: the schedule file is the deployment (issue #25);
+    *as designed* — the accounting model is the schedule's own, so its recorded ε* and horizon risk must reproduce.
 
     The provenance also records the verdict on the accounting model (``design_check``: the schedule file's design
     check of the first-order chains, :func:`policyopt.studies.backtest.design_verdict`; for options or an overridden
@@ -422,7 +423,7 @@ def _publish_plan(args):
         "design_users": (design or {}).get("users") if isinstance((design or {}).get("users"), int) else None,
         "design_delta": settings.get("delta") if isinstance(settings, dict) else None,
     }
-    return schedule, model, provenance
+    return schedule, model, provenance, designed is not None and model == designed
 
 
 def model_name(model) -> str:
@@ -664,7 +665,7 @@ def run_publish(args) -> int:
         Turned into one line on stderr and exit code 2 by :func:`policyopt.cli.main`.
     """
     start = time.perf_counter()
-    schedule, model, provenance = _publish_plan(args)
+    schedule, model, provenance, as_designed = _publish_plan(args)
     stack = contextlib.ExitStack()
     client = None
     if args.workers is not None or args.scheduler is not None:
@@ -679,11 +680,12 @@ def run_publish(args) -> int:
 
         client = stack.enter_context(dask_client(workers=args.workers, scheduler=args.scheduler))
     with stack:
-        return _publish(args, start, schedule, model, provenance, client)
+        return _publish(args, start, schedule, model, provenance, client, as_designed)
 
 
-def _publish(args, start, schedule, model, provenance, client) -> int:
-    """The rest of :func:`run_publish` (inside the Dask client's lifetime when there is one)."""
+def _publish(args, start, schedule, model, provenance, client, as_designed: bool) -> int:
+    """The rest of :func:`run_publish` (inside the Dask client's lifetime when there is one); `as_designed`: the
+    accounting model is the schedule file's own, whose recorded numbers the publisher then checks."""
     from policyopt.deploy import Publisher
     from policyopt.studies.backtest import verdict_text
 
@@ -695,7 +697,8 @@ def _publish(args, start, schedule, model, provenance, client) -> int:
             int(readings["time"].min()), int(readings["time"].max()))
         if not t_min <= args.through <= t_max:
             raise InvalidInputError(f"--through {args.through} is outside the data's slots {t_min}..{t_max}")
-    publisher = Publisher(args.ledger, schedule, model=model, max_risk=args.max_risk, out=args.out, provenance=provenance)
+    publisher = Publisher(args.ledger, schedule, model=model, max_risk=args.max_risk, out=args.out, provenance=provenance,
+                          check_design=args.override is None and as_designed)
     try:
         rep = publisher.publish(readings, through=args.through)
     except KeyboardInterrupt:
@@ -857,6 +860,9 @@ def run_ledger(args) -> int:
         verdict = recorded_verdict(provenance, model, model.markov_model)  # only the Markov model differs
     else:
         verdict = options_verdict(model, f"this audit's --model (--override: {args.override})")
+    from policyopt.deploy.ledger import recorded_discrepancies
+
+    edited = [] if model != led.model else recorded_discrepancies(sch, risk.designed_peak_risk, risk.designed_horizon_risk)
     settings = guarantee_settings(args, provenance, rows, slot_seconds)
     largest = max(risk.peak_risk, float(np.max(risk.risk)) if risk.risk.size else 0.0)
     privacy = releases_guarantee(rows, verdict, settings, at=risk.at, model_epsilon=largest,
@@ -900,7 +906,9 @@ def run_ledger(args) -> int:
             "risk": risk.risk.tolist(),
             "aoi": [_slots(v) for v in risk.aoi.tolist()],
         },
-        "warnings": privacy["warnings"],
+        "warnings": privacy["warnings"] + [
+            f"the schedule recorded in the ledger does not reproduce its own numbers under its model: {e} (published "
+            f"with --override: {provenance.get('override')})" for e in edited],
         "wall_time_s": time.perf_counter() - start,
     }
     if args.json:
@@ -952,7 +960,7 @@ def run_ledger(args) -> int:
     worst = int(np.argmax(risk.risk)) if risk.risk.size else 0
     lines.append(f"trajectory  : {fmt_count(risk.times.size, 'slot')} ({'--json' if risk.times.size else ''} prints ε(t), AoI(t)); "
                  f"max ε(t) = {fmt_upper(float(risk.risk[worst]))} at slot {int(risk.times[worst])}{_not_a_bound(mv)}")
-    lines += [f"warning     : {w}" for w in privacy["warnings"]]
+    lines += [f"warning     : {w}" for w in out["warnings"]]
     lines.append(f"wall time   : {out['wall_time_s']:.3f} s")
     print(check_text("\n".join(lines)))
     return 0

@@ -83,7 +83,8 @@ from policyopt.errors import InvalidInputError, PolicyOptError, fmt
 from policyopt.formatting import fmt_count
 
 __all__ = ["SCHEMA_VERSION", "APPLICATION_ID", "ScheduleSpec", "read_schedule_json", "input_digest", "EMPTY_INPUT_SHA256",
-           "LedgerRow", "LedgerRisk", "Ledger", "LedgerLockedError", "model_free_of_rows", "SPENT_REL_TOL"]
+           "LedgerRow", "LedgerRisk", "Ledger", "LedgerLockedError", "model_free_of_rows", "SPENT_REL_TOL",
+           "designed_risks", "schedule_discrepancies", "recorded_discrepancies", "DESIGN_REL_TOL"]
 
 #: Version of the ledger's tables; a ledger with a larger version is refused.
 SCHEMA_VERSION = 2
@@ -657,6 +658,74 @@ def _classify_open_error(path: Path, exc: Exception, option: str, writer: bool =
     return InvalidInputError(f"{option} {str(path)!r} is corrupted (SQLite: {text}); it was not modified — restore it from a backup")
 
 
+def designed_risks(sch: ScheduleSpec, population) -> tuple:
+    """What a schedule's own numbers are under the accounting model: (ε* upper bound or None, its status, the largest
+    risk over the design's horizon or None).
+
+    ε* is eq. (30) of Zhang et al. 2024 with Δ(A), Δ(S̄) of `population`, rounded outward
+    (:func:`policyopt.privacy.age_dependent.peak_risk_upper`); the horizon risk (a schedule whose ``status`` was
+    ``infeasible`` and that runs its ``horizon_design``) is Theorem 3 over the design's planned releases S_n = A +
+    (n − 1)·S̄ ≤ H (eq. (25), outward-rounded), or for a model-free horizon design the pure ε of those ⌈H/S̄⌉ releases by
+    basic composition (Dwork & Roth 2014, Theorem 3.16).
+
+    Returns
+    -------
+    (float or None, str, float or None)
+    """
+    from policyopt.privacy.age_dependent import compose, peak_risk, peak_risk_upper
+
+    la, ls = float(population.log_max_tv(sch.A)), float(population.log_max_tv(sch.S_bar))
+    designed = peak_risk(float(population.max_tv(sch.A)), float(population.max_tv(sch.S_bar)), sch.epsilon_c)
+    designed_up = peak_risk_upper(designed.value, la, ls, sch.epsilon_c, sch.A, sch.S_bar)
+    horizon_risk = None
+    if sch.horizon is not None and sch.horizon_accounting == "model-free":
+        from policyopt.privacy.model_free import model_free_guarantee
+
+        # the design's ⌈H/S̄⌉ releases of ε_C: pure ε by basic composition (Dwork & Roth 2014, Thm 3.16), any model
+        horizon_risk = model_free_guarantee(sch.epsilon_c, horizon=sch.horizon, delta=0.0, S_bar=sch.S_bar).epsilon_pure
+    elif sch.horizon is not None and sch.A <= sch.horizon:
+        # the design's releases S_n = A + (n − 1)S̄ ≤ H, each with ε_C; ε(S_n) grows with n when (31) fails
+        planned = sch.A + sch.S_bar * np.arange((sch.horizon - sch.A) // sch.S_bar + 1)
+        plan = compose(planned, sch.A, sch.epsilon_c, population, horizon=sch.horizon)
+        horizon_risk = float(np.max(plan.risk_upper))
+    return designed_up, designed.status, horizon_risk
+
+
+#: Relative difference above which a schedule file's own ε* or horizon risk is taken not to be what its A, S̄, ε_C
+#: give under its model (both sides are outward-rounded float64 evaluations of the same formula: they agree to ~1e-15).
+DESIGN_REL_TOL = 1e-9
+
+
+def schedule_discrepancies(sch: ScheduleSpec, population) -> list:
+    """Where a schedule file's recorded ε* (``peak_risk``) or horizon risk (``horizon_design.horizon_risk``) is not what
+    its A, S̄ and ε_C give under `population` (:func:`designed_risks`): a list of sentences, empty when it reproduces
+    (relative tolerance :data:`DESIGN_REL_TOL`).  A file edited after its design (ε_C, A, S̄ or the Δ(t) it records)
+    fails here.
+    """
+    up, _, horizon = designed_risks(sch, population)
+    return recorded_discrepancies(sch, up, horizon)
+
+
+def recorded_discrepancies(sch: ScheduleSpec, peak_risk, horizon_risk) -> list:
+    """:func:`schedule_discrepancies` given the recomputed ε* upper bound `peak_risk` and horizon risk `horizon_risk`
+    (``None``: none), e.g. a :class:`LedgerRisk`'s ``designed_peak_risk`` and ``designed_horizon_risk``."""
+    up, horizon = peak_risk, horizon_risk
+    out = []
+
+    def differs(recorded, now) -> bool:
+        if now is None or not math.isfinite(now):
+            return True
+        return abs(recorded - now) > DESIGN_REL_TOL * max(abs(recorded), abs(now), 1e-300)
+
+    if sch.designed_peak_risk is not None and differs(sch.designed_peak_risk, up):
+        out.append(f"its ε* {sch.designed_peak_risk!r} nats is not what A = {sch.A}, S̄ = {sch.S_bar}, ε_C = "
+                   f"{sch.epsilon_c!r} give under its model ({'no finite ε*' if up is None else repr(up)})")
+    if sch.designed_horizon_risk is not None and differs(sch.designed_horizon_risk, horizon):
+        out.append(f"its horizon risk {sch.designed_horizon_risk!r} nats over {sch.horizon} slots is not what A = "
+                   f"{sch.A}, S̄ = {sch.S_bar}, ε_C = {sch.epsilon_c!r} give ({horizon!r})")
+    return out
+
+
 class Ledger:
     """A policyopt privacy ledger (SQLite, WAL mode, schema :data:`SCHEMA_VERSION`).
 
@@ -994,7 +1063,7 @@ class Ledger:
         ``risk_upper`` / ``epoch_peaks_upper`` and the designed peak is rounded up by
         :func:`policyopt.privacy.age_dependent.peak_risk_upper`.
         """
-        from policyopt.privacy.age_dependent import compose, peak_risk, peak_risk_upper
+        from policyopt.privacy.age_dependent import compose
 
         if self.is_new:
             raise InvalidInputError(f"{self.option} {str(self.path)!r} holds no schedule yet")
@@ -1019,25 +1088,12 @@ class Ledger:
             risk, aoi, peaks = comp.risk_upper, comp.aoi, comp.epoch_peaks_upper
         else:
             risk, aoi, peaks = np.zeros(times.size), np.full(times.size, np.nan), np.empty(0)
-        la, ls = float(population.log_max_tv(sch.A)), float(population.log_max_tv(sch.S_bar))
-        designed = peak_risk(float(population.max_tv(sch.A)), float(population.max_tv(sch.S_bar)), sch.epsilon_c)
-        designed_up = peak_risk_upper(designed.value, la, ls, sch.epsilon_c, sch.A, sch.S_bar)
-        horizon_risk = None
-        if sch.horizon is not None and sch.horizon_accounting == "model-free":
-            from policyopt.privacy.model_free import model_free_guarantee
-
-            # the design's ⌈H/S̄⌉ releases of ε_C: pure ε by basic composition (Dwork & Roth 2014, Thm 3.16), any model
-            horizon_risk = model_free_guarantee(sch.epsilon_c, horizon=sch.horizon, delta=0.0, S_bar=sch.S_bar).epsilon_pure
-        elif sch.horizon is not None and sch.A <= sch.horizon:
-            # the design's releases S_n = A + (n − 1)S̄ ≤ H, each with ε_C; ε(S_n) grows with n when (31) fails
-            planned = sch.A + sch.S_bar * np.arange((sch.horizon - sch.A) // sch.S_bar + 1)
-            plan = compose(planned, sch.A, sch.epsilon_c, population, horizon=sch.horizon)
-            horizon_risk = float(np.max(plan.risk_upper))
+        designed_up, designed_status, horizon_risk = designed_risks(sch, population)
         return LedgerRisk(
             times=times, risk=np.asarray(risk), aoi=np.asarray(aoi),
             release_slots=np.array([r.slot for r in made], dtype=np.int64), epoch_peaks=np.asarray(peaks),
             peak_risk=float(np.max(peaks)) if len(peaks) else 0.0,
-            designed_peak_risk=designed_up, designed_status=designed.status,
+            designed_peak_risk=designed_up, designed_status=designed_status,
             at=int(T), released=len(made), skipped=skipped, designed_horizon_risk=horizon_risk,
         )
 

@@ -67,7 +67,7 @@ TABLE_MAX_TV_SOURCE = "empirical:"
 
 
 def _check_max_tv_table(table, source: str) -> tuple:
-    """A Δ(t) table as a tuple of floats: finite, in [0, 1], non-increasing, for an ``empirical:`` source.
+    """A Δ(t) table as a tuple of floats: finite, in [0, 1], non-increasing, Δ(0) = 1, for an ``empirical:`` source.
 
     Raises
     ------
@@ -85,6 +85,9 @@ def _check_max_tv_table(table, source: str) -> tuple:
         if vals and v > vals[-1]:
             raise InvalidInputError(f"`max_tv_table` must be non-increasing, but Δ({t}) = {v!r} > Δ({t - 1}) = {vals[-1]!r}")
         vals.append(float(v))
+    if vals[0] != 1.0:
+        raise InvalidInputError(f"`max_tv_table`[0] must be 1 (Δ(0) = 1: a reading and itself are as far apart as two "
+                                f"states can be), got {fmt(vals[0])}")
     return tuple(vals)
 
 

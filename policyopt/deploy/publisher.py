@@ -282,11 +282,17 @@ class Publisher:
     provenance : dict, optional
         Why this model and stream (JSON-ready; e.g. ``model_reason``), recorded in the ledger's
         ``meta`` when it is created.
+    check_design : bool
+        When the ledger is created, recompute the schedule's own ε* (eq. (30)) and horizon risk from its A, S̄, ε_C
+        under `model` (:func:`policyopt.deploy.ledger.schedule_discrepancies`) and refuse a schedule whose recorded
+        values they do not reproduce (a file edited after its design).  Default True; ``publish --override`` turns it
+        off.
 
     Raises
     ------
     InvalidInputError
-        If `max_risk` is not a positive number.
+        If `max_risk` is not a positive number; at :meth:`publish`, a schedule that does not reproduce its numbers
+        (with `check_design`).
 
     Examples
     --------
@@ -295,7 +301,7 @@ class Publisher:
     """
 
     def __init__(self, ledger, schedule: ScheduleSpec, *, model: ModelSpec | None = None,
-                 max_risk: float | None = None, out=None, provenance: dict | None = None):
+                 max_risk: float | None = None, out=None, provenance: dict | None = None, check_design: bool = True):
         from policyopt.errors import check_positive
 
         if not isinstance(schedule, ScheduleSpec):
@@ -308,6 +314,7 @@ class Publisher:
         self.max_risk = None if max_risk is None else check_positive(max_risk, "max_risk", "nats")
         self.out = None if out is None else Path(out)
         self.provenance = provenance
+        self.check_design = bool(check_design)
 
     # ---------------------------------------------------------------------------------------
     def _compare(self, led: Ledger) -> ScheduleSpec:
@@ -474,6 +481,14 @@ class Publisher:
         if self.out is not None:
             expected, lagging = self._check_out(rows)
         population = model.load()
+        if led.is_new and self.check_design:
+            from policyopt.deploy.ledger import schedule_discrepancies
+
+            bad = schedule_discrepancies(sch, population)
+            if bad:
+                raise InvalidInputError(
+                    f"the schedule ({sch.source}) does not reproduce its own numbers: {'; '.join(bad)} — was it edited "
+                    "after its design? Redesign it, or publish it anyway with --override REASON (recorded)")
         log_dtv = {}
 
         def ldtv(age: int) -> float:
