@@ -189,3 +189,24 @@ def test_auto_choosing_order2_designs_the_horizon_against_its_band(tmp_path):
     assert float(np.max(risk)) == pytest.approx(hd["horizon_risk"], rel=1e-9)
     point = compose(publish, A, eps, model, horizon=hd["horizon"]).risk
     assert float(np.max(risk)) >= float(np.max(point))
+
+
+def test_hmm_band_is_a_parametric_bootstrap_band(csv):
+    """``hmm:R``: the draws of Δ_Z behind the band are the parametric bootstrap of
+    :meth:`~policyopt.models.hidden_regime.HiddenRegimeModel.log_max_tv_draws` (its default), and the band and the
+    credible result say so."""
+    df = pd.read_csv(csv)
+    small = df[df["user"].isin(sorted(df["user"].unique())[:3]) & (df["time"] < 600)]
+    fitted = fit_population(small, 2, value_range=(0.0, 1.0))
+    model = fit_for_design("hmm:2", small, fitted.quantizer, fitted.users, value_range=(0.0, 1.0), smoothing=0.01,
+                           seed=0, default_period=24)
+    src, info = robust_source(model, 6, level=0.75, draws=4, rng=np.random.default_rng(3))
+    draws = model.log_max_tv_draws(np.arange(7), 4, np.random.default_rng(3))  # method="bootstrap"
+    expected, _ = simultaneous_upper_band(draws, 0.75, np.asarray(model.log_max_tv(np.arange(7))))
+    np.testing.assert_array_equal(src.log_max_tv(np.arange(7)), expected)
+    assert info["model"] == "hmm:2" and info["posterior"].startswith("a parametric bootstrap, not a posterior")
+    assert np.all(expected >= np.asarray(model.log_max_tv(np.arange(7))))
+    cred = credible_peak_risk(model, 2, 3, 0.05, level=0.75, draws=4, rng=np.random.default_rng(3))
+    assert cred["note"].startswith("Bootstrap credible statement") and "hmm:2" in cred["note"]
+    d = model.log_max_tv_draws([2, 3], 4, np.random.default_rng(3))
+    assert cred["upper"] == np.sort(peak_risk_values_log(d[:, 0], d[:, 1], 0.05))[math.ceil(0.75 * 4) - 1]
