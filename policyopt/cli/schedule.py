@@ -69,7 +69,8 @@ def add_command(sub) -> None:
                        "its Δ_Z(t) (data only; exact method)")
     sched.add_argument("--draws", type=int_at_least("--draws", 2, MAX_DRAWS), default=None, metavar="M",
                        help=f"posterior draws (simulated pilots) for --credible and --robust (default {DEFAULT_DRAWS}; at most "
-                       f"{MAX_DRAWS}, about 4 ms each for the bundled pilot)")
+                       f"{MAX_DRAWS}, about 4 ms each for the bundled pilot; with --markov-model hmm:R each is one EM "
+                       "refit per user)")
     sched.add_argument("--seed", type=int_at_least("--seed", 0), default=None, metavar="N",
                        help=f"seed of the simulation generator for the posterior draws (default {DEFAULT_SEED}; "
                        "simulation only, never released noise)")
