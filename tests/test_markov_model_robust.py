@@ -165,9 +165,8 @@ def test_auto_choosing_order2_designs_the_horizon_against_its_band(tmp_path):
 
     path = tmp_path / "xor.csv"
     P.xor_chain().simulate(USERS, SLOTS, np.random.default_rng(1)).to_csv(path, index=False)
-    args = [a for a in COMMON if a not in ("order:2",)]
-    args[args.index("--markov-model") + 1:args.index("--markov-model") + 1] = ["auto"]
-    args[args.index("--max-rmse") + 1] = "0.005"
+    args = {**dict(zip(COMMON[::2], COMMON[1::2])), "--markov-model": "auto", "--max-rmse": "0.005"}
+    args = [x for kv in args.items() for x in kv]
     r = main_json("schedule", "--data", path, *args, "--robust", "0.9")
     assert r["model_check"]["requested"] == "auto" and r["model_check"]["chosen"] == "order:2" and r["model_check"]["passed"]
     assert r["deployment"]["model"]["max_tv_source"] == "posterior-band:0.9"
