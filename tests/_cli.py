@@ -21,6 +21,26 @@ def strict_json(text: str):
     return json.loads(text, parse_constant=bad)
 
 
+def main_output(*args) -> tuple[int, str, str]:
+    """``policyopt ARGS`` run in this process (:func:`policyopt.cli.main.main`): exit code, stdout and stderr."""
+    import contextlib
+    import io
+
+    from policyopt.cli.main import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([str(a) for a in args])
+    return code, out.getvalue(), err.getvalue()
+
+
+def main_json(*args):
+    """The strict JSON object of ``policyopt ARGS --json`` run in this process (exit 0 asserted)."""
+    code, out, err = main_output(*args, "--json")
+    assert code == 0, err
+    return strict_json(out)
+
+
 def run_cli(*args, timeout: float = 300) -> subprocess.CompletedProcess:
     """Run the installed ``policyopt`` with `args` (as strings); assert exit 0 (stderr in the message)."""
     proc = subprocess.run([POLICYOPT, *map(str, args)], capture_output=True, text=True, timeout=timeout)

@@ -25,9 +25,6 @@ this size, so they state the same model-free guarantee the default runs check he
 
 from __future__ import annotations
 
-import contextlib
-import io
-import json
 import math
 from functools import lru_cache
 
@@ -36,7 +33,7 @@ import pytest
 
 import _exact_risk as E
 import _processes as P
-from policyopt.cli.main import main
+from _cli import main_json
 
 USERS, SLOTS = 20, 4000
 #: Run length (slots) for the steady-state peak of a printed ε* (as tests/test_guarantee.py).
@@ -68,15 +65,7 @@ def csv(tmp_path_factory):
 @lru_cache(maxsize=None)
 def _run(path: str, *args: str) -> dict:
     """``policyopt schedule --data PATH COMMON ARGS --json`` in this process (exit 0 asserted), strict JSON."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(["schedule", "--data", path, *COMMON, *args, "--json"])
-    assert code == 0, err.getvalue()
-
-    def bad(c):
-        raise ValueError(f"non-finite JSON constant {c}")
-
-    return json.loads(out.getvalue(), parse_constant=bad)
+    return main_json("schedule", "--data", path, *COMMON, *args)
 
 
 def schedule(csv, name: str, *args: str) -> dict:

@@ -61,14 +61,16 @@ def add_command(sub) -> None:
                        "warning is given when it sets Δ(t) at the chosen A or S_bar (data only; default 30)")
     sched.add_argument("--credible", type=probability("--credible"), default=None, metavar="LEVEL",
                        help=f"posterior check of the chosen schedule: median and upper LEVEL quantile of ε* over Dirichlet "
-                       f"posterior draws of the chains, a Bayesian credible statement, not a proof (data only; default "
-                       f"{DEFAULT_CREDIBLE})")
+                       f"posterior draws of the chains (of the Z chain of a --markov-model; a parametric bootstrap for "
+                       f"hmm:R), a Bayesian credible statement, not a proof (data only; default {DEFAULT_CREDIBLE})")
     sched.add_argument("--robust", type=probability("--robust"), default=None, metavar="LEVEL",
                        help="design against a simultaneous posterior upper band of Δ(t) (t ≤ max(A_MAX, S_MAX) + 1) that "
-                       "holds for the whole curve with posterior probability LEVEL (data only; exact method)")
+                       "holds for the whole curve with posterior probability LEVEL; with a --markov-model, the band of "
+                       "its Δ_Z(t) (data only; exact method)")
     sched.add_argument("--draws", type=int_at_least("--draws", 2, MAX_DRAWS), default=None, metavar="M",
                        help=f"posterior draws (simulated pilots) for --credible and --robust (default {DEFAULT_DRAWS}; at most "
-                       f"{MAX_DRAWS}, about 4 ms each for the bundled pilot)")
+                       f"{MAX_DRAWS}, about 4 ms each for the bundled pilot; with --markov-model hmm:R each is one EM "
+                       "refit per user)")
     sched.add_argument("--seed", type=int_at_least("--seed", 0), default=None, metavar="N",
                        help=f"seed of the simulation generator for the posterior draws (default {DEFAULT_SEED}; "
                        "simulation only, never released noise)")
@@ -177,7 +179,7 @@ def run_schedule(args) -> int:
     import numpy as np
 
     from policyopt.models.markov import Population
-    from policyopt.studies.deployment import credible_peak_risk, explain, robust_source, sparse_row_warnings
+    from policyopt.studies.deployment import explain, robust_source, sparse_row_warnings
     from policyopt.studies.schedule import design_schedule, format_report
 
     start = time.perf_counter()
@@ -214,15 +216,16 @@ def run_schedule(args) -> int:
     rng = np.random.default_rng(post["seed"]) if post else None  # simulation only (posterior draws), never released noise
     gs = guarantee_settings(args, dep)
     source, robust_info = population, None
+    selection, markov_source = _markov_selection(args, dep, gs, post)  # refuses --max-tv empirical before estimating it
     empirical = _empirical_options(args, dep, post)
     if empirical is not None:
         source = empirical.source
-    if post and post["robust"] is not None:
-        source, robust_info = robust_source(dep.fitted, max(args.max_age, args.max_interval) + 1, level=post["robust"],
-                                            draws=post["draws"], rng=rng)
-    selection, markov_source = _markov_selection(args, dep, gs, post)
     if markov_source is not None:
         source = markov_source
+    if post and post["robust"] is not None:  # the band of the design's Δ(t): the chains', or Δ_Z of the chosen model
+        source, robust_info = robust_source(dep.fitted if markov_source is None else markov_source,
+                                            max(args.max_age, args.max_interval) + 1, level=post["robust"],
+                                            draws=post["draws"], rng=rng)
     report = design_schedule(
         source,
         max_penalty=max_penalty,
@@ -246,7 +249,9 @@ def run_schedule(args) -> int:
     m = out["model"]
     m["states"] = max(c.n_states for c in population.chains) if hasattr(population, "chains") else population.n_states
     if robust_info is not None:
-        m["delta_source"] = f"simultaneous posterior upper band of Δ(t) (level {post['robust']})"
+        m["delta_source"] = (f"simultaneous posterior upper band of Δ(t) (level {post['robust']})" if markov_source is None
+                             else f"simultaneous {_draw_kind(markov_source)} upper band of Δ_Z(t) of the Markov model "
+                             f"{markov_source.name} (level {post['robust']})")
         out["robust"] = robust_info
     if empirical is not None:
         from policyopt.studies.empirical_design import add_empirical_design
@@ -277,15 +282,11 @@ def run_schedule(args) -> int:
             )
             m["max_tv_witnesses"] = witnesses
             warnings += sparse_warn
-            cred = credible_peak_risk(dep.fitted, int(out["A"]), int(out["S_bar"]), float(out["epsilon_c"]),
-                                      level=post["credible"], draws=post["draws"], rng=rng)
-            cred["seed"] = post["seed"]
-            out["credible"] = cred
-            if cred["condition_31_fails"] > 1.0 - cred["level"]:
-                warnings.append(
-                    f"condition (31) fails for {100 * cred['condition_31_fails']:.1f}% of the posterior draws: the schedule's "
-                    "guarantee is not credible for the plausible chains; use --robust LEVEL, fewer --states or longer data"
-                )
+            out["credible"] = _credible(dep.fitted, out, post, rng, warnings)
+    elif markov_source is not None and empirical is None:  # Δ_Z of the chosen model: its posterior (bootstrap) draws
+        out["credible"] = None  # as the chains': a posterior under a refuted model is no guarantee
+        if out["A"] is not None and not args.relax and chains_trusted:
+            out["credible"] = _credible(markov_source, out, post, rng, warnings)
     out["deployment"] = deployment_record(args, dep, post.get("robust"), None if empirical is None else empirical.level,
                                           None if markov_source is None else markov_source.name,
                                           DEFAULT_SEED if post.get("seed") is None else post["seed"])
@@ -315,10 +316,15 @@ def run_schedule(args) -> int:
 
             # draw with the Δ(t) the design used: the --robust band when given, else the model's own Δ(t)
             label = None
-            if robust_info is not None:
+            if robust_info is not None and markov_source is not None:
+                label = (f"the simultaneous {_draw_kind(markov_source)} upper band of Δ_Z of the Markov model "
+                         f"{markov_source.name}, level {post['robust']:g} (--robust), as in the design")
+            elif robust_info is not None:
                 label = f"the simultaneous posterior upper band, level {post['robust']:g} (--robust), as in the design"
             elif empirical is not None:
                 label = f"the data's {empirical.level:g} upper band (--max-tv), as designed"
+            elif markov_source is not None:
+                label = f"Δ_Z(t) of the Markov model {markov_source.name} (point estimate), as in the design"
             plot_schedule(
                 out["A"], out["S_bar"], out["epsilon_c"], source, args.plot,
                 epochs=args.plot_epochs, peak_risk=out["peak_risk"],
@@ -340,6 +346,34 @@ def run_schedule(args) -> int:
     if plot_error is not None:
         raise InvalidInputError(plot_error)
     return 0
+
+
+def _draw_kind(model) -> str:
+    """``bootstrap`` for a hidden-regime model (its Δ_Z draws refit simulated data), else ``posterior``."""
+    return "bootstrap" if getattr(model, "kind", None) == "hmm" else "posterior"
+
+
+def _credible(fitted, out: dict, post: dict, rng, warnings: list) -> dict:
+    """``--credible``: :func:`~policyopt.studies.deployment.credible_peak_risk` of the design's integer schedule under
+    the posterior draws of `fitted` (the chains, or the Markov model whose Δ_Z the design used), with its seed; a
+    warning is appended to `warnings` when condition (31) fails for more than 1 − level of the draws."""
+    from policyopt.models.markov_model import FittedMarkovModel
+    from policyopt.studies.deployment import credible_peak_risk, posterior_draw_text
+
+    cred = credible_peak_risk(fitted, int(out["A"]), int(out["S_bar"]), float(out["epsilon_c"]),
+                              level=post["credible"], draws=post["draws"], rng=rng)
+    cred["seed"] = post["seed"]
+    name = fitted.name if isinstance(fitted, FittedMarkovModel) else None
+    if name is not None:  # a Markov model (not the chains): say which, and what its draws are
+        cred["model"] = name
+        cred["posterior"] = posterior_draw_text(fitted)
+    if cred["condition_31_fails"] > 1.0 - cred["level"]:
+        whose = "the plausible chains" if name is None else f"the plausible {name} models"
+        warnings.append(
+            f"condition (31) fails for {100 * cred['condition_31_fails']:.1f}% of the {_draw_kind(fitted)} draws: the "
+            f"schedule's guarantee is not credible for {whose}; use --robust LEVEL, fewer --states or longer data"
+        )
+    return cred
 
 
 def _slot_seconds(args) -> int | None:
@@ -376,11 +410,16 @@ def _markov_selection(args, dep, gs, post):
     that passed; the chains when none did).  ``(None, None)`` without readings in memory (``--chain``/``--matrix``,
     Dask).
 
+    ``--robust``, ``--credible`` and ``--plot`` apply to that model's Δ_Z as to the chains' Δ(t) (the band and the
+    credible interval from its ``log_max_tv_draws``: :func:`~policyopt.studies.deployment.robust_source`,
+    :func:`~policyopt.studies.deployment.credible_peak_risk`).
+
     Raises
     ------
     InvalidInputError
-        ``--markov-model`` other than ``chain`` without readings, on Dask, with ``--max-tv empirical``, ``--robust``,
-        ``--credible``, ``--plot``, or a method other than exact.
+        ``--markov-model`` other than ``chain`` without readings, on Dask, with ``--max-tv empirical`` (Δ̃(t) is
+        estimated from lag pairs of the readings X, while Theorem 3 on the model's state Z needs Δ_Z), or a method
+        other than exact.
     """
     from policyopt.studies.empirical_design import box_last_age
 
@@ -390,10 +429,14 @@ def _markov_selection(args, dep, gs, post):
         if not serial:
             raise InvalidInputError(f"--markov-model {spec} is fitted to readings held in memory: give --data (or use the "
                                     "bundled data), serially (no --workers/--scheduler)")
-        for opt, val in (("--max-tv", args.max_tv), ("--robust", post.get("robust") if post else None),
-                         ("--credible", getattr(args, "credible", None)), ("--plot", args.plot)):
-            if val is not None:
-                raise InvalidInputError(f"{opt} applies to the first-order chains; omit it with --markov-model {spec}")
+        if args.max_tv is not None:
+            from policyopt.studies.empirical_design import parse_max_tv_source
+
+            if parse_max_tv_source(args.max_tv)[0] != "model":
+                raise InvalidInputError(
+                    f"--max-tv {args.max_tv} estimates Δ̃(t) from lag pairs of the readings X, but Theorem 3 on the state Z "
+                    f"of --markov-model {spec} needs Δ_Z(t) of that model: omit --max-tv (for a margin over the "
+                    "estimate of Δ_Z, design against its posterior band with --robust LEVEL)")
         if args.method != "exact" or args.relax:
             raise InvalidInputError(f"--markov-model {spec} designs with the exact Δ(t) table: use --method exact without "
                                     "--relax")

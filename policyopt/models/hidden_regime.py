@@ -308,7 +308,8 @@ class HiddenRegimeModel(FittedMarkovModel):
                         refit[d, u] = _refit(X, lengths, K, R, s, start[u], self.transmat[u], self.emissionprob[u])
         out = np.empty((m, ts.size))
         for d in range(m):
-            out[d] = population_log_max_tv(lambda sel: refit[d][sel], U, R, ts)  # Δ_Z = Δ_A of the refits
+            # Δ_Z = Δ_A of the refits, at most ln 1 (as FittedMarkovModel.log_max_tv: no rounding excess above 0)
+            out[d] = np.minimum(population_log_max_tv(lambda sel: refit[d][sel], U, R, ts), 0.0)
         return out
 
     def _posterior_draw(self, gens):

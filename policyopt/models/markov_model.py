@@ -608,7 +608,9 @@ class FittedMarkovModel(abc.ABC):
         -------
         float or numpy.ndarray
             As :meth:`policyopt.models.markov.Population.log_max_tv`; ln Δ_Z(0) = 0.  Computed without underflow
-            (propagated row differences, rescaled by powers of two); never above 0 (a TV distance is ≤ 1).
+            (propagated row differences, rescaled by powers of two), and at most 0: a Z state that determines the
+            next one's observable part (``order:k``: Δ_Z(1) = 1) can round a few ulps above ln 1, which eq. (25)'s
+            evaluation (:func:`policyopt.privacy.age_dependent.compose`) refuses.
 
         Raises
         ------
@@ -617,7 +619,6 @@ class FittedMarkovModel(abc.ABC):
         """
         ts = as_slots(t, "t")
         uniq, inverse = np.unique(ts.reshape(-1), return_inverse=True)
-        # Δ_Z ≤ 1 always: a rounding excess above ln 1 = 0 (a TV of 1 computed as 1 + 2⁻⁵²) is cut to 0
         out = np.minimum(np.asarray(self._log_max_tv_sorted(uniq), dtype=float), 0.0)[inverse].reshape(ts.shape)
         return float(out) if out.ndim == 0 else out
 

@@ -8,9 +8,10 @@ This module adds to the schedule report of :func:`~policyopt.studies.schedule.de
 - :func:`max_tv_witness` and :func:`sparse_row_warnings`: which user and start states attain Δ(t) of
   eq. (12) at the chosen A and S̄, and whether a row estimated from few transitions is among them;
 - :func:`credible_peak_risk`: the posterior median and upper credible quantile of ε* (30) for a chosen
-  schedule, over Dirichlet posterior draws of the pilot's chains (a Bayesian credible statement under
-  the model, not a proof);
-- :func:`robust_source`: a simultaneous posterior upper band of Δ(t) to design against (``--robust``);
+  schedule, over Dirichlet posterior draws of the pilot's chains, or posterior (bootstrap for ``hmm:R``)
+  draws of Δ_Z of a richer Markov model (a Bayesian credible statement under the model, not a proof);
+- :func:`robust_source`: a simultaneous posterior upper band of Δ(t), or of Δ_Z(t) of a richer Markov
+  model, to design against (``--robust``);
 - :func:`explain`: what ``infeasible`` / ``unbounded`` / ``optimal`` mean for the user's numbers, and
   one sentence on why aging pays or not.
 
@@ -27,6 +28,7 @@ import numpy as np
 from policyopt.errors import InvalidInputError, fmt
 from policyopt.formatting import fmt_count, fmt_range, fmt_value
 from policyopt.models.estimation import FittedModel
+from policyopt.models.markov_model import FittedMarkovModel
 from policyopt.models.posterior import (
     TabulatedMaxTV,
     check_draws,
@@ -47,6 +49,8 @@ __all__ = [
     "robust_source",
     "explain",
     "CREDIBLE_NOTE",
+    "credible_note",
+    "posterior_draw_text",
 ]
 
 #: How a credible result must be read (printed in the text report and put in the JSON).
@@ -55,6 +59,59 @@ CREDIBLE_NOTE = (
     "every pilot chain, ε* of this schedule is below `upper` with posterior probability `level` (estimated from "
     "`draws` simulated pilots); it assumes stationary first-order chains and says nothing beyond that model"
 )
+
+
+#: What one posterior draw of Δ_Z is, per kind of :class:`~policyopt.models.markov_model.FittedMarkovModel`.
+_DRAWS = {
+    "chain": "every transition row of every user's chain drawn from Dir(counts + smoothing)",
+    "phase": "every transition row of every phase of every user's chain drawn from Dir(counts + smoothing)",
+    "order": "every context row (the next state given the last k states) of every user drawn from Dir(counts + "
+             "smoothing)",
+    "hmm": "a parametric bootstrap, not a posterior: every user's fitted HMM simulated over the user's observed runs and "
+           "refitted by EM warm-started at the fit, Δ_Z = Δ of the refitted regime chain",
+}
+
+
+def posterior_draw_text(fitted) -> str:
+    """What one draw of Δ (or Δ_Z) behind ``--robust`` / ``--credible`` is, for the chains or a Markov model `fitted`."""
+    return _DRAWS[fitted.kind if isinstance(fitted, FittedMarkovModel) else "chain"]
+
+
+def credible_note(fitted) -> str:
+    """How a credible result of `fitted` must be read: :data:`CREDIBLE_NOTE` for the chains, its analogue for a
+    :class:`~policyopt.models.markov_model.FittedMarkovModel` (what its draws are and which model they assume)."""
+    if not isinstance(fitted, FittedMarkovModel):
+        return CREDIBLE_NOTE
+    return (
+        f"{'Bootstrap' if fitted.kind == 'hmm' else 'Bayesian'} credible statement, not a proof: ε* of this schedule is "
+        f"below `upper` in a share `level` of the `draws` draws of Δ_Z of the Markov model {fitted.name}, each draw "
+        f"with {posterior_draw_text(fitted)}; it assumes that model (stationary, as fitted) and says nothing beyond it"
+    )
+
+
+def _posterior_tables(fitted, ages, draws: int, rng) -> tuple[np.ndarray, np.ndarray, int, float]:
+    """Draws and point estimate of ln Δ at `ages`, with the users and a geometric rate, for the chains or a model.
+
+    `fitted` is a :class:`~policyopt.models.estimation.FittedModel` (the first-order chains: Dirichlet draws of
+    :func:`~policyopt.models.posterior.posterior_log_max_tv`, point Δ of eq. (12)) or a
+    :class:`~policyopt.models.markov_model.FittedMarkovModel` (its ``log_max_tv_draws`` and ``log_max_tv``: Δ_Z).
+
+    Returns
+    -------
+    (draws, point, n_users, rate) : numpy.ndarray (M, n), numpy.ndarray (n,), int, float
+    """
+    ts = np.asarray(ages)
+    if isinstance(fitted, FittedMarkovModel):
+        logs = np.asarray(fitted.log_max_tv_draws(ts, draws, rng), dtype=float)
+        point = np.asarray(fitted.log_max_tv(ts), dtype=float).reshape(-1)
+        return logs, point, fitted.n_users, float(fitted.spectral_rate)
+    if not isinstance(fitted, FittedModel):
+        raise InvalidInputError(
+            f"`fitted` must be a FittedModel (fit_population) or a FittedMarkovModel (fit_markov_model), got {fmt(fitted)}"
+        )
+    logs = posterior_log_max_tv(fitted, ts, draws, rng)
+    pop = fitted.population
+    return logs, np.asarray(pop.log_max_tv(ts), dtype=float).reshape(-1), pop.n_users, float(pop.spectral_rate)
 
 
 def tradeoff_range(problem: ScheduleProblem) -> tuple[float, float | None]:
@@ -266,19 +323,21 @@ def sparse_row_warnings(fitted: FittedModel, ages: dict, min_row_transitions: in
     return witnesses, warnings
 
 
-def credible_peak_risk(fitted: FittedModel, A: int, S_bar: int, epsilon_c: float, *, level: float = 0.95,
-                       draws: int = 200, rng: np.random.Generator) -> dict:
+def credible_peak_risk(fitted: FittedModel | FittedMarkovModel, A: int, S_bar: int, epsilon_c: float, *,
+                       level: float = 0.95, draws: int = 200, rng: np.random.Generator) -> dict:
     """Posterior median and upper `level` quantile of ε* (30) for the schedule (A, S̄, ε_C).
 
     Each of `draws` simulated pilots draws every row of every user's chain from Dir(counts + s);
-    its Δ(A), Δ(S̄) (eq. 12, max over its users) give ε* by (30), or ``inf`` where (31) fails.
+    its Δ(A), Δ(S̄) (eq. 12, max over its users) give ε* by (30), or ``inf`` where (31) fails.  For a
+    :class:`~policyopt.models.markov_model.FittedMarkovModel` the draws are its ``log_max_tv_draws`` of
+    Δ_Z (:func:`posterior_draw_text`: Dirichlet rows of the Z chain, a parametric bootstrap for ``hmm:R``).
     The upper quantile is the ⌈level·M⌉-th smallest draw (rounded outward, never interpolated
     down).  A Bayesian credible statement under the model, not a proof (:data:`CREDIBLE_NOTE`).
 
     Parameters
     ----------
-    fitted : FittedModel
-        With smoothing > 0.
+    fitted : FittedModel or FittedMarkovModel
+        With smoothing > 0 (the Dirichlet prior).
     A, S_bar : int
         Schedule (slots).
     epsilon_c : float
@@ -306,13 +365,12 @@ def credible_peak_risk(fitted: FittedModel, A: int, S_bar: int, epsilon_c: float
     if not (isinstance(epsilon_c, (int, float, np.floating)) and math.isfinite(epsilon_c) and epsilon_c > 0):
         raise InvalidInputError(f"`epsilon_c` must be a positive finite number (nats), got {fmt(epsilon_c)}")
     ages = np.array([int(A), int(S_bar)])
-    logs = posterior_log_max_tv(fitted, ages, m, rng)
+    logs, lp, _, _ = _posterior_tables(fitted, ages, m, rng)
     risks = peak_risk_values_log(logs[:, 0], logs[:, 1], float(epsilon_c))  # eq. (30); NaN where (31) fails
     risks = np.where(np.isnan(risks), np.inf, risks)
     srt = np.sort(risks)
     upper = float(srt[math.ceil(lv * m) - 1])
     median = float(srt[math.ceil(0.5 * m) - 1])
-    lp = np.asarray(fitted.population.log_max_tv(ages), dtype=float)
     point = float(peak_risk_values_log(lp[0], lp[1], float(epsilon_c)))
     return {
         "level": lv,
@@ -321,12 +379,12 @@ def credible_peak_risk(fitted: FittedModel, A: int, S_bar: int, epsilon_c: float
         "median": median if math.isfinite(median) else None,
         "upper": upper if math.isfinite(upper) else None,
         "condition_31_fails": float(np.mean(np.isinf(risks))),
-        "note": CREDIBLE_NOTE,
+        "note": credible_note(fitted),
     }
 
 
-def robust_source(fitted: FittedModel, horizon: int, *, level: float, draws: int,
-                  rng: np.random.Generator) -> tuple[TabulatedMaxTV, dict]:
+def robust_source(fitted: FittedModel | FittedMarkovModel, horizon: int, *, level: float, draws: int,
+                  rng) -> tuple[TabulatedMaxTV, dict]:
     """A Δ(t) source for t ≤ `horizon` that bounds the posterior pilots' Δ(t) simultaneously with probability `level`.
 
     See :func:`~policyopt.models.posterior.simultaneous_upper_band` for the construction (pointwise
@@ -334,24 +392,64 @@ def robust_source(fitted: FittedModel, horizon: int, *, level: float, draws: int
     point estimate, made non-increasing).  Designing against it makes the schedule's ε* hold for
     those plausible chains, not only the point estimate.
 
+    For a richer Markov model (:class:`~policyopt.models.markov_model.FittedMarkovModel`: ``phase:P``,
+    ``order:k``, ``hmm:R``) the same construction bands ln Δ_Z(t) of the augmented chain Z over its
+    ``log_max_tv_draws``.  What it assumes: for ``phase:P`` and ``order:k``, the Dirichlet posterior
+    Dir(counts + smoothing) of every transition row of every user's Z chain (per phase; per context of
+    the last k states) — a Bayesian statement under that prior and the model; for ``hmm:R``, a draw is a
+    parametric bootstrap (each user's fitted HMM simulated over its observed runs and refitted by EM
+    warm-started at the fit; Δ_Z = Δ of the refitted regime chain), which assumes that the fitted HMM
+    generated the data and ignores the choice of R and the EM's other local optima
+    (:mod:`policyopt.models.hidden_regime`; one EM fit per user and draw).  In every case the band is
+    at least the pointwise ``level`` quantile of the draws and at least the fitted Δ_Z(t), at every
+    t ≤ `horizon`, and non-increasing (as Δ_Z is: Theorem 4 and eq. (30) need it).
+
+    Parameters
+    ----------
+    fitted : FittedModel or FittedMarkovModel
+        The chains (:func:`~policyopt.models.estimation.fit_population`) or a Markov model
+        (:func:`~policyopt.models.markov_model.fit_markov_model`), fitted with smoothing > 0.
+    horizon : int
+        Last age H (slots) tabulated.
+    level : float
+        Posterior probability in (0, 1).
+    draws : int
+        M ≥ 2 posterior (bootstrap) draws.
+    rng : numpy.random.Generator
+        Seeded simulation randomness, never released noise (a Markov model also takes one Generator per user).
+
     Returns
     -------
     (source, info) : TabulatedMaxTV, dict
-        ``info``: ``level``, ``draws``, ``inflation``, ``coverage``, ``max_ratio`` (band / Δ̂) and ``horizon``.
+        ``info``: ``level``, ``draws``, ``inflation``, ``coverage``, ``max_ratio`` (band / Δ̂), ``horizon``,
+        ``construction`` and ``max_tv`` (the band's Δ(t), t = 0..H); for a Markov model also ``model`` (its
+        name) and ``posterior`` (what one draw is).
+
+    Raises
+    ------
+    InvalidInputError
+        Bad `level`, `draws` or `rng`; `fitted` of another type, or fitted without smoothing.
+
+    References
+    ----------
+    Zhang, Wei, Berry, Huang, "Age-Dependent Differential Privacy", IEEE Trans. Inf. Theory, 2024, eq. (12),
+    Theorem 4, eq. (30).
     """
     lv = check_level(level, "robust level")
     m = check_draws(draws, "draws")
     ts = np.arange(int(horizon) + 1)
-    logs = posterior_log_max_tv(fitted, ts, m, rng)
-    point = np.asarray(fitted.population.log_max_tv(ts), dtype=float)
+    logs, point, n_users, rate = _posterior_tables(fitted, ts, m, rng)
     band, info = simultaneous_upper_band(logs, lv, point)
     info["horizon"] = int(horizon)
     info["construction"] = (
         "pointwise level-quantile of ln Δ_draw(t), inflated by one constant until ⌈level·draws⌉ draws lie entirely "
         "below, raised to the point estimate, made non-increasing"
     )
-    rate = max(float(fitted.population.spectral_rate), 1e-300)
-    return TabulatedMaxTV(band, fitted.population.n_users, rate), info
+    info["max_tv"] = np.exp(band).tolist()
+    if isinstance(fitted, FittedMarkovModel):
+        info["model"] = fitted.name
+        info["posterior"] = posterior_draw_text(fitted)
+    return TabulatedMaxTV(band, n_users, max(rate, 1e-300)), info
 
 
 def explain(report: dict) -> list:

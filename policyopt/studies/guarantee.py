@@ -350,11 +350,18 @@ def theorem3_horizon_design(source, penalty, max_penalty: float, A_max: int, S_m
     """The horizon design under a model's Δ(t) (no schedule has a finite ε*: condition (31) fails everywhere it meets
     f̄): :func:`policyopt.studies.empirical_design.design_over_horizon` (Theorem 3 over `horizon` slots, exhaustive
     over the box) on Δ(t) of `source` tabulated over the ages the box uses; ``accounting`` says ``theorem-3``.
+
+    A ``--robust`` band (a :class:`~policyopt.models.posterior.TabulatedMaxTV` tabulated to max(A_MAX, S_MAX) + 1,
+    shorter than the box's last age A_MAX + S_MAX − 1) is continued by
+    :meth:`~policyopt.models.posterior.TabulatedMaxTV.extended` (submultiplicativity, an upper bound on the band's
+    own posterior event), as the plot of the schedule continues it.
     """
     from policyopt.models.posterior import TabulatedMaxTV
     from policyopt.studies.empirical_design import box_last_age, design_over_horizon
 
     last = box_last_age(A_max, S_max)
+    if isinstance(source, TabulatedMaxTV) and not source.beyond_one:
+        source = source.extended(last)
     tab = TabulatedMaxTV(np.minimum.accumulate(np.asarray(source.log_max_tv(np.arange(last + 1)), dtype=float)),
                          int(source.n_users), 1.0)
     return design_over_horizon(tab, penalty, max_penalty, A_max, S_max, int(horizon))

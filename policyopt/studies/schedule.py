@@ -846,6 +846,8 @@ def format_report(r: dict) -> str:
                 + ("its privacy is the guarantee stated first (no model-based ε* is stated)" if r.get("peak_risk") is None else
                    f"no user's age-dependent risk ever exceeds ε* = {fmt_upper(r['peak_risk'])} nats "
                    + ("under Δ(t) ≤ the band estimated from the data (see Δ(t) above)" if "from the data" in (m.get("delta_source") or "")
+                      else f"for any {(r.get('robust') or {}).get('model')} models whose Δ_Z(t) lies below the band"
+                      if (r.get("robust") or {}).get("model")
                       else "for any chains whose Δ(t) lies below the posterior band" if m.get("delta_source")
                       else "under the estimated chains" if not r.get("markov_model") else f"under the model {r['markov_model']}"))
             )
@@ -912,28 +914,37 @@ def format_report(r: dict) -> str:
     cred = r.get("credible")
     if "credible" in r and cred is None:
         refuted = (r.get("guarantee") or {}).get("kind") == "model-free" and r.get("A") is not None
-        lines.append("credible    : not computed — the chains are refuted by the readings, and a posterior under a refuted "
+        asked = (r.get("model_check") or {}).get("requested")  # auto with no model passed designs with the chains
+        whose = "the chains are" if asked in (None, "chain", "auto") else f"the model {asked} is"
+        lines.append(f"credible    : not computed — {whose} refuted by the readings, and a posterior under a refuted "
                      "model is no guarantee" if refuted else "credible    : no schedule to check")
     if cred:
-        over = f"over {cred['draws']} simulated pilots (seed {cred.get('seed')})"
+        model = cred.get("model")  # a richer Markov model: draws of its Δ_Z (Dirichlet rows, or an HMM's bootstrap)
+        pilots = (f"{'bootstrap' if model.startswith('hmm') else 'posterior'} draws of Δ_Z" if model else
+                  "simulated pilots")
+        over = f"over {cred['draws']} {pilots} (seed {cred.get('seed')})"
         fails = cred.get("condition_31_fails") or 0.0
-        why = (f"condition (31) fails for {100 * fails:.1f}% of the posterior draws (their Δ(S̄) is too large for this "
+        kind = "bootstrap" if model and model.startswith("hmm") else "posterior"
+        why = (f"condition (31) fails for {100 * fails:.1f}% of the {kind} draws (their Δ(S̄) is too large for this "
                "ε_C), so ε* is unbounded for them")
         if cred["median"] is None:
-            claim = f"no finite posterior median of ε* {over}: {why}"
+            claim = f"no finite {kind} median of ε* {over}: {why}"
         elif cred["upper"] is None:
-            claim = (f"posterior median ε* = {fmt_upper(cred['median'])} nats {over}; no finite {100 * cred['level']:g}% "
+            claim = (f"{kind} median ε* = {fmt_upper(cred['median'])} nats {over}; no finite {100 * cred['level']:g}% "
                      f"upper quantile: {why}")
         else:
-            claim = (f"posterior median ε* = {fmt_upper(cred['median'])} nats, {100 * cred['level']:g}% upper = "
+            claim = (f"{kind} median ε* = {fmt_upper(cred['median'])} nats, {100 * cred['level']:g}% upper = "
                      f"{fmt_upper(cred['upper'])} nats {over}")
-        lines.append(f"credible    : {claim}; a Bayesian credible statement under the Dirichlet posterior of the chains, "
-                     "not a proof")
+        under = (f"a credible statement under the Markov model {model} ({cred['posterior']})" if model else
+                 "a Bayesian credible statement under the Dirichlet posterior of the chains")
+        lines.append(f"credible    : {claim}; {under}, not a proof")
     if r.get("robust"):
         rb = r["robust"]
+        what = f"Δ_Z(t) band of the Markov model {rb['model']}" if rb.get("model") else "Δ(t) band"
+        draws = "bootstrap draws" if str(rb.get("model", "")).startswith("hmm") else "posterior draws"
         lines.append(
-            f"robust      : designed against a Δ(t) band that holds for the whole curve in {100 * rb['coverage']:.1f}% of "
-            f"{rb['draws']} posterior draws (level {rb['level']:g}; at most {fmt_upper(rb.get('max_ratio'))} × the point estimate)"
+            f"robust      : designed against a {what} that holds for the whole curve in {100 * rb['coverage']:.1f}% of "
+            f"{rb['draws']} {draws} (level {rb['level']:g}; at most {fmt_upper(rb.get('max_ratio'))} × the point estimate)"
         )
     for w in r.get("warnings") or []:
         lines.append(f"warning     : {w}")
