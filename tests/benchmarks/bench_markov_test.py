@@ -31,7 +31,9 @@ iff p ≤ 0.05 (level 0.95).  Synthetic data, seed 2026, generated with one simu
 Measured (2026-11, the project's 2-core machine shared with other jobs, load average 3.3–3.8; ``make bench`` numbers
 may differ): (a) K = 3: 9 of 200 refuted, 4.5 % (95 % interval 2.1–8.4 %), 0.8 s per data set; K = 12: 0 of 100
 (0–3.6 %): conservative, see below.  (b) counting 513 s wall, 319 s CPU (1.6 ms CPU per user and data set), the
-simulations 335 s; peak traced memory 278 MiB, peak RSS 560 MiB.  (c) K = 3: order-2 chain 50 of 50 (worst lag 1 in
+simulations 335 s; peak traced memory 278 MiB, peak RSS 560 MiB (before the model fit was added to (b); with it, a
+200-user smoke run at load average 5.1 on 2026-11-27: chain 4.3 ms, order:2 9.2 ms, phase:24 9.3 ms per user, so
+about 4 minutes for the three at 10⁴ users, extrapolated; the 10⁴-user run was not repeated).  (c) K = 3: order-2 chain 50 of 50 (worst lag 1 in
 all), weekly routine 50 of 50 (worst lag 167 in all); K = 12: order-2 chain 8 of 10 (worst lags 12–19, never 1),
 weekly routine 10 of 10 (worst lag 167), about 4 s per data set.
 At K = 12 the chains fitted on 4,380 slots give transitions unseen in the fit half a probability of about 3·10⁻⁵
