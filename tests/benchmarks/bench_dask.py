@@ -1,6 +1,7 @@
 """Benchmark of the distributed schedule model: a million meters on Dask (a measurement script, not a pytest test).
 
-Run with ``.venv/bin/python tests/benchmarks/bench_dask.py [--users N] [--users-per-file M] [--workers W]``
+Run with ``.venv/bin/python tests/benchmarks/bench_dask.py [--users N] [--users-per-file M] [--workers W]
+[--readings-check | --readings-only | --check-model | --markov-check | --model-fit]``
 (``bench()`` is what ``make bench`` calls; its size comes from the environment variable
 ``POLICYOPT_BENCH_DASK_USERS``, default 10^6 as issue 16 asks).
 
@@ -38,6 +39,31 @@ Measured, each printed:
    block-bootstrap band, 99 simulated data sets, 200 replicates): agreement with the serial ``check_model`` on
    200 users in four files (the JSON equal), then wall time, per-worker VmHWM, the band at a few lags and the
    verdict at N users.  Not in ``bench()`` (the lead runs it at 10^6).
+
+6. ``run_markov_check`` (also in ``bench()``, ``--markov-check`` alone): issue 32's Markov test through Dask.  The
+   chains' fit (``fit_partitions``) and the held-out check of the chains (``held_out_check_partitions``: fitted on the
+   first half of each series, the G² test of X_{t+1} ⊥ X_{t−ℓ} | X_t at lags 1..82 and the Δ(t) check, each against
+   39 posterior-predictive data sets), each on a fresh LocalCluster; agreement with the serial ``check_markov_model``
+   on 1,000 users in four files first.  ``--check-users`` checks the first files holding that many users only.
+   Measured 2026-11-27 at load average 3.4–10 (other people's tests; the workers got about half a core each),
+   ``--markov-check --users 1000000 --check-users 20000``, 2 workers: agreement OK (edges bit for bit, every field and
+   verdict equal, G² to 2.0e-15 relative; serial 59.5 s, Dask 40.9 s); generate 80.1 s; **chains' fit on 10^6
+   meters 745.2 s**, VmHWM 455 / 476 MiB per worker; **held-out Markov check on 2·10^4 meters 320.4 s**, VmHWM
+   703 / 705 MiB per worker, this process 617 MiB; G² test p = 1 (worst lag 40), Δ(t) check p = 1 (worst lag 1), not
+   refuted.  At 16 ms per meter the check of all 10^6 meters would take about 4.5 hours on 2 workers (extrapolated
+   linearly in the files, not run); ``bench()`` checks the first 4·10^4 (``POLICYOPT_BENCH_DASK_MARKOV_USERS``).
+
+7. ``run_model_fit`` (also in ``bench()``, ``--model-fit`` alone; ``--spec``, ``--spec-users SPEC=N``): the per-user
+   ``phase:24`` and ``order:2`` models through ``markov_model_partitions`` (max over users of ln Δ_Z(t), t = 0..24,
+   and the summed counts, reduced by a maximum and a sum); agreement on 200 users in four files with the serial map
+   (bit for bit) and with ``fit_markov_model`` on all users' states at once (ln Δ_Z to 1e-12, counts equal).
+   Measured 2026-11-27 at load average 1.3–5.6, ``--model-fit --users 100000 --users-per-file 2500 --spec-users
+   order:2=5000``, 2 workers: agreement OK for both (bit for bit, ln Δ_Z difference 0); generate 5.6 s, the chains'
+   fit (the shared edges) 61.4 s; **phase:24 on 10^5 meters 221.9 s**, VmHWM 614 / 614 MiB per worker; **order:2 on
+   5,000 meters 256.2 s**, VmHWM 397 / 390 MiB per worker; this process 298 MiB.  Nearly all of it is Δ_Z (24 phase
+   matrices of 12 × 12, resp. a 144-state Z chain per user): 10^6 meters would take about 37 minutes (phase:24) and
+   about 14 hours (order:2) on 2 workers, extrapolated linearly in the files, not run.  ``bench()`` fits phase:24 on
+   min(N, 10^5) meters (``POLICYOPT_BENCH_DASK_MODEL_USERS``) and order:2 on the first 5,000.
 
 Targets: the Dask path agrees with the serial one (asserted); ratio > 1.3 on 2 workers (reached only when two
 cores are free: on a loaded machine the figure is reported as OVER TARGET, not hidden); peak RSS per worker
@@ -388,7 +414,8 @@ def run_markov_check(n_users: int, users_per_file: int, workers: int, slots: int
     2. At N users: ``fit_partitions`` (the chains) on a fresh cluster, then ``held_out_check_partitions`` on another
        (so each worker's VmHWM, read in the tasks, is that phase's peak); wall time of each phase, the workers' peaks,
        this process's peak, the load average before and after, the p-values, worst lags and verdicts.  The check
-       costs about 20 ms per user on one worker (39 simulated data sets, each fitted chain simulated twice, 82 lags);
+       cost 16 ms per meter on 2 workers at load average 5–10 (39 simulated data sets, each fitted chain simulated
+       twice, 82 lags);
        `check_users` checks the first files holding that many users only (whole files; the chains are fitted on all N).
     """
     import pyarrow.parquet as pq
@@ -557,15 +584,15 @@ def bench() -> None:
     cm = int(os.environ.get("POLICYOPT_BENCH_DASK_CHECK_MODEL_USERS", str(n)))
     if cm and run_check_model(cm, 10_000, 2, slots=168, states=12) != 0:
         raise SystemExit("bench_dask: the Dask and serial check-model reports disagree")
-    # the held-out Markov check costs ~20 ms per user on a worker (~3 h at 10^6 on 2 workers): the chains on all N
+    # the held-out Markov check costs ~16 ms per meter on 2 workers (~4.5 h at 10^6, measured at load 5-10): the chains on all N
     # meters, the check by default on the first 4·10^4
     mc = int(os.environ.get("POLICYOPT_BENCH_DASK_MARKOV_USERS", "40000"))
     if run_markov_check(n, 10_000, 2, check_users=min(mc, n)) != 0:
         raise SystemExit("bench_dask: the Dask and serial held-out Markov checks disagree")
-    # the per-user models: phase:24 ~1.3 ms, order:2 ~40 ms per user on a worker (Δ_Z on 144 Z states): by default
-    # on 10^5 and 10^4 meters (the edges of the chains of min(N, 10^5) meters)
+    # the per-user models: phase:24 ~5 ms, order:2 ~150 ms per user on a worker at load average 5 (Δ_Z on 144 Z
+    # states): by default on 10^5 and 5,000 meters in files of 2,500 (so that order:2 keeps both workers busy)
     mn = min(n, int(os.environ.get("POLICYOPT_BENCH_DASK_MODEL_USERS", "100000")))
-    if run_model_fit(mn, 10_000, 2, spec_users={"order:2": min(mn, 10_000)}) != 0:
+    if run_model_fit(mn, 2_500, 2, spec_users={"order:2": min(mn, 5_000)}) != 0:
         raise SystemExit("bench_dask: the Dask and serial per-user model fits disagree")
 
 
