@@ -41,7 +41,8 @@ Measured, each printed with its target and OK / OVER TARGET:
 
 5. The topic modules listed in ``TOPIC_BENCHMARKS`` (each ``tests/benchmarks/bench_<topic>.py`` documents its
    own measurements): optimal TPL allocation, discounted DP, FRAN / problem P1, the sweep serial vs Dask,
-   publish / ledger; the schedule model of 10^6 Parquet meters serial vs Dask (bench_dask); the readings MSE
+   publish / ledger; the schedule model of 10^6 Parquet meters serial vs Dask, the chains' held-out Markov test and
+   the per-user phase:24 / order:2 model fits through Dask (bench_dask); the readings MSE
    penalty on 10^4 users × 8760 slots (bench_readings); the Markov test's false-refutation rate, speed and power
    (bench_markov_test); the model-free accounting and design (bench_model_free); every bound ``schedule`` states
    against the exact risk of simulated processes, and what trusting no model costs on the bundled homes

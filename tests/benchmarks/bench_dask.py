@@ -1,6 +1,7 @@
 """Benchmark of the distributed schedule model: a million meters on Dask (a measurement script, not a pytest test).
 
-Run with ``.venv/bin/python tests/benchmarks/bench_dask.py [--users N] [--users-per-file M] [--workers W]``
+Run with ``.venv/bin/python tests/benchmarks/bench_dask.py [--users N] [--users-per-file M] [--workers W]
+[--readings-check | --readings-only | --check-model | --markov-check | --model-fit]``
 (``bench()`` is what ``make bench`` calls; its size comes from the environment variable
 ``POLICYOPT_BENCH_DASK_USERS``, default 10^6 as issue 16 asks).
 
@@ -38,6 +39,31 @@ Measured, each printed:
    block-bootstrap band, 99 simulated data sets, 200 replicates): agreement with the serial ``check_model`` on
    200 users in four files (the JSON equal), then wall time, per-worker VmHWM, the band at a few lags and the
    verdict at N users.  Not in ``bench()`` (the lead runs it at 10^6).
+
+6. ``run_markov_check`` (also in ``bench()``, ``--markov-check`` alone): issue 32's Markov test through Dask.  The
+   chains' fit (``fit_partitions``) and the held-out check of the chains (``held_out_check_partitions``: fitted on the
+   first half of each series, the G² test of X_{t+1} ⊥ X_{t−ℓ} | X_t at lags 1..82 and the Δ(t) check, each against
+   39 posterior-predictive data sets), each on a fresh LocalCluster; agreement with the serial ``check_markov_model``
+   on 1,000 users in four files first.  ``--check-users`` checks the first files holding that many users only.
+   Measured 2026-11-27 at load average 3.4–10 (other people's tests; the workers got about half a core each),
+   ``--markov-check --users 1000000 --check-users 20000``, 2 workers: agreement OK (edges bit for bit, every field and
+   verdict equal, G² to 2.0e-15 relative; serial 59.5 s, Dask 40.9 s); generate 80.1 s; **chains' fit on 10^6
+   meters 745.2 s**, VmHWM 455 / 476 MiB per worker; **held-out Markov check on 2·10^4 meters 320.4 s**, VmHWM
+   703 / 705 MiB per worker, this process 617 MiB; G² test p = 1 (worst lag 40), Δ(t) check p = 1 (worst lag 1), not
+   refuted.  At 16 ms per meter the check of all 10^6 meters would take about 4.5 hours on 2 workers (extrapolated
+   linearly in the files, not run); ``bench()`` checks the first 4·10^4 (``POLICYOPT_BENCH_DASK_MARKOV_USERS``).
+
+7. ``run_model_fit`` (also in ``bench()``, ``--model-fit`` alone; ``--spec``, ``--spec-users SPEC=N``): the per-user
+   ``phase:24`` and ``order:2`` models through ``markov_model_partitions`` (max over users of ln Δ_Z(t), t = 0..24,
+   and the summed counts, reduced by a maximum and a sum); agreement on 200 users in four files with the serial map
+   (bit for bit) and with ``fit_markov_model`` on all users' states at once (ln Δ_Z to 1e-12, counts equal).
+   Measured 2026-11-27 at load average 1.3–5.6, ``--model-fit --users 100000 --users-per-file 2500 --spec-users
+   order:2=5000``, 2 workers: agreement OK for both (bit for bit, ln Δ_Z difference 0); generate 5.6 s, the chains'
+   fit (the shared edges) 61.4 s; **phase:24 on 10^5 meters 221.9 s**, VmHWM 614 / 614 MiB per worker; **order:2 on
+   5,000 meters 256.2 s**, VmHWM 397 / 390 MiB per worker; this process 298 MiB.  Nearly all of it is Δ_Z (24 phase
+   matrices of 12 × 12, resp. a 144-state Z chain per user): 10^6 meters would take about 37 minutes (phase:24) and
+   about 14 hours (order:2) on 2 workers, extrapolated linearly in the files, not run.  ``bench()`` fits phase:24 on
+   min(N, 10^5) meters (``POLICYOPT_BENCH_DASK_MODEL_USERS``) and order:2 on the first 5,000.
 
 Targets: the Dask path agrees with the serial one (asserted); ratio > 1.3 on 2 workers (reached only when two
 cores are free: on a loaded machine the figure is reported as OVER TARGET, not hidden); peak RSS per worker
@@ -362,6 +388,189 @@ def run_check_model(n_users: int, users_per_file: int, workers: int, slots: int 
     return 0 if ok else 1
 
 
+#: Users and files of the agreement sample of the held-out Markov check.
+MARKOV_SAMPLE_USERS, MARKOV_SAMPLE_FILES = 1000, 4
+
+
+def _sample_dir(stmp, n_users: int, files: int, slots: int) -> str:
+    """The first min(`n_users`, N) meters of the generator as `files` Parquet files in `stmp`."""
+    write_meters(stmp, n_users, users_per_file=max(1, -(-n_users // files)), slots=slots)
+    return stmp
+
+
+def _rss(stats: dict, what: str) -> None:
+    for w, mib in sorted(stats.items()):
+        report(f"{what}: peak RSS of worker {w}", mib, "MiB", WORKER_MIB_TARGET)
+
+
+def run_markov_check(n_users: int, users_per_file: int, workers: int, slots: int = 168,
+                     check_users: int | None = None) -> int:
+    """The chains' fit and the held-out Markov check (G² test + Δ(t) check) through Dask on the meters; exit code.
+
+    1. Agreement on MARKOV_SAMPLE_USERS users in MARKOV_SAMPLE_FILES files: ``held_out_check_partitions`` on a
+       LocalCluster of W workers against the library's serial ``check_markov_model("chain", split_states(...))`` of
+       the same readings with ``fit_population``'s quantizer (as ``tests/test_cli_check_model_dask.py``): the edges
+       bit for bit, every field of the two checks equal but the G² sums (added in another order: 1e-12 relative).
+    2. At N users: ``fit_partitions`` (the chains) on a fresh cluster, then ``held_out_check_partitions`` on another
+       (so each worker's VmHWM, read in the tasks, is that phase's peak); wall time of each phase, the workers' peaks,
+       this process's peak, the load average before and after, the p-values, worst lags and verdicts.  The check
+       cost 16 ms per meter on 2 workers at load average 5–10 (39 simulated data sets, each fitted chain simulated
+       twice, 82 lags);
+       `check_users` checks the first files holding that many users only (whole files; the chains are fitted on all N).
+    """
+    import pyarrow.parquet as pq
+
+    from policyopt.models.estimation import fit_population
+    from policyopt.studies.distributed import dask_client, fit_partitions
+    from policyopt.studies.distributed_checks import held_out_check_partitions
+    from policyopt.studies.markov_check import CHECK_DRAWS, check_markov_model, split_states
+
+    # held out: the last half of each series (slots // 2 slots), lags 1..slots // 2 − 2 (a triple must fit) of both tests
+    lags = slots // 2 - 2
+    kw = dict(markov_lags=lags, max_tv_lags=lags, seed=0, draws=CHECK_DRAWS)
+    print(f"Markov check of the chains: users {n_users}, {users_per_file} per file, {slots} slots, 12 states, held out "
+          f"the last half, lags 1..{lags} of the G² test and the Δ(t) check, {CHECK_DRAWS} simulated data sets, "
+          f"{workers} Dask workers; {_load()}")
+    ok = True
+    with tempfile.TemporaryDirectory(prefix="policyopt-sample-") as stmp:
+        m = min(MARKOV_SAMPLE_USERS, n_users)
+        sample = _sample_dir(stmp, m, MARKOV_SAMPLE_FILES, slots)
+        import pandas as pd
+
+        df = pd.concat([pq.read_table(p).to_pandas() for p in sorted(Path(sample).glob("*.parquet"))], ignore_index=True)
+        start = time.perf_counter()
+        fitted = fit_population(df, 12, smoothing=0.01)
+        ser = check_markov_model("chain", split_states(df, fitted.quantizer, fitted.users), **kw)
+        t_ser = time.perf_counter() - start
+        start = time.perf_counter()
+        with dask_client(workers=workers) as client:
+            fit = fit_partitions(sample, 12, smoothing=0.01, horizon=2, n_staleness=2, client=client)
+            dist, _ = held_out_check_partitions(sample, fit, client=client, **kw)
+        t_dist = time.perf_counter() - start
+        a, b = np.asarray(ser.markov_test["statistic"], dtype=float), np.asarray(dist.markov_test["statistic"], dtype=float)
+        nz = a != 0  # relative difference where the serial G² is not 0, equality where it is
+        g2 = float(np.max(np.abs(b[nz] / a[nz] - 1.0))) if nz.any() else 0.0
+        g2 = g2 if np.array_equal(a[~nz], b[~nz]) else np.inf
+        same = (np.array_equal(fit.edges, fitted.quantizer.edges)
+                and (dist.model, dist.description, dist.n_parameters, dist.passed)
+                == (ser.model, ser.description, ser.n_parameters, ser.passed)
+                and {k: v for k, v in dist.info.items() if k != "wall_time_s"}
+                == {k: v for k, v in ser.info.items() if k != "wall_time_s"}
+                and dist.max_tv_check == ser.max_tv_check
+                and {k: v for k, v in dist.markov_test.items() if k != "statistic"}
+                == {k: v for k, v in ser.markov_test.items() if k != "statistic"}
+                and g2 <= 1e-12)
+        ok &= same
+        print(f"sample of {ser.info['users']} users in {MARKOV_SAMPLE_FILES} files: serial check_markov_model {t_ser:.1f} s, "
+              f"Dask (fit + check, with cluster start) {t_dist:.1f} s; edges, fields, verdicts equal, G² max rel. "
+              f"difference {g2:.2e} [tolerance 1e-12]  {'OK' if same else 'MISMATCH'}")
+        del df, fitted, ser, dist
+
+    with tempfile.TemporaryDirectory(prefix="policyopt-meters-") as tmp:
+        paths = _generate(tmp, n_users, users_per_file, slots)
+        load0 = _load()
+        start = time.perf_counter()
+        with dask_client(workers=workers) as client:
+            t_up = time.perf_counter() - start
+            start = time.perf_counter()
+            fit = fit_partitions(paths, 12, smoothing=0.01, horizon=169, n_staleness=2, client=client)
+            t_fit = time.perf_counter() - start
+        print(f"chains' fit (fit_partitions) on Dask: {t_fit:.1f} s with the cluster up (start-up {t_up:.1f} s); "
+              f"{fit.population.n_users} users kept of {fit.users}, {fit.readings} readings; {load0} before, {_load()} after")
+        _rss(fit.peak_rss_mib, "chains' fit")
+        load0 = _load()
+        start = time.perf_counter()
+        with dask_client(workers=workers) as client:
+            t_up = time.perf_counter() - start
+            check_paths = paths if check_users is None else paths[: max(1, -(-check_users // users_per_file))]
+            check, stats = held_out_check_partitions(check_paths, fit, client=client, **kw)
+        mt, mv = check.markov_test, check.max_tv_check
+        print(f"held-out Markov check on Dask: {stats['seconds']:.1f} s with the cluster up (start-up {t_up:.1f} s); "
+              f"{check.info['users']} users ({len(check_paths)} files), fitted on {check.info['fit_slots']} slots, tested on {check.info['test_slots']}; "
+              f"G² test lags 1..{mt['lags'][-1]}: p = {mt['p_value']:.3g}, worst lag {mt['worst_lag']}, "
+              f"{'refuted' if mt['refuted'] else 'not refuted'}; Δ(t) check lags 1..{mv['max_lag']}: p = {mv['p_value']:.3g}, "
+              f"worst lag {mv['worst_lag']}, {'refuted' if mv['refuted'] else 'not refuted'}; verdict "
+              f"{'passed' if check.passed else 'refuted'}; {load0} before, {_load()} after")
+        _rss(stats["peak_rss_mib"], "Markov check")
+        print(f"peak RSS of this process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0:.0f} MiB")
+    return 0 if ok else 1
+
+
+#: The per-user models fitted through Dask (``markov_model_partitions``) and the last age of their Δ_Z table (a day of
+#: hourly slots: Δ_Z of order:2 on 144 Z states costs ~76 ms per user up to 24 slots, ~290 ms up to 169).
+MODEL_SPECS, MODEL_HORIZON, MODEL_SAMPLE_USERS = ("phase:24", "order:2"), 24, 200
+
+
+def run_model_fit(n_users: int, users_per_file: int, workers: int, slots: int = 168, specs=MODEL_SPECS,
+                  horizon: int = MODEL_HORIZON, spec_users: dict | None = None) -> int:
+    """The per-user ``phase:24`` and ``order:2`` models through Dask (``markov_model_partitions``); exit code.
+
+    1. Agreement on MODEL_SAMPLE_USERS users in four files, per spec: Dask equal to the serial map (``client=None``)
+       bit for bit, and to ``fit_markov_model`` on all users' states at once (ln Δ_Z to 1e-12, summed counts equal).
+    2. At N users: the chains (``fit_partitions``, for the shared edges), then each spec on a fresh LocalCluster of W
+       workers: wall time, workers' VmHWM, Δ_Z at a few ages, transitions counted.  ``spec_users[spec]`` fits that
+       spec on the first files holding that many users only (whole files; the edges are those of all N users).
+    """
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    from policyopt.models.markov_model import fit_markov_model
+    from policyopt.studies.distributed import dask_client, fit_partitions
+    from policyopt.studies.distributed_models import markov_model_partitions
+
+    print(f"per-user models {', '.join(specs)}: users {n_users}, {users_per_file} per file, {slots} slots, 12 states, "
+          f"Δ_Z at ages 0..{horizon}, {workers} Dask workers; {_load()}")
+    ok = True
+    ages = np.arange(horizon + 1)
+    with tempfile.TemporaryDirectory(prefix="policyopt-sample-") as stmp:
+        sample = _sample_dir(stmp, min(MODEL_SAMPLE_USERS, n_users), 4, slots)
+        fit = fit_partitions(sample, 12, smoothing=0.01, horizon=2, n_staleness=2)
+        df = pd.concat([pq.read_table(p).to_pandas() for p in sorted(Path(sample).glob("*.parquet"))], ignore_index=True)
+        df = df[~df["user"].isin(list(fit.excluded))]
+        users = tuple(sorted(df["user"].unique()))
+        row = {u: i for i, u in enumerate(users)}
+        x = np.full((len(users), int(df["time"].max()) + 1), -1, dtype=np.int64)
+        x[df["user"].map(row).to_numpy(), df["time"].to_numpy()] = np.searchsorted(fit.edges, df["value"].to_numpy(), side="right")
+        with dask_client(workers=workers) as client:
+            for spec in specs:
+                start = time.perf_counter()
+                ser = markov_model_partitions(sample, spec, fit, horizon=horizon)
+                t_ser = time.perf_counter() - start
+                dist = markov_model_partitions(sample, spec, fit, horizon=horizon, client=client)
+                ref = fit_markov_model(spec, x, 12, users=users, smoothing=0.01)
+                err = float(np.max(np.abs(dist.log_max_tv[1:] - ref.log_max_tv(ages)[1:])))
+                same = (np.array_equal(dist.log_max_tv, ser.log_max_tv) and np.array_equal(dist.counts, ser.counts)
+                        and np.array_equal(dist.counts, ref.counts.sum(axis=0)) and err <= 1e-12)
+                ok &= same
+                print(f"sample {spec}, {dist.users} users in 4 files: serial map {t_ser:.1f} s, Dask {dist.seconds:.1f} s; "
+                      f"Dask = serial map bit for bit, counts = fit_markov_model's on all users, ln Δ_Z max abs difference "
+                      f"{err:.2e} [tolerance 1e-12]  {'OK' if same else 'MISMATCH'}")
+
+    with tempfile.TemporaryDirectory(prefix="policyopt-meters-") as tmp:
+        paths = _generate(tmp, n_users, users_per_file, slots)
+        start = time.perf_counter()
+        with dask_client(workers=workers) as client:
+            fit = fit_partitions(paths, 12, smoothing=0.01, horizon=horizon, n_staleness=2, client=client)
+        print(f"chains' fit (fit_partitions, the shared edges): {time.perf_counter() - start:.1f} s with cluster start-up")
+        for spec in specs:
+            load0 = _load()
+            start = time.perf_counter()
+            with dask_client(workers=workers) as client:
+                t_up = time.perf_counter() - start
+                cap = (spec_users or {}).get(spec)
+                spec_paths = paths if cap is None else paths[: max(1, -(-cap // users_per_file))]
+                res = markov_model_partitions(spec_paths, spec, fit, horizon=horizon, client=client)
+            shown = sorted({1, 2, horizon // 2, horizon})
+            print(f"{spec} on Dask: {res.seconds:.1f} s with the cluster up (start-up {t_up:.1f} s); {res.users} users "
+                  f"({res.partitions} files), "
+                  f"{res.transitions} transitions counted, counts {res.counts.shape}; Δ_Z at "
+                  + ", ".join(f"t={t}: {res.max_tv[t]:.4g}" for t in shown) + f" (chains' Δ at t={horizon}: "
+                  f"{fit.population.max_tv(horizon):.4g}); {load0} before, {_load()} after")
+            _rss(res.peak_rss_mib, spec)
+        print(f"peak RSS of this process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0:.0f} MiB")
+    return 0 if ok else 1
+
+
 def bench() -> None:
     """Entry point of ``make bench`` (size from POLICYOPT_BENCH_DASK_USERS, default 10^6)."""
     n = int(os.environ.get("POLICYOPT_BENCH_DASK_USERS", "1000000"))
@@ -375,6 +584,16 @@ def bench() -> None:
     cm = int(os.environ.get("POLICYOPT_BENCH_DASK_CHECK_MODEL_USERS", str(n)))
     if cm and run_check_model(cm, 10_000, 2, slots=168, states=12) != 0:
         raise SystemExit("bench_dask: the Dask and serial check-model reports disagree")
+    # the held-out Markov check costs ~16 ms per meter on 2 workers (~4.5 h at 10^6, measured at load 5-10): the chains on all N
+    # meters, the check by default on the first 4·10^4
+    mc = int(os.environ.get("POLICYOPT_BENCH_DASK_MARKOV_USERS", "40000"))
+    if run_markov_check(n, 10_000, 2, check_users=min(mc, n)) != 0:
+        raise SystemExit("bench_dask: the Dask and serial held-out Markov checks disagree")
+    # the per-user models: phase:24 ~5 ms, order:2 ~150 ms per user on a worker at load average 5 (Δ_Z on 144 Z
+    # states): by default on 10^5 and 5,000 meters in files of 2,500 (so that order:2 keeps both workers busy)
+    mn = min(n, int(os.environ.get("POLICYOPT_BENCH_DASK_MODEL_USERS", "100000")))
+    if run_model_fit(mn, 2_500, 2, spec_users={"order:2": min(mn, 5_000)}) != 0:
+        raise SystemExit("bench_dask: the Dask and serial per-user model fits disagree")
 
 
 def main(argv=None) -> int:
@@ -385,15 +604,29 @@ def main(argv=None) -> int:
     parser.add_argument("--slots", type=int, default=None, help="slots per user (default 168; 1000 with --check-model)")
     parser.add_argument("--states", type=int, default=3, help="with --check-model: quantile states (default 3)")
     parser.add_argument("--check-users", type=int, default=None,
-                        help="with --readings-check: run the model check on the first files holding this many users "
-                             "(0: no model check)")
+                        help="with --readings-check (--markov-check): run the model check (the held-out Markov check) "
+                             "on the first files holding this many users (0: no model check)")
     parser.add_argument("--readings-only", action="store_true",
                         help="the readings penalty alone on all --users meters (= --readings-check --check-users 0)")
     parser.add_argument("--readings-check", action="store_true",
                         help="time the readings penalty and the model check instead of the chains' fit")
+    parser.add_argument("--markov-check", action="store_true",
+                        help="time the chains' fit and the held-out Markov check (G² test + Δ(t) check) instead")
+    parser.add_argument("--model-fit", action="store_true",
+                        help="time the per-user phase:24 and order:2 models (markov_model_partitions) instead")
+    parser.add_argument("--spec", action="append", default=None,
+                        help="with --model-fit: the model (repeatable; default phase:24 and order:2)")
+    parser.add_argument("--spec-users", action="append", default=None, metavar="SPEC=N",
+                        help="with --model-fit: fit SPEC on the first files holding N users only (repeatable)")
     parser.add_argument("--check-model", action="store_true",
                         help="time check-model --workers (the full check with its bootstrap band) instead")
     args = parser.parse_args(argv)
+    if args.markov_check:
+        return run_markov_check(args.users, args.users_per_file, args.workers, args.slots or 168, args.check_users)
+    if args.model_fit:
+        return run_model_fit(args.users, args.users_per_file, args.workers, args.slots or 168,
+                             tuple(args.spec) if args.spec else MODEL_SPECS,
+                             spec_users={k: int(v) for k, v in (a.split("=") for a in args.spec_users or [])})
     if args.check_model:
         return run_check_model(args.users, args.users_per_file, args.workers,
                                1000 if args.slots is None else args.slots, args.states)

@@ -20,7 +20,9 @@ iff p ≤ 0.05 (level 0.95).  Synthetic data, seed 2026, generated with one simu
     simulate a group's sets, ``g2_profile`` of each, add); simulation and counting timed apart, per user (wall and CPU
     time: the machine is shared); peak memory traced by tracemalloc (numpy's allocations; the kernel's per-user
     scratch is not traced, it is < 1 MiB) and the process's peak RSS.  Targets: counting < 600 s, peak traced memory
-    < 1 GiB.
+    < 1 GiB.  The **model fit** of the same observed series, group by group (``fit_markov_model`` of ``chain``,
+    ``order:2`` and ``phase:24``: per-user counts + smoothing 0.01, then ln Δ_Z(t) at t = 0..168, max over users),
+    timed per model; the peaks above include it.
 (c) **Power** at the sizes of (a), 50 data sets each: an order-2 chain (Pr(X_t | X_(t−1), X_(t−2)) = 0.85 P[X_(t−1)]
     + 0.15 B[X_(t−2)], P sticky as in (a), B Dirichlet(1) rows) and a weekly routine (a random state per hour of the
     week, 10 % of slots flipped to another state); the share refuted and where the worst lag falls.  Then K = 12,
@@ -29,7 +31,9 @@ iff p ≤ 0.05 (level 0.95).  Synthetic data, seed 2026, generated with one simu
 Measured (2026-11, the project's 2-core machine shared with other jobs, load average 3.3–3.8; ``make bench`` numbers
 may differ): (a) K = 3: 9 of 200 refuted, 4.5 % (95 % interval 2.1–8.4 %), 0.8 s per data set; K = 12: 0 of 100
 (0–3.6 %): conservative, see below.  (b) counting 513 s wall, 319 s CPU (1.6 ms CPU per user and data set), the
-simulations 335 s; peak traced memory 278 MiB, peak RSS 560 MiB.  (c) K = 3: order-2 chain 50 of 50 (worst lag 1 in
+simulations 335 s; peak traced memory 278 MiB, peak RSS 560 MiB (before the model fit was added to (b); with it, a
+200-user smoke run at load average 5.1 on 2026-11-27: chain 4.3 ms, order:2 9.2 ms, phase:24 9.3 ms per user, so
+about 4 minutes for the three at 10⁴ users, extrapolated; the 10⁴-user run was not repeated).  (c) K = 3: order-2 chain 50 of 50 (worst lag 1 in
 all), weekly routine 50 of 50 (worst lag 167 in all); K = 12: order-2 chain 8 of 10 (worst lags 12–19, never 1),
 weekly routine 10 of 10 (worst lag 167), about 4 s per data set.
 At K = 12 the chains fitted on 4,380 slots give transitions unseen in the fit half a probability of about 3·10⁻⁵
@@ -54,6 +58,7 @@ SEED = 2026
 USERS, SLOTS, K_MAIN, LAGS, DRAWS = 17, 8760, 3, 168, 19
 N_SETS, N_SETS_K12, N_POWER, N_POWER_K12 = 200, 100, 50, 10
 BIG_USERS, GROUP = 10_000, 100
+FIT_SPECS = ("chain", "order:2", "phase:24")  # the model fits of (b)
 RATE_TARGET, COUNT_TARGET_S, MEMORY_TARGET_MIB = 0.10, 600.0, 1024.0
 
 
@@ -151,6 +156,7 @@ def bench_size(np, K: int, n_sets: int) -> None:
 def bench_speed(np, users: int) -> None:
     """(b): counts + R = 19 simulations on `users` × 8760 slots, K = 3, L = 168, as a map over groups of users."""
     from policyopt.models.empirical import simulate_chain_states, user_streams
+    from policyopt.models.markov_model import fit_markov_model
     from policyopt.models.markov_test import g2_profile, markov_test_from_parts
 
     rng = np.random.default_rng([SEED, 99])
@@ -159,6 +165,8 @@ def bench_speed(np, users: int) -> None:
     g2_profile(np.zeros((1, LAGS + 2), dtype=np.int64), K_MAIN, LAGS)  # load the compiled kernel before the clock
     tracemalloc.start()
     t_sim = t_count = cpu_count = 0.0
+    t_fit = dict.fromkeys(FIT_SPECS, 0.0)
+    log_tv = {spec: np.full(LAGS + 1, -np.inf) for spec in FIT_SPECS}
     obs = None
     draws = [None] * DRAWS
     for g0 in range(0, users, GROUP):
@@ -179,6 +187,11 @@ def bench_speed(np, users: int) -> None:
         t_count += time.perf_counter() - t1
         cpu_count += time.process_time() - c1
         t_sim += t1 - t0
+        for spec in FIT_SPECS:  # the model fit of the same group: per-user counts + smoothing, ln Δ_Z(0..L) max over users
+            t2 = time.perf_counter()
+            model = fit_markov_model(spec, x, K_MAIN, users=names, smoothing=0.01)
+            log_tv[spec] = np.maximum(log_tv[spec], model.log_max_tv(np.arange(LAGS + 1)))
+            t_fit[spec] += time.perf_counter() - t2
         del x, sims
     res = markov_test_from_parts(obs, draws)
     _, peak = tracemalloc.get_traced_memory()
@@ -192,6 +205,10 @@ def bench_speed(np, users: int) -> None:
           f"({1e3 * t_sim / users:.2f} ms per user); verdict p = {res.p_value:.3g} "
           f"({'refuted' if res.refuted else 'not refuted'}; true chains), load average {os.getloadavg()[0]:.2f}",
           flush=True)
+    for spec in FIT_SPECS:
+        print(f"    model fit {spec} (per-user counts + ln Δ_Z at ages 0..{LAGS}, max over users): {t_fit[spec]:.1f} s "
+              f"({1e3 * t_fit[spec] / users:.2f} ms per user); Δ_Z(1) = {np.exp(log_tv[spec][1]):.4g}, "
+              f"Δ_Z(24) = {np.exp(log_tv[spec][24]):.4g}, Δ_Z({LAGS}) = {np.exp(log_tv[spec][LAGS]):.4g}", flush=True)
     report("    counting, observed + 19 simulated sets", t_count, "s", COUNT_TARGET_S)
     report("    peak traced memory (tracemalloc)", peak / 2**20, "MiB", MEMORY_TARGET_MIB)
     print(f"    peak RSS of the process: {rss:.0f} MiB", flush=True)
