@@ -748,7 +748,10 @@ def format_report(r: dict) -> str:
         lines.append(f"model       : {m.get('source') or 'population given in Python'}; {fmt_count(pilot, 'pilot user')}"
                      f"{_states(m)}")
         if m.get("readings_penalty"):
+            markov = (((r.get("deployment") or {}).get("model") or {}).get("markov_model")
+                      if isinstance(r.get("deployment"), dict) else None)
             what = ("MSE and Δ(t) from their readings" if "from the data" in (m.get("delta_source") or "")
+                    else f"MSE from their readings, Δ(t) the maximum over their {markov} models' chains Z" if markov
                     else "MSE from their readings, Δ(t) the maximum over their chains")
             lines.append(f"deployment  : I = {fmt_count(users, 'user')} drawn like the {fmt_count(pilot, 'pilot user')} "
                          f"({what})")
