@@ -55,6 +55,21 @@ def fmt(value) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def check_int(value, name: str, lower: int) -> int:
+    """`value` as an int ≥ `lower` (Python or NumPy integer, not a bool).
+
+    Raises
+    ------
+    InvalidInputError
+        Otherwise, naming `name` and showing the value.
+    """
+    import numpy as np
+
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < lower:
+        raise InvalidInputError(f"`{name}` must be an integer ≥ {lower}, got {fmt(value)}")
+    return int(value)
+
+
 def check_positive(value, name: str, unit: str) -> float:
     """A finite real number > 0 as float, or :class:`InvalidInputError` naming `name`.
 

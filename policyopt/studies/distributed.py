@@ -49,7 +49,7 @@ from pathlib import Path
 
 import numpy as np
 
-from policyopt.errors import InvalidInputError, InvalidModelError, PolicyOptError, fmt
+from policyopt.errors import InvalidInputError, InvalidModelError, PolicyOptError, check_int, fmt
 from policyopt.formatting import fmt_count
 from policyopt.models.markov import GeometricEnvelope, MarkovChain, Population, as_slots
 from policyopt.utility.penalty import MSEPenalty
@@ -887,10 +887,7 @@ def dask_client(workers: int | None = None, scheduler: str | None = None):
         yield client
 
 
-def _check_int(value, name: str, lower: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < lower:
-        raise InvalidInputError(f"`{name}` must be an integer ≥ {lower}, got {fmt(value)}")
-    return int(value)
+_check_int = check_int  # the one integer check (policyopt.errors.check_int)
 
 
 def fit_partitions(

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from policyopt.errors import InvalidInputError, fmt
+from policyopt.errors import InvalidInputError, check_int, fmt
 from policyopt.formatting import fmt_count
 from policyopt.studies.distributed import DistributedFit, fold_partitions, peak_rss_mib, sorted_states, user_spans
 
@@ -198,7 +198,6 @@ def markov_model_partitions(data, spec, fit: DistributedFit, *, horizon: int | N
     """
     from policyopt.io import parquet_files
     from policyopt.models.markov_model import MarkovModelSpec, check_smoothing
-    from policyopt.studies.distributed import _check_int
 
     start = time.perf_counter()
     try:
@@ -211,9 +210,9 @@ def markov_model_partitions(data, spec, fit: DistributedFit, *, horizon: int | N
         raise InvalidInputError(f"`spec` {str(sp)!r} {why}; give 'chain', 'phase:P' or 'order:k', got {fmt(spec)}")
     if not isinstance(fit, DistributedFit):
         raise InvalidInputError(f"`fit` must be a DistributedFit (from fit_partitions), got {fmt(fit)}")
-    T = int(fit.population.horizon) if horizon is None else _check_int(horizon, "horizon", 0)
+    T = int(fit.population.horizon) if horizon is None else check_int(horizon, "horizon", 0)
     s = check_smoothing(fit.smoothing if smoothing is None else smoothing)
-    cu = _check_int(chunk_users, "chunk_users", 1)
+    cu = check_int(chunk_users, "chunk_users", 1)
     if isinstance(data, (list, tuple)):
         paths = [str(Path(p)) for p in data]
         label = fmt_count(len(paths), "file")
