@@ -163,7 +163,7 @@ def _add_markov_model(cmd, default: str) -> None:
                      "check passed this model")
 
 
-def _markov_accounting(args, model, slot_seconds, seed: int = 0):
+def _markov_accounting(args, model, slot_seconds):
     """`model` with ``--markov-model`` (canonical; ``phase`` gets a day of slots) when given, else `model`.
 
     Raises
@@ -317,7 +317,6 @@ def _publish_plan(args):
         ``--override``; ``--data`` with direct schedule options and no ``--model`` without ``--override``.
     """
     import os
-    from dataclasses import replace
 
     from policyopt.deploy import ModelSpec, ScheduleSpec
     from policyopt.deploy.ledger import read_schedule_json
@@ -395,15 +394,16 @@ def _publish_plan(args):
     model, table_from = _empirical_model(args, schedule, model)
     model = _markov_accounting(args, model, _slot_seconds_of(args, design))
     checks = None
-    if args.schedule is not None and (designed is None or replace(model, markov_model=designed.markov_model,
-                                                                  markov_seed=designed.markov_seed) == designed):
+    if args.schedule is not None and (designed is None or model.same_chains(designed)):
         from policyopt.studies.backtest import design_verdict
 
+        # the design's verdict on every model it checked (for `ledger --markov-model`), the accounting model's among them
         at = f"--schedule {os.path.abspath(args.schedule)}, at design time"
-        check = design_verdict(sched_json, accounting=model.markov_model, source=at)
         mc = sched_json.get("model_check") if isinstance(sched_json.get("model_check"), dict) else {}
-        names = {"chain"} | {str(m["model"]) for m in mc.get("models") or [] if isinstance(m, dict) and m.get("model")}
+        names = {"chain", model.markov_model} | {str(m["model"]) for m in mc.get("models") or []
+                                                 if isinstance(m, dict) and m.get("model")}
         checks = {n: design_verdict(sched_json, accounting=n, source=at) for n in sorted(names) if n != "auto"}
+        check = checks[model.markov_model]
     else:
         check = options_verdict(model, "--override: the accounting model is not the design's" if designed is not None
                                 else None)
@@ -461,6 +461,7 @@ def recorded_verdict(provenance: dict, model, markov_model: str | None = None) -
     ledger's), the verdict the design's check gave that model (``provenance.design_checks``), ``unchecked`` when the
     design did not check it."""
     def valid(v) -> bool:
+        """Whether `v` is a recorded verdict: a dict with a known ``verdict`` and string ``model``/``why``/``source``."""
         return (isinstance(v, dict) and v.get("verdict") in ("passed", "refuted", "assumed", "unchecked")
                 and all(isinstance(v.get(k), str) for k in ("model", "why", "source")))
 
@@ -828,8 +829,6 @@ def run_ledger(args) -> int:
     InvalidInputError, LedgerLockedError
         Turned into one line on stderr and exit code 2 by :func:`policyopt.cli.main`.
     """
-    from dataclasses import replace
-
     import numpy as np
 
     from policyopt.deploy import Ledger
@@ -856,7 +855,7 @@ def run_ledger(args) -> int:
     peaks = dict(zip(risk.release_slots.tolist(), risk.epoch_peaks.tolist()))
     if model == led.model:
         verdict = recorded_verdict(provenance, model)
-    elif replace(model, markov_model=led.model.markov_model, markov_seed=led.model.markov_seed) == led.model:
+    elif model.same_chains(led.model):
         verdict = recorded_verdict(provenance, model, model.markov_model)  # only the Markov model differs
     else:
         verdict = options_verdict(model, f"this audit's --model (--override: {args.override})")

@@ -713,6 +713,7 @@ def recorded_discrepancies(sch: ScheduleSpec, peak_risk, horizon_risk) -> list:
     out = []
 
     def differs(recorded, now) -> bool:
+        """Whether a recomputed value `now` (nats; ``None``: none) is not the `recorded` one to :data:`DESIGN_REL_TOL`."""
         if now is None or not math.isfinite(now):
             return True
         return abs(recorded - now) > DESIGN_REL_TOL * max(abs(recorded), abs(now), 1e-300)

@@ -209,6 +209,11 @@ class ModelSpec:
         object.__setattr__(self, "markov_model", str(sp))
         object.__setattr__(self, "markov_seed", check_seed(self.markov_seed))
 
+    def same_chains(self, other: "ModelSpec") -> bool:
+        """Whether `other` is this model up to its Markov model (``markov_model``, ``markov_seed``): the same data,
+        fit and Δ(t) source, so the same releases may be accounted under either with the design's verdicts."""
+        return replace(self, markov_model=other.markov_model, markov_seed=other.markov_seed) == other
+
     @property
     def fitted(self) -> bool:
         """True for chains fitted to data (bundled or ``data:PATH``)."""
