@@ -21,6 +21,7 @@ from policyopt.models.markov_model import (
     ChainModel,
     MarkovModelSpec,
     dirichlet_rows,
+    draw_user_rows,
     fit_markov_model,
 )
 from policyopt.models.order_chain import OrderChainModel, fit_order_chain
@@ -585,6 +586,21 @@ def test_dirichlet_rows_survive_tiny_pseudo_counts():
     big = dirichlet_rows(np.array([[300.0, 100.0]]).repeat(4000, axis=0), gen)
     assert big[:, 0].mean() == pytest.approx(0.75, abs=0.005)
     assert big[:, 0].var() == pytest.approx(0.75 * 0.25 / 401, rel=0.1)  # Var of a Beta(300, 100)
+
+
+def test_draw_user_rows_is_each_users_own_draw():
+    # the batched draw consumes every user's generator as a draw of that user alone, bit for bit, so the posterior
+    # draws of the held-out check do not depend on how the users are grouped into partitions
+    from policyopt.models.empirical import user_streams
+
+    rng = np.random.default_rng(3)
+    for shape in [(40, 12, 12), (9, 24, 4, 4), (3, 1, 2)]:
+        alpha = rng.gamma(0.3, size=shape) + rng.choice([0.01, 0.5, 3.0], size=shape)
+        who = tuple(f"m{i}" for i in range(shape[0]))
+        batched = draw_user_rows(alpha, user_streams(who, 7, stream=4))
+        alone = [dirichlet_rows(alpha[i], g) for i, g in enumerate(user_streams(who, 7, stream=4))]
+        assert batched.shape == shape
+        assert all(np.array_equal(batched[i], alone[i]) for i in range(shape[0]))
 
 
 # --------------------------------------------------------------------------------------- interface and errors

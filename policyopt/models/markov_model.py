@@ -451,8 +451,11 @@ def dirichlet_rows(alpha: np.ndarray, gen: np.random.Generator) -> np.ndarray:
     numpy.ndarray, shape of `alpha`
         Rows summing to 1.
     """
-    y = gen.standard_gamma(alpha + 1.0)
-    u = gen.random(alpha.shape)
+    return _rows_from_variates(gen.standard_gamma(alpha + 1.0), gen.random(alpha.shape), alpha)
+
+
+def _rows_from_variates(y: np.ndarray, u: np.ndarray, alpha: np.ndarray) -> np.ndarray:
+    """:func:`dirichlet_rows` from its variates Y ~ Gamma(α + 1) and U ~ Uniform(0, 1), any leading shape."""
     with np.errstate(divide="ignore"):
         log_g = np.log(y) + np.log(u) / alpha  # ln Gamma(α) variate = ln Y + ln U / α (Marsaglia–Tsang boost)
     log_g -= log_g.max(axis=-1, keepdims=True)
@@ -889,8 +892,18 @@ def posterior_alpha(counts, smoothing, what: str) -> np.ndarray:
 
 
 def draw_user_rows(alpha: np.ndarray, gens: list) -> np.ndarray:
-    """One :func:`dirichlet_rows` draw per user: ``alpha[u]`` with ``gens[u]``; shape of `alpha` (U, ..., K)."""
-    return np.stack([dirichlet_rows(alpha[u], g) for u, g in enumerate(gens)])
+    """One :func:`dirichlet_rows` draw per user: ``alpha[u]`` with ``gens[u]``; shape of `alpha` (U, ..., K).
+
+    Each generator is consumed as :func:`dirichlet_rows` consumes it (so the draws of a user do not depend on the
+    other users); only the variates are drawn user by user, the arithmetic is done once for all users (the rows are
+    bit for bit those of the user-by-user call).
+    """
+    a1 = alpha + 1.0
+    y, u = np.empty(alpha.shape), np.empty(alpha.shape)
+    for i, g in enumerate(gens):
+        y[i] = g.standard_gamma(a1[i])
+        u[i] = g.random(alpha.shape[1:])
+    return _rows_from_variates(y, u, alpha)
 
 
 # ------------------------------------------------------------------------------------------------- ChainModel
