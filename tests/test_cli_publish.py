@@ -69,6 +69,14 @@ def ledger_rows(path):
         return led.rows()
 
 
+def ledger_intervals(path):
+    """The ledger's error-bar record (what --out's interval columns are computed from)."""
+    from policyopt.deploy.error_bars import recorded_intervals
+
+    with Ledger(path) as led:
+        return recorded_intervals(led.meta())
+
+
 def check_consistent(ledger, out, seen):
     """No gap, no duplicate; every slot always carries the same value; out is a prefix of (or equal to) the ledger."""
     rows = ledger_rows(ledger)
@@ -79,7 +87,7 @@ def check_consistent(ledger, out, seen):
         assert seen.setdefault(r.slot, r.value) == r.value, f"slot {r.slot} released with two values"
     if Path(out).exists():
         text = Path(out).read_text()
-        assert render_out(rows).startswith(text)
+        assert render_out(rows, ledger_intervals(ledger)).startswith(text)
     return rows
 
 
@@ -107,7 +115,7 @@ def test_crash_injection_sigkill_at_named_and_random_points(tmp_path):
         assert (slot in committed) == (stage == "committed")
         assert len(rows) == done + k - (stage == "drawn")
         if stage == "committed":  # the CSV lags the ledger by exactly the killed row
-            assert Path(out).read_text() == render_out(rows[:-1])
+            assert Path(out).read_text() == render_out(rows[:-1], ledger_intervals(ledger))
         done = len(rows)
     # The stream grows; random points while releasing (a release takes 3-15 ms here, depending on the load).
     write_stream(data, 3, 600, np.random.default_rng(2024))  # same first 120 slots, more after
@@ -129,7 +137,7 @@ def test_crash_injection_sigkill_at_named_and_random_points(tmp_path):
     rep = _strict(res.stdout)
     rows = check_consistent(ledger, out, seen)
     assert len(rows) == 299 and rep["rows"] == 299 and rep["next_slot"] == 599
-    assert Path(out).read_text() == render_out(rows)  # the resumed --out equals the ledger
+    assert Path(out).read_text() == render_out(rows, ledger_intervals(ledger))  # the resumed --out equals the ledger
     assert len(seen) == 299
 
 
@@ -162,7 +170,7 @@ def test_ctrl_c_leaves_a_consistent_ledger(tmp_path):
     assert proc.returncode == 130
     assert err.strip().startswith("policyopt: interrupted; the ledger is consistent") and "Traceback" not in err
     rows = ledger_rows(ledger)
-    assert len(rows) == 3 and Path(out).read_text() == render_out(rows)
+    assert len(rows) == 3 and Path(out).read_text() == render_out(rows, ledger_intervals(ledger))
 
 
 def _one_line_error(res, *phrases):
@@ -306,12 +314,12 @@ def test_end_to_end_bundled_data_as_a_stream(tmp_path):
     assert (A == 0 or traj["aoi"][A - 1] is None) and traj["aoi"][A] == A and traj["aoi"][-1] == A
     assert max(traj["risk"]) == pytest.approx(led["peak_risk"], rel=1e-12)
     rows = ledger_rows(ledger)
-    assert out.read_text() == render_out(rows)
+    assert out.read_text() == render_out(rows, ledger_intervals(ledger))
     # --out deleted: rebuilt from the ledger, no noise redrawn
     out.unlink()
     again = run(*cmd)
     r3 = _strict(again.stdout)
-    assert r3["new_releases"] == [] and r3["out_rebuilt"] is True and out.read_text() == render_out(rows)
+    assert r3["new_releases"] == [] and r3["out_rebuilt"] is True and out.read_text() == render_out(rows, ledger_intervals(ledger))
     # text output: privacy numbers rounded up
     text = run("ledger", "--ledger", ledger, "--at", due2[-1] + 5)
     assert text.returncode == 0 and f"AoI = {A + 5} slots" in text.stdout and text_problems(text.stdout) == [], text.stdout

@@ -79,6 +79,9 @@ def add_command(sub) -> None:
                      metavar="S_MAX", help=f"search box of a design here (default {DEFAULT_MAX_INTERVAL})")
     cmd.add_argument("--level", type=probability("--level"), default=DEFAULT_PENALTY_LEVEL, metavar="LEVEL",
                      help=f"two-sided level of the interval (default {DEFAULT_PENALTY_LEVEL})")
+    cmd.add_argument("--ci-level", type=probability("--ci-level"), metavar="LEVEL",
+                     help="level of the releases' error bars whose coverage is measured on the held-out time (default 0.95; "
+                     "as `publish --ci-level`)")
     cmd.add_argument("--seed", type=int_at_least("--seed", 0), default=0, metavar="N",
                      help="seed of the bootstrap resampling (default 0; simulation only)")
     cmd.add_argument("--json", action="store_true", help="print one JSON object instead of text")
@@ -138,7 +141,7 @@ def run_backtest(args) -> int:
                    phase_period=phase, max_penalty=bound_from_args(args),
                    states=BUNDLED_STATES if args.states is None else args.states, A_max=args.max_age,
                    S_max=args.max_interval, level=args.level, seed=args.seed, unit=unit, max_tv=max_tv,
-                   horizon=args.horizon, delta=args.delta, slot_seconds=slot_seconds)
+                   horizon=args.horizon, delta=args.delta, slot_seconds=slot_seconds, ci_level=args.ci_level)
     if args.plot is not None:
         plot_backtest(out, args.plot, phase_period=phase)
         out["plot"] = str(args.plot)

@@ -19,10 +19,12 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
 import sys
 import time
 
 from policyopt.cli.options import (
+    probability,
     add_distributed_options,
     add_guarantee_options,
     int_at_least,
@@ -126,6 +128,14 @@ def add_command(sub) -> None:
     add_guarantee_options(pub, design=False, markov=False)
     _add_markov_model(pub, "default: the model --schedule's design used (its deployment.model.markov_model), else chain; "
                       "fixed by the ledger's first run")
+    pub.add_argument("--ci-level", type=probability("--ci-level"), metavar="LEVEL",
+                     help="level of each release's error bars (default 0.95; fixed when the ledger is created): "
+                     "ci_low..ci_high holds the input slot's mean with probability exactly LEVEL (Laplace quantile), "
+                     "ci_current_low..ci_current_high the mean at the publication slot with probability ≥ LEVEL (noise and "
+                     "the mean's change over A slots in the design's readings, union bound); post-processing, no privacy spent")
+    pub.add_argument("--plot", metavar="FILE",
+                     help="draw every release so far with both error bars into FILE (.png, .pdf or .svg; needs matplotlib), "
+                     "over the stream's true current mean when the stream is the design's own readings (a replay)")
     pub.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     pub.set_defaults(handler=run_publish)
 
@@ -149,6 +159,11 @@ def add_command(sub) -> None:
     add_guarantee_options(led, design=False, markov=False)
     _add_markov_model(led, "default: the model recorded in the ledger; another one re-accounts the same releases, with "
                       "the verdict the design's check gave it (unchecked when the design did not check it)")
+    led.add_argument("--ci-level", type=probability("--ci-level"), metavar="LEVEL",
+                     help="level of the releases' error bars in this audit (default: the ledger's; the same design "
+                     "readings, another level)")
+    led.add_argument("--plot", metavar="FILE",
+                     help="draw the releases up to --at with both error bars into FILE (.png, .pdf or .svg; needs matplotlib)")
     led.add_argument("--json", action="store_true", help="print one JSON object (with the whole trajectory) instead of text")
     led.set_defaults(handler=run_ledger)
 
@@ -628,9 +643,13 @@ def _ledger_model(args, recorded):
     return model.pinned("--model")
 
 
-def _row_dict(r) -> dict:
-    return {k: getattr(r, k) for k in ("n", "slot", "input_time", "status", "users", "clipped", "epsilon_c", "epsilon_spent",
-                                       "sensitivity", "noise_scale", "value", "prior_risk", "risk_at_release", "reason")}
+def _row_dicts(rows, intervals: dict | None, level: float | None = None) -> list:
+    """The JSON rows of ledger rows: their fields and their error bars (:mod:`policyopt.deploy.error_bars`)."""
+    from policyopt.deploy.error_bars import release_intervals
+
+    keys = ("n", "slot", "input_time", "status", "users", "clipped", "epsilon_c", "epsilon_spent", "sensitivity",
+            "noise_scale", "value", "prior_risk", "risk_at_release", "reason")
+    return [dict({k: getattr(r, k) for k in keys}, **ci) for r, ci in zip(rows, release_intervals(rows, intervals, level))]
 
 
 def _designed_sensitivity(path):
@@ -657,6 +676,38 @@ def _interrupted(what: str) -> int:
     return 130
 
 
+def _check_plot(args) -> None:
+    """``--plot FILE``: a writable image name and matplotlib, checked before any work."""
+    if args.plot is not None:
+        from policyopt.studies.plots import check_plot_path, require_matplotlib
+
+        check_plot_path(args.plot, "--plot")
+        require_matplotlib("--plot")
+
+
+def _replay_truth(args, model, provenance, readings, rows, value_range):
+    """(slots, true mean) of the stream at the releases' slots when the stream is the design's own readings, else None.
+
+    The design's own readings: the schedule's ``deployment.data`` (or that CSV grown), the bundled data streamed under
+    the bundled model, or ``--data`` the very file of ``--model data:``.
+    """
+    from policyopt.deploy.model import same_source
+
+    design = provenance.get("design_data")
+    if design is not None:
+        replay = same_source(design, args.data) is None
+    elif model.spec == "bundled":
+        replay = args.data is None
+    else:
+        replay = model.path is not None and args.data is not None and os.path.realpath(model.path) == os.path.realpath(args.data)
+    if not replay or not hasattr(readings, "columns"):
+        return None
+    slots = sorted({r.slot for r in rows if r.status == "released"})
+    sel = readings[readings["time"].isin(slots)]
+    mean = sel["value"].clip(*value_range).groupby(sel["time"]).mean()  # the releases' clipping
+    return mean.index.to_numpy(), mean.to_numpy()
+
+
 def run_publish(args) -> int:
     """Handler of ``policyopt publish``; prints text or JSON and returns the exit code.
 
@@ -666,6 +717,7 @@ def run_publish(args) -> int:
         Turned into one line on stderr and exit code 2 by :func:`policyopt.cli.main`.
     """
     start = time.perf_counter()
+    _check_plot(args)
     schedule, model, provenance, as_designed = _publish_plan(args)
     stack = contextlib.ExitStack()
     client = None
@@ -688,6 +740,7 @@ def _publish(args, start, schedule, model, provenance, client, as_designed: bool
     """The rest of :func:`run_publish` (inside the Dask client's lifetime when there is one); `as_designed`: the
     accounting model is the schedule file's own, whose recorded numbers the publisher then checks."""
     from policyopt.deploy import Publisher
+    from policyopt.deploy.error_bars import intervals_lines, intervals_summary
     from policyopt.studies.backtest import verdict_text
 
     readings, slot_seconds = _load_stream(args, provenance, client)
@@ -699,7 +752,8 @@ def _publish(args, start, schedule, model, provenance, client, as_designed: bool
         if not t_min <= args.through <= t_max:
             raise InvalidInputError(f"--through {args.through} is outside the data's slots {t_min}..{t_max}")
     publisher = Publisher(args.ledger, schedule, model=model, max_risk=args.max_risk, out=args.out, provenance=provenance,
-                          check_design=args.override is None and as_designed)
+                          check_design=args.override is None and as_designed, ci_level=args.ci_level,
+                          slot_seconds=slot_seconds)
     try:
         rep = publisher.publish(readings, through=args.through)
     except KeyboardInterrupt:
@@ -731,7 +785,8 @@ def _publish(args, start, schedule, model, provenance, client, as_designed: bool
         "released": len(released),
         "skipped": len(new) - len(released),
         "clipped": sum(r.clipped for r in new),
-        "new_releases": [_row_dict(r) for r in new],
+        "new_releases": _row_dicts(new, rep.intervals),
+        "intervals": intervals_summary(rep.intervals, rep.rows),
         "rows": rep.total_rows,
         "released_total": rep.released_total,
         "skipped_total": rep.skipped_total,
@@ -744,8 +799,18 @@ def _publish(args, start, schedule, model, provenance, client, as_designed: bool
         "designed_sensitivity": designed_sens,
         "model_check": check,
         "warnings": privacy["warnings"],
+        "plot": None,
+        "plot_truth": None,
         "wall_time_s": time.perf_counter() - start,
     }
+    if args.plot is not None:
+        from policyopt.deploy.error_bars import plot_releases
+
+        s = rep.schedule
+        truth = _replay_truth(args, model, rep.provenance, readings, rep.rows, s.value_range)
+        plot_releases(_row_dicts(rep.rows, rep.intervals), out["intervals"], args.plot, truth=truth,
+                      title=f"publish: A = {s.A}, S̄ = {s.S_bar}, ε_C = {s.epsilon_c:.4g} nats")
+        out.update(plot=str(args.plot), plot_truth=truth is not None, wall_time_s=time.perf_counter() - start)
     if args.json:
         print(json.dumps(out, indent=2, ensure_ascii=False))
         return 0
@@ -774,6 +839,10 @@ def _publish(args, start, schedule, model, provenance, client, as_designed: bool
         f"model from  : {rep.provenance.get('model_reason')}",
         f"design check: {verdict_text(mv)}",
     ]
+    lines += intervals_lines(out["intervals"])
+    if out["plot"] is not None:
+        lines.append(f"plot        : {args.plot} (every release so far with both error bars"
+                     + (", over the stream's true current mean: a replay of the design's readings)" if out["plot_truth"] else ")"))
     if rep.out:
         lines.append(f"out         : {rep.out}" + (" (rebuilt from the ledger)" if rep.out_rebuilt else ""))
     if designed_sens is not None and used_sens is not None and used_sens > designed_sens * (1 + 1e-3):
@@ -832,10 +901,12 @@ def run_ledger(args) -> int:
     import numpy as np
 
     from policyopt.deploy import Ledger
+    from policyopt.deploy.error_bars import intervals_lines, intervals_summary, recorded_intervals
     from policyopt.io import parse_duration
     from policyopt.studies.backtest import verdict_text
 
     start = time.perf_counter()
+    _check_plot(args)
     try:
         with Ledger(args.ledger) as led:
             if led.is_new:
@@ -867,6 +938,8 @@ def run_ledger(args) -> int:
     privacy = releases_guarantee(rows, verdict, settings, at=risk.at, model_epsilon=largest,
                                  model_horizon=int(risk.times.size), epsilon_c=sch.epsilon_c)
     mv = privacy["model_verdict"]
+    shown_rows = [r for r in rows if r.slot <= risk.at]
+    ci_record = recorded_intervals(meta)
     out = {
         "guarantee": privacy["guarantee"],
         "model_free": privacy["model_free"],
@@ -898,8 +971,10 @@ def run_ledger(args) -> int:
         "designed_horizon": sch.horizon,
         "designed_horizon_risk": risk.designed_horizon_risk,
         "designed_horizon_accounting": sch.horizon_accounting,
-        "releases": [dict(_row_dict(r), risk_at_release=peaks.get(r.slot) if r.status == "released" else None,
-                          recorded_risk_at_release=r.risk_at_release) for r in rows if r.slot <= risk.at],
+        "releases": [dict(d, risk_at_release=peaks.get(r.slot) if r.status == "released" else None,
+                          recorded_risk_at_release=r.risk_at_release)
+                     for r, d in zip(shown_rows, _row_dicts(shown_rows, ci_record, args.ci_level))],
+        "intervals": intervals_summary(ci_record, shown_rows, args.ci_level),
         "trajectory": {
             "times": risk.times.tolist(),
             "risk": risk.risk.tolist(),
@@ -908,8 +983,15 @@ def run_ledger(args) -> int:
         "warnings": privacy["warnings"] + [
             f"the schedule recorded in the ledger does not reproduce its own numbers under its model: {e} (published "
             f"with --override: {provenance.get('override')})" for e in edited],
+        "plot": None,
         "wall_time_s": time.perf_counter() - start,
     }
+    if args.plot is not None:
+        from policyopt.deploy.error_bars import plot_releases
+
+        plot_releases(out["releases"], out["intervals"], args.plot,
+                      title=f"ledger {args.ledger}: A = {sch.A}, S̄ = {sch.S_bar}, ε_C = {sch.epsilon_c:.4g} nats")
+        out.update(plot=str(args.plot), wall_time_s=time.perf_counter() - start)
     if args.json:
         print(json.dumps(out, indent=2, ensure_ascii=False))
         return 0
@@ -959,6 +1041,9 @@ def run_ledger(args) -> int:
     worst = int(np.argmax(risk.risk)) if risk.risk.size else 0
     lines.append(f"trajectory  : {fmt_count(risk.times.size, 'slot')} ({'--json' if risk.times.size else ''} prints ε(t), AoI(t)); "
                  f"max ε(t) = {fmt_upper(float(risk.risk[worst]))} at slot {int(risk.times[worst])}{_not_a_bound(mv)}")
+    lines += intervals_lines(out["intervals"])
+    if out["plot"] is not None:
+        lines.append(f"plot        : {args.plot} (the releases up to slot {risk.at} with both error bars)")
     lines += [f"warning     : {w}" for w in out["warnings"]]
     lines.append(f"wall time   : {out['wall_time_s']:.3f} s")
     print(check_text("\n".join(lines)))

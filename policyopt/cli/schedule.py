@@ -541,6 +541,10 @@ def backtest_text(r: dict | None, fraction: float) -> str:
     c = r.get("max_tv_comparison")
     if c:
         text += f"; Δ(t) at {max_tv_comparison_text(c)}"
+    if r.get("ci_coverage") is not None:
+        text += (f"; the releases' {100 * r['ci_level']:g} % current-mean interval covered {100 * r['ci_coverage']:.1f} % "
+                 f"of them ({100 * r['bootstrap']['level']:g}% band {100 * r['ci_coverage_lower']:.1f}–"
+                 f"{100 * r['ci_coverage_upper']:.1f} %)")
     left = r.get("left_out_users") or []
     if left:
         text += "; left out: " + ", ".join(f"{u['user']} ({u['why']})" for u in left)

@@ -912,11 +912,13 @@ class Ledger:
         if foreign:
             raise InvalidInputError(f"{self.option} {str(self.path)!r} is corrupted: {foreign} rows carry another schedule id")
 
-    def initialise(self, schedule: ScheduleSpec, model: ModelSpec, provenance: dict | None = None) -> None:
+    def initialise(self, schedule: ScheduleSpec, model: ModelSpec, provenance: dict | None = None, *,
+                   intervals: dict | None = None) -> None:
         """Create the tables of a new ledger and record `schedule`, `model` and why (one transaction).
 
         `provenance` (JSON-ready) goes into the ``meta`` table as ``provenance``: which model
-        was chosen and why (``model_reason``), the design's data and the stream's identity.
+        was chosen and why (``model_reason``), the design's data and the stream's identity; `intervals` (the
+        error bars' record, :func:`policyopt.deploy.error_bars.design_intervals`) as ``intervals``.
 
         Raises
         ------
@@ -938,6 +940,7 @@ class Ledger:
                 ("schema_version", str(SCHEMA_VERSION)), ("created_at", now),
                 ("package_version", package_version()), ("model", model.to_json()),
                 ("provenance", json.dumps(provenance or {}, sort_keys=True)),
+                *([] if intervals is None else [("intervals", json.dumps(intervals, sort_keys=True))]),
             ])
             c.execute("INSERT INTO schedule VALUES (?, ?, ?)", (schedule.id, json.dumps(schedule.to_dict(), sort_keys=True), now))
             c.execute("COMMIT")

@@ -418,18 +418,33 @@ class ModelSpec:
         """
         from policyopt.models.estimation import fit_population
 
+        df = self.readings(option)
+        source = f"{option} {self.spec!r}" if self.spec.startswith("data:") else "bundled data"
+        fitted = fit_population(df, self.states, smoothing=float(self.smoothing), source=source,
+                                value_range=self.value_range)
+        return fitted, df
+
+    def readings(self, option: str = "--model"):
+        """The readings a fitted model (bundled or ``data:PATH``) was fitted on, the pin checked as :meth:`load` does.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Long readings user, time, value (not clipped).
+
+        Raises
+        ------
+        InvalidInputError
+            If the model is not fitted (a matrix or two-state chain), or as :meth:`load`.
+        """
         if not self.fitted:
             raise InvalidInputError(f"{option} {self.spec!r} is not fitted to data: there are no readings to fit")
         where = self._check_pin(option)
         if self.spec.startswith("data:"):
-            df, source = _read_design_data(where, f"{option} data:"), f"{option} {self.spec!r}"
-        else:
-            from policyopt.data import load_citylearn
+            return _read_design_data(where, f"{option} data:")
+        from policyopt.data import load_citylearn
 
-            df, source = load_citylearn(), "bundled data"
-        fitted = fit_population(df, self.states, smoothing=float(self.smoothing), source=source,
-                                value_range=self.value_range)
-        return fitted, df
+        return load_citylearn()
 
 
 def same_source(design: dict | None, stream, option: str = "--data") -> str | None:

@@ -80,7 +80,9 @@ from policyopt.formatting import fmt_count, round_up
 __all__ = ["Publisher", "PublishReport", "RiskLimitError", "ScheduleSpec", "read_stream_csv", "ParquetStream", "spill_files", "OUT_HEADER", "render_out"]
 
 #: Header of the output CSV.
-OUT_HEADER = "n,slot,input_time,status,users,sensitivity,noise_scale,epsilon_spent,value"
+OUT_HEADER = "n,slot,input_time,status,users,sensitivity,noise_scale,epsilon_spent,value,ci_low,ci_high,ci_current_low,ci_current_high"
+#: The header of ``--out`` files written before the error bars (such a file is rebuilt with the new columns).
+OLD_OUT_HEADER = "n,slot,input_time,status,users,sensitivity,noise_scale,epsilon_spent,value"
 
 
 class RiskLimitError(PolicyOptError):
@@ -91,26 +93,32 @@ def _f(x) -> str:
     return "" if x is None else repr(float(x))
 
 
-def render_out(rows) -> str:
+def render_out(rows, intervals: dict | None = None) -> str:
     """The output CSV text for ledger rows (floats as shortest round-trip repr).
 
     Only what is public goes out: times, the number of users I (public by assumption, and
-    implied by the stated noise scale), Δf, the scale, the ε spent and the released value.  The
+    implied by the stated noise scale), Δf, the scale, the ε spent, the released value and its error bars
+    (:func:`policyopt.deploy.error_bars.release_intervals`: post-processing of the value).  The
     count of clipped readings stays in the ledger: it is a function of the raw data, not DP.
 
     Parameters
     ----------
     rows : sequence of LedgerRow
+    intervals : dict, optional
+        The ledger's ``intervals`` record (empty interval columns without it).
 
     Returns
     -------
     str
         Header line plus one line per row, each ending in a newline.
     """
+    from policyopt.deploy.error_bars import INTERVAL_KEYS, release_intervals
+
     lines = [OUT_HEADER]
-    for r in rows:
+    for r, ci in zip(rows, release_intervals(rows, intervals)):
         lines.append(",".join([str(r.n), str(r.slot), str(r.input_time), r.status, str(r.users),
-                               _f(r.sensitivity), _f(r.noise_scale), _f(r.epsilon_spent), _f(r.value)]))
+                               _f(r.sensitivity), _f(r.noise_scale), _f(r.epsilon_spent), _f(r.value),
+                               *(_f(ci[k]) for k in INTERVAL_KEYS)]))
     return "\n".join(lines) + "\n"
 
 
@@ -194,6 +202,9 @@ class PublishReport:
     rows : tuple of LedgerRow
         Every row of the ledger after the run (earlier runs' and this one's), e.g. for
         :func:`policyopt.deploy.ledger.model_free_of_rows`.
+    intervals : dict or None
+        The ledger's ``intervals`` record (:mod:`policyopt.deploy.error_bars`; ``None`` for a ledger written before
+        it existed).
     """
 
     ledger: str
@@ -212,6 +223,7 @@ class PublishReport:
     model: str
     provenance: dict
     rows: tuple = ()
+    intervals: dict | None = None
 
 
 def _pause(stage: str, k: int, slot: int) -> None:
@@ -282,6 +294,11 @@ class Publisher:
     provenance : dict, optional
         Why this model and stream (JSON-ready; e.g. ``model_reason``), recorded in the ledger's
         ``meta`` when it is created.
+    ci_level : float, optional
+        Level of the error bars recorded when the ledger is created (default
+        :data:`~policyopt.utility.intervals.DEFAULT_CI_LEVEL`); a later run may not change it.
+    slot_seconds : int, optional
+        Slot length (the phase of the day of the current-mean interval); used when the ledger is created.
     check_design : bool
         When the ledger is created, recompute the schedule's own ε* (eq. (30)) and horizon risk from its A, S̄, ε_C
         under `model` (:func:`policyopt.deploy.ledger.schedule_discrepancies`) and refuse a schedule whose recorded
@@ -301,8 +318,10 @@ class Publisher:
     """
 
     def __init__(self, ledger, schedule: ScheduleSpec, *, model: ModelSpec | None = None,
-                 max_risk: float | None = None, out=None, provenance: dict | None = None, check_design: bool = True):
+                 max_risk: float | None = None, out=None, provenance: dict | None = None, check_design: bool = True,
+                 ci_level: float | None = None, slot_seconds: int | None = None):
         from policyopt.errors import check_positive
+        from policyopt.utility.intervals import check_ci_level
 
         if not isinstance(schedule, ScheduleSpec):
             raise InvalidInputError(f"`schedule` must be a ScheduleSpec, got {fmt(schedule)}")
@@ -315,6 +334,9 @@ class Publisher:
         self.out = None if out is None else Path(out)
         self.provenance = provenance
         self.check_design = bool(check_design)
+        self.ci_level = None if ci_level is None else check_ci_level(ci_level, "ci_level")
+        self.slot_seconds = slot_seconds
+        self._intervals = None
 
     # ---------------------------------------------------------------------------------------
     def _compare(self, led: Ledger) -> ScheduleSpec:
@@ -342,7 +364,7 @@ class Publisher:
 
     def _check_out(self, rows) -> tuple[str, bool]:
         """Expected CSV text and whether the existing file is behind it (error if it disagrees)."""
-        expected = render_out(rows)
+        expected = render_out(rows, self._intervals)
         if not self.out.exists():
             return expected, True
         if not self.out.is_file():
@@ -361,6 +383,8 @@ class Publisher:
             )
         if have is not None and expected.startswith(have):
             return expected, True
+        if have is not None and have.split("\n", 1)[0] == OLD_OUT_HEADER:
+            return expected, True  # written before the error-bar columns: rebuilt from the ledger with them
         exp_lines = expected.splitlines()
         have_lines = [] if have is None else have.splitlines()
         k = next((i for i, (a, b) in enumerate(zip(have_lines, exp_lines)) if a != b), min(len(have_lines), len(exp_lines)))
@@ -378,7 +402,7 @@ class Publisher:
         os.replace(tmp, self.out)
 
     def _append_out(self, rows) -> None:
-        line = render_out(rows).split("\n", 1)[1]
+        line = render_out(rows, self._intervals).split("\n", 1)[1]
         with open(self.out, "a", encoding="utf-8") as fh:
             fh.write(line)
             fh.flush()
@@ -478,6 +502,19 @@ class Publisher:
                 f"the stream ends at slot {t_max} (data {t_min}..{t_max}) but the ledger already released slot "
                 f"{last.slot}: time went backwards (was the data file replaced or truncated?)"
             )
+        from policyopt.deploy.error_bars import design_intervals, recorded_intervals
+        from policyopt.utility.intervals import DEFAULT_CI_LEVEL
+
+        if led.is_new:
+            self._intervals = design_intervals(model, sch, level=self.ci_level, slot_seconds=self.slot_seconds)
+        else:
+            self._intervals = recorded_intervals(led.meta())
+            have_level = DEFAULT_CI_LEVEL if self._intervals is None else self._intervals["level"]
+            if self.ci_level is not None and self.ci_level != have_level:
+                raise InvalidInputError(
+                    f"`ledger` {str(self.ledger_path)!r} gives its releases error bars at level {have_level!r}, not "
+                    f"{self.ci_level!r}: the level is fixed when the ledger is created (audit at another level with "
+                    "`policyopt ledger --ci-level`)")
         if self.out is not None:
             expected, lagging = self._check_out(rows)
         population = model.load()
@@ -536,7 +573,7 @@ class Publisher:
                 peak = max(peak, risk)
             n += 1
         if led.is_new:
-            led.initialise(sch, model, self.provenance)
+            led.initialise(sch, model, self.provenance, intervals=self._intervals)
         rebuilt = False
         if self.out is not None and lagging:
             self._write_out(expected)
@@ -587,7 +624,7 @@ class Publisher:
             last_slot=None if last_row is None else last_row.slot,
             next_slot=sch.publish_time((last_row.n if last_row else 0) + 1), peak_risk=float(peak),
             out=None if self.out is None else str(self.out), out_rebuilt=rebuilt, model=model.describe(),
-            provenance=json.loads(led.meta().get("provenance", "{}")), rows=tuple(all_rows),
+            provenance=json.loads(led.meta().get("provenance", "{}")), rows=tuple(all_rows), intervals=self._intervals,
         )
 
 

@@ -34,6 +34,7 @@ import numpy as np
 
 from policyopt.errors import InvalidInputError, fmt
 from policyopt.formatting import check_text, fmt_count, fmt_exact, fmt_upper, fmt_value
+from policyopt.utility.intervals import DEFAULT_CI_LEVEL, replay_coverage
 from policyopt.utility.readings_penalty import (
     BOOTSTRAP_REPS,
     DEFAULT_LEVEL,
@@ -331,7 +332,8 @@ def backtest(data, schedule: dict | None = None, *, train_fraction: float = 0.5,
              value_range=None, phase_period: int | None = None, max_penalty: float | None = None, states: int = 3,
              smoothing: float = 0.01, A_max: int = 168, S_max: int = 168, level: float = DEFAULT_LEVEL,
              reps: int = BOOTSTRAP_REPS, seed: int = 0, unit: str = "", max_tv: str = "model",
-             horizon: int | None = None, delta: float | None = None, slot_seconds: int | None = None) -> dict:
+             horizon: int | None = None, delta: float | None = None, slot_seconds: int | None = None,
+             ci_level: float | None = None) -> dict:
     """Replay a schedule on the held-out part of the readings and report the realised MSE against f̄.
 
     Parameters
@@ -374,7 +376,12 @@ def backtest(data, schedule: dict | None = None, *, train_fraction: float = 0.5,
         :func:`policyopt.privacy.model_free.default_delta` of the deployment's I).
     slot_seconds : int, optional
         Slot length (seconds): the w-event windows are a day and a week of slots (default: the schedule's
-        ``deployment.slot_length``; unknown → 24 and 168 slots) and a design here checks lags up to a week.
+        ``deployment.slot_length``; unknown → 24 and 168 slots) and a design here checks lags up to a week; a day of
+        slots is the phase period of the releases' current-mean interval.
+    ci_level : float, optional
+        Level of the releases' error bars whose coverage is measured on the held-out time
+        (:func:`policyopt.utility.intervals.replay_coverage`; default
+        :data:`~policyopt.utility.intervals.DEFAULT_CI_LEVEL`).
 
     Returns
     -------
@@ -391,7 +398,10 @@ def backtest(data, schedule: dict | None = None, *, train_fraction: float = 0.5,
         ``model_verdict`` (:func:`design_verdict` of the design's Markov model, with ``bound``: whether a model-based risk
         may be stated), ``guarantee`` (what is stated first, :func:`policyopt.studies.guarantee.choose_guarantee`),
         ``guarantee_settings`` (``delta``, ``delta_source``, ``horizon``, ``windows``, ``slot_seconds``) and
-        ``warnings``.
+        ``warnings``; the coverage of the releases' current-mean interval on the held-out time
+        (:func:`policyopt.utility.intervals.replay_coverage`: ``ci_level``, ``ci_coverage``, ``ci_coverage_lower``,
+        ``ci_coverage_upper``, ``ci_releases``, ``ci_coverage_parts``, ``ci_pooled``, ``ci_block``, ``ci_why``), a
+        warning when its band lies below the level.
 
     Raises
     ------
@@ -499,6 +509,18 @@ def backtest(data, schedule: dict | None = None, *, train_fraction: float = 0.5,
         comparison = max_tv_comparison(train_df, held_df, fitted, sched["design_max_tv"], lags, level=level, seed=seed)
     privacy = _replay_guarantee(raw, replayed, verdict, eps, S, held_span=int(np.max(times_all)) - int(split) + 1,
                                 users=int(I), delta=delta, slot_seconds=slot_seconds)
+    coverage = replay_coverage(df, A=A, S_bar=S, split=split, epsilon_c=eps, value_range=(lo, hi),
+                               level=DEFAULT_CI_LEVEL if ci_level is None else ci_level,
+                               slot_seconds=privacy["guarantee_settings"]["slot_seconds"], band_level=level, reps=reps,
+                               seed=seed)
+    if coverage["ci_coverage_upper"] is not None and coverage["ci_coverage_upper"] < coverage["ci_level"]:
+        worst = min(coverage["ci_coverage_parts"], key=lambda p: p["coverage"])
+        privacy["warnings"].append(
+            f"the current-mean interval covered {100 * coverage['ci_coverage']:.1f} % of the held-out releases "
+            f"({100 * level:g} % band up to {100 * coverage['ci_coverage_upper']:.1f} %), below its "
+            f"{100 * coverage['ci_level']:g} % (worst {100 * worst['coverage']:.1f} % in slots {worst['first_slot']}.."
+            f"{worst['last_slot']}): the held-out time changes more over A slots than the design's did (a season); "
+            "design on readings that span the seasons, or publish with a higher --ci-level")
     return {
         "realized_mse": realized,
         "realized_mse_lower": lower,
@@ -531,6 +553,7 @@ def backtest(data, schedule: dict | None = None, *, train_fraction: float = 0.5,
                   "slots old; error against the current mean of I users drawn like the readings' users",
         "max_tv_comparison": comparison,
         "left_out_users": left_out,
+        **coverage,
         **privacy,
         "wall_time_s": time.perf_counter() - start,
     }
@@ -693,6 +716,14 @@ def format_backtest(r: dict) -> str:
         lines.append(f"Δ(t)        : {max_tv_comparison_text(c)}")
     if r.get("model_verdict"):
         lines.append(f"model check : {verdict_text(r['model_verdict'])}")
+    if r.get("ci_coverage") is not None:
+        lines.append(f"error bars  : the {100 * r['ci_level']:g} % current-mean interval of the releases covered the held-out "
+                     f"current mean in {100 * r['ci_coverage']:.1f} % of {fmt_count(r['ci_releases'], 'replayed release')} "
+                     f"({100 * b['level']:g}% band {100 * r['ci_coverage_lower']:.1f}–{100 * r['ci_coverage_upper']:.1f} %, "
+                     f"circular block bootstrap, blocks of {fmt_count(r['ci_block'], 'release')}; exact in the noise); by "
+                     "part of the held-out time " + ", ".join(f"{100 * p['coverage']:.1f} %" for p in r["ci_coverage_parts"]))
+    elif r.get("ci_why"):
+        lines.append(f"error bars  : no current-mean interval to check: {r['ci_why']}")
     for u in r.get("left_out_users") or []:
         lines.append(f"left out    : {u['user']} ({u['why']})")
     for w in r.get("warnings") or []:
