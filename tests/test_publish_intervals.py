@@ -174,3 +174,33 @@ def test_plot_draws_the_releases_with_both_bands(tmp_path):
                   tmp_path / "m.db", "--plot", tmp_path / "p.gif")
     refused(bad, "--plot", "p.gif")
     assert not (tmp_path / "m.db").exists()  # refused before any work
+
+
+def test_parquet_out_holds_the_csv_columns_and_is_rebuilt_from_the_ledger(tmp_path):
+    import pyarrow.parquet as pq
+
+    from policyopt.deploy import Ledger
+    from policyopt.deploy.error_bars import recorded_intervals
+    from policyopt.deploy.publisher import OUT_HEADER, render_out
+
+    ledger, out = tmp_path / "l.db", tmp_path / "r.parquet"
+    args = ["publish", "--A", 3, "--S-bar", 2, "--epsilon-c", 5, "--value-range", "0:48", "--ledger", ledger, "--out", out]
+    first = ok_json(*args, "--through", 60)
+    second = ok_json(*args, "--through", 100)
+    assert first["out"] == second["out"] == str(out) and not second["out_rebuilt"]
+    table = pq.read_table(out)
+    assert table.column_names == OUT_HEADER.split(",") and table.num_rows == 49
+    with Ledger(ledger) as led:
+        rows, record = led.rows(), recorded_intervals(led.meta())
+    # the same numbers as the CSV form, column by column (floats bit for bit)
+    csv_rows = list(csv.DictReader(render_out(rows, record).splitlines()))
+    for got, want in zip(table.to_pylist(), csv_rows):
+        assert {k: (None if v is None else str(v) if isinstance(v, str) else repr(v)) for k, v in got.items()} == \
+            {k: (None if v == "" else v) for k, v in want.items()}
+    assert table.to_pylist()[0]["ci_current_low"] is not None
+    out.unlink()  # deleted: rebuilt from the ledger, no noise redrawn
+    again = ok_json(*args, "--through", 100)
+    assert again["released"] == 0 and again["out_rebuilt"] is True and pq.read_table(out).equals(table)
+    other = tmp_path / "other.db"  # a new ledger next to a file of releases: refused (fresh noise for released slots)
+    refused(run_any(*[other if a == ledger else a for a in args], "--through", 100), "already holds 49 releases")
+    assert not other.exists()

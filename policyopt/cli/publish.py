@@ -102,7 +102,9 @@ def add_command(sub) -> None:
                      help="public range of one reading, within ±1e300; readings are clipped to it (write --value-range=-1:1 for a negative LO); "
                      "default: the range --schedule declares (required with --A/--S-bar/--epsilon-c)")
     pub.add_argument("--ledger", metavar="FILE", required=True, help="SQLite privacy ledger (created on the first run)")
-    pub.add_argument("--out", metavar="CSV", help="releases CSV, appended after each commit and rebuilt from the ledger when behind")
+    pub.add_argument("--out", metavar="CSV_OR_PARQUET",
+                     help="releases with their error bars: a CSV, appended after each commit, or a .parquet file, rewritten "
+                     "whole at the end of each run; rebuilt from the ledger when behind")
     pub.add_argument("--through", type=int_at_least("--through", 0), metavar="T",
                      help="last complete slot (default: the stream's last slot − 1, whose readings may still be arriving)")
     pub.add_argument("--start", type=int_at_least("--start", 0), metavar="T",

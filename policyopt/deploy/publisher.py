@@ -77,7 +77,7 @@ from policyopt.deploy.ledger import (
 from policyopt.deploy.model import ModelSpec
 from policyopt.formatting import fmt_count, round_up
 
-__all__ = ["Publisher", "PublishReport", "RiskLimitError", "ScheduleSpec", "read_stream_csv", "ParquetStream", "spill_files", "OUT_HEADER", "render_out"]
+__all__ = ["Publisher", "PublishReport", "RiskLimitError", "ScheduleSpec", "read_stream_csv", "ParquetStream", "spill_files", "OUT_HEADER", "render_out", "out_table"]
 
 #: Header of the output CSV.
 OUT_HEADER = "n,slot,input_time,status,users,sensitivity,noise_scale,epsilon_spent,value,ci_low,ci_high,ci_current_low,ci_current_high"
@@ -120,6 +120,37 @@ def render_out(rows, intervals: dict | None = None) -> str:
                                _f(r.sensitivity), _f(r.noise_scale), _f(r.epsilon_spent), _f(r.value),
                                *(_f(ci[k]) for k in INTERVAL_KEYS)]))
     return "\n".join(lines) + "\n"
+
+
+def out_table(rows, intervals: dict | None = None):
+    """The ``--out`` rows as a pyarrow Table (the columns of :data:`OUT_HEADER`, typed; ``null`` where the CSV is empty).
+
+    Parameters
+    ----------
+    rows : sequence of LedgerRow
+    intervals : dict, optional
+        The ledger's ``intervals`` record.
+
+    Returns
+    -------
+    pyarrow.Table
+    """
+    import pyarrow as pa
+
+    from policyopt.deploy.error_bars import INTERVAL_KEYS, release_intervals
+
+    cis = release_intervals(rows, intervals)
+    ints = ("n", "slot", "input_time", "users")
+    floats = ("sensitivity", "noise_scale", "epsilon_spent", "value")
+    cols = {k: pa.array([getattr(r, k) for r in rows], pa.int64()) for k in ints[:3]}
+    cols["status"] = pa.array([r.status for r in rows], pa.string())
+    cols["users"] = pa.array([r.users for r in rows], pa.int64())
+    for k in floats:
+        cols[k] = pa.array([None if getattr(r, k) is None else float(getattr(r, k)) for r in rows], pa.float64())
+    for k in INTERVAL_KEYS:
+        cols[k] = pa.array([c[k] for c in cis], pa.float64())
+    assert list(cols) == OUT_HEADER.split(",")
+    return pa.table(cols)
 
 
 def read_stream_csv(path, option: str = "--data"):
@@ -289,7 +320,8 @@ class Publisher:
         have ε(S_n) > `max_risk` (nats).
     out : str or Path, optional
         CSV of the rows (:data:`OUT_HEADER`), appended after each commit and rebuilt from the
-        ledger when it lags.  A new or empty ledger next to an `out` that already holds
+        ledger when it lags; a ``.parquet`` name writes the same columns (:func:`out_table`) as one Parquet file,
+        rewritten whole at the end of each run (a run that is killed leaves it behind; the next rebuilds it).  A new or empty ledger next to an `out` that already holds
         releases is refused (those slots were released with noise the ledger no longer knows).
     provenance : dict, optional
         Why this model and stream (JSON-ready; e.g. ``model_reason``), recorded in the ledger's
@@ -362,8 +394,53 @@ class Publisher:
             )
         return old
 
-    def _check_out(self, rows) -> tuple[str, bool]:
+    @property
+    def _parquet(self) -> bool:
+        """Whether ``out`` is a Parquet file (rewritten whole at the end of each run) rather than a CSV (appended)."""
+        return self.out is not None and self.out.suffix.lower() == ".parquet"
+
+    def _check_parquet_out(self, rows) -> tuple[None, bool]:
+        """:meth:`_check_out` for a Parquet ``out``: whether it is behind the ledger (error if it disagrees)."""
+        import pyarrow.parquet as pq
+
+        if not self.out.exists():
+            return None, True
+        if not self.out.is_file():
+            raise InvalidInputError(f"`out` {str(self.out)!r} is not a file")
+        try:
+            have = pq.read_table(self.out).to_pylist()
+        except Exception as exc:  # pyarrow raises ArrowInvalid / OSError on a file that is not Parquet
+            raise InvalidInputError(f"`out` {str(self.out)!r} is not a Parquet file of releases ({' '.join(str(exc).split())[:200]}); "
+                                    "move it away and rerun — the ledger rebuilds it") from None
+        if have and not rows:
+            raise InvalidInputError(
+                f"`out` {str(self.out)!r} already holds {len(have)} releases but `ledger` {str(self.ledger_path)!r} is new "
+                "or empty: publishing would draw fresh noise for slots already released (twice the budget); restore the "
+                "ledger those releases were committed to, or move the file away on purpose")
+        expected = out_table(rows, self._intervals).to_pylist()
+        if have == expected:
+            return None, False
+        if have == expected[: len(have)]:
+            return None, True
+        k = next(i for i, (a, b) in enumerate(zip(have, expected + [None] * len(have))) if a != b)
+        raise InvalidInputError(
+            f"`out` {str(self.out)!r} disagrees with the ledger at release row {k + 1} (it holds rows the ledger does not "
+            "have: written from another ledger?); move it away and rerun — the ledger rebuilds it")
+
+    def _write_parquet_out(self, rows) -> None:
+        """Write every row to a Parquet ``out`` (a temporary file, then an atomic rename)."""
+        import pyarrow.parquet as pq
+
+        tmp = self.out.with_name(self.out.name + ".tmp")
+        pq.write_table(out_table(rows, self._intervals), tmp)
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.out)
+
+    def _check_out(self, rows) -> tuple[str | None, bool]:
         """Expected CSV text and whether the existing file is behind it (error if it disagrees)."""
+        if self._parquet:
+            return self._check_parquet_out(rows)
         expected = render_out(rows, self._intervals)
         if not self.out.exists():
             return expected, True
@@ -402,6 +479,8 @@ class Publisher:
         os.replace(tmp, self.out)
 
     def _append_out(self, rows) -> None:
+        if self._parquet:
+            return  # a Parquet file is rewritten whole at the end of the run
         line = render_out(rows, self._intervals).split("\n", 1)[1]
         with open(self.out, "a", encoding="utf-8") as fh:
             fh.write(line)
@@ -576,7 +655,8 @@ class Publisher:
             led.initialise(sch, model, self.provenance, intervals=self._intervals)
         rebuilt = False
         if self.out is not None and lagging:
-            self._write_out(expected)
+            if not self._parquet:
+                self._write_out(expected)
             rebuilt = bool(rows) or not created
         new_rows = []
         skipped = []  # a run of skipped rows: no noise, so they are committed together (one transaction per gap)
@@ -616,6 +696,8 @@ class Publisher:
             new_rows.append(row)
         flush()
         all_rows = rows + new_rows
+        if self._parquet and (lagging or new_rows):
+            self._write_parquet_out(all_rows)
         last_row = all_rows[-1] if all_rows else None
         return PublishReport(
             ledger=str(self.ledger_path), schedule_id=sch.id, schedule=sch, through=through, new_rows=new_rows,

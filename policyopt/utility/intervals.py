@@ -7,7 +7,7 @@ Both intervals below are functions of v, b and the design's readings only, so th
 release (C. Dwork, A. Roth, "The Algorithmic Foundations of Differential Privacy", 2014, Proposition 2.1): they
 cost no privacy and never read the stream's readings.
 
-**Input mean (exact).**  P(|L| ≤ w) = 1 − e^{−w/b}, so
+**Input mean (exact).**  P(−w ≤ L ≤ w) = 1 − e^{−w/b}, so
 
     [v − w, v + w],   w = b · ln(1 / (1 − level)),                                                   (CI1)
 
@@ -27,7 +27,7 @@ that phase; q_lo, q_hi are its α/4 and 1 − α/4 quantiles (α = 1 − level).
 
     [v − w' + q_lo, v + w' + q_hi],   w' = b · ln(2 / α),                                            (CI2)
 
-misses m_now with probability at most P(|L| > w') + P(D ∉ [q_lo, q_hi]) = α/2 + α/2, whatever the dependence of
+misses m_now with probability at most P(L ∉ [−w', w']) + P(D ∉ [q_lo, q_hi]) = α/2 + α/2, whatever the dependence of
 the two parts (here they are independent: the noise is drawn apart from the data).  For A = 0 the input slot is the
 publication slot, D ≡ 0 and (CI2) is (CI1).  Its assumptions: the
 deployment's slots of phase h are like the design's (no trend or season beyond the phase of the day; `backtest`
