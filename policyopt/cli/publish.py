@@ -1,7 +1,7 @@
-"""``policyopt publish`` and ``policyopt ledger``: run a designed schedule and audit its ledger.
+"""``policyopt publish``: run a designed schedule into a privacy ledger; and the helpers ``ledger`` shares with it.
 
-Registered in :func:`policyopt.cli.build_parser` through :func:`add_command`.  The work is
-done by :mod:`policyopt.deploy` (:class:`~policyopt.deploy.Publisher`,
+Registered in :func:`policyopt.cli.build_parser` through :func:`add_command`; ``policyopt ledger`` is
+:mod:`policyopt.cli.ledger`.  The work is done by :mod:`policyopt.deploy` (:class:`~policyopt.deploy.Publisher`,
 :class:`~policyopt.deploy.Ledger`); this module parses options and prints.
 
 Which guarantee a report states first (issue 32): the age-dependent risk of the releases made
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import sys
 import time
@@ -35,13 +34,11 @@ from policyopt.cli.options import (
 from policyopt.errors import InvalidInputError
 from policyopt.formatting import check_text, fmt_count, fmt_exact, fmt_upper, fmt_value
 
-__all__ = ["add_command", "run_publish", "run_ledger"]
-
-#: Rows of the release table printed by ``policyopt ledger`` (all of them are in --json).
-TEXT_ROWS = 12
+__all__ = ["add_command", "run_publish"]
 
 
-def _add_model(cmd, default_help: str, override_help: str) -> None:
+
+def add_model_options(cmd, default_help: str, override_help: str) -> None:
     cmd.add_argument("--model", metavar="SPEC", default=None,
                      help="model of Δ(t) for the accounting: bundled (CityLearn 2022, as `policyopt schedule`), "
                      f"data:CSV, matrix:FILE or two-state:p=P,q=Q ({default_help})")
@@ -55,7 +52,7 @@ def _add_model(cmd, default_help: str, override_help: str) -> None:
 
 
 def add_command(sub) -> None:
-    """Add the ``publish`` and ``ledger`` sub-commands to the argparse subparsers `sub`.
+    """Add the ``publish`` sub-command to the argparse subparsers `sub` (``ledger`` is :mod:`policyopt.cli.ledger`).
 
     Parameters
     ----------
@@ -116,7 +113,7 @@ def add_command(sub) -> None:
                      "empirical[:LEVEL] (the upper edge of the LEVEL, default 0.95, block-bootstrap band of Δ(t) estimated "
                      "from the model's data — --data by default — as `schedule --max-tv empirical` does, for t ≤ A + S̄; 1 "
                      "beyond); estimated when the ledger is created and recorded in it (a --schedule carries its own)")
-    _add_model(pub, "default: the model recorded in --schedule's deployment, else the bundled pilot as `policyopt schedule` "
+    add_model_options(pub, "default: the model recorded in --schedule's deployment, else the bundled pilot as `policyopt schedule` "
                "designs it (3 states, fitted on 0:48 kWh); fixed by the ledger's first run",
                "publish with a --model/--states/--smoothing/--value-range that differs from the schedule's design, a "
                "--data stream that is not the design's data (nor that file grown by appended lines), or --data with "
@@ -128,7 +125,7 @@ def add_command(sub) -> None:
         "the same on an existing Dask cluster (its workers need policyopt, the --data files and the system's temporary "
         "folder at the same paths)")
     add_guarantee_options(pub, design=False, markov=False)
-    _add_markov_model(pub, "default: the model --schedule's design used (its deployment.model.markov_model), else chain; "
+    add_markov_model_option(pub, "default: the model --schedule's design used (its deployment.model.markov_model), else chain; "
                       "fixed by the ledger's first run")
     pub.add_argument("--ci-level", type=probability("--ci-level"), metavar="LEVEL",
                      help="level of each release's error bars (default 0.95; fixed when the ledger is created): "
@@ -141,36 +138,8 @@ def add_command(sub) -> None:
     pub.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     pub.set_defaults(handler=run_publish)
 
-    led = sub.add_parser(
-        "ledger",
-        help="audit a privacy ledger: age-dependent risk ε(t) of the releases made, its peak, the designed peak, AoI",
-        description=(
-            "The age-dependent risk ε(t) (Theorem 3, eq. (25)) of the releases actually made — their own times, agings "
-            "and budgets, so missed or skipped releases count — its peak so far, the designed peak ε* (eq. (30)) and "
-            "AoI(t) (eq. (24)); and the model-free (ε, δ) of those releases for each user's whole series, whatever the "
-            "correlation (PLD accountant of dp_accounting), stated first unless the design's Markov model passed its "
-            "checks on held-out readings (or was given without data).  Zhang et al. (2024), 'Age-Dependent Differential "
-            "Privacy', IEEE Trans. Inf. Theory, 2024."
-        ),
-    )
-    led.add_argument("--ledger", metavar="FILE", required=True, help="SQLite ledger written by `policyopt publish`")
-    led.add_argument("--at", type=int_at_least("--at", 0), metavar="T", help="report ε and AoI at slot T (default: the last row's slot); the trajectory from the first input slot to T "
-                     "holds at most 10^7 slots (memory)")
-    _add_model(led, "default: the model recorded in the ledger",
-               "audit under a --model/--states/--smoothing other than the one recorded in the ledger")
-    add_guarantee_options(led, design=False, markov=False)
-    _add_markov_model(led, "default: the model recorded in the ledger; another one re-accounts the same releases, with "
-                      "the verdict the design's check gave it (unchecked when the design did not check it)")
-    led.add_argument("--ci-level", type=probability("--ci-level"), metavar="LEVEL",
-                     help="level of the releases' error bars in this audit (default: the ledger's; the same design "
-                     "readings, another level)")
-    led.add_argument("--plot", metavar="FILE",
-                     help="draw the releases up to --at with both error bars into FILE (.png, .pdf or .svg; needs matplotlib)")
-    led.add_argument("--json", action="store_true", help="print one JSON object (with the whole trajectory) instead of text")
-    led.set_defaults(handler=run_ledger)
 
-
-def _add_markov_model(cmd, default: str) -> None:
+def add_markov_model_option(cmd, default: str) -> None:
     """``--markov-model`` of ``publish`` and ``ledger``: the Markov model the accounting's Δ(t) is of."""
     cmd.add_argument("--markov-model", metavar="MODEL", default=None,
                      help="the Markov model of the readings the age-dependent risk ε(t) is accounted under (Theorem 3 "
@@ -180,7 +149,7 @@ def _add_markov_model(cmd, default: str) -> None:
                      "check passed this model")
 
 
-def _markov_accounting(args, model, slot_seconds):
+def markov_accounting(args, model, slot_seconds):
     """`model` with ``--markov-model`` (canonical; ``phase`` gets a day of slots) when given, else `model`.
 
     Raises
@@ -211,7 +180,7 @@ def _markov_accounting(args, model, slot_seconds):
     return replace(model, markov_model=name, markov_seed=model.markov_seed if name != "chain" else 0)
 
 
-def _given_model(args, base=None):
+def given_model(args, base=None):
     """The ModelSpec the model options name (unpinned), completing them from `base` when it is the same model."""
     from policyopt.deploy import ModelSpec
 
@@ -233,7 +202,7 @@ def _given_model(args, base=None):
     return chains  # other chains: their own Δ(t), eq. (12)
 
 
-def _same_model(a, b) -> bool:
+def same_model(a, b) -> bool:
     """Equal models, ignoring their pins (the data may have grown by appended lines since one was pinned)."""
     from dataclasses import replace
 
@@ -302,7 +271,8 @@ def _recorded_model(path):
         return None
 
 
-def _refuse_unless_override(args, why: str, advice: str) -> None:
+def refuse_unless_override(args, why: str, advice: str) -> None:
+    """Refuse (one line, exit 2) unless ``--override REASON`` was given: `why`, then `advice`."""
     if args.override is None:
         raise InvalidInputError(f"{why}; {advice}, or give --override REASON to do so on purpose")
 
@@ -356,12 +326,12 @@ def _publish_plan(args):
                 f"--schedule {args.schedule!r} records no `deployment` (written by an earlier policyopt): redesign it with "
                 "`policyopt schedule --json`, or give the accounting model with --model")
         if design is not None and design.get("backtest") is not None:
-            _refuse_unless_override(
+            refuse_unless_override(
                 args, f"--schedule {args.schedule!r} was designed with --backtest {design['backtest']:g} (on the first part "
                 "of the data only, for a replay)", "redesign it without --backtest to publish")
         declared = None if design is None else design.get("value_range")
         if args.value_range is not None and declared is not None and tuple(args.value_range) != tuple(declared):
-            _refuse_unless_override(
+            refuse_unless_override(
                 args, f"--value-range {args.value_range[0]:g}:{args.value_range[1]:g} is not the range --schedule "
                 f"{args.schedule!r} was designed with ({declared[0]:g}:{declared[1]:g})", "omit --value-range")
         schedule = ScheduleSpec.from_json_file(args.schedule, value_range=args.value_range, origin=args.start)
@@ -377,9 +347,9 @@ def _publish_plan(args):
         model = designed
         reason = f"the design recorded in --schedule {os.path.abspath(args.schedule)}"
         if given:
-            model = _given_model(args, designed)
-            if not _same_model(model, designed):
-                _refuse_unless_override(
+            model = given_model(args, designed)
+            if not same_model(model, designed):
+                refuse_unless_override(
                     args, f"--model {model.describe()} is not the model --schedule {args.schedule!r} was designed with "
                     f"({designed.describe()}): the ledger would not account for the designed schedule",
                     "omit --model/--states/--smoothing")
@@ -388,19 +358,19 @@ def _publish_plan(args):
                 model = designed
         why = same_source(design.get("data"), args.data, "--data")
         if why is not None:
-            _refuse_unless_override(args, f"{why}: the accounting would apply the design's chains to other users",
+            refuse_unless_override(args, f"{why}: the accounting would apply the design's chains to other users",
                                     "publish the design's data")
             reason += f"; stream accepted by --override: {args.override}"
     elif args.schedule is not None:
-        model, reason = _given_model(args), "--model given (the schedule records no deployment)"
+        model, reason = given_model(args), "--model given (the schedule records no deployment)"
     elif given:
-        model, reason = _given_model(args), "--model given"
+        model, reason = given_model(args), "--model given"
     elif args.data is not None and _wants_empirical(args):
         model, reason = ModelSpec(f"data:{args.data}"), ("--max-tv: Δ(t) estimated from --data's readings on its "
                                                           "quantile states (the chains' default fit)")
     else:
         if args.data is not None:
-            _refuse_unless_override(
+            refuse_unless_override(
                 args, f"--data {args.data!r} with --A/--S-bar/--epsilon-c and no --model would be accounted with the bundled "
                 "pilot's chains, not its users'", "give --model (e.g. data:CSV) or a --schedule designed on it")
             reason = f"--override: {args.override} (the bundled pilot's chains for --data)"
@@ -409,7 +379,7 @@ def _publish_plan(args):
         model = ModelSpec()
     model = model.pinned("--model")
     model, table_from = _empirical_model(args, schedule, model)
-    model = _markov_accounting(args, model, _slot_seconds_of(args, design))
+    model = markov_accounting(args, model, _slot_seconds_of(args, design))
     checks = None
     if args.schedule is not None and (designed is None or model.same_chains(designed)):
         from policyopt.studies.backtest import design_verdict
@@ -557,7 +527,7 @@ def releases_guarantee(rows, verdict: dict, settings: dict, *, at=None, model_ep
             "guarantee": g, "warnings": warnings}
 
 
-def _not_a_bound(mv: dict, brief: bool = False) -> str:
+def not_a_bound(mv: dict, brief: bool = False) -> str:
     """What follows a model-based number whose model the evidence does not support ('' when it is a bound)."""
     if mv["bound"]:
         return ""
@@ -566,7 +536,7 @@ def _not_a_bound(mv: dict, brief: bool = False) -> str:
     return f" — under the {mv['verdict'].upper()} model {mv['model']}: not a bound for these data"
 
 
-def _guarantee_lines(rep: dict) -> list:
+def guarantee_lines(rep: dict) -> list:
     """The ``guarantee`` line, and the ``model free`` line when the guarantee is model-based."""
     from policyopt.studies.guarantee import model_free_sentence
 
@@ -632,20 +602,7 @@ def _load_stream(args, provenance, client=None):
     return readings, slot_s
 
 
-def _ledger_model(args, recorded):
-    """The model ``ledger`` audits with: the recorded one, or another only with --override."""
-    if args.model is None and args.states is None and args.smoothing is None:
-        return recorded
-    model = _given_model(args, recorded)
-    if _same_model(model, recorded):
-        return recorded
-    _refuse_unless_override(
-        args, f"--model {model.describe()} is not the model recorded in the ledger ({recorded.describe()}): the audit would "
-        "not be of the deployment as published", "omit --model/--states/--smoothing")
-    return model.pinned("--model")
-
-
-def _row_dicts(rows, intervals: dict | None, level: float | None = None) -> list:
+def row_dicts(rows, intervals: dict | None, level: float | None = None) -> list:
     """The JSON rows of ledger rows: their fields and their error bars (:mod:`policyopt.deploy.error_bars`)."""
     from policyopt.deploy.error_bars import release_intervals
 
@@ -665,7 +622,7 @@ def _designed_sensitivity(path):
     return float(value) if isinstance(value, (int, float)) else None
 
 
-def _span(slots, slot_seconds) -> str:
+def span_text(slots, slot_seconds) -> str:
     """`slots` as a duration for people (`` (2.5 h)``, `` (8.3 days)``), or '' when the slot length is unknown."""
     if slot_seconds is None or slots is None:
         return ""
@@ -673,12 +630,12 @@ def _span(slots, slot_seconds) -> str:
     return f" ({hours:.4g} h)" if abs(hours) < 48 else f" ({hours / 24:.4g} days)"
 
 
-def _interrupted(what: str) -> int:
+def interrupted(what: str) -> int:
     print(f"policyopt: interrupted; {what}", file=sys.stderr)
     return 130
 
 
-def _check_plot(args) -> None:
+def check_plot(args) -> None:
     """``--plot FILE``: a writable image name and matplotlib, checked before any work."""
     if args.plot is not None:
         from policyopt.studies.plots import check_plot_path, require_matplotlib
@@ -719,7 +676,7 @@ def run_publish(args) -> int:
         Turned into one line on stderr and exit code 2 by :func:`policyopt.cli.main`.
     """
     start = time.perf_counter()
-    _check_plot(args)
+    check_plot(args)
     schedule, model, provenance, as_designed = _publish_plan(args)
     stack = contextlib.ExitStack()
     client = None
@@ -759,7 +716,7 @@ def _publish(args, start, schedule, model, provenance, client, as_designed: bool
     try:
         rep = publisher.publish(readings, through=args.through)
     except KeyboardInterrupt:
-        return _interrupted("the ledger is consistent (every committed release is kept); rerun the same command to resume")
+        return interrupted("the ledger is consistent (every committed release is kept); rerun the same command to resume")
     new = rep.new_rows
     released = [r for r in new if r.status == "released"]
     check, check_note = _publish_model_check(model, rep.schedule)
@@ -787,7 +744,7 @@ def _publish(args, start, schedule, model, provenance, client, as_designed: bool
         "released": len(released),
         "skipped": len(new) - len(released),
         "clipped": sum(r.clipped for r in new),
-        "new_releases": _row_dicts(new, rep.intervals),
+        "new_releases": row_dicts(new, rep.intervals),
         "intervals": intervals_summary(rep.intervals, rep.rows),
         "rows": rep.total_rows,
         "released_total": rep.released_total,
@@ -810,7 +767,7 @@ def _publish(args, start, schedule, model, provenance, client, as_designed: bool
 
         s = rep.schedule
         truth = _replay_truth(args, model, rep.provenance, readings, rep.rows, s.value_range)
-        plot_releases(_row_dicts(rep.rows, rep.intervals), out["intervals"], args.plot, truth=truth,
+        plot_releases(row_dicts(rep.rows, rep.intervals), out["intervals"], args.plot, truth=truth,
                       title=f"publish: A = {s.A}, S̄ = {s.S_bar}, ε_C = {s.epsilon_c:.4g} nats")
         out.update(plot=str(args.plot), plot_truth=truth is not None, wall_time_s=time.perf_counter() - start)
     if args.json:
@@ -820,10 +777,10 @@ def _publish(args, start, schedule, model, provenance, client, as_designed: bool
     mv = privacy["model_verdict"]
     lines = [
         "policyopt publish: releases with OpenDP Laplace noise (Zhang et al. 2024, Theorem 3; ledger in SQLite)",
-        *_guarantee_lines(privacy),
+        *guarantee_lines(privacy),
         f"schedule    : A = {fmt_count(s.A, 'slot')}, S̄ = {fmt_count(s.S_bar, 'slot')}, ε_C = {fmt_exact(s.epsilon_c)} nats, value range "
         f"{fmt_value(s.value_range[0])}:{fmt_value(s.value_range[1])}, first input slot {s.origin} (id {rep.schedule_id})",
-        f"stream      : complete through slot {rep.through}{_span(rep.through, slot_seconds)}"
+        f"stream      : complete through slot {rep.through}{span_text(rep.through, slot_seconds)}"
         + ("" if slot_seconds is None else f"; slots of {out['slot_length']}"),
     ]
     if new:
@@ -836,8 +793,8 @@ def _publish(args, start, schedule, model, provenance, client, as_designed: bool
         lines.append("this run    : nothing due (no new complete publishing time)")
     lines += [
         f"ledger      : {rep.ledger}: {fmt_count(rep.total_rows, 'row')} ({rep.released_total} released, {rep.skipped_total} skipped); "
-        f"next release at slot {rep.next_slot}{_span(rep.next_slot, slot_seconds)}",
-        f"peak risk   : max ε(S_n) so far = {fmt_upper(rep.peak_risk)} nats (model {rep.model}){_not_a_bound(mv)}",
+        f"next release at slot {rep.next_slot}{span_text(rep.next_slot, slot_seconds)}",
+        f"peak risk   : max ε(S_n) so far = {fmt_upper(rep.peak_risk)} nats (model {rep.model}){not_a_bound(mv)}",
         f"model from  : {rep.provenance.get('model_reason')}",
         f"design check: {verdict_text(mv)}",
     ]
@@ -886,167 +843,3 @@ def _publish_model_check(model, schedule) -> tuple[dict | None, str | None]:
     check.update(design_lags(check, schedule.A, schedule.S_bar))
     return check, None
 
-
-def _slots(x):
-    """An AoI value for JSON: ``None`` for NaN (before the first release), else an int (slots)."""
-    return None if x is None or (isinstance(x, float) and math.isnan(x)) else int(x)
-
-
-def run_ledger(args) -> int:
-    """Handler of ``policyopt ledger``; prints text or JSON and returns the exit code.
-
-    Raises
-    ------
-    InvalidInputError, LedgerLockedError
-        Turned into one line on stderr and exit code 2 by :func:`policyopt.cli.main`.
-    """
-    import numpy as np
-
-    from policyopt.deploy import Ledger
-    from policyopt.deploy.error_bars import intervals_lines, intervals_summary, recorded_intervals
-    from policyopt.io import parse_duration
-    from policyopt.studies.backtest import verdict_text
-
-    start = time.perf_counter()
-    _check_plot(args)
-    try:
-        with Ledger(args.ledger) as led:
-            if led.is_new:
-                raise InvalidInputError(f"--ledger {args.ledger!r} holds no schedule")
-            meta = led.meta()
-            provenance = json.loads(meta.get("provenance", "{}"))
-            slot_len = provenance.get("slot_length")
-            slot_seconds = None if slot_len is None else parse_duration(slot_len, "the ledger's slot_length")
-            model = _markov_accounting(args, _ledger_model(args, led.model), slot_seconds)
-            population = model.load()
-            risk = led.risk(population, at=args.at)
-            rows = led.rows()
-            sch = led.schedule
-    except KeyboardInterrupt:
-        return _interrupted("nothing was changed")
-    made = [r for r in rows if r.status == "released" and r.slot <= risk.at]
-    peaks = dict(zip(risk.release_slots.tolist(), risk.epoch_peaks.tolist()))
-    if model == led.model:
-        verdict = recorded_verdict(provenance, model)
-    elif model.same_chains(led.model):
-        verdict = recorded_verdict(provenance, model, model.markov_model)  # only the Markov model differs
-    else:
-        verdict = options_verdict(model, f"this audit's --model (--override: {args.override})")
-    from policyopt.deploy.ledger import recorded_discrepancies
-
-    edited = [] if model != led.model else recorded_discrepancies(sch, risk.designed_peak_risk, risk.designed_horizon_risk)
-    settings = guarantee_settings(args, provenance, rows, slot_seconds)
-    largest = max(risk.peak_risk, float(np.max(risk.risk)) if risk.risk.size else 0.0)
-    privacy = releases_guarantee(rows, verdict, settings, at=risk.at, model_epsilon=largest,
-                                 model_horizon=int(risk.times.size), epsilon_c=sch.epsilon_c)
-    mv = privacy["model_verdict"]
-    shown_rows = [r for r in rows if r.slot <= risk.at]
-    ci_record = recorded_intervals(meta)
-    out = {
-        "guarantee": privacy["guarantee"],
-        "model_free": privacy["model_free"],
-        "model_verdict": mv,
-        "guarantee_settings": settings,
-        "ledger": str(args.ledger),
-        "schema_version": int(meta.get("schema_version", 0)),
-        "created_at": meta.get("created_at"),
-        "package_version": meta.get("package_version"),
-        "schedule_id": led.schedule_id,
-        "schedule": sch.to_dict(),
-        "model": model.describe(),
-        "model_is_recorded": model == led.model,
-        "model_reason": provenance.get("model_reason"),
-        "override": provenance.get("override") if model == led.model else args.override,
-        "provenance": provenance,
-        "slot_length": slot_len,
-        "slot_seconds": slot_seconds,
-        "at": risk.at,
-        "released": risk.released,
-        "skipped": risk.skipped,
-        "risk_at": float(risk.risk[-1]),
-        "aoi_at": _slots(float(risk.aoi[-1])),
-        "peak_risk": risk.peak_risk,
-        "designed_peak_risk": risk.designed_peak_risk,
-        "designed_status": risk.designed_status,
-        "max_tv_source": model.max_tv_source,
-        "max_tv_table": None if model.max_tv_table is None else list(model.max_tv_table),
-        "designed_horizon": sch.horizon,
-        "designed_horizon_risk": risk.designed_horizon_risk,
-        "designed_horizon_accounting": sch.horizon_accounting,
-        "releases": [dict(d, risk_at_release=peaks.get(r.slot) if r.status == "released" else None,
-                          recorded_risk_at_release=r.risk_at_release)
-                     for r, d in zip(shown_rows, _row_dicts(shown_rows, ci_record, args.ci_level))],
-        "intervals": intervals_summary(ci_record, shown_rows, args.ci_level),
-        "trajectory": {
-            "times": risk.times.tolist(),
-            "risk": risk.risk.tolist(),
-            "aoi": [_slots(v) for v in risk.aoi.tolist()],
-        },
-        "warnings": privacy["warnings"] + [
-            f"the schedule recorded in the ledger does not reproduce its own numbers under its model: {e} (published "
-            f"with --override: {provenance.get('override')})" for e in edited],
-        "plot": None,
-        "wall_time_s": time.perf_counter() - start,
-    }
-    if args.plot is not None:
-        from policyopt.deploy.error_bars import plot_releases
-
-        plot_releases(out["releases"], out["intervals"], args.plot,
-                      title=f"ledger {args.ledger}: A = {sch.A}, S̄ = {sch.S_bar}, ε_C = {sch.epsilon_c:.4g} nats")
-        out.update(plot=str(args.plot), wall_time_s=time.perf_counter() - start)
-    if args.json:
-        print(json.dumps(out, indent=2, ensure_ascii=False))
-        return 0
-    designed = (f"ε* = {fmt_upper(risk.designed_peak_risk)} nats (eq. (30), the limit of ε(S_n) for the schedule as designed)"
-                f"{_not_a_bound(mv)}" if risk.designed_peak_risk is not None else
-                "divergent: condition (31) Δ(S̄)e^ε_C < 1 fails")
-    if risk.designed_peak_risk is None and risk.designed_horizon_risk is not None and sch.horizon_accounting == "model-free":
-        k = -(-sch.horizon // sch.S_bar)  # ⌈H/S̄⌉ planned releases
-        designed = (f"no finite ε* (condition (31) Δ(S̄)e^ε_C < 1 fails); designed over {fmt_count(sch.horizon, 'slot')}"
-                    f"{_span(sch.horizon, slot_seconds)} for the model-free guarantee: pure ε ≤ "
-                    f"{fmt_upper(risk.designed_horizon_risk)} nats for its {fmt_count(k, 'planned release')} (basic "
-                    "composition, whatever the correlation); the releases made so far are accounted above")
-    elif risk.designed_peak_risk is None and risk.designed_horizon_risk is not None:
-        designed = (f"no finite ε* (condition (31) Δ(S̄)e^ε_C < 1 fails); designed over {fmt_count(sch.horizon, 'slot')}"
-                    f"{_span(sch.horizon, slot_seconds)}: largest risk ≤ {fmt_upper(risk.designed_horizon_risk)} nats "
-                    f"(Theorem 3, every planned release made){_not_a_bound(mv)}; the releases made so far are accounted "
-                    "above")
-    aoi = out["aoi_at"]
-    lines = [
-        "policyopt ledger: age-dependent risk of the releases made (Zhang et al. 2024, Theorem 3, eq. (25); nats, slots)",
-        *_guarantee_lines(privacy),
-        f"ledger      : {args.ledger} (schema {out['schema_version']}, created {out['created_at']}, policyopt {out['package_version']})",
-        f"schedule    : A = {fmt_count(sch.A, 'slot')}, S̄ = {fmt_count(sch.S_bar, 'slot')}, ε_C = {fmt_exact(sch.epsilon_c)} nats, value range "
-        f"{fmt_value(sch.value_range[0])}:{fmt_value(sch.value_range[1])}, first input slot {sch.origin} (id {led.schedule_id})",
-        f"model       : {model.describe()}" + ("" if out["model_is_recorded"] else
-                                                 f" (not the ledger's recorded model: --override {args.override})"
-                                                 if args.override is not None else
-                                                 f" (--markov-model {model.markov_model}; the ledger's is "
-                                                 f"{led.model.markov_model})"),
-        f"model from  : {out['model_reason']}",
-        f"design check: {verdict_text(mv)}",
-        f"releases    : {risk.released} made, {risk.skipped} skipped, up to slot {risk.at}{_span(risk.at, slot_seconds)}"
-        + ("" if slot_seconds is None else f"; slots of {slot_len}"),
-        f"now         : ε({risk.at}) = {fmt_upper(out['risk_at'])} nats{_not_a_bound(mv, brief=True)}, "
-        + ("AoI undefined (nothing released yet)" if aoi is None else f"AoI = {fmt_count(aoi, 'slot')}{_span(aoi, slot_seconds)}"),
-        f"peak so far : max ε(S_n) = {fmt_upper(risk.peak_risk)} nats{_not_a_bound(mv)}",
-        f"designed    : {designed}",
-    ]
-    if made:
-        lines.append(f"{'n':>6} {'slot':>7} {'input':>7} {'users':>5} {'ε spent':>10} {'ε(S_n)':>10} {'AoI':>5}")
-        shown = made if len(made) <= TEXT_ROWS else made[:3] + made[-(TEXT_ROWS - 3):]
-        for i, r in enumerate(shown):
-            if len(made) > TEXT_ROWS and i == 3:
-                lines.append(f"{'...':>6}")
-            lines.append(f"{r.n:>6} {r.slot:>7} {r.input_time:>7} {r.users:>5} {fmt_upper(r.epsilon_spent):>10} "
-                         f"{fmt_upper(peaks[r.slot]):>10} {r.slot - r.input_time:>5}")
-    worst = int(np.argmax(risk.risk)) if risk.risk.size else 0
-    lines.append(f"trajectory  : {fmt_count(risk.times.size, 'slot')} ({'--json' if risk.times.size else ''} prints ε(t), AoI(t)); "
-                 f"max ε(t) = {fmt_upper(float(risk.risk[worst]))} at slot {int(risk.times[worst])}{_not_a_bound(mv)}")
-    lines += intervals_lines(out["intervals"])
-    if out["plot"] is not None:
-        lines.append(f"plot        : {args.plot} (the releases up to slot {risk.at} with both error bars)")
-    lines += [f"warning     : {w}" for w in out["warnings"]]
-    lines.append(f"wall time   : {out['wall_time_s']:.3f} s")
-    print(check_text("\n".join(lines)))
-    return 0
