@@ -204,3 +204,15 @@ def test_parquet_out_holds_the_csv_columns_and_is_rebuilt_from_the_ledger(tmp_pa
     other = tmp_path / "other.db"  # a new ledger next to a file of releases: refused (fresh noise for released slots)
     refused(run_any(*[other if a == ledger else a for a in args], "--through", 100), "already holds 49 releases")
     assert not other.exists()
+
+
+def test_a_parquet_design_is_not_read_whole_for_the_current_interval(tmp_path):
+    df = load_citylearn()
+    df = df[df["time"] < 24 * 20]
+    data = tmp_path / "homes.parquet"
+    df.to_parquet(data, index=False)
+    rep = ok_json("publish", "--A", 2, "--S-bar", 4, "--epsilon-c", 0.5, "--value-range", "0:48", "--model", f"data:{data}",
+                  "--data", data, "--through", 100, "--ledger", tmp_path / "l.db")
+    assert rep["intervals"]["current"] is None and "Parquet" in rep["intervals"]["current_why"]
+    r = rep["new_releases"][0]
+    assert r["ci_low"] < r["value"] < r["ci_high"] and r["ci_current_low"] is None

@@ -63,6 +63,12 @@ def design_intervals(model, schedule, *, level: float | None = None, slot_second
     if not model.fitted:
         return {"level": lv, "sample": None,
                 "why": f"the model {model.describe()} has no readings to estimate the mean's change over A slots from"}
+    from policyopt.io import is_parquet_source
+
+    if model.path is not None and is_parquet_source(model.path):
+        return {"level": lv, "sample": None,
+                "why": "the design's readings are a Parquet data set, which publish does not read whole; the "
+                       "current-mean interval needs its per-slot mean changes (not computed distributed yet)"}
     df = model.readings(option)
     try:
         sample = staleness_sample(df, int(schedule.A), value_range=schedule.value_range, slot_seconds=slot_seconds)
