@@ -11,14 +11,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from policyopt.cli import backtest, check_model, discounted, fran, ledger, publish, schedule, sweep, tpl
+from policyopt.cli import backtest, check_data, check_model, discounted, fran, ledger, publish, schedule, sweep, tpl
 from policyopt.cli.options import OneLineParser
 from policyopt.errors import PolicyOptError
 
 __all__ = ["main", "build_parser"]
 
 #: The sub-command modules, in the order ``policyopt --help`` lists them; each exposes ``add_command(sub)``.
-COMMANDS = (schedule, tpl, discounted, fran, sweep, publish, ledger, backtest, check_model)
+COMMANDS = (schedule, tpl, discounted, fran, sweep, publish, ledger, backtest, check_model, check_data)
 
 
 def _version() -> str:
