@@ -117,7 +117,7 @@ def test_no_sub_command_prints_one_line_on_stderr_and_exits_2():
     assert code == 2 and out == ""
     assert len(err.splitlines()) == 1, err  # one line, like every other error
     assert err.startswith("policyopt: error: a COMMAND is required, one of schedule, tpl, tpl-budget, ")
-    assert "publish, ledger, backtest, check-model (policyopt --help lists them)" in err
+    assert "publish, ledger, backtest, check-model, check-data (policyopt --help lists them)" in err
 
 
 def test_version():
