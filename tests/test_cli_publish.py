@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from policyopt.deploy import Ledger
-from policyopt.deploy.publisher import render_out
+from policyopt.deploy.out_file import render_out
 from policyopt.formatting import text_problems
 
 from _cli import default_sigint  # noqa: E402

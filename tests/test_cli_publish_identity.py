@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from policyopt.deploy import Ledger
-from policyopt.deploy.publisher import render_out
+from policyopt.deploy.out_file import render_out
 
 from _cli import default_sigint, ok_json, refused, run_any as run  # noqa: E402
 

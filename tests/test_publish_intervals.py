@@ -162,7 +162,6 @@ def test_backtest_says_when_a_season_is_not_covered():
 
 
 def test_plot_draws_the_releases_with_both_bands(tmp_path):
-    pytest.importorskip("matplotlib")
     ledger, fig, fig2 = tmp_path / "l.db", tmp_path / "p.png", tmp_path / "q.svg"
     rep = ok_json("publish", "--A", 3, "--S-bar", 2, "--epsilon-c", 5, "--value-range", "0:48", "--ledger", ledger,
                   "--through", 100, "--plot", fig)
@@ -181,7 +180,7 @@ def test_parquet_out_holds_the_csv_columns_and_is_rebuilt_from_the_ledger(tmp_pa
 
     from policyopt.deploy import Ledger
     from policyopt.deploy.error_bars import recorded_intervals
-    from policyopt.deploy.publisher import OUT_HEADER, render_out
+    from policyopt.deploy.out_file import OUT_HEADER, render_out
 
     ledger, out = tmp_path / "l.db", tmp_path / "r.parquet"
     args = ["publish", "--A", 3, "--S-bar", 2, "--epsilon-c", 5, "--value-range", "0:48", "--ledger", ledger, "--out", out]

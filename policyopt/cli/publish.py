@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import sys
 import time
 
@@ -39,6 +38,16 @@ __all__ = ["add_command", "run_publish"]
 
 
 def add_model_options(cmd, default_help: str, override_help: str) -> None:
+    """Add ``--model``, ``--states``, ``--smoothing`` and ``--override`` to the sub-parser `cmd` (publish, ledger).
+
+    Parameters
+    ----------
+    cmd : argparse.ArgumentParser
+    default_help : str
+        What ``--model`` defaults to, for its help.
+    override_help : str
+        What ``--override`` allows, for its help.
+    """
     cmd.add_argument("--model", metavar="SPEC", default=None,
                      help="model of Δ(t) for the accounting: bundled (CityLearn 2022, as `policyopt schedule`), "
                      f"data:CSV, matrix:FILE or two-state:p=P,q=Q ({default_help})")
@@ -631,6 +640,7 @@ def span_text(slots, slot_seconds) -> str:
 
 
 def interrupted(what: str) -> int:
+    """Print ``policyopt: interrupted; WHAT`` on stderr and return 130 (Ctrl-C inside a publish or ledger run)."""
     print(f"policyopt: interrupted; {what}", file=sys.stderr)
     return 130
 
@@ -642,29 +652,6 @@ def check_plot(args) -> None:
 
         check_plot_path(args.plot, "--plot")
         require_matplotlib("--plot")
-
-
-def _replay_truth(args, model, provenance, readings, rows, value_range):
-    """(slots, true mean) of the stream at the releases' slots when the stream is the design's own readings, else None.
-
-    The design's own readings: the schedule's ``deployment.data`` (or that CSV grown), the bundled data streamed under
-    the bundled model, or ``--data`` the very file of ``--model data:``.
-    """
-    from policyopt.deploy.model import same_source
-
-    design = provenance.get("design_data")
-    if design is not None:
-        replay = same_source(design, args.data) is None
-    elif model.spec == "bundled":
-        replay = args.data is None
-    else:
-        replay = model.path is not None and args.data is not None and os.path.realpath(model.path) == os.path.realpath(args.data)
-    if not replay or not hasattr(readings, "columns"):
-        return None
-    slots = sorted({r.slot for r in rows if r.status == "released"})
-    sel = readings[readings["time"].isin(slots)]
-    mean = sel["value"].clip(*value_range).groupby(sel["time"]).mean()  # the releases' clipping
-    return mean.index.to_numpy(), mean.to_numpy()
 
 
 def run_publish(args) -> int:
@@ -763,10 +750,11 @@ def _publish(args, start, schedule, model, provenance, client, as_designed: bool
         "wall_time_s": time.perf_counter() - start,
     }
     if args.plot is not None:
-        from policyopt.deploy.error_bars import plot_releases
+        from policyopt.deploy.error_bars import plot_releases, replay_truth
 
         s = rep.schedule
-        truth = _replay_truth(args, model, rep.provenance, readings, rep.rows, s.value_range)
+        truth = replay_truth(readings, rep.rows, s.value_range, model=model, provenance=rep.provenance,
+                             stream=args.data)
         plot_releases(row_dicts(rep.rows, rep.intervals), out["intervals"], args.plot, truth=truth,
                       title=f"publish: A = {s.A}, S̄ = {s.S_bar}, ε_C = {s.epsilon_c:.4g} nats")
         out.update(plot=str(args.plot), plot_truth=truth is not None, wall_time_s=time.perf_counter() - start)

@@ -11,6 +11,7 @@ post-processing of the releases and leave the ledger's spending unchanged.
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 
@@ -25,7 +26,7 @@ from policyopt.utility.intervals import (
 )
 
 __all__ = ["INTERVAL_KEYS", "design_intervals", "release_intervals", "intervals_summary", "intervals_lines",
-           "recorded_intervals", "plot_releases"]
+           "recorded_intervals", "plot_releases", "replay_truth"]
 
 #: The per-release fields, in the order of the ``--out`` columns.
 INTERVAL_KEYS = ("ci_low", "ci_high", "ci_current_low", "ci_current_high")
@@ -224,3 +225,46 @@ def plot_releases(rows, summary: dict, path, *, truth=None, title: str = "") -> 
     ax.set_title(title, fontsize=10)
     ax.legend(loc="upper right", fontsize=8)
     fig.savefig(str(path), dpi=120)
+
+
+def replay_truth(readings, rows, value_range, *, model, provenance: dict, stream):
+    """The stream's true mean at the releases' slots when the stream is the design's own readings (a replay), else None.
+
+    The design's own readings: the schedule's ``deployment.data`` (or that CSV grown by appended lines,
+    :func:`policyopt.deploy.model.same_source`), the bundled data streamed under the bundled model, or a `stream` that
+    is the very file of a ``data:`` model.  The true mean is not private; it is drawn only for such a replay.
+
+    Parameters
+    ----------
+    readings : pandas.DataFrame or ParquetStream
+        The stream (a Parquet stream is read slot by slot and gives ``None``).
+    rows : sequence of LedgerRow
+    value_range : (float, float)
+        The releases' clipping range (the mean is of clipped readings, as released).
+    model : policyopt.deploy.model.ModelSpec
+        The ledger's model.
+    provenance : dict
+        The ledger's provenance (``design_data``).
+    stream : str or None
+        ``--data`` (``None``: the bundled data).
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray) or None
+        Slots and the mean of the clipped readings there.
+    """
+    from policyopt.deploy.model import same_source
+
+    design = provenance.get("design_data")
+    if design is not None:
+        replay = same_source(design, stream) is None
+    elif model.spec == "bundled":
+        replay = stream is None
+    else:
+        replay = model.path is not None and stream is not None and os.path.realpath(model.path) == os.path.realpath(stream)
+    if not replay or not hasattr(readings, "columns"):
+        return None
+    slots = sorted({r.slot for r in rows if r.status == "released"})
+    sel = readings[readings["time"].isin(slots)]
+    mean = sel["value"].clip(*value_range).groupby(sel["time"]).mean()
+    return mean.index.to_numpy(), mean.to_numpy()

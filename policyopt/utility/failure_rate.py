@@ -61,14 +61,24 @@ from policyopt.errors import InvalidInputError, fmt
 from policyopt.models.markov import as_slots
 from policyopt.utility.penalty import Penalty, check_monte_carlo_args
 
-__all__ = ["FailureRatePenalty", "simulate_failure_rate", "RULES"]
+__all__ = ["FailureRatePenalty", "simulate_failure_rate", "laplace_cdf", "RULES"]
 
 #: Decision rules of :class:`FailureRatePenalty`.
 RULES = ("posterior", "sign")
 
 
-def _laplace_cdf(x):
-    """CDF of the standard Laplace distribution (scale 1), element-wise; ±inf allowed."""
+def laplace_cdf(x):
+    """CDF of the standard Laplace distribution (scale 1), element-wise; ±inf allowed.
+
+    Parameters
+    ----------
+    x : float or numpy.ndarray
+
+    Returns
+    -------
+    numpy.ndarray
+        P(L ≤ x) for L ~ Laplace(0, 1), the shape of `x` (no overflow for large ``abs(x)``).
+    """
     x = np.asarray(x, dtype=float)
     with np.errstate(over="ignore"):
         return np.where(x < 0, 0.5 * np.exp(np.minimum(x, 0.0)), 1.0 - 0.5 * np.exp(-np.maximum(x, 0.0)))
@@ -260,7 +270,7 @@ class FailureRatePenalty(Penalty):
             z_hi = (H[:, :, None] - self._means[None, None, :]) / b[:, None, None]
             z_lo = (L[:, :, None] - self._means[None, None, :]) / b[:, None, None]
             with np.errstate(invalid="ignore"):
-                p_in = np.where(H[:, :, None] > L[:, :, None], _laplace_cdf(z_hi) - _laplace_cdf(z_lo), 0.0).sum(axis=1)
+                p_in = np.where(H[:, :, None] > L[:, :, None], laplace_cdf(z_hi) - laplace_cdf(z_lo), 0.0).sum(axis=1)
             p_in = np.clip(p_in, 0.0, 1.0)
             out[fin] = q1 * (1.0 - p_in) + q0 * p_in  # (51)
         if (~fin).any():
@@ -334,7 +344,7 @@ class FailureRatePenalty(Penalty):
         n = e.size
         if self.rule == "sign":  # region [0, ∞): Pr[M ≥ 0 | k] = 1 − F(−m_k / b) per count
             ks = slice(None) if self.x0 is None else slice(self.x0, self.x0 + 1)
-            p_in = np.clip(1.0 - _laplace_cdf(-m[None, ks] / b[:, None]), 0.0, 1.0)
+            p_in = np.clip(1.0 - laplace_cdf(-m[None, ks] / b[:, None]), 0.0, 1.0)
             given = q1[:, ks] * (1.0 - p_in) + q0[:, ks] * p_in
             out[fin] = given[:, 0] if self.x0 is not None else given @ w
             return out
@@ -367,7 +377,7 @@ class FailureRatePenalty(Penalty):
             H = np.where(whole | inc, hi, np.where(dec, root, lo))
             mk = m[self.x0]
             with np.errstate(invalid="ignore"):
-                d = _laplace_cdf((H - mk) / bb) - _laplace_cdf((L - mk) / bb)
+                d = laplace_cdf((H - mk) / bb) - laplace_cdf((L - mk) / bb)
             p_in = np.clip(np.where(H > L, d, 0.0).sum(axis=0), 0.0, 1.0)
             out[fin] = q1[:, self.x0] * (1.0 - p_in) + q0[:, self.x0] * p_in
             return out

@@ -228,6 +228,7 @@ class StalenessSample:
             pos = s > 0
 
             def cdf(x):
+                """The mixture's distribution function at x (point masses at μ_t, normals where s_t > 0)."""
                 out = np.count_nonzero(mu[~pos] <= x)
                 if pos.any():
                     out = out + ndtr((x - mu[pos]) / s[pos]).sum()
@@ -326,12 +327,6 @@ def current_interval(value, noise_scale, slot, quantiles: StalenessQuantiles, le
     return v - w + quantiles.low[h], v + w + quantiles.high[h]
 
 
-def _laplace_cdf(x: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """P(L ≤ x) for L ~ Laplace(0, b), without overflow."""
-    z = x / b
-    return np.where(z < 0, 0.5 * np.exp(np.minimum(z, 0.0)), 1.0 - 0.5 * np.exp(-np.maximum(z, 0.0)))
-
-
 def replay_coverage(data, *, A: int, S_bar: int, split: int, epsilon_c: float, value_range, level: float = DEFAULT_CI_LEVEL,
                     slot_seconds: int | None = None, band_level: float = 0.95, reps: int = 399, seed: int = 0,
                     parts: int = 4) -> dict:
@@ -389,6 +384,7 @@ def replay_coverage(data, *, A: int, S_bar: int, split: int, epsilon_c: float, v
     """
     from arch.bootstrap import CircularBlockBootstrap
 
+    from policyopt.utility.failure_rate import laplace_cdf
     from policyopt.utility.readings_penalty import block_length, readings_panel
 
     lv = check_ci_level(level)
@@ -434,7 +430,7 @@ def replay_coverage(data, *, A: int, S_bar: int, split: int, epsilon_c: float, v
         w[sel] = noise_half_width(b[sel], lv, tails=2.0 if q.stale else 1.0)
         pooled |= q.pooled
     D = m_now - m_in
-    cover = _laplace_cdf(D + w - q_lo, b) - _laplace_cdf(D - w - q_hi, b)
+    cover = laplace_cdf((D + w - q_lo) / b) - laplace_cdf((D - w - q_hi) / b)
     per_day = max(1, -(-sample.period // int(S_bar)))
     block = max(block_length(cover[:, None], cover.size), min(per_day, max(1, cover.size // 2)))
     bs = CircularBlockBootstrap(block, cover, seed=np.random.default_rng(seed))  # simulation only
