@@ -475,9 +475,9 @@ def _auto_block_length(x: np.ndarray) -> int:
     obs = x[x >= 0].astype(float)
     if obs.size < 10 or np.all(obs == obs[0]):
         return lo
-    from arch.bootstrap import optimal_block_length
+    from policyopt.models.arch_bootstrap import arch_bootstrap
 
-    b = float(optimal_block_length(obs)["circular"].iloc[0])
+    b = float(arch_bootstrap().optimal_block_length(obs)["circular"].iloc[0])
     return int(min(hi, max(lo, math.ceil(b) if math.isfinite(b) else lo)))
 
 

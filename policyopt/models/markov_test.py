@@ -646,7 +646,9 @@ def g2_profile(states, n_states: int, lags, *, context_order: int = 1, period: i
 def chi2_logsf(statistic, df) -> np.ndarray:
     """ln Pr(χ²_df ≥ statistic), accurate far into the tail (no underflow to −inf).
 
-    ``scipy.stats.chi2.logsf`` where it is above −600 nats; below, the upper incomplete gamma function in log
+    ``scipy.stats.chi2.logsf``'s own rule (ln of the survival function above the median, log1p of minus the cdf
+    below) on ``scipy.special.chdtrc``/``chdtr`` — the same numbers without importing ``scipy.stats`` (about 1 s per
+    process) — where it is above −600 nats; below, the upper incomplete gamma function in log
     space, ln Q(a, x) = −x + a ln x − ln Γ(a) + ln F(a, x) with a = df/2, x = statistic/2 and F the continued
     fraction of Γ(a, x) e^x x^{−a} (modified Lentz; W. H. Press et al., "Numerical Recipes", 3rd ed., Cambridge,
     2007, Sec. 6.2), which converges fast there (x > a + 1: a tail probability below e^−600 needs x far above a).  df = 0 gives 0 (probability 1: no evidence).
@@ -663,7 +665,7 @@ def chi2_logsf(statistic, df) -> np.ndarray:
     numpy.ndarray
         ln of the upper-tail probability (nats, ≤ 0).
     """
-    from scipy import special, stats
+    from scipy import special
 
     x = np.asarray(statistic, dtype=np.float64)
     d = np.asarray(df, dtype=np.float64)
@@ -671,7 +673,10 @@ def chi2_logsf(statistic, df) -> np.ndarray:
     out = np.zeros(x.shape)
     pos = d > 0
     if np.any(pos):
-        out[pos] = stats.chi2.logsf(np.maximum(x[pos], 0.0), d[pos])
+        xp, dp = np.maximum(x[pos], 0.0), d[pos]
+        with np.errstate(divide="ignore"):
+            out[pos] = np.where(xp > special.chdtri(dp, 0.5), np.log(special.chdtrc(dp, xp)),
+                                np.log1p(-special.chdtr(dp, xp)))
     deep = pos & ~(out > -600.0)
     if np.any(deep):
         a = d[deep] / 2.0

@@ -409,9 +409,10 @@ def backtest(data, schedule: dict | None = None, *, train_fraction: float = 0.5,
         Bad readings, fraction, schedule, `delta` or options; `max_penalty`, `max_tv` or `horizon` with a given
         schedule; a design here that has no schedule (infeasible or unbounded); too few held-out slots.
     """
-    from arch.bootstrap import CircularBlockBootstrap
-
+    from policyopt.models.arch_bootstrap import arch_bootstrap
     from policyopt.models.estimation import validate_readings
+
+    CircularBlockBootstrap = arch_bootstrap().CircularBlockBootstrap
 
     start = time.perf_counter()
     df = validate_readings(data)

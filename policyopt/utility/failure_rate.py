@@ -55,7 +55,6 @@ import math
 
 import numpy as np
 from scipy.special import logsumexp
-from scipy.stats import binom
 
 from policyopt.errors import InvalidInputError, fmt
 from policyopt.models.markov import as_slots
@@ -140,6 +139,8 @@ class FailureRatePenalty(Penalty):
         self.monotone_in_epsilon = rule == "posterior" and self.x0 is None
         k = np.arange(I + 1)
         self._means = (2.0 * k - I) / I  # m_k: the mean when k users are at +1
+        from scipy.stats import binom  # here, not at import: scipy.stats costs about 1 s per process
+
         self._log_prior = binom.logpmf(k, I, self.pi_plus)
         self._q_cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         if x0 is None:
@@ -186,6 +187,8 @@ class FailureRatePenalty(Penalty):
             q1 = np.empty(I + 1)
             q0 = np.empty(I + 1)
             ks = np.arange(I + 1)
+            from scipy.stats import binom
+
             pa = binom.pmf(ks[None, :], ks[:, None], a)  # row k: Bin(k, a) (zero beyond k)
             pc = binom.pmf(ks[None, :], ks[:, None], c)
             for k in range(I + 1):

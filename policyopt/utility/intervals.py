@@ -382,8 +382,7 @@ def replay_coverage(data, *, A: int, S_bar: int, split: int, epsilon_c: float, v
     InvalidInputError
         Bad readings or arguments.
     """
-    from arch.bootstrap import CircularBlockBootstrap
-
+    from policyopt.models.arch_bootstrap import arch_bootstrap
     from policyopt.utility.failure_rate import laplace_cdf
     from policyopt.utility.readings_penalty import block_length, readings_panel
 
@@ -433,7 +432,7 @@ def replay_coverage(data, *, A: int, S_bar: int, split: int, epsilon_c: float, v
     cover = laplace_cdf((D + w - q_lo) / b) - laplace_cdf((D - w - q_hi) / b)
     per_day = max(1, -(-sample.period // int(S_bar)))
     block = max(block_length(cover[:, None], cover.size), min(per_day, max(1, cover.size // 2)))
-    bs = CircularBlockBootstrap(block, cover, seed=np.random.default_rng(seed))  # simulation only
+    bs = arch_bootstrap().CircularBlockBootstrap(block, cover, seed=np.random.default_rng(seed))  # simulation only
     ci = bs.conf_int(np.mean, reps=int(reps), method="percentile", size=float(band_level))
     edges = np.linspace(0, pub.size, int(parts) + 1).astype(int)
     out.update(ci_coverage=float(np.mean(cover)), ci_coverage_lower=float(ci[0, 0]), ci_coverage_upper=float(ci[1, 0]),

@@ -486,8 +486,9 @@ def block_length(series: np.ndarray, periods: int) -> int:
     ``arch.bootstrap.optimal_block_length`` on each column of `series` (NaN rows dropped), the
     largest "circular" estimate rounded up, kept within [1, periods // 2].
     """
-    from arch.bootstrap import optimal_block_length
+    from policyopt.models.arch_bootstrap import arch_bootstrap
 
+    optimal_block_length = arch_bootstrap().optimal_block_length
     x = np.asarray(series, dtype=float)
     x = x[np.all(np.isfinite(x), axis=1)]
     best = 1.0
@@ -502,8 +503,9 @@ class _Bootstrap:
     """Replicates of the per-phase self and cross means (shared by every deployment size)."""
 
     def __init__(self, moments: ReadingsMoments, reps: int, seed: int):
-        from arch.bootstrap import CircularBlockBootstrap
+        from policyopt.models.arch_bootstrap import arch_bootstrap
 
+        CircularBlockBootstrap = arch_bootstrap().CircularBlockBootstrap
         m = moments
         D, P, L1 = m.self_sum.shape
         L = L1 - 1
