@@ -41,6 +41,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from _cli import POLICYOPT, memo_run, reads_only_bundled_data
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -225,9 +226,20 @@ def docs_cwd(request, tmp_path_factory):
 
 
 def run_shell(command: str, cwd: Path, timeout: float = TIMEOUT):
+    """``bash -c command`` in `cwd` with the venv first on ``PATH`` (stdout and stderr as bytes).  A plain
+    ``policyopt …`` that reads only the bundled data (``_cli.reads_only_bundled_data``: the docs repeat a few, e.g.
+    ``policyopt schedule``) runs once per session through ``_cli.memo_run``, the installed entry point."""
     env = dict(os.environ)
     env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
     env["MPLBACKEND"] = "Agg"
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = []
+    if words[:1] == ["policyopt"] and reads_only_bundled_data(words[1:], cwd):
+        proc = memo_run([POLICYOPT, *words[1:]], env=env, cwd=cwd, timeout=timeout)
+        return subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout.encode("utf-8"),
+                                           proc.stderr.encode("utf-8"))
     return subprocess.run(["bash", "-c", command], cwd=cwd, env=env, capture_output=True, timeout=timeout)
 
 
@@ -260,7 +272,10 @@ def test_extractor_reads_markdown_and_rst(tmp_path):
     ]
 
 
-@pytest.mark.parametrize("example", [ex for ex in EXAMPLES if ex["kind"] == "run"], ids=_id)
+#: A page's examples run in page order in one folder (a later one may read what an earlier one wrote), so under
+#: pytest-xdist they form one group, run by one worker (``make test`` uses ``--dist loadgroup``).
+@pytest.mark.parametrize("example", [pytest.param(ex, marks=pytest.mark.xdist_group(ex["page"]), id=_id(ex))
+                                     for ex in EXAMPLES if ex["kind"] == "run"])
 def test_documented_command_runs(example, docs_cwd):
     proc = run_shell(example["command"], docs_cwd)
     where = f"{example['page']} line {example['line']}: {example['command']}"
