@@ -19,7 +19,7 @@ demo: $(STAMP)
 
 # Two pytest-xdist workers (the machines have 2 cores); --durations lists the slowest tests for the test-time budget.
 # pytest exits 5 when it collects no test: report it loudly, do not fail the build on it.  The docs extra is installed
-# too: tests build a small Sphinx site from the notebooks (tests/test_notebook_figures.py).
+# too: tests build a small Sphinx site from the notebooks (tests/docs/test_notebook_figures.py).
 # The layer contract (import-linter) runs on the installed layout: problems/ and solvers/ are mapped into the package,
 # which an editable install hides from grimp, so tests/_layout.py builds the wheel into a scratch folder and lints that.
 test: $(DOCS_STAMP)

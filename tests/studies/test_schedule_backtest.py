@@ -15,7 +15,7 @@ from _cli import ok_json, refused, run_any, run_cli
 from policyopt.formatting import fmt_upper, text_problems
 
 
-#: The arguments of ``make demo`` (tests/test_docs_commands.py checks the Makefile's recipe against the same list).
+#: The arguments of ``make demo`` (tests/docs/test_commands.py checks the Makefile's recipe against the same list).
 DEMO = ("schedule", "--max-tv", "empirical", "--max-age", "24", "--max-interval", "24", "--backtest", "0.5")
 
 

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from _cli import ok_json, refused, run_any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
 from make_meters import write_meters  # noqa: E402
 

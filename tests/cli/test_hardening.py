@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 PROGRAM = Path(sys.executable).with_name("policyopt")
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def _reject_constant(name):
@@ -240,7 +240,7 @@ def test_relaxed_answer_is_labelled_and_paired_with_a_deployable_schedule():
     assert isinstance(dep["A"], int) and isinstance(dep["S_bar"], int)
     assert dep["A"] in (int(np.floor(out["A"])), int(np.ceil(out["A"])))
     assert dep["S_bar"] in (int(np.floor(out["S_bar"])), int(np.ceil(out["S_bar"])))
-    # source: the exact integer optimum of this problem is 1.4927460 at A = 0, S̄ = 6 (tests/test_cli.py)
+    # source: the exact integer optimum of this problem is 1.4927460 at A = 0, S̄ = 6 (tests/cli/test_schedule.py)
     assert dep["peak_risk"] == pytest.approx(1.4927460, rel=1e-6)
     assert dep["penalty"] <= 0.095
     exact = run_json("schedule", "--chain", "two-state:p=0.1,q=0.1", "--max-penalty", "0.095", "--max-age", "60",

@@ -18,7 +18,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "docs"))
 from check_notebook_figures import PNG_SIGNATURE, check, page_images, stored_pngs  # noqa: E402
 from store_notebook_outputs import plots  # noqa: E402

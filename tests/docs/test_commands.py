@@ -42,7 +42,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 SHELL_LANGS = {"", "bash", "sh", "shell", "console", "zsh", "shell-session"}
 TIMEOUT = 900

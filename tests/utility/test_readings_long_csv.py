@@ -2,7 +2,7 @@
 
 "On the bundled homes at I = 10⁵ and on any long CSV, the MSE a design promises is within 20 % of (or above) an
 independent cross/self computation on the same readings at the design's peak AoI."  The bundled homes are tested in
-tests/test_readings_penalty.py (``test_design_promise_covers_the_readings_at_peak_aoi``); here two simulated long
+tests/utility/test_readings_penalty.py (``test_design_promise_covers_the_readings_at_peak_aoi``); here two simulated long
 hourly CSVs (numpy, seeded; simulation only, never released noise) go through the installed CLI,
 ``policyopt schedule --data FILE --users 100000 --max-penalty f --json``, and the promise is compared with a
 brute-force computation written here: a loop over pairs of users for the cross term, per phase of the day.

@@ -7,7 +7,7 @@ import json
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 SHARED = re.compile(r"\.\./shared|shared/papers")
 HASHED = re.compile(r"\b00[0-4]_[0-9a-f]{16}")

@@ -1,6 +1,6 @@
 """The documentation's Python examples run: every ```python block of docs/**/*.md, page by page.
 
-The README's single Python block is a doctest (tests/test_readme_quickstart.py).  In the docs, the blocks of one page
+The README's single Python block is a doctest (tests/docs/test_readme_quickstart.py).  In the docs, the blocks of one page
 run in page order in one namespace (a later block may use names an earlier one defined), with a temporary directory as
 the working directory and matplotlib's Agg backend.  A block that raises fails the test for its page; so does a page
 whose blocks print nothing and define nothing (an empty block cannot fail).
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _pages() -> list[Path]:

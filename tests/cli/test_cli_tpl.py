@@ -21,7 +21,7 @@ FIG8 = ["--pb", "0.8,0.2;0.2,0.8", "--pf", "0.8,0.2;0.1,0.9"]  # source: Cao et 
 #: Binary readings of the order-2 chain of tests/_processes.py: 10 users × 2000 slots (seed 1) refute a first-order
 #: chain at lag 1 and pass as order:2 (held-out p 0.55 / 0.65).
 BINARY = ["--states", "2", "--value-range", "0:1"]
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def run(capsys, *args):
@@ -288,7 +288,7 @@ def test_tpl_budget_with_the_order2_model_states_why_no_budgets(order2_csv):
 
 def test_readme_tpl_examples_still_run(monkeypatch):
     """The README's `tpl` and `tpl-budget` lines (the bundled homes, 12 states), run as written; the held-out check
-    is made with 3 simulated data sets instead of 39 to keep the test short (tests/test_docs_commands.py runs them in
+    is made with 3 simulated data sets instead of 39 to keep the test short (tests/docs/test_commands.py runs them in
     full), and the text is the report of the same JSON."""
     import policyopt.studies.markov_check as mcheck
     from policyopt.studies.tpl_report import format_tpl_budget_report, format_tpl_report

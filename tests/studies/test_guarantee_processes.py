@@ -36,7 +36,7 @@ import _processes as P
 from _cli import main_json
 
 USERS, SLOTS = 20, 4000
-#: Run length (slots) for the steady-state peak of a printed ε* (as tests/test_guarantee.py).
+#: Run length (slots) for the steady-state peak of a printed ε* (as tests/studies/test_guarantee.py).
 HORIZON = 3000
 COMMON = ("--value-range", "0:1", "--states", "2", "--max-age", "24", "--max-interval", "24", "--users", "10000",
           "--max-rmse", "0.005", "--slot-length", "1h")

@@ -12,7 +12,7 @@ import policyopt as po
 from policyopt.formatting import text_problems
 from policyopt.models.empirical import DEFAULT_MIN_PAIRS
 from tests._cli import ok_json, run_cli
-from tests.test_check_model import bundled_states, loop_direct_max_tv
+from tests.studies.test_check_model import bundled_states, loop_direct_max_tv
 
 
 def _line(text):

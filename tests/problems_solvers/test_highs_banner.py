@@ -14,7 +14,7 @@ PROBE = """
 import os, sys
 sys.stdout = os.fdopen(os.dup(1), "w")  # as under ipykernel: sys.stdout.fileno() is a copy, not descriptor 1
 from policyopt.problems.tpl_budget import BudgetAllocationProblem
-# source: Cao et al. (2019) Fig. 8 matrices, as in tests/test_tpl_budget.py and the benchmark's quick topic
+# source: Cao et al. (2019) Fig. 8 matrices, as in tests/problems_solvers/test_tpl_budget.py and the benchmark's quick topic
 sol = BudgetAllocationProblem([[0.8, 0.2], [0.2, 0.8]], [[0.8, 0.2], [0.1, 0.9]], 1.0, 4).solve("optimal")
 print("status", sol.status.value, flush=True)
 """

@@ -8,7 +8,7 @@ import mpmath
 import pytest
 
 from tests._cli import ok_json, refused, run_any
-from tests.test_cli_publish_empirical import _reference
+from tests.cli.test_publish_empirical import _reference
 
 
 def _csv(tmp, users=4, slots=1500):
@@ -28,7 +28,7 @@ def test_publish_max_tv_empirical_directly_on_a_csv(tmp_path):
 
     import policyopt as po
     from policyopt.models.empirical import DEFAULT_MIN_PAIRS
-    from tests.test_check_model import loop_direct_max_tv
+    from tests.studies.test_check_model import loop_direct_max_tv
 
     path, df = _csv(tmp_path)
     ledger = tmp_path / "d.db"

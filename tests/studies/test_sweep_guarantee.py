@@ -5,7 +5,7 @@ model (``--markov-model``) checked on held-out readings once per fitted model, t
 2024, eq. (30)) stated only under a model that passed, the model-free (ε, δ) over ``--horizon`` in every row, the horizon
 design where no finite ε* exists (Theorem 3 under a trusted model, model-free otherwise).  The tests compare each row
 with a separate ``schedule --json`` run of the same point, field by field (the JSON numbers kept as the exact text
-printed, as ``tests/test_sweep_empirical.py`` does).
+printed, as ``tests/studies/test_sweep_empirical.py`` does).
 
 Data (written once per module, 3 users × 800 slots, readings 0/1/2 so the three quantile states are the values):
 

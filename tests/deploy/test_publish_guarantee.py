@@ -19,7 +19,7 @@ import mpmath as mp
 import numpy as np
 import pytest
 
-from tests.test_cli_backtest import readings_csv  # noqa: F401  (the 6-home hourly fixture)
+from tests.cli.test_backtest import readings_csv  # noqa: F401  (the 6-home hourly fixture)
 
 from _cli import run_any
 from policyopt.cli.main import main

@@ -18,7 +18,7 @@ import pytest
 
 from policyopt.cli.main import build_parser
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 #: The commands each guide documents (an option is looked up in the first that has it).
 GUIDES = {"schedule.md": ["schedule"], "sweep.md": ["sweep", "schedule"], "fran.md": ["fran"],
           "discounted.md": ["discounted"], "tpl.md": ["tpl", "tpl-budget"]}

@@ -1,5 +1,5 @@
 """Property-based CLI tests of issue 26: each class of its bad or extreme inputs is *generated* (Hypothesis), not only
-listed, and the installed ``policyopt`` holds the contract of :mod:`test_cli_fuzz` (exit 0 with strict JSON, or exit 2
+listed, and the installed ``policyopt`` holds the contract of :mod:`test_fuzz` (exit 0 with strict JSON, or exit 2
 with one line; never exit 1, a traceback or a hang).  Few derandomized examples per class keep the file fast.
 
 Classes: large ε and subnormal inputs of ``tpl`` / ``discounted``; extreme ``publish`` numbers (ε_C, value range,
@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from _cli import strict_json
-from test_cli_fuzz import contract_violation, run_program
+from tests.cli.test_fuzz import contract_violation, run_program
 
 FEW = settings(max_examples=4, deadline=None, derandomize=True, database=None,
                suppress_health_check=list(HealthCheck))
@@ -149,7 +149,7 @@ def test_publish_sparse_streams(gap, S_bar):
 @given(eps=st.floats(0.05, 30.0), k=st.integers(4, 40), A=st.integers(0, 2), S_bar=st.integers(1, 3))
 def test_generated_ledger_not_below_exact(eps, k, A, S_bar):
     """Privacy numbers: every risk of `ledger --json` ≥ Theorem 3's recursion in 50-digit mpmath (Δ(t) = ρ^t)."""
-    from test_rounding_audit import _exact_recursion
+    from tests.privacy.test_rounding_audit import _exact_recursion
 
     p, q = 0.5, 0.5 - 2.0**-k  # ρ = 2^-k: condition (31) holds for ε_C up to k ln 2
     with tempfile.TemporaryDirectory() as d:
