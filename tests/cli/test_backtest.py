@@ -45,6 +45,7 @@ def test_backtest_json_designing_on_the_first_part(readings_csv):
     assert out["sensitivity"] == pytest.approx(5 / 1000) and "series" not in out
 
 
+@pytest.mark.slow
 def test_backtest_of_a_schedule_file_and_plot(readings_csv, tmp_path):
     sched = tmp_path / "s.json"
     sched.write_text(run_cli("schedule", "--data", readings_csv, "--value-range", "0:5", "--users", "1000", "--states", "3",
@@ -106,6 +107,7 @@ def test_bad_input_one_line_exit_2(args, match, tmp_path):
     assert re.search(match, proc.stderr), proc.stderr
 
 
+@pytest.mark.slow
 def test_sweep_with_the_readings_penalty_on_dask_matches_serial(tmp_path):
     """The readings penalty (bundled data) shipped to 2 Dask workers gives the serial sweep's rows and JSON lines."""
     import json
@@ -134,6 +136,7 @@ def test_sweep_with_the_readings_penalty_on_dask_matches_serial(tmp_path):
     assert lines("dask.jsonl") == lines("serial.jsonl")
 
 
+@pytest.mark.slow
 def test_backtest_compares_the_designs_max_tv_with_the_held_out_readings():
     """On the bundled year (train on the first half): Δ at the design's lags A and S̄, the chains fitted on the first half
     against a direct count on the second half; the aged design's Δ(A) lies far below the held-out band."""

@@ -82,6 +82,7 @@ def _same(dask: dict, serial: dict) -> None:
         np.testing.assert_allclose(d["markov_test"]["statistic"], s["markov_test"]["statistic"], rtol=1e-12, atol=0)
 
 
+@pytest.mark.slow
 def test_dask_cli_prints_the_serial_numbers_with_a_band(homes, tmp_path):
     three = homes
     serial = ok_json("check-model", "--data", three, *OPTIONS)
@@ -104,6 +105,7 @@ def test_dask_cli_prints_the_serial_numbers_with_a_band(homes, tmp_path):
     assert dask["refuted"] is True and dask["distributed"]["markov_test_s"] > 0
 
 
+@pytest.mark.slow
 def test_holdout_and_value_range_on_dask_equal_serial(homes):
     three = homes
     opts = (*OPTIONS, "--holdout", "0.4", "--value-range", "0:4")
@@ -255,6 +257,7 @@ def test_a_mostly_gaps_series_is_refused_in_either_part_serially_and_on_dask(tmp
     assert dask.stderr == serial.stderr and dask.returncode == 2
 
 
+@pytest.mark.slow
 def test_one_excluded_user_is_counted_in_the_singular(tmp_path):
     """A user without transitions in the training half is excluded from the fit: ``excluded    : 1 user: …``."""
     data = _gappy_meters(tmp_path / "d", gappy_half="train", pairs=False)

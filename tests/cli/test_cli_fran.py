@@ -128,6 +128,7 @@ def _thirteen(tmp_path):
     return str(path)
 
 
+@pytest.mark.slow
 def test_beyond_exact_limit_sound_uses_spectral_bound(tmp_path, capsys):
     from policyopt.models.cmc import CouplingMarkovChain
 

@@ -106,6 +106,7 @@ VALUES = st.sampled_from(["NULL", "randomblob(64)", "CAST(randomblob(64) AS TEXT
                           "'abc'", "1e308", "-1", "'{\"A\": 0}'"])
 
 
+@pytest.mark.slow
 @FEW
 @given(sql=CORRUPTIONS, value=VALUES, at=st.one_of(st.none(), BIG_INT))
 def test_corrupted_ledger_and_far_at(good_ledger, sql, value, at):
@@ -134,6 +135,7 @@ def test_sweep_grids(grid, vary):
         check(argv + ([] if vary is None else ["--vary", vary]), d)
 
 
+@pytest.mark.slow
 @FEW
 @given(gap=st.integers(50, 2000), S_bar=st.integers(1, 3))
 def test_publish_sparse_streams(gap, S_bar):
@@ -145,6 +147,7 @@ def test_publish_sparse_streams(gap, S_bar):
         assert proc.returncode == 0
 
 
+@pytest.mark.slow
 @settings(max_examples=3, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
 @given(eps=st.floats(0.05, 30.0), k=st.integers(4, 40), A=st.integers(0, 2), S_bar=st.integers(1, 3))
 def test_generated_ledger_not_below_exact(eps, k, A, S_bar):

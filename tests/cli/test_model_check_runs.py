@@ -19,6 +19,7 @@ def _line(text):
     return next(ln for ln in text.splitlines() if ln.startswith("model check"))
 
 
+@pytest.mark.slow
 def test_publish_on_data_checks_the_accounting_chains(tmp_path):
     args = ("publish", "--A", 24, "--S-bar", 1, "--epsilon-c", 0.34, "--value-range", "0:48", "--through", 60)
     out = ok_json(*args, "--ledger", tmp_path / "a.db")
@@ -54,6 +55,7 @@ def _tpl_states(K):
             for u in fit.users]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cmd", [("tpl", "--epsilon", 0.1, "--horizon", 5), ("tpl-budget", "--alpha", 1, "--horizon", 5)])
 def test_tpl_on_data_checks_the_chain_the_adversary_knows(cmd):
     """The chain the adversary is assumed to know is checked on held-out time (issue 32): fitted on the first half of

@@ -94,6 +94,7 @@ def check_consistent(ledger, out, seen):
 PUBLISH = ["publish", "--A", 1, "--S-bar", 2, "--epsilon-c", 0.5, "--value-range", "0:2", "--model", CHAIN]
 
 
+@pytest.mark.slow
 def test_crash_injection_sigkill_at_named_and_random_points(tmp_path):
     rng = np.random.default_rng(2024)
     data, ledger, out = tmp_path / "s.csv", tmp_path / "l.sqlite", tmp_path / "r.csv"
@@ -181,6 +182,7 @@ def _one_line_error(res, *phrases):
         assert p in res.stderr, res.stderr
 
 
+@pytest.mark.slow
 def test_bad_inputs_one_line_exit_2_ledger_untouched(tmp_path):
     data, ledger = tmp_path / "s.csv", tmp_path / "l.sqlite"
     write_stream(data, 2, 30)
@@ -262,6 +264,7 @@ def test_bad_inputs_one_line_exit_2_ledger_untouched(tmp_path):
     assert digest(ledger) == before
 
 
+@pytest.mark.slow
 def test_end_to_end_bundled_data_as_a_stream(tmp_path):
     """A schedule designed on a CSV stream; the stream grows by appended lines; the ledger repeats the design's ε*."""
     from policyopt.data import load_citylearn

@@ -63,6 +63,7 @@ def _reference(rows, table):
     return peaks
 
 
+@pytest.mark.slow
 def test_ledger_accounts_with_the_schedules_table(finite):
     sched, pub, led, text, ledger, _ = finite
     assert sched["status"] == "optimal" and sched["deployment"]["model"]["max_tv_source"] == "empirical:0.95"
@@ -121,6 +122,7 @@ def test_the_chains_are_not_used(finite):
     assert chains["designed_peak_risk"] != pytest.approx(led["designed_peak_risk"], rel=1e-3)
 
 
+@pytest.mark.slow
 def test_horizon_design_is_repeated(tmp_path):
     path, sched = _schedule(tmp_path, "h.json", "--max-rmse", 0.008, "--horizon", 300)
     hd = sched["horizon_design"]

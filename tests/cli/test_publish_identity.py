@@ -40,6 +40,7 @@ def homes_csv(tmp_path_factory):
     return path
 
 
+@pytest.mark.slow
 def test_readme_design_publish_audit_states_the_model_free_guarantee(tmp_path):
     """README's design → publish → audit on the bundled homes: their chains are refuted on held-out readings, so the
     schedule states no ε* and the ledger leads with the model-free guarantee of the releases made (issue 32)."""
@@ -80,6 +81,7 @@ def test_readme_table_publish_then_ledger_is_finite(tmp_path):
     assert audit["designed_status"] == "finite" and audit["designed_peak_risk"] < 1.02
 
 
+@pytest.mark.slow
 def test_another_csv_design_publish_audit_and_refusals(tmp_path, homes_csv):
     sched = tmp_path / "homes.json"
     design = run("schedule", "--data", homes_csv, "--value-range", "0:48", "--states", 3, "--max-age", 24,
@@ -130,6 +132,7 @@ def test_another_csv_design_publish_audit_and_refusals(tmp_path, homes_csv):
     assert other["model_is_recorded"] is False and other["override"] == "compare with the pilot"
 
 
+@pytest.mark.slow
 def test_rewritten_history_is_refused_naming_the_first_changed_slot(tmp_path):
     data, ledger = tmp_path / "s.csv", tmp_path / "l.db"
     lines = ["user,time,value"] + [f"u{u},{t},{(t * 7 + u) % 10 / 5:.1f}" for t in range(40) for u in range(3)]
@@ -199,6 +202,7 @@ def test_committed_releases_survive_the_loss_of_side_files(tmp_path, how):
     assert out.read_text() == render_out(after)
 
 
+@pytest.mark.slow
 def test_parquet_data_set_publishes_the_same_releases_as_its_csv(tmp_path, homes_csv):
     """Three Parquet partitions (users split across files) read slot by slot give the CSV's releases: same slots, users,
     Δf and digests of the inputs (the values differ only by their fresh noise)."""
@@ -230,6 +234,7 @@ def test_parquet_data_set_publishes_the_same_releases_as_its_csv(tmp_path, homes
             "give either --workers 2 or --scheduler tcp://127.0.0.1:1, not both")
 
 
+@pytest.mark.slow
 def test_more_refusals_one_line_exit_2(tmp_path, homes_csv):
     import sqlite3 as sq
 

@@ -23,6 +23,7 @@ def _csv(tmp, users=4, slots=1500):
     return path, df
 
 
+@pytest.mark.slow
 def test_publish_max_tv_empirical_directly_on_a_csv(tmp_path):
     import numpy as np
 

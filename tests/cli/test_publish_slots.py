@@ -35,6 +35,7 @@ def _input_digests(path):
         return [(r.slot, r.input_time, r.users, r.input_sha256) for r in led.rows()]
 
 
+@pytest.mark.slow
 def test_time_stamps_give_the_slot_length_and_resample_is_pandas_mean(tmp_path, half_hourly):
     path, df = half_hourly
     base = ["publish", "--A", 1, "--S-bar", 2, "--epsilon-c", 0.5, "--value-range=-1:1", "--model", CHAIN]

@@ -149,6 +149,7 @@ def test_bad_values_one_line_exit_2(args, match):
     assert re.search(match, proc.stderr), proc.stderr
 
 
+@pytest.mark.slow
 def test_real_data_file_gives_the_demo_design(tmp_path):
     """`--data FILE --users I --value-range LO:HI` on the real bundled readings written to a CSV: optimal inside the
     reported trade-off range, and the same design as the bundled defaults."""

@@ -36,6 +36,7 @@ def _means(df):
     return x.mean(axis=0)
 
 
+@pytest.mark.slow
 def test_replay_of_the_second_half_covers_at_the_rates_stated(homes, tmp_path):
     df, first, full = homes
     out, ledger = tmp_path / "out.csv", tmp_path / "l.db"
@@ -78,6 +79,7 @@ def test_replay_of_the_second_half_covers_at_the_rates_stated(homes, tmp_path):
     assert audit["intervals"] == iv
 
 
+@pytest.mark.slow
 def test_error_bars_cost_no_privacy_and_their_level_is_fixed(homes, tmp_path):
     df, first, full = homes
     runs = {}
@@ -175,6 +177,7 @@ def test_plot_draws_the_releases_with_both_bands(tmp_path):
     assert not (tmp_path / "m.db").exists()  # refused before any work
 
 
+@pytest.mark.slow
 def test_parquet_out_holds_the_csv_columns_and_is_rebuilt_from_the_ledger(tmp_path):
     import pyarrow.parquet as pq
 

@@ -260,6 +260,7 @@ def test_extractor_reads_markdown_and_rst(tmp_path):
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("example", [ex for ex in EXAMPLES if ex["kind"] == "run"], ids=_id)
 def test_documented_command_runs(example, docs_cwd):
     proc = run_shell(example["command"], docs_cwd)

@@ -256,6 +256,7 @@ def test_matrix_free_spectral_bound_equals_dense(s, m, seed):
     assert err <= cert.stationary_l1_error + 1e-14
 
 
+@pytest.mark.slow
 def test_spectral_bound_of_thirteen_independent_sequences_has_a_closed_form():
     # λ = I: the joint chain is the tensor product of 13 chains, so D^{1/2}PD^{-1/2} = ⊗_j B_j, whose second
     # singular value is max_j σ₂(B_j), and π_min = Π_j min π_j (source: Zhang et al. (2024) eq. 55; singular values of ⊗).

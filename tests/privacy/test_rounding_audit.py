@@ -69,6 +69,7 @@ def _exact_recursion(releases, p, q, times):
         return rows, traj
 
 
+@pytest.mark.slow
 def test_ledger_3000_releases_not_below_exact(tmp_path):
     import sqlite3
 

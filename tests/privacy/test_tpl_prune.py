@@ -89,6 +89,7 @@ def test_subnormal_entries_are_left_to_the_exact_scan():
     assert prune_pairs(P, T.scan_list) is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1])
 def test_loss_function_with_and_without_pruning_agree(monkeypatch, seed):
     # source: the same LossFunction built by the plain scan (pruning switched off)

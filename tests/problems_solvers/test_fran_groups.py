@@ -63,6 +63,7 @@ def test_same_optimum_as_enumeration(sizes, m, A, query, bound):
     assert nontrivial >= 1  # aging pays in at least one case, so the search did more than pick A = 0
 
 
+@pytest.mark.slow
 def test_sixty_four_sequences_in_pairs():
     # 32 coupled pairs of binary sequences (the paper's eq. (25) model per pair, random p, q, λ), A_max = 24:
     # 25^64 AoI vectors for enumeration; the group search examines 32 × 625.
@@ -147,6 +148,7 @@ def _strict_json(text):
     return json.loads(text, parse_constant=bad)
 
 
+@pytest.mark.slow
 def test_cli_sixty_four_sequences_max_age_24(tmp_path):
     # 64 sequences in 32 coupled pairs of the paper's eq. (25) model (p = q = 0.3 for every pair, λ = 0.5)
     s = 64

@@ -103,6 +103,7 @@ def test_looser_penalty_bound_never_raises_the_optimal_risk(p, q, users, f_bar, 
         assert independent_check(p, q, users, fb, sol.decision)
 
 
+@pytest.mark.slow
 def test_non_reversible_population_schedule_is_feasible_and_optimal(nonreversible3):
     pop = Population([nonreversible3, MarkovChain([[0.6, 0.3, 0.1], [0.2, 0.6, 0.2], [0.1, 0.3, 0.6]], [0, 1, 3])], [3, 2])
     pen = MSEPenalty(pop)

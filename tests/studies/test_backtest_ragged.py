@@ -41,6 +41,7 @@ def test_schedule_backtest_leaves_out_a_meter_without_held_out_readings(ragged_c
     assert "left out: m1 (no held-out readings: its readings end before slot 2000)" in text.stdout
 
 
+@pytest.mark.slow
 def test_backtest_of_a_schedule_file_leaves_out_the_meter(ragged_csv, tmp_path):
     sched = run_any("schedule", "--data", ragged_csv, *COMMON, "--json")
     assert sched.returncode == 0, sched.stderr

@@ -102,6 +102,7 @@ def test_sparse_rows_and_the_suggested_states_are_the_readings(readings, report)
     assert any(s.startswith("use --states 3:") for s in report["suggestions"])
 
 
+@pytest.mark.slow
 def test_the_suggested_states_let_the_empirical_design_claim_what_six_states_cannot(csv, report):
     k = report["suggested_states"]
     again = ok_json("check-data", "--data", csv, "--value-range", RANGE, "--slot-length", "30min", "--states", k)

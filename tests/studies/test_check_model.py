@@ -154,6 +154,7 @@ def test_lag_ranges():
     assert lag_ranges([]) == "none"
 
 
+@pytest.mark.slow
 def test_schedule_says_whether_the_lags_its_design_uses_are_refuted():
     """The model check names the lags the chosen schedule's ε* rests on (A..A + S̄ − 1 and S̄) and which are refuted."""
     import subprocess

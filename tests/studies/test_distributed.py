@@ -267,6 +267,7 @@ def _cli(*args):
     return subprocess.run([str(exe), "schedule", *args], capture_output=True, text=True, env=dict(os.environ), timeout=900)
 
 
+@pytest.mark.slow
 def test_cli_dask_and_serial_print_the_same_schedule(meters):
     common = ["--data", str(meters), "--max-age", str(A_MAX), "--max-interval", str(S_MAX), "--max-penalty", "0.3", "--json"]
     common += ["--penalty", "chain"]  # the chain penalty's reduced tables (the readings penalty: test_distributed_readings)

@@ -113,6 +113,7 @@ def _compare(a, b, path=""):
         assert a == b, path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("extra", [["--max-penalty", "3"],
                                    ["--penalty", "readings-upper", "--phase-period", "24", "--max-penalty", "5"]])
 def test_cli_dask_readings_penalty_equals_serial(homes, extra):

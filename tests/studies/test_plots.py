@@ -258,6 +258,7 @@ def test_sweep_plot_marks_points_that_are_not_optima(tmp_path, capsys):
     assert_drawn(png, 3)
 
 
+@pytest.mark.slow
 def test_sweep_plot_of_five_models_keeps_its_legends_off_the_panels(tmp_path, capsys):
     """`--vary states=3,4,6,8,12` on the bundled data: one legend entry per model, below the panels, none on them."""
     out, png = tmp_path / "k.csv", tmp_path / "k.png"

@@ -82,6 +82,7 @@ def test_the_text_has_the_backtest_line():
     assert text_problems(text) == [], text
 
 
+@pytest.mark.slow
 def test_a_horizon_design_is_replayed_when_no_finite_peak_risk_exists():
     # f̄ below the trade-off range (from 0.00177 kWh²: Δ̃(1)e^{ε_C} < 1 caps ε_C): no finite ε*
     out = ok_json(*DEMO, "--max-penalty", "0.001")
@@ -104,6 +105,7 @@ def test_refusals(demo, tmp_path):
             "was designed with --backtest 0.5", "--override REASON")
 
 
+@pytest.mark.slow
 def test_readme_numbers_of_the_data_driven_design_next_to_the_chains():
     """README item 7: on the whole year at f̄ = 0.00563781 kWh², the chains' ε* and the data's Δ(t) ε*."""
     why = ("--accept-refuted", "README item 7: the refuted models' ε*")  # no Markov premise passes on the bundled year
@@ -115,6 +117,7 @@ def test_readme_numbers_of_the_data_driven_design_next_to_the_chains():
     assert data["empirical_max_tv"]["max_tv_used"][1] == pytest.approx(0.965, abs=5e-4)
 
 
+@pytest.mark.slow
 def test_backtest_designs_against_the_data_as_schedule_backtest_does(demo):
     """``backtest --max-tv empirical`` designs on the first half as the demo does and replays the same numbers."""
     out, _ = demo
@@ -130,6 +133,7 @@ def test_backtest_designs_against_the_data_as_schedule_backtest_does(demo):
     assert text_problems(text) == [], text
 
 
+@pytest.mark.slow
 def test_a_horizon_design_is_replayed_by_backtest_too(tmp_path):
     """No finite ε* at f̄ = 0.001 kWh²: backtest replays the horizon design, made here or read from a schedule file."""
     here = ok_json("backtest", "--max-tv", "empirical", "--max-age", "24", "--max-interval", "24", "--max-penalty", "0.001")

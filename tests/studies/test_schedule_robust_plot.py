@@ -162,6 +162,7 @@ def test_robust_plot_draws_the_band_the_design_used(tmp_path, capsys, monkeypatc
     assert labels[0] == "ε(t), eq. (25), with the Δ(t) named in the title"
 
 
+@pytest.mark.slow
 def test_robust_plot_through_the_entry_point(tmp_path):
     """Installed `policyopt`: JSON names the Δ(t) drawn; the text report says the band was drawn."""
     svg = tmp_path / "r.svg"

@@ -264,6 +264,7 @@ def test_python_run_sweep_with_an_empirical_design(serial, tmp_path):
         run_sweep([model], fs, SweepSettings(6, 6, 24, method="heuristic"), tmp_path / "bad.csv")
 
 
+@pytest.mark.slow
 def test_the_guides_numbers_on_the_bundled_homes(tmp_path):
     """docs/guide/sweep.md: the chain penalty's sweep on the bundled data (no model option), box 6 × 6."""
     out = tmp_path / "g.csv"

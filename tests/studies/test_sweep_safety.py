@@ -104,6 +104,7 @@ def write_readings(path: Path, seed: int, users: int = 3, hours: int = 400) -> N
     path.write_text("\n".join(lines) + "\n")
 
 
+@pytest.mark.slow
 def test_resume_refused_after_editing_the_data(tmp_path):
     data, out = tmp_path / "readings.csv", tmp_path / "s.csv"
     write_readings(data, 1)
@@ -162,6 +163,7 @@ def _run_quick(out):
     return run_sweep(_build_models(args, {}), args.max_penalty, settings, out)
 
 
+@pytest.mark.slow
 def test_many_concurrent_sweeps_in_one_directory(tmp_path):
     n = 10
     procs = [subprocess.Popen([POLICYOPT, "sweep", *QUICK, "--out", str(tmp_path / f"o{i}.csv"), "--json"],

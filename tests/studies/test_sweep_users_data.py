@@ -43,6 +43,7 @@ def strip_time(row: dict) -> dict:
     return {k: v for k, v in row.items() if k not in NONDETERMINISTIC}
 
 
+@pytest.mark.slow
 def test_vary_users_on_bundled_data_equals_separate_schedule_runs(tmp_path):
     out = tmp_path / "users.csv"
     summary = json.loads(cli("sweep", "--vary", "users=1000:100000:3", "--max-penalty", F_GRID, "--out", str(out),
@@ -117,6 +118,7 @@ def test_pilot_is_fitted_once_per_states(tmp_path, capsys, monkeypatch):
         assert by[(k, 20000, 1.5e-5)]["rho"] == by[(k, 100000, 1.5e-5)]["rho"]
 
 
+@pytest.mark.slow
 def test_value_range_is_part_of_a_points_identity(tmp_path):
     """A rerun with another --value-range recomputes (it changes the sensitivity), it never resumes the old rows."""
     out = tmp_path / "vr.csv"

@@ -98,6 +98,7 @@ def designs(long_csv):
     return {f: ok_json(*args, "--max-penalty", f) for f in F_BARS}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("f_bar", F_BARS)
 def test_promise_covers_an_independent_computation_on_a_long_csv(long_csv, designs, f_bar):
     name, path, period = long_csv
@@ -130,6 +131,7 @@ def independent_max_tv(states, L, min_pairs=100):
     return out
 
 
+@pytest.mark.slow
 def test_schedule_max_tv_empirical_on_a_long_csv(long_csv):
     """Issue 23's done-when on a long CSV that is not the bundled data: ``schedule --max-tv empirical`` designs, the
     Δ(t) it uses is ≥ the direct estimate (which equals an independent count) at every lag ≤ L, and the printed risk
