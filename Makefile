@@ -17,14 +17,14 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/policyopt schedule --privacy model-free --max-rmse 0.19 --max-age 24 --max-interval 24 --backtest 0.5
 
-# Two pytest-xdist workers (the machines have 2 cores); --durations lists the slowest tests for the test-time budget.
+# Two pytest-xdist workers (the machines have 2 cores); --durations=15 lists the 15 slowest tests (test-time budget).
 # pytest exits 5 when it collects no test: report it loudly, do not fail the build on it.  The docs extra is installed
-# too: tests build a small Sphinx site from the notebooks (tests/test_notebook_figures.py).
+# too: tests build a small Sphinx site from the notebooks (tests/docs/test_notebook_figures.py).
 # The layer contract (import-linter) runs on the installed layout: problems/ and solvers/ are mapped into the package,
 # which an editable install hides from grimp, so tests/_layout.py builds the wheel into a scratch folder and lints that.
 test: $(DOCS_STAMP)
 	$(BIN)/python tests/_layout.py
-	@$(BIN)/python -m pytest -n 2 --dist loadgroup --durations=25; rc=$$?; \
+	@$(BIN)/python -m pytest -n 2 --dist loadgroup --durations=15; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "WARNING: pytest collected no tests (exit 5) - nothing was checked"; exit 0; fi; \
 	exit $$rc
 

@@ -2,11 +2,11 @@
 
 Usage: ``make notebooks`` or ``.venv/bin/python docs/store_notebook_outputs.py [notebooks/NAME.ipynb ...]``
 (default: every notebook).  Each notebook runs top to bottom in a fresh kernel from the repository root, exactly as
-``tests/test_notebooks.py`` runs it, with matplotlib's inline backend, so every figure a cell draws is stored as an
+``tests/docs/test_notebooks.py`` runs it, with matplotlib's inline backend, so every figure a cell draws is stored as an
 ``image/png`` output: GitHub and the documentation (myst-nb renders the stored outputs; ``make docs`` does not
 execute notebooks) then show the figures.  A failing cell, or a notebook that imports matplotlib but stores no
 figure, stops the script with the error and leaves that file unchanged.  Rerun it after changing a notebook (or
-the code it calls) so that the rendered page shows current numbers and figures; ``tests/test_notebook_figures.py``
+the code it calls) so that the rendered page shows current numbers and figures; ``tests/docs/test_notebook_figures.py``
 checks the stored files.
 """
 

@@ -133,7 +133,7 @@ def test_population_max_tv_equals_definition(seed):
 
 
 def test_fresh_exact_subnormal_entries_and_tiny_alpha():
-    # Found by Hypothesis (tests/test_tpl.py::test_property_exact_piecewise_any_alpha): entries of
+    # Found by Hypothesis (tests/privacy/test_tpl.py::test_property_exact_piecewise_any_alpha): entries of
     # 1e-322 make q_k/λ underflow and α = 5e-324 makes 1/u overflow; the test must keep the pair
     # (row 2 vs row 1: Q = 2e-322, D = 0) whose value α + log(2e-322) is the maximum.
     P = np.zeros((7, 7))

@@ -596,7 +596,7 @@ def max_tv_rel_error(t) -> float:
     30 random chains with K ∈ {2, 3, 5, 8, 12} states (a third of them slowly mixing) at
     t ∈ {1, 3, 10, 30, 60, 100, 168}: the largest error was 7.2·(t + 1)·u, so the factor 64 leaves a
     margin of about 9.  This is a measured bound, not a proof: the propagated row differences keep
-    relative accuracy for these chains, and the tests (``tests/test_outward_rounding.py``) keep checking
+    relative accuracy for these chains, and the tests (``tests/privacy/test_outward_rounding.py``) keep checking
     it on generated chains.
 
     Parameters

@@ -22,7 +22,7 @@ Leakage of FRAN with AoI vector A_t and Laplace level ε_C, in decreasing order 
     eq. (19), Δ̄(Λ, A_t)·ε_C with Δ̄ of Definition 10 implemented as printed.  It is *not* an upper
     bound of the exact leakage: it inherits the faulty linearisation and ignores how the other
     sequences' aged entries move with x_t^(i) (the factor R3 of (51), which the proof drops).
-    ``tests/test_fran.py`` exhibits a two-binary CMC where it is below the exact leakage.
+    ``tests/privacy/test_fran.py`` exhibits a two-binary CMC where it is below the exact leakage.
 """
 
 from __future__ import annotations
@@ -424,7 +424,7 @@ def exact_leakage_margin(cmc: CouplingMarkovChain, query: Query, aoi, epsilon_c)
        sums of products of N − 1 off-diagonal entries, so entry-wise relative perturbations δ_P move π_x by
        at most 2(N − 1)δ_P; GTH's own rounding is entry-wise O(N³u) (O'Cinneide, "Entrywise perturbation
        theory and error analysis for Markov chains", Numer. Math. 65, 1993); the constant 8 is a generous
-       choice checked against 60-digit mpmath in ``tests/test_fran_report.py``, not proved here;
+       choice checked against 60-digit mpmath in ``tests/studies/test_fran_report.py``, not proved here;
     3. aged law W and kernel C = Pr[z | x_t] (``aged_joint``, ``aged_kernel``): a matrix products of
        non-negative N × N matrices add δ_P + Nu each, s recording steps Nu each, the division by π and the
        row normalisation give δ_C = 2(δ_W + δ_π + u) + (N + 1)u with δ_W = δ_π + a(δ_P + Nu) + sNu;
@@ -609,7 +609,7 @@ def tight_leakage(cmc: CouplingMarkovChain, aoi, epsilon_c) -> float:
     """Luo et al.'s (2025) "tight" bound (19), ε_S = Δ̄(Λ, A_t)·ε_C — **not an upper bound** of the leakage.
 
     Implemented as printed for comparison.  It is below :func:`exact_leakage` on some CMCs
-    (``tests/test_fran.py::test_tight_bound_is_not_an_upper_bound``): the proof bounds only the
+    (``tests/privacy/test_fran.py::test_tight_bound_is_not_an_upper_bound``): the proof bounds only the
     ratios R1, R2 of (51), drops R3 ("incorporated into the bounded aged correlation") and ends
     with the same false linearisation as Theorem 1; nor does it carry the k-sensitivity.
 

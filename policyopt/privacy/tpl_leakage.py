@@ -318,7 +318,7 @@ def leakage_rounding_error(P_B, P_F, result: TemporalLeakage) -> float:
     TPL_t = BPL_t + FPL_t − ε_t by ≤ (T − 1)·c plus the rounding of that sum.  The envelope itself (which
     sub-function is evaluated where) is taken as exact: the three neighbouring segments are
     evaluated at every α (see :meth:`LossFunction.piecewise`).  Measured against a 60-digit mpmath
-    evaluation (tests/test_outward_rounding.py) the actual error is below 1 % of this bound.
+    evaluation (tests/privacy/test_outward_rounding.py) the actual error is below 1 % of this bound.
 
     Parameters
     ----------

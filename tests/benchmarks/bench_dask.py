@@ -409,7 +409,7 @@ def run_markov_check(n_users: int, users_per_file: int, workers: int, slots: int
 
     1. Agreement on MARKOV_SAMPLE_USERS users in MARKOV_SAMPLE_FILES files: ``held_out_check_partitions`` on a
        LocalCluster of W workers against the library's serial ``check_markov_model("chain", split_states(...))`` of
-       the same readings with ``fit_population``'s quantizer (as ``tests/test_cli_check_model_dask.py``): the edges
+       the same readings with ``fit_population``'s quantizer (as ``tests/cli/test_check_model_dask.py``): the edges
        bit for bit, every field of the two checks equal but the G² sums (added in another order: 1e-12 relative).
     2. At N users: ``fit_partitions`` (the chains) on a fresh cluster, then ``held_out_check_partitions`` on another
        (so each worker's VmHWM, read in the tasks, is that phase's peak); wall time of each phase, the workers' peaks,
