@@ -43,6 +43,7 @@ from .utility.penalty import CallablePenalty, MSEPenalty, two_state_mse
 from .utility.readings_penalty import ReadingsMSEPenalty, readings_moments
 from .result import Solution, Status, Termination
 from .studies.schedule import ScheduleReport, design_schedule
+from . import progress
 
 __version__ = "0.1.0"
 

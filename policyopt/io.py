@@ -515,11 +515,17 @@ def read_readings_parquet(spec, option: str = "--data"):
 
     from .models.estimation import validate_readings
 
+    from .progress import bar
+
     frames = []
-    for path in parquet_files(spec, option):
+    files = parquet_files(spec, option)
+    steps = bar(len(files), f"reading {option}", unit="file")
+    for path in files:
+        steps.update(1)
         part = read_parquet_partition(path, option)
         users = np.array(part["users"], dtype=object)
         frames.append(pd.DataFrame({"user": users[part["user_code"]], "time": part["time"], "value": part["value"]}))
+    steps.close()
     df = pd.concat(frames, ignore_index=True)
     if len(df) == 0:
         raise InvalidInputError(f"{option} {str(spec)!r} holds no readings (every Parquet file is empty)")

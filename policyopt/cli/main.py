@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from policyopt import progress
 from policyopt.cli import backtest, check_data, check_model, discounted, fran, ledger, publish, schedule, sweep, tpl
 from policyopt.cli.options import OneLineParser
 from policyopt.errors import PolicyOptError
@@ -97,7 +98,8 @@ def main(argv=None) -> int:
             warnings.simplefilter("always")
             ok = False
             try:
-                code = args.handler(args)
+                with progress.shown(_stderr_is_terminal() and not getattr(args, "json", False)):
+                    code = args.handler(args)
                 ok = True
             finally:
                 _print_warnings(caught, ok)
@@ -117,6 +119,14 @@ def main(argv=None) -> int:
     except Exception as exc:  # noqa: BLE001 - the last line of defence: a bug, reported on one line
         _quiet_print(f"policyopt: internal error: {type(exc).__name__}: {_one_line(exc)[:500]} (please report)")
         return 1
+
+
+def _stderr_is_terminal() -> bool:
+    """Whether stderr is a terminal (progress bars are shown there, never in a pipe or a log file)."""
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):  # replaced or closed stderr
+        return False
 
 
 def _quiet_print(line: str) -> None:

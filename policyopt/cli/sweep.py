@@ -12,9 +12,9 @@ import argparse
 import itertools
 import json
 import re
-import sys
 import time
 
+from policyopt.progress import showing
 from policyopt.cli.options import (
     MAX_COUNT,
     MAX_STATES,
@@ -340,7 +340,7 @@ def _cmd_sweep(args) -> int:
         args.out,
         workers=args.workers,
         scheduler=args.scheduler,
-        progress=sys.stderr.isatty(),
+        progress=showing(),
         tradeoff_rtol=rtol,
         input_files=input_files,
         wait=args.wait,

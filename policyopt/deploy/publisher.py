@@ -64,6 +64,7 @@ from pathlib import Path
 
 import numpy as np
 
+from policyopt import progress
 from policyopt.errors import InvalidInputError, PolicyOptError, fmt
 from policyopt.deploy.ledger import (
     EMPTY_INPUT_SHA256,
@@ -602,7 +603,9 @@ class Publisher:
                 new_rows.extend(skipped)
                 skipped.clear()
 
+        steps = progress.bar(len(plan), "publishing", unit="release")
         for k, (n, slot, tau, vals, spent, prior, risk, digest) in enumerate(plan, start=1):
+            steps.update(1)
             common = dict(n=n, slot=slot, input_time=tau, input_sha256=digest, schedule_id=sch.id, package_version=version,
                           sampler=mech.sampler, committed_at="")
             if vals is None:
@@ -626,6 +629,7 @@ class Publisher:
                 self._append_out([row])
             new_rows.append(row)
         flush()
+        steps.close()
         all_rows = rows + new_rows
         if self._parquet and (lagging or new_rows):
             self._write_parquet_out(all_rows)

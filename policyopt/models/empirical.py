@@ -57,6 +57,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from policyopt import progress
 from policyopt.errors import InvalidInputError, fmt
 from policyopt.models.markov import as_slots
 
@@ -751,7 +752,10 @@ def max_tv_part(
         if keep_users and skip.size:
             _, r = _user_max_tv(x[skip], K, L, mp)
             row_pairs[skip] = np.where(longer[:, None, None], r, 0)
-    for u in np.flatnonzero(resample):
+    todo = np.flatnonzero(resample)
+    steps = progress.bar(todo.size, "Δ(t) band", unit="user")
+    for u in todo:
+        steps.update(1)
         q, bounds = _per_user_arrays(x[u], K, L, block_length)
         if q is None:
             no_claim += 1  # a user too short for lag L makes no claim at any lag
@@ -773,6 +777,7 @@ def max_tv_part(
         for j in range(0, L, step):
             rep = _resampled_counts(W, flat[:, j * K * K : (j + step) * K * K]).reshape(B, -1, K, K)
             boot[:, j : j + step] = np.maximum(boot[:, j : j + step], max_row_tv(rep, claimed=claimed[None, j : j + step]))
+    steps.close()
     bl = blens[blens > 0]
     return MaxTVPart(
         estimate=per_user.max(axis=0) if U else np.zeros(L), boot=boot, users_without_claim=no_claim, n_users=U,

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from policyopt import progress
 from policyopt.errors import InvalidInputError, fmt
 from policyopt.formatting import fmt_count, fmt_value
 
@@ -323,7 +324,9 @@ def check_markov_model(spec, data: CheckData, *, markov_lags: int, max_tv_lags: 
     obs = data.test
     obs_prof = g2_profile(obs, K, lags_m, **ctx_args)
     obs_tv = max_tv_statistic(obs, K, Ld, min_pairs=mp).max(axis=0)
+    steps = progress.bar(R, f"checking {fitted.name}", unit="set")
     for r in range(R):  # posterior predictive: set r simulated from a model drawn from the fit's posterior
+        steps.update(1)
         sim = g2_model.posterior_draw(draw_streams).simulate(lengths, 1, streams, starts=data.test_starts,
                                                               initial=first)[0]
         sim_prof[r] = g2_profile(sim, K, lags_m, observed=obs, **ctx_args)  # the observed missing slots applied
@@ -331,6 +334,7 @@ def check_markov_model(spec, data: CheckData, *, markov_lags: int, max_tv_lags: 
                                                             initial=first)[0]
         sim[obs[:, : sim.shape[1]] < 0] = -1  # the observed missing slots (beyond each length they are −1 already)
         sim_tv[r] = max_tv_statistic(sim, K, Ld, min_pairs=mp).max(axis=0)
+    steps.close()
     mtd = markov_test_from_parts(obs_prof, sim_prof, level=level).to_dict()
     mv = max_tv_check_result(obs_tv, sim_tv, level=level, min_pairs=mp, model_name=fitted.name)
     info = {"holdout": data.holdout, "fit_slots": int(data.train.shape[1]), "test_slots": int(T2), "users": U,
