@@ -202,7 +202,9 @@ def risk_after_aging_upper(log_max_tv, epsilon_c, age=0.0, *, exact_max_tv: bool
         # an absolute error e of y = ln Δ + ln(e^ε − 1) moves logaddexp(0, y) by ≤ e·(1 − e^{−value}) ≤ e·min(1, value)
         mag = ((8.0 + np.where(np.isfinite(ld), np.abs(ld), 0.0) + eps + np.where(np.isfinite(le), np.abs(le), 0.0))
                * np.minimum(1.0, value) + value)
-    out = np.where(value > 0, np.nextafter(value + 16.0 * UNIT_ROUNDOFF * mag, np.inf), value)
+    # a positive exact value (ε > 0 and Δ > 0) that underflows to 0 is below half the least subnormal: bounded by it
+    positive = (value > 0) | ((eps > 0) & np.isfinite(ld_up))
+    out = np.where(positive, np.nextafter(value + 16.0 * UNIT_ROUNDOFF * mag, np.inf), value)
     return float(out) if out.ndim == 0 else out
 
 
