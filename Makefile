@@ -24,7 +24,7 @@ demo: $(STAMP)
 # which an editable install hides from grimp, so tests/_layout.py builds the wheel into a scratch folder and lints that.
 test: $(DOCS_STAMP)
 	$(BIN)/python tests/_layout.py
-	@$(BIN)/python -m pytest -n 2 --dist loadgroup --durations=15; rc=$$?; \
+	@$(BIN)/python -m pytest -n 2 --durations=15; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "WARNING: pytest collected no tests (exit 5) - nothing was checked"; exit 0; fi; \
 	exit $$rc
 

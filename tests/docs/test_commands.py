@@ -232,12 +232,8 @@ def run_shell(command: str, cwd: Path, timeout: float = TIMEOUT):
     env = dict(os.environ)
     env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
     env["MPLBACKEND"] = "Agg"
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        words = []
-    if words[:1] == ["policyopt"] and reads_only_bundled_data(words[1:], cwd):
-        proc = memo_run([POLICYOPT, *words[1:]], env=env, cwd=cwd, timeout=timeout)
+    if _pure(command, cwd):
+        proc = memo_run([POLICYOPT, *shlex.split(command)[1:]], env=env, cwd=cwd, timeout=timeout)
         return subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout.encode("utf-8"),
                                            proc.stderr.encode("utf-8"))
     return subprocess.run(["bash", "-c", command], cwd=cwd, env=env, capture_output=True, timeout=timeout)
@@ -272,13 +268,39 @@ def test_extractor_reads_markdown_and_rst(tmp_path):
     ]
 
 
-#: A page's examples run in page order in one folder (a later one may read what an earlier one wrote), so under
-#: pytest-xdist they form one group, run by one worker (``make test`` uses ``--dist loadgroup``).
+#: Lines of each page's examples already run in this process's folder for that page.
+_RAN: dict = {}
+
+
+def _run_in_page_order(example: dict, cwd: Path):
+    """Run `example` in its page's folder after every earlier example of the page that may write a file there and
+    has not run in this process yet: a page's examples may read what earlier ones wrote, and pytest-xdist may hand
+    the earlier ones to the other worker (their own tests check them; here they only make the files)."""
+    ran = _RAN.setdefault(example["page"], set())
+    for ex in EXAMPLES:
+        if ex["page"] != example["page"] or ex["kind"] != "run" or ex["line"] >= example["line"]:
+            continue
+        if ex["line"] not in ran and not _pure(ex["command"], cwd):
+            run_shell(ex["command"], cwd)
+            ran.add(ex["line"])
+    proc = run_shell(example["command"], cwd)
+    ran.add(example["line"])
+    return proc
+
+
+def _pure(command: str, cwd: Path) -> bool:
+    """A plain ``policyopt …`` that reads only the bundled data and writes nothing (``_cli.reads_only_bundled_data``)."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return False
+    return words[:1] == ["policyopt"] and reads_only_bundled_data(words[1:], cwd)
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("example", [pytest.param(ex, marks=pytest.mark.xdist_group(ex["page"]), id=_id(ex))
-                                     for ex in EXAMPLES if ex["kind"] == "run"])
+@pytest.mark.parametrize("example", [ex for ex in EXAMPLES if ex["kind"] == "run"], ids=_id)
 def test_documented_command_runs(example, docs_cwd):
-    proc = run_shell(example["command"], docs_cwd)
+    proc = _run_in_page_order(example, docs_cwd)
     where = f"{example['page']} line {example['line']}: {example['command']}"
     err = proc.stderr.decode("utf-8", errors="replace")
     assert "Traceback" not in err, f"{where}\n{err}"
