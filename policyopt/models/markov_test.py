@@ -924,6 +924,8 @@ def markov_test(observed_states, n_states: int, simulated, lags, *, level: float
                                 f"array of shape {simulated.shape}")
 
     def profile(arr, mask):
+        """The G² profile of states `arr` (U, T), the observed states `mask`'s missing slots (< 0) applied (as
+        :func:`g2_profile` with ``observed``)."""
         out = (np.zeros(lg.size), np.zeros(lg.size, dtype=np.int64), np.zeros(lg.size, dtype=np.int64))
         _accumulate(arr, mask, K, k, P, phase0, lg, out)
         return _frozen_profile(lg, *out, U, k, P)
