@@ -32,7 +32,7 @@ from functools import cached_property
 import numpy as np
 
 from policyopt.errors import InvalidInputError, InvalidModelError, fmt
-from policyopt.models.markov import Population
+from policyopt.models.markov import Population, reversed_deviation
 from policyopt.models.markov_model import (
     DEFAULT_SMOOTHING,
     FittedMarkovModel,
@@ -100,13 +100,15 @@ _RESCALE_EVERY = 4  # steps between rescalings of the propagated differences (as
 _RESCALE_FLOOR = -900  # binary exponent below which the propagation is redone rescaling after every step
 
 
-def phase_log_max_tv(phat: np.ndarray, mu: np.ndarray, ts: np.ndarray, every: int = _RESCALE_EVERY) -> np.ndarray:
+def phase_log_max_tv(dev: np.ndarray, mu: np.ndarray, ts: np.ndarray, every: int = _RESCALE_EVERY) -> np.ndarray:
     """ln Δ_Z(t) of phase chains, max over users and end phases, at sorted unique ages `ts`.
 
     Parameters
     ----------
-    phat : numpy.ndarray, shape (U, P, K, K)
-        Reversed one-step kernels: ``phat[u, φ]`` = P̂_φ, from a slot of phase φ to the slot before (phase φ − 1).
+    dev : numpy.ndarray, shape (U, P, K, K)
+        Deviations Q_φ = P̂_φ − 1 μ_{φ−1} of the reversed one-step kernels P̂_φ (from a slot of phase φ to the slot
+        before, phase φ − 1), computed without cancellation by
+        :func:`policyopt.models.markov.reversed_deviation`.
     mu : numpy.ndarray, shape (U, P, K)
         Periodic stationary marginals μ_φ.
     ts : numpy.ndarray of int64
@@ -130,19 +132,18 @@ def phase_log_max_tv(phat: np.ndarray, mu: np.ndarray, ts: np.ndarray, every: in
     exactly 0 while alive), the whole computation is redone rescaling after every step, so no digit is lost in the
     subnormal range.
     """
-    U, P, K, _ = phat.shape
+    U, P, K, _ = dev.shape
     out = np.full(ts.shape, -np.inf)
     if K == 1 or ts.size == 0:
         return out
     mu_prev = np.roll(mu, 1, axis=1)  # mu_prev[:, φ] = μ_{φ−1}, the marginal P̂_φ maps to
-    dev = phat - mu_prev[:, :, None, :]  # Q_ψ = P̂_ψ − 1 μ_{ψ−1}
     step = dev - dev.sum(axis=3, keepdims=True) * mu_prev[:, :, None, :]  # S_ψ = Q_ψ − (Q_ψ 1) μ_{ψ−1}
     eye_diff = np.zeros((K - 1, K))
     eye_diff[:, 0] = -1.0
     eye_diff[np.arange(K - 1), np.arange(1, K)] = 1.0  # D_x(0) = e_x − e_0
     diff = np.broadcast_to(eye_diff, (U * P, K - 1, K)).copy()
     with np.errstate(divide="ignore"):
-        log_one = np.log(_pairwise_max_tv(np.matmul(eye_diff, phat.reshape(U * P, K, K)))).reshape(U, P)  # ln δ(P̂_ψ)
+        log_one = np.log(_pairwise_max_tv(np.matmul(eye_diff, dev.reshape(U * P, K, K)))).reshape(U, P)  # ln δ(P̂_ψ)
     log_scale = np.zeros(U * P)
     bound = np.zeros(U * P)  # upper bound on ln Δ of each block at t_cur (exact where last evaluated)
     t_cur, pending, leader = 0, 0, 0
@@ -176,7 +177,7 @@ def phase_log_max_tv(phat: np.ndarray, mu: np.ndarray, ts: np.ndarray, every: in
             pending += 1
             if pending >= every:
                 if rescale() and every > 1:
-                    return phase_log_max_tv(phat, mu, ts, every=1)  # see the notes
+                    return phase_log_max_tv(dev, mu, ts, every=1)  # see the notes
                 pending = 0
         # Evaluate the last leader, then only the blocks whose bound reaches its value (the max is exact).
         lead = log_tv(slice(leader, leader + 1))[0]
@@ -256,8 +257,13 @@ class PhaseChainModel(FittedMarkovModel):
         prev = np.roll(arr, 1, axis=1)  # prev[:, φ] = P_{φ−1}
         phat = np.transpose(prev, (0, 1, 3, 2)) * mu_prev[:, :, None, :] / mu[:, :, :, None]  # P̂_φ(x,y) = μ_{φ−1}(y)P_{φ−1}(y,x)/μ_φ(x)
         self.reversed_matrices = phat / phat.sum(axis=3, keepdims=True)  # remove rounding drift; exact rows sum to 1
+        # Q_φ = P̂_φ − 1 μ_{φ−1} without the cancellation of that subtraction (what Δ_Z is computed from)
+        self.reversed_deviations = reversed_deviation(
+            prev.reshape(U * P, K, K), mu_prev.reshape(U * P, K), mu.reshape(U * P, K)
+        ).reshape(U, P, K, K)
         self.marginals.setflags(write=False)
         self.reversed_matrices.setflags(write=False)
+        self.reversed_deviations.setflags(write=False)
 
     @property
     def spec(self) -> MarkovModelSpec:
@@ -288,7 +294,7 @@ class PhaseChainModel(FittedMarkovModel):
         best = np.full(ts.shape, -np.inf)
         for s in range(0, U, chunk):
             sel = slice(s, s + chunk)
-            best = np.maximum(best, phase_log_max_tv(self.reversed_matrices[sel], self.marginals[sel], ts))
+            best = np.maximum(best, phase_log_max_tv(self.reversed_deviations[sel], self.marginals[sel], ts))
         return best
 
     @cached_property

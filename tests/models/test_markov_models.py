@@ -328,8 +328,9 @@ def test_phase_max_tv_exactly_zero_and_the_rescaling_fallback():
     phat[0, 0] = [[0.2, 0.8], [0.9, 0.1]]  # P̂_0 (to phase 1 = phase −1)
     phat[0, 1] = mu[0, 0]  # P̂_1: every row is μ_0 (rank one)
     ts = np.arange(0, 8)
-    got = phase_log_max_tv(phat, mu, ts)
-    np.testing.assert_array_equal(got, phase_log_max_tv(phat, mu, ts, every=1))
+    dev = phat - np.roll(mu, 1, axis=1)[:, :, None, :]  # Q_φ = P̂_φ − 1 μ_{φ−1} (exact here: Q_1 = 0)
+    got = phase_log_max_tv(dev, mu, ts)
+    np.testing.assert_array_equal(got, phase_log_max_tv(dev, mu, ts, every=1))
     assert got[0] == 0.0 and got[1] == pytest.approx(np.log(0.7), abs=1e-15)  # Δ(1) = δ(P̂_0) = |0.2 − 0.9|
     assert np.all(np.isneginf(got[2:]))
 
