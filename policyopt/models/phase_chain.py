@@ -32,7 +32,8 @@ from functools import cached_property
 import numpy as np
 
 from policyopt.errors import InvalidInputError, InvalidModelError, fmt
-from policyopt.models.markov import Population, reversed_deviation
+from policyopt.models.markov import Population
+from policyopt.models.tv_kernels import RESCALE_EVERY, RESCALE_FLOOR, pairwise_max_tv, reversed_deviation
 from policyopt.models.markov_model import (
     DEFAULT_SMOOTHING,
     FittedMarkovModel,
@@ -86,21 +87,7 @@ def periodic_marginals(matrices: np.ndarray) -> np.ndarray:
     return mu
 
 
-def _pairwise_max_tv(diff: np.ndarray) -> np.ndarray:
-    """Max over pairs of rows of the TV distance, from differences to row 0: (B, K−1, K) -> (B,)."""
-    B, km1, _ = diff.shape
-    best = np.abs(diff).sum(axis=-1).max(axis=-1)  # pairs (0, x)
-    for i in range(km1 - 1):
-        tv = np.abs(diff[:, i + 1 :, :] - diff[:, i : i + 1, :]).sum(axis=-1).max(axis=-1)
-        np.maximum(best, tv, out=best)
-    return 0.5 * best  # TV = half the l1 distance, eq. (11)
-
-
-_RESCALE_EVERY = 4  # steps between rescalings of the propagated differences (as policyopt.models.markov)
-_RESCALE_FLOOR = -900  # binary exponent below which the propagation is redone rescaling after every step
-
-
-def phase_log_max_tv(dev: np.ndarray, mu: np.ndarray, ts: np.ndarray, every: int = _RESCALE_EVERY) -> np.ndarray:
+def phase_log_max_tv(dev: np.ndarray, mu: np.ndarray, ts: np.ndarray, every: int = RESCALE_EVERY) -> np.ndarray:
     """ln Δ_Z(t) of phase chains, max over users and end phases, at sorted unique ages `ts`.
 
     Parameters
@@ -143,7 +130,7 @@ def phase_log_max_tv(dev: np.ndarray, mu: np.ndarray, ts: np.ndarray, every: int
     eye_diff[np.arange(K - 1), np.arange(1, K)] = 1.0  # D_x(0) = e_x − e_0
     diff = np.broadcast_to(eye_diff, (U * P, K - 1, K)).copy()
     with np.errstate(divide="ignore"):
-        log_one = np.log(_pairwise_max_tv(np.matmul(eye_diff, dev.reshape(U * P, K, K)))).reshape(U, P)  # ln δ(P̂_ψ)
+        log_one = np.log(pairwise_max_tv(np.matmul(eye_diff, dev.reshape(U * P, K, K)))).reshape(U, P)  # ln δ(P̂_ψ)
     log_scale = np.zeros(U * P)
     bound = np.zeros(U * P)  # upper bound on ln Δ of each block at t_cur (exact where last evaluated)
     t_cur, pending, leader = 0, 0, 0
@@ -156,11 +143,11 @@ def phase_log_max_tv(dev: np.ndarray, mu: np.ndarray, ts: np.ndarray, every: int
         _, expo = np.frexp(np.where(zero, 1.0, scale))
         diff[...] *= np.ldexp(1.0, -expo)[:, None, None]  # exact: a power of two
         log_scale[...] += np.where(zero, -np.inf, expo * _LN2)
-        return bool(np.any(alive & (zero | (scale < 2.0**_RESCALE_FLOOR))))
+        return bool(np.any(alive & (zero | (scale < 2.0**RESCALE_FLOOR))))
 
     def log_tv(sel):
         with np.errstate(divide="ignore"):
-            return np.log(_pairwise_max_tv(diff[sel])) + log_scale[sel]  # eq. (12) for the blocks `sel`
+            return np.log(pairwise_max_tv(diff[sel])) + log_scale[sel]  # eq. (12) for the blocks `sel`
 
     for k, t in enumerate(ts):
         while t_cur < int(t):
