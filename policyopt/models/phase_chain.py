@@ -33,7 +33,13 @@ import numpy as np
 
 from policyopt.errors import InvalidInputError, InvalidModelError, fmt
 from policyopt.models.markov import Population
-from policyopt.models.tv_kernels import RESCALE_EVERY, RESCALE_FLOOR, pairwise_max_tv, reversed_deviation
+from policyopt.models.tv_kernels import (
+    RESCALE_EVERY,
+    RESCALE_FLOOR,
+    exact_max_by_bounds,
+    pairwise_max_tv,
+    reversed_deviation,
+)
 from policyopt.models.markov_model import (
     DEFAULT_SMOOTHING,
     FittedMarkovModel,
@@ -167,14 +173,7 @@ def phase_log_max_tv(dev: np.ndarray, mu: np.ndarray, ts: np.ndarray, every: int
                     return phase_log_max_tv(dev, mu, ts, every=1)  # see the notes
                 pending = 0
         # Evaluate the last leader, then only the blocks whose bound reaches its value (the max is exact).
-        lead = log_tv(slice(leader, leader + 1))[0]
-        bound[leader] = lead
-        cand = np.flatnonzero(bound + 1e-9 >= lead)
-        vals = log_tv(cand)
-        bound[cand] = vals
-        j = int(np.argmax(vals))
-        leader = int(cand[j])
-        out[k] = float(vals[j])  # max over users and end phases
+        out[k], leader = exact_max_by_bounds(log_tv, bound, leader)  # max over users and end phases
     return out
 
 

@@ -20,6 +20,7 @@ import numpy as np
 __all__ = [
     "RESCALE_EVERY",
     "RESCALE_FLOOR",
+    "exact_max_by_bounds",
     "log_max_tv_stack",
     "normalise_blocks",
     "pairwise_max_tv",
@@ -187,12 +188,33 @@ def log_max_tv_stack(dev: np.ndarray, pi: np.ndarray, ts: np.ndarray, every: int
         if U == 1:
             out[k] = log_tv(slice(0, 1))[0]
             continue
-        lead_val = log_tv(slice(leader, leader + 1))[0]
-        log_bound[leader] = lead_val
-        cand = np.flatnonzero(log_bound + 1e-9 >= lead_val)
-        vals = log_tv(cand)
-        log_bound[cand] = vals
-        j = int(np.argmax(vals))
-        leader = int(cand[j])
-        out[k] = vals[j]
+        out[k], leader = exact_max_by_bounds(log_tv, log_bound, leader)
     return out
+
+
+def exact_max_by_bounds(log_tv, bound: np.ndarray, leader: int) -> tuple[float, int]:
+    """The largest ln Δ over blocks, evaluating only the blocks whose upper bound reaches the leader's value.
+
+    Parameters
+    ----------
+    log_tv : callable
+        ``log_tv(idx)`` gives the exact ln Δ of the blocks `idx` (a slice or an index array).
+    bound : numpy.ndarray, shape (B,)
+        Upper bounds on each block's ln Δ (e.g. Δ(t + s) ≤ Δ(t)Δ(s)); the evaluated entries are replaced by their
+        exact values, in place.
+    leader : int
+        The block expected to be largest (the last maximiser).
+
+    Returns
+    -------
+    (float, int)
+        The exact maximum (a block whose bound is below the leader's value cannot exceed it; 1e-9 of slack covers
+        the bounds' rounding) and the block that attains it, the next leader.
+    """
+    lead = log_tv(slice(leader, leader + 1))[0]
+    bound[leader] = lead
+    cand = np.flatnonzero(bound + 1e-9 >= lead)
+    vals = log_tv(cand)
+    bound[cand] = vals
+    j = int(np.argmax(vals))
+    return float(vals[j]), int(cand[j])
