@@ -233,8 +233,9 @@ def add_bound_options(cmd) -> None:
                        help="bound f̄ on the MSE of the released value against the current mean of the readings, in the "
                        "readings' unit squared (kWh^2 for the bundled pilot; the state values' unit for --chain/--matrix); "
                        "default: the geometric midpoint √(low·high) of the trade-off range, which the report prints; at most 1e300")
-    bound.add_argument("--max-rmse", type=positive_float("--max-rmse", upper=1e150), default=None, metavar="R",
-                       help="the same bound as a root-mean-square error in the readings' unit (f̄ = R²; e.g. kWh; at most 1e150)")
+    bound.add_argument("--max-rmse", type=positive_float("--max-rmse", upper=1e150, lower=1e-150), default=None,
+                       metavar="R", help="the same bound as a root-mean-square error in the readings' unit (f̄ = R²; e.g. "
+                       "kWh; between 1e-150 and 1e150, so that R² is a normal float)")
 
 
 def add_max_tv_options(cmd) -> None:

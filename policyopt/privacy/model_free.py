@@ -408,7 +408,12 @@ def _grid(values: np.ndarray, counts: np.ndarray, delta: float) -> float:
 
 
 def _pld_epsilon(values: np.ndarray, counts: np.ndarray, delta: float, d: float) -> float:
-    """ε at δ of the composition by ``dp_accounting``'s PLD accountant (``inf`` when it gives no finite ε)."""
+    """ε at δ of the composition by ``dp_accounting``'s PLD accountant (``inf`` when it gives no finite ε).
+
+    A budget far beyond any meaningful privacy (ε_C ≈ 1e147 from ``--max-rmse 1e-150``) makes the accountant's own
+    discretisation overflow (``math.expm1`` of the grid step raises ``OverflowError``): that is also ``inf``, and the
+    caller then reports the pure Σ k·ε_C.
+    """
     import dp_accounting
     from dp_accounting.pld import PLDAccountant
 
@@ -417,9 +422,12 @@ def _pld_epsilon(values: np.ndarray, counts: np.ndarray, delta: float, d: float)
         dp_accounting.SelfComposedDpEvent(dp_accounting.LaplaceDpEvent(noise_multiplier=1.0 / float(e)), int(c))
         for e, c in zip(values, counts)
     ]
-    accountant.compose(events[0] if len(events) == 1 else dp_accounting.ComposedDpEvent(events))
-    with np.errstate(over="ignore", divide="ignore", under="ignore"):  # see _pld_epsilon_split
-        return float(accountant.get_epsilon(delta))
+    try:
+        accountant.compose(events[0] if len(events) == 1 else dp_accounting.ComposedDpEvent(events))
+        with np.errstate(over="ignore", divide="ignore", under="ignore"):  # see _pld_epsilon_split
+            return float(accountant.get_epsilon(delta))
+    except OverflowError:
+        return math.inf
 
 
 def _pld_epsilon_split(values: np.ndarray, counts: np.ndarray, delta: float) -> float:

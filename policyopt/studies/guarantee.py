@@ -135,9 +135,12 @@ class Guarantee:
 def model_free_sentence(mf: dict) -> str:
     """The model-free guarantee of :func:`schedule_model_free` in one sentence (privacy numbers rounded up)."""
     ws = "; ".join(f"{fmt_upper(w['epsilon'], 3)} nats over any {fmt_count(w['w'], 'slot')}" for w in mf.get("w_event") or [])
+    # The PLD's ε is used only when below the pure Σ k·ε_C (it can be no smaller, or overflow for absurd budgets).
+    how = ("composed by the PLD accountant" if mf["epsilon"] < mf["epsilon_pure"]
+           else "composed by basic composition: the PLD accountant gives no smaller ε")
     return (f"({fmt_upper(mf['epsilon'], 4)} nats, δ = {mf['delta']:.3g})-DP for each user's whole series over "
             f"{fmt_count(mf['horizon'], 'slot')}, whatever the correlation: {fmt_count(mf['releases'], 'release')} of "
-            f"ε_C = {fmt_value(mf['epsilon_c'], 6)} nats composed by the PLD accountant (pure ε = "
+            f"ε_C = {fmt_value(mf['epsilon_c'], 6)} nats {how} (pure ε = "
             f"{fmt_upper(mf['epsilon_pure'], 4)} nats by basic composition)" + (f"; w-event: {ws}" if ws else ""))
 
 

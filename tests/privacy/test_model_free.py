@@ -490,3 +490,16 @@ def test_result_types_are_frozen():
     with pytest.raises(AttributeError):
         g.epsilon = 0.0  # type: ignore[misc]
     assert "ModelFreeGuarantee(" in repr(g)
+
+
+def test_absurd_budgets_fall_back_to_the_pure_bound_not_a_crash():
+    # ε_C ≈ 1e147 (what `--max-rmse 1e-150` asks for): dp_accounting's discretisation overflows (math.expm1 of the
+    # grid step); the (ε, δ) reported is then the pure Σ k·ε_C of basic composition, rounded up.
+    from policyopt.studies.guarantee import model_free_sentence
+
+    eps = laplace_epsilon(1e147, 8760, 1e-6)
+    assert eps == laplace_epsilon(1e147, 8760, 0.0) and mpmath.mpf(eps) >= 8760 * mpmath.mpf(1e147)
+    mf = {"epsilon": eps, "epsilon_pure": eps, "delta": 1e-6, "horizon": 8760, "releases": 8760, "epsilon_c": 1e147}
+    assert "composed by basic composition: the PLD accountant gives no smaller ε" in model_free_sentence(mf)
+    mf["epsilon"] = 2.0
+    assert "composed by the PLD accountant (pure ε" in model_free_sentence(mf)
