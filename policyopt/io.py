@@ -23,6 +23,7 @@ __all__ = [
     "read_text",
     "MAX_FILE_BYTES",
     "read_readings",
+    "read_readings_timed",
     "read_readings_parquet",
     "read_parquet_partition",
     "parquet_files",
@@ -692,12 +693,13 @@ def has_timestamps(path, option: str = "--data") -> bool:
     return False
 
 
-def read_timestamped_csv(path, option: str = "--data", slot_seconds: int | None = None):
+def read_timestamped_csv(path, option: str = "--data", slot_seconds: int | None = None, *, sort: bool = False):
     """Read a long CSV ``user,time,value`` whose times are date-times, mapping them to integer slots.
 
     Slot k holds the readings stamped t0 + k·L, t0 the earliest time stamp of the file and L the
-    slot length: `slot_seconds`, or (``None``) the smallest positive step between two distinct time
-    stamps of the file.  Time zones: ISO 8601 offsets are honoured; naive times are taken as UTC.
+    slot length: `slot_seconds`, or (``None``) the most common step between consecutive time stamps of a user
+    (a stamp off that grid is then refused, rather than shrinking the slot to the odd step).  Time zones: ISO 8601
+    offsets are honoured; naive times are taken as UTC.
 
     Parameters
     ----------
@@ -706,11 +708,14 @@ def read_timestamped_csv(path, option: str = "--data", slot_seconds: int | None 
         Option name for messages.
     slot_seconds : int, optional
         L in seconds.
+    sort : bool
+        Sort the rows by user and time (as :func:`read_readings_csv`); default False: the file's row order (a
+        stream to publish).
 
     Returns
     -------
     df : pandas.DataFrame
-        Rows in file order, columns user (str), time (int64 slots), value (float64).
+        Rows in file order (or sorted), columns user (str), time (int64 slots), value (float64).
     slot_seconds : int
         L, given or inferred.
     origin : str
@@ -740,28 +745,82 @@ def read_timestamped_csv(path, option: str = "--data", slot_seconds: int | None 
         i = int(np.flatnonzero(bad)[0])
         raise InvalidInputError(f"{option} {fmt(str(p))} line {i + 2}: time {df['time'].iloc[i]!r} is not an integer slot "
                                 "nor an ISO 8601 date-time")
-    ns = stamps.dt.as_unit("ns").astype("int64").to_numpy()  # nanoseconds since 1970 UTC
-    t0 = int(ns.min())
+    # Microseconds since 1970 UTC: int64 covers years 1 to 9999, where nanoseconds end in 1677 and 2262.
+    if str(stamps.dtype).startswith("datetime64[ns"):
+        sub = (stamps.astype("int64").to_numpy() % 1000) != 0
+        if sub.any():
+            i = int(np.flatnonzero(sub)[0])
+            raise InvalidInputError(f"{option} {fmt(str(p))} line {i + 2}: time {df['time'].iloc[i]!r} is finer than a "
+                                    "microsecond; slots are whole seconds")
+    us = stamps.dt.as_unit("us").astype("int64").to_numpy()
+    t0 = int(us.min())
     if slot_seconds is None:
-        steps = np.diff(np.unique(ns))
-        if steps.size == 0:
+        step = _typical_step(df["user"].to_numpy(), us)
+        if step is None:
             raise InvalidInputError(f"{option} {fmt(str(p))} has a single time stamp: give the slot length (--slot-length)")
-        step = int(steps.min())
-        if step % 10**9:
-            raise InvalidInputError(f"{option} {fmt(str(p))}: the smallest step between time stamps ({step} ns) is not a "
+        if step % 10**6:
+            raise InvalidInputError(f"{option} {fmt(str(p))}: the most common step between time stamps ({step} µs) is not a "
                                     "whole number of seconds; give --slot-length")
-        slot_seconds = step // 10**9
-    width = int(slot_seconds) * 10**9
-    off = (ns - t0) % width
+        slot_seconds = step // 10**6
+    width = int(slot_seconds) * 10**6
+    off = (us - t0) % width
     if off.any():
         i = int(np.flatnonzero(off)[0])
         raise InvalidInputError(
             f"{option} {fmt(str(p))} line {i + 2}: time {df['time'].iloc[i]!r} is not on the grid of "
             f"{format_duration(int(slot_seconds))} slots from the first time stamp; give another --slot-length or --resample"
         )
-    df["time"] = ((ns - t0) // width).astype(str)
-    origin = pd.Timestamp(t0, unit="ns", tz="UTC").isoformat()
-    return validate_readings(df, source=f"{option} {fmt(str(p))}", sort=False), int(slot_seconds), origin
+    df["time"] = ((us - t0) // width).astype(str)
+    origin = pd.Timestamp(t0, unit="us", tz="UTC").isoformat()
+    return validate_readings(df, source=f"{option} {fmt(str(p))}", sort=sort), int(slot_seconds), origin
+
+
+def _typical_step(users: np.ndarray, us: np.ndarray) -> int | None:
+    """The most common positive step between consecutive time stamps of a user (µs; ties: the smallest), else the
+    smallest step between any two distinct stamps, else ``None`` (a single stamp)."""
+    order = np.lexsort((us, users))
+    u, t = users[order], us[order]
+    steps = np.diff(t)[(u[1:] == u[:-1]) & (np.diff(t) > 0)]
+    if steps.size == 0:
+        steps = np.diff(np.unique(us))
+        if steps.size == 0:
+            return None
+        return int(steps.min())
+    values, counts = np.unique(steps, return_counts=True)
+    return int(values[np.argmax(counts)])  # np.unique sorts: argmax takes the smallest of tied counts
+
+
+def read_readings_timed(spec, option: str = "--data", slot_seconds: int | None = None):
+    """Readings of any command's ``--data`` — integer slots or ISO 8601 date-times — with their slot length.
+
+    Parameters
+    ----------
+    spec : str or Path
+        A CSV file ``user,time,value`` (integer slots, or date-times: :func:`read_timestamped_csv`) or a Parquet data
+        set (:func:`read_readings_parquet`, integer slots).
+    option : str
+        Option name for messages.
+    slot_seconds : int, optional
+        The slot length given by the user (``--slot-length``), seconds.
+
+    Returns
+    -------
+    df : pandas.DataFrame
+        Validated readings sorted by user and time (columns user, time in int64 slots, value).
+    slot_seconds : int or None
+        The slot length: `slot_seconds`, else inferred from the date-times (:func:`read_timestamped_csv`), else
+        ``None``.
+    origin : str or None
+        Slot 0's date-time (ISO 8601, UTC) for date-time stamps, else ``None``.
+
+    Raises
+    ------
+    InvalidInputError
+        What :func:`read_readings` or :func:`read_timestamped_csv` raises.
+    """
+    if not is_parquet_source(spec) and has_timestamps(spec, option):
+        return read_timestamped_csv(spec, option, slot_seconds, sort=True)
+    return read_readings(spec, option), slot_seconds, None
 
 
 def resample_readings(df, factor: int):

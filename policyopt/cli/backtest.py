@@ -18,6 +18,7 @@ from policyopt.cli.options import (
     add_guarantee_options,
     add_max_tv_options,
     bound_from_args,
+    default_phase_period,
     int_at_least,
     probability,
     value_range_arg,
@@ -67,7 +68,7 @@ def add_command(sub) -> None:
                      f"{BUNDLED_VALUE_RANGE[0]:g}:{BUNDLED_VALUE_RANGE[1]:g} kWh; else the readings' own, not private)")
     cmd.add_argument("--phase-period", type=int_at_least("--phase-period", 1, MAX_AGE_LIMIT), default=None, metavar="P",
                      help=f"slots per cycle for the worst-phase numbers and a design here (default {BUNDLED_PHASE_PERIOD} "
-                     "for the bundled year, 1 for --data)")
+                     "for the bundled year; for --data a day of slots when its time stamps give the slot length, else 1)")
     add_bound_options(cmd)
     add_max_tv_options(cmd)
     add_guarantee_options(cmd, design=False, markov=False)
@@ -115,6 +116,9 @@ def run_backtest(args) -> int:
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise InvalidInputError(f"--schedule {args.schedule!r} is not a JSON file of `policyopt schedule --json`: "
                                     f"{' '.join(str(exc).split())}") from None
+        except RecursionError:
+            raise InvalidInputError(f"--schedule {args.schedule!r} is JSON nested too deeply; expected the output of "
+                                    "`policyopt schedule --json`") from None
     max_tv = "model" if args.max_tv is None else args.max_tv
     if parse_max_tv_source(max_tv)[0] == "model" and args.horizon is not None:
         raise InvalidInputError(f"--horizon {args.horizon} applies to --max-tv empirical only; add it or omit --horizon")
@@ -130,11 +134,12 @@ def run_backtest(args) -> int:
         users = (BUNDLED_USERS if schedule is None else None) if args.users is None else args.users
         phase = BUNDLED_PHASE_PERIOD if args.phase_period is None else args.phase_period
     else:
-        from policyopt.io import read_readings
+        from policyopt.io import read_readings_timed
 
-        df, unit = read_readings(args.data), ""
+        df, slot_seconds, _ = read_readings_timed(args.data, "--data")  # ISO 8601 time stamps give the slot length
+        unit = ""
         value_range, users = args.value_range, args.users
-        phase = 1 if args.phase_period is None else args.phase_period
+        phase = default_phase_period(False, slot_seconds) if args.phase_period is None else args.phase_period
     if schedule is not None and args.value_range is None:
         value_range = None  # the schedule's declared range (else the readings' own)
     out = backtest(df, schedule, train_fraction=args.train_fraction, users=users, value_range=value_range,

@@ -36,7 +36,7 @@ def add_command(sub) -> None:
         ),
     )
     cmd.add_argument("--data", metavar="CSV_OR_PARQUET", help="long CSV with header user,time,value (time in integer "
-                     "slots or ISO 8601 date-times, whose smallest step is the slot length), or Parquet with those "
+                     "slots or ISO 8601 date-times, whose most common step is the slot length), or Parquet with those "
                      "columns (default: the bundled pilot)")
     cmd.add_argument("--states", type=int_at_least("--states", 2, MAX_STATES), metavar="K",
                      help=f"quantile states checked, as schedule --states (default {BUNDLED_STATES} for the bundled "
@@ -76,8 +76,7 @@ def load_readings(args):
         from policyopt.io import read_timestamped_csv
 
         df, seconds, origin = read_timestamped_csv(args.data, "--data", given)
-        source = (f"data {args.data} (ISO 8601 time stamps: slot k is {origin} + k·{format_duration(seconds)}; "
-                  "schedule, sweep, backtest and check-model read integer slots: write them out first)")
+        source = f"data {args.data} (ISO 8601 time stamps: slot k is {origin} + k·{format_duration(seconds)})"
         return df, source, seconds, how or "time stamps"
     return read_readings(args.data), f"data {args.data}", given, how
 

@@ -134,18 +134,20 @@ def run_check_model(args) -> int:
     from policyopt.errors import InvalidInputError
 
     slot_seconds = _slot_seconds(args)
-    spec = markov_spec_option(args, slot_seconds)
     distributed = wants_distributed(args)
+    data, source = None, None
+    if args.data is not None and not distributed:
+        from policyopt.io import format_duration, read_readings_timed
+
+        data, slot_seconds, origin = read_readings_timed(args.data, "--data", slot_seconds)
+        source = f"data {args.data}" + ("" if origin is None else f" (ISO 8601 time stamps: slot k is {origin} + "
+                                                                  f"k·{format_duration(slot_seconds)})")
+    spec = markov_spec_option(args, slot_seconds)
     if distributed:
         require_parquet_data(args)
         if spec != "chain":
             raise InvalidInputError(f"--markov-model {spec} is fitted to readings held in memory: run it serially (no "
                                     "--workers/--scheduler), or check the chains (--markov-model chain) on Dask")
-    data, source = None, None
-    if args.data is not None and not distributed:
-        from policyopt.io import read_readings
-
-        data, source = read_readings(args.data), f"data {args.data}"
     try:
         if distributed:
             from policyopt.studies.distributed_checks import check_model_partitions

@@ -221,7 +221,9 @@ def add_penalty_options(cmd) -> None:
                      "users, quantile-state values; the only choice for --chain/--matrix)")
     cmd.add_argument("--phase-period", type=int_at_least("--phase-period", 1, MAX_AGE_LIMIT), default=None, metavar="P",
                      help=f"slots per cycle of the readings penalty (hour of day: 24 for hourly data); the design uses the "
-                     f"worst phase at every age (default {BUNDLED_PHASE_PERIOD} for the bundled pilot, 1 = no phase for --data)")
+                     f"worst phase at every age (default: a day of slots — {BUNDLED_PHASE_PERIOD} for the bundled pilot, "
+                     "e.g. 48 for 30-minute slots when --data has time stamps or --slot-length is given —, else 1 = "
+                     "no phase)")
     cmd.add_argument("--penalty-level", type=probability("--penalty-level"), default=None, metavar="LEVEL",
                      help=f"two-sided level of the readings penalty's bootstrap band (default {DEFAULT_PENALTY_LEVEL})")
 
@@ -365,6 +367,11 @@ class Deployment:
         ``readings``, ``readings-upper`` or ``chain`` (see :data:`PENALTY_CHOICES`).
     phase_period, penalty_level, horizon, seed
         The readings penalty's phase period (slots), band level, largest age (slots) and bootstrap seed.
+    slot_seconds : int or None
+        The readings' slot length: ``--slot-length``, else inferred from ISO 8601 time stamps in ``--data``, 1 h for
+        the bundled data; ``None`` when unknown (integer slots, no ``--slot-length``).
+    time_origin : str or None
+        Slot 0's date-time (ISO 8601, UTC) when ``--data`` has time stamps.
     """
 
     population: object
@@ -381,6 +388,22 @@ class Deployment:
     seed: int = DEFAULT_BOOTSTRAP_SEED
     all_readings: object = None
     backtest: float | None = None
+    slot_seconds: int | None = None
+    time_origin: str | None = None
+
+
+def default_phase_period(bundled: bool, slot_seconds: int | None) -> int:
+    """The readings penalty's phase period when ``--phase-period`` is not given: a day of slots.
+
+    24 for the bundled hourly pilot; for ``--data`` a day of slots when the slot length is known (``--slot-length``
+    or ISO 8601 time stamps; e.g. 48 for 30-minute slots) and a day is at least 2 whole slots; else 1 (no phase).
+    """
+    from policyopt.studies.markov_check import periods_from_slot
+
+    if bundled:
+        return BUNDLED_PHASE_PERIOD
+    day = periods_from_slot(slot_seconds)[0]
+    return 1 if day is None else int(day)
 
 
 def load_deployment(args) -> Deployment:
@@ -446,10 +469,14 @@ def load_deployment(args) -> Deployment:
             value_range = BUNDLED_VALUE_RANGE
         states = BUNDLED_STATES if args.states is None else args.states
     else:
-        from policyopt.io import read_readings
+        from policyopt.io import format_duration, parse_duration, read_readings_timed
 
-        df = read_readings(args.data)
+        given = getattr(args, "slot_length", None)
+        df, slot_seconds, origin = read_readings_timed(
+            args.data, "--data", None if given is None else parse_duration(given, "--slot-length"))
         source, unit = f"data {args.data}", ""
+        if origin is not None:
+            source += f" (ISO 8601 time stamps: slot k is {origin} + k·{format_duration(slot_seconds)})"
         states = DEFAULT_STATES if args.states is None else args.states
     smoothing = DEFAULT_SMOOTHING if args.smoothing is None else args.smoothing
     backtest, all_readings = getattr(args, "backtest", None), None
@@ -479,14 +506,20 @@ def load_deployment(args) -> Deployment:
             if getattr(args, opt, None) is not None:
                 raise InvalidInputError(f"--{opt.replace('_', '-')} applies to --penalty readings|readings-upper only; "
                                         "omit it with --penalty chain")
+    if bundled:
+        from policyopt.data import BUNDLED_SLOT_LENGTH
+        from policyopt.io import parse_duration
+
+        slot_seconds, origin = parse_duration(BUNDLED_SLOT_LENGTH), None
     phase = getattr(args, "phase_period", None)
-    phase = (BUNDLED_PHASE_PERIOD if bundled else 1) if phase is None else phase
+    phase = default_phase_period(bundled, slot_seconds) if phase is None else phase
     level = getattr(args, "penalty_level", None)
     seed = getattr(args, "seed", None)
     return Deployment(fitted.population, info, unit, users, value_range, fitted, readings=df, penalty_kind=kind,
                       phase_period=phase, penalty_level=DEFAULT_PENALTY_LEVEL if level is None else level,
                       horizon=args.max_age + args.max_interval + 1,
-                      seed=DEFAULT_BOOTSTRAP_SEED if seed is None else seed, all_readings=all_readings, backtest=backtest)
+                      seed=DEFAULT_BOOTSTRAP_SEED if seed is None else seed, all_readings=all_readings, backtest=backtest,
+                      slot_seconds=slot_seconds, time_origin=origin)
 
 
 def deployment_penalty(dep: Deployment, population=None, *, kind: str | None = None):
@@ -639,9 +672,14 @@ def load_distributed_model(args):
             from policyopt.studies.distributed_checks import readings_moments_partitions
             from policyopt.utility.readings_penalty import ReadingsMSEPenalty
 
+            from policyopt.io import parse_duration
+
+            phase = getattr(args, "phase_period", None)
+            if phase is None:  # as the serial path (load_deployment): a day of slots when --slot-length is given
+                slot = getattr(args, "slot_length", None)
+                phase = default_phase_period(False, None if slot is None else parse_duration(slot, "--slot-length"))
             moments, readings_stats = readings_moments_partitions(
-                args.data, args.max_age + args.max_interval + 1, phase_period=getattr(args, "phase_period", None),
-                client=client,
+                args.data, args.max_age + args.max_interval + 1, phase_period=phase, client=client,
             )
             level, seed = getattr(args, "penalty_level", None), getattr(args, "seed", None)
             penalty = ReadingsMSEPenalty(moments, users=fit.population.n_users, unit="",

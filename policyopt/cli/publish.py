@@ -100,7 +100,7 @@ def add_command(sub) -> None:
                      "lines (same SHA-256 of its first bytes), unless --override")
     pub.add_argument("--slot-length", metavar="DUR",
                      help="length of one slot of --data, e.g. 30min, 1h, 1d (default: read from its time stamps when they are "
-                     "date-times — the smallest step —, else the schedule's slot length; the bundled data: 1h)")
+                     "date-times — the most common step —, else the schedule's slot length; the bundled data: 1h)")
     pub.add_argument("--resample", metavar="DUR",
                      help="publish on slots of DUR (a multiple of the slot length): each user's mean over each DUR bin, "
                      "as pandas resample(DUR).mean() (CSV or bundled --data)")

@@ -128,7 +128,8 @@ def deployment_record(args, dep, robust_level=None, empirical_level=None, markov
     digest; ``data`` the design data's identity (:func:`policyopt.io.data_digest`; ``null`` for --chain/--matrix),
     ``users`` the deployment size I, ``value_range`` the declared public range (``null``: the data's own),
     ``max_tv_horizon`` the largest lag of Δ(t) the search used (slots), ``slot_length`` the slot's duration
-    (``--slot-length``; ``"1h"`` for the bundled data; else ``null``: not known).  ``model.max_tv_source`` says
+    (``--slot-length``; else inferred from ``--data``'s time stamps; ``"1h"`` for the bundled data; else ``null``:
+    not known).  ``model.max_tv_source`` says
     which Δ(t) the design used: ``chain``, ``posterior-band:LEVEL`` (``--robust``) or ``empirical:LEVEL``
     (``--max-tv empirical``, whose table ``empirical_max_tv.max_tv_used`` ``publish`` records in the ledger and
     accounts with); ``publish`` and ``ledger`` refuse a source they cannot reproduce (``posterior-band``) rather than
@@ -148,6 +149,8 @@ def deployment_record(args, dep, robust_level=None, empirical_level=None, markov
         if slot_length is not None and slot_length != BUNDLED_SLOT_LENGTH:
             raise InvalidInputError(f"--slot-length {args.slot_length} is not the bundled data's slot ({BUNDLED_SLOT_LENGTH})")
         slot_length = BUNDLED_SLOT_LENGTH
+    elif slot_length is None and getattr(dep, "slot_seconds", None) is not None:
+        slot_length = format_duration(dep.slot_seconds)  # inferred from the data's time stamps
     if args.chain is not None:
         model = ModelSpec(args.chain)
     elif args.matrix is not None:
@@ -376,12 +379,15 @@ def _credible(fitted, out: dict, post: dict, rng, warnings: list) -> dict:
     return cred
 
 
-def _slot_seconds(args) -> int | None:
-    """The slot length (seconds) of the design's readings: ``--slot-length``, 1 h for the bundled data, else unknown."""
+def _slot_seconds(args, dep=None) -> int | None:
+    """The slot length (seconds) of the design's readings: ``--slot-length``, else the data's time stamps' (`dep`),
+    1 h for the bundled data, else unknown."""
     from policyopt.io import parse_duration
 
     if getattr(args, "slot_length", None) is not None:
         return parse_duration(args.slot_length, "--slot-length")
+    if getattr(dep, "slot_seconds", None) is not None:
+        return int(dep.slot_seconds)
     if args.data is None and args.chain is None and args.matrix is None:
         from policyopt.data import BUNDLED_SLOT_LENGTH
 
@@ -398,7 +404,7 @@ def guarantee_settings(args, dep):
     if dep.readings is not None:
         t = dep.readings["time"]
         span = int(t.max()) - int(t.min()) + 1
-    return GuaranteeSettings.resolve(users=int(dep.users), slot_seconds=_slot_seconds(args), data_slots=span,
+    return GuaranteeSettings.resolve(users=int(dep.users), slot_seconds=_slot_seconds(args, dep), data_slots=span,
                                      markov_model=getattr(args, "markov_model", None), privacy=getattr(args, "privacy", None),
                                      delta=getattr(args, "delta", None), horizon=getattr(args, "horizon", None),
                                      accept_refuted=getattr(args, "accept_refuted", None))

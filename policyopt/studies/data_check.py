@@ -293,9 +293,10 @@ def _suggestions(out: dict, f: dict) -> list:
         where = "; ".join(f"{r['user']}: slots {r['first_slot']}..{r['last_slot']}" for r in out["ragged"][:8])
         s.append(f"drop or fix the ragged meters ({where}; the data span slots {out['first_slot']}..{out['last_slot']}): "
                  "their shorter series give fewer pairs and a time split may leave them on one side")
-    if out["phase_period"] is not None and out["slot_length_source"] != "bundled":
-        s.append(f"set --phase-period {out['phase_period']} (a day of {out['slot_length']} slots) for schedule, sweep and "
-                 "backtest: the readings penalty then bounds the worst time of day (the default for --data is 1, no phase)")
+    if out["phase_period"] is not None and out["slot_length_source"] not in ("bundled", "time stamps"):
+        s.append(f"give schedule --slot-length {out['slot_length']} too (or --phase-period {out['phase_period']}, a day "
+                 "of slots, to sweep and backtest): the readings penalty then bounds the worst time of day (integer slots "
+                 "without a slot length have no phase)")
     elif out["slot_seconds"] is None:
         s.append("give --slot-length (e.g. 30min, 1h): with it a day of slots is known, for --phase-period and the "
                  "ragged-meter check")
@@ -363,9 +364,11 @@ def format_data_check(d: dict) -> str:
     ValueError
         If the text contradicts itself (:func:`policyopt.formatting.check_text`; a bug).
     """
-    default = " (its default for the bundled data)" if d["slot_length_source"] == "bundled" else ""
-    slot = (f"{d['slot_length']} ({d['slot_length_source']}); a day is {fmt_count(d['phase_period'], 'slot')}: set "
-            f"--phase-period {d['phase_period']} of schedule{default}" if d["phase_period"] is not None else
+    known = d["slot_length_source"] in ("bundled", "time stamps")
+    default = (": the default --phase-period of schedule, sweep, backtest" if known
+               else f": --phase-period {d['phase_period']} of schedule (its default with --slot-length)")
+    slot = (f"{d['slot_length']} ({d['slot_length_source']}); a day is {fmt_count(d['phase_period'], 'slot')}{default}"
+            if d["phase_period"] is not None else
             f"{d['slot_length']} ({d['slot_length_source']}); a day is not a whole number ≥ 2 of slots"
             if d["slot_length"] is not None else "unknown (give --slot-length)")
     ragged = "; ".join(f"{r['user']} slots {r['first_slot']}..{r['last_slot']}, {fmt_count(r['readings'], 'reading')}, "

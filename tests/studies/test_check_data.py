@@ -159,5 +159,6 @@ def test_text_has_a_line_per_check(csv):
     for label in ("data", "readings", "slot length", "ragged", "gaps", "states", "sparse rows", "suggested",
                   "MSE pilot", "suggestion", "warning", "wall time"):
         assert label in labels, (label, text)
-    assert "set --phase-period 48 of schedule" in text and "C state 5" in text
+    assert "a day is 48 slots: --phase-period 48 of schedule (its default with --slot-length)" in text
+    assert "C state 5" in text
     assert lines[-1].startswith("wall time   : ")
