@@ -471,11 +471,22 @@ def read_parquet_partition(path, option: str = "--data", columns=("user", "time"
             i = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
             raise InvalidInputError(f"{source} row {i + 1}: `time` is empty")
         raw = col.to_numpy(zero_copy_only=False)
+        if not (np.issubdtype(raw.dtype, np.integer) or np.issubdtype(raw.dtype, np.floating)):
+            raise InvalidInputError(f"{source}: `time` is of type {col.type}; Parquet times must be integer slots "
+                                    "(date-times are read from CSV: write the slots, or the data as CSV)")
         if np.issubdtype(raw.dtype, np.floating):
-            bad = ~np.isfinite(raw) | (raw != np.round(raw))
-            if bad.any():
-                i = int(np.flatnonzero(bad)[0])
-                raise InvalidInputError(f"{source} row {i + 1}: `time` {raw[i].item()!r} is not an integer slot")
+            # integral and within ±2^53 (every such float is an exact int64; beyond, the cast is undefined)
+            bad = ~np.isfinite(raw) | (raw != np.round(raw)) | (np.abs(raw) > 2.0**53)
+        elif np.issubdtype(raw.dtype, np.unsignedinteger):
+            bad = raw > np.iinfo(np.int64).max  # would wrap to a negative slot
+        else:
+            bad = np.zeros(raw.shape, dtype=bool)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            v = raw[i].item()
+            beyond = raw.dtype.kind == "u" or (math.isfinite(v) and v == round(v))  # whole, but too large
+            raise InvalidInputError(f"{source} row {i + 1}: `time` {v!r} is not an integer slot"
+                                    + (" policyopt can count (below 2^63; 2^53 for floating-point times)" if beyond else ""))
         out["time"] = raw.astype(np.int64)
     if "user" in columns:
         col = table.column("user")

@@ -231,6 +231,10 @@ def test_ties_leave_a_bin_empty(tmp_path):
         ({"value": ["a", "b"]}, {}, r"column `value` has type string; expected integer or floating"),
         ({"time": [True, False]}, {}, r"column `time` has type bool; expected integer or floating"),
         ({"time": [0.0, 1.5]}, {}, r"row 2: `time` 1.5 is not an integer slot"),
+        # beyond int64 slots: a uint64 ≥ 2^63 used to wrap to a negative slot, a float beyond 2^53 to an undefined cast
+        ({"time": [0, 2**63]}, dict(time=__import__("pyarrow").uint64()),
+         r"row 2: `time` 9223372036854775808 is not an integer slot policyopt can count \(below 2\^63"),
+        ({"time": [1e300, 1.0]}, {}, r"row 1: `time` 1e\+300 is not an integer slot policyopt can count"),
         ({"value": [1.0, float("nan")]}, {}, r"row 2: `value` nan is not a finite number"),
         ({"value": [1.0, None]}, {}, r"row 2: `value` None is not a finite number"),
         ({"user": ["a", None]}, {}, r"row 2: `user` is empty"),
