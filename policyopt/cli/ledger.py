@@ -124,6 +124,7 @@ def run_ledger(args) -> int:
             population = model.load()
             risk = led.risk(population, at=args.at)
             rows = led.rows()
+            trials = led.trials()
             sch = led.schedule
     except KeyboardInterrupt:
         return interrupted("nothing was changed")
@@ -160,6 +161,7 @@ def run_ledger(args) -> int:
         "model_is_recorded": model == led.model,
         "model_reason": provenance.get("model_reason"),
         "override": provenance.get("override") if model == led.model else args.override,
+        "trials": trials,
         "provenance": provenance,
         "slot_length": slot_len,
         "slot_seconds": slot_seconds,
@@ -228,6 +230,9 @@ def run_ledger(args) -> int:
                                                  f"{led.model.markov_model})"),
         f"model from  : {out['model_reason']}",
         f"design check: {verdict_text(mv)}",
+        *(f"trial       : {t.get('reason')} (publish --trial, {t.get('recorded_at')}) — from release "
+          f"{t.get('first_release')} the releases average as few as {fmt_count(t.get('fewest_users'), 'user')}' "
+          f"readings, against the I = {t.get('design_users')} users of the design" for t in trials),
         f"releases    : {risk.released} made, {risk.skipped} skipped, up to slot {risk.at}{span_text(risk.at, slot_seconds)}"
         + ("" if slot_seconds is None else f"; slots of {slot_len}"),
         f"now         : ε({risk.at}) = {fmt_upper(out['risk_at'])} nats{not_a_bound(mv, brief=True)}, "

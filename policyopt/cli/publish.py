@@ -98,6 +98,10 @@ def add_command(sub) -> None:
                      "default: the bundled CityLearn 2022 data (17 homes, hourly kWh, 8760 slots) as a finished stream. "
                      "With --schedule it must be the data the schedule was designed on, or that CSV grown by appended "
                      "lines (same SHA-256 of its first bytes), unless --override")
+    pub.add_argument("--trial", metavar="REASON", default=None,
+                     help="publish a stream with far fewer users than the schedule was designed for (a release over fewer "
+                     "than half of its I users is refused otherwise: its noise variance is at least 4 times the schedule's); "
+                     "REASON (one line) is recorded in the ledger with the first such release and the fewest users")
     pub.add_argument("--slot-length", metavar="DUR",
                      help="length of one slot of --data, e.g. 30min, 1h, 1d (default: read from its time stamps when they are "
                      "date-times — the most common step —, else the schedule's slot length; the bundled data: 1h)")
@@ -699,7 +703,7 @@ def _publish(args, start, schedule, model, provenance, client, as_designed: bool
             raise InvalidInputError(f"--through {args.through} is outside the data's slots {t_min}..{t_max}")
     publisher = Publisher(args.ledger, schedule, model=model, max_risk=args.max_risk, out=args.out, provenance=provenance,
                           check_design=args.override is None and as_designed, ci_level=args.ci_level,
-                          slot_seconds=slot_seconds)
+                          slot_seconds=slot_seconds, trial=args.trial)
     try:
         rep = publisher.publish(readings, through=args.through)
     except KeyboardInterrupt:
@@ -725,6 +729,7 @@ def _publish(args, start, schedule, model, provenance, client, as_designed: bool
         "max_tv_source": model.max_tv_source,
         "model_reason": rep.provenance.get("model_reason"),
         "override": rep.provenance.get("override"),
+        "trial": rep.trial,
         "slot_length": rep.provenance.get("slot_length"),
         "slot_seconds": slot_seconds,
         "through": rep.through,
@@ -792,6 +797,11 @@ def _publish(args, start, schedule, model, provenance, client, as_designed: bool
                      + (", over the stream's true current mean: a replay of the design's readings)" if out["plot_truth"] else ")"))
     if rep.out:
         lines.append(f"out         : {rep.out}" + (" (rebuilt from the ledger)" if rep.out_rebuilt else ""))
+    if rep.trial is not None:
+        t = rep.trial
+        lines.append(f"trial       : {t['reason']} (--trial) — from release {t['first_release']} the releases average as "
+                     f"few as {fmt_count(t['fewest_users'], 'user')}' readings, against the I = {t['design_users']} users "
+                     "of the design: their noise variance is ≥ 4 times the schedule's (recorded in the ledger)")
     if designed_sens is not None and used_sens is not None and used_sens > designed_sens * (1 + 1e-3):
         lines.append(f"note        : Δf up to {fmt_value(used_sens)} in this run, above the Δf = {fmt_value(designed_sens)} the schedule's "
                      "penalty assumed (wider --value-range or fewer users): the privacy is as accounted, the error larger")

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from policyopt.deploy.ledger import SCHEMA_VERSION, Ledger, LedgerRisk, LedgerRow
 from policyopt.deploy.model import ModelSpec
-from policyopt.deploy.publisher import PublishReport, Publisher, RiskLimitError, ScheduleSpec
+from policyopt.deploy.publisher import TRIAL_FRACTION, PublishReport, Publisher, RiskLimitError, ScheduleSpec, TrialError
 
 __all__ = [
     "Ledger",
@@ -33,5 +33,7 @@ __all__ = [
     "Publisher",
     "PublishReport",
     "RiskLimitError",
+    "TRIAL_FRACTION",
+    "TrialError",
     "ScheduleSpec",
 ]

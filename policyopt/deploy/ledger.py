@@ -1118,6 +1118,54 @@ class Ledger:
         """The ``meta`` table as a dict."""
         return {} if self.is_new else dict(self._conn.execute("SELECT key, value FROM meta").fetchall())
 
+    def trials(self) -> list:
+        """The runs declared trials (:meth:`record_trial`), oldest first; ``[]`` when none (or a ledger before them).
+
+        Raises
+        ------
+        InvalidInputError
+            If the ``trials`` record is not a JSON list of objects (an edited ledger).
+        """
+        text = self.meta().get("trials")
+        if text is None:
+            return []
+        try:
+            trials = json.loads(text)
+        except json.JSONDecodeError:
+            trials = None
+        if not isinstance(trials, list) or not all(isinstance(t, dict) for t in trials):
+            raise InvalidInputError(f"{self.option} {str(self.path)!r}: its `trials` record is not a list of trials "
+                                    f"({text[:80]!r}); the ledger was edited")
+        return trials
+
+    def record_trial(self, trial: dict) -> None:
+        """Append a trial run to the ``meta`` record ``trials`` (one transaction), with the time it was recorded.
+
+        Parameters
+        ----------
+        trial : dict
+            JSON-ready: ``reason`` (``publish --trial``), ``first_release`` (the run's first release over fewer than
+            :data:`policyopt.deploy.publisher.TRIAL_FRACTION` of the design's users), ``fewest_users``,
+            ``design_users``.
+
+        Raises
+        ------
+        InvalidInputError
+            If the ledger is new or opened read-only.
+        """
+        if not self.writer or self.is_new:
+            raise InvalidInputError(f"{self.option} {str(self.path)!r}: a trial is recorded in an initialised ledger "
+                                    "opened for writing")
+        trials = self.trials() + [{**trial, "recorded_at": now_utc()}]
+        c = self._conn
+        c.execute("BEGIN IMMEDIATE")
+        try:
+            c.execute("INSERT OR REPLACE INTO meta VALUES ('trials', ?)", (json.dumps(trials, sort_keys=True),))
+            c.execute("COMMIT")
+        except BaseException:
+            _rollback(c)
+            raise
+
     def close(self) -> None:
         """Release the lock and close the connection (WAL is checkpointed by SQLite)."""
         self._conn.close()

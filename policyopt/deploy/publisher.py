@@ -79,10 +79,22 @@ from policyopt.deploy.model import ModelSpec
 from policyopt.deploy.out_file import OLD_OUT_HEADER, OUT_HEADER, out_table, render_out
 from policyopt.formatting import fmt_count, round_up
 
-__all__ = ["Publisher", "PublishReport", "RiskLimitError", "ScheduleSpec", "read_stream_csv", "ParquetStream", "spill_files"]
+__all__ = ["Publisher", "PublishReport", "RiskLimitError", "TrialError", "TRIAL_FRACTION", "ScheduleSpec", "read_stream_csv",
+           "ParquetStream", "spill_files"]
 
 class RiskLimitError(PolicyOptError):
     """A due release would raise the peak age-dependent risk above ``max_risk``; nothing was published."""
+
+
+#: A release over fewer than this fraction of the design's I users is a trial, not the deployment designed: its
+#: noise is at least (1/0.5)² = 4 times the MSE the schedule's utility bound assumed (the sensitivity of the mean is
+#: (HI − LO)/users).  Refused unless the run is declared a trial (``publish --trial REASON``, recorded).
+TRIAL_FRACTION = 0.5
+
+
+class TrialError(PolicyOptError):
+    """A due release averages far fewer users than the schedule was designed for, and the run is not a declared trial;
+    nothing was published."""
 
 
 def read_stream_csv(path, option: str = "--data"):
@@ -165,6 +177,10 @@ class PublishReport:
     rows : tuple of LedgerRow
         Every row of the ledger after the run (earlier runs' and this one's), e.g. for
         :func:`policyopt.deploy.ledger.model_free_of_rows`.
+    trial : dict or None
+        This run's trial record (:meth:`policyopt.deploy.ledger.Ledger.record_trial`: ``reason``, ``first_release``,
+        ``fewest_users``, ``design_users``) when it made releases over fewer than :data:`TRIAL_FRACTION` of the
+        design's users; else ``None``.
     intervals : dict or None
         The ledger's ``intervals`` record (:mod:`policyopt.deploy.error_bars`; ``None`` for a ledger written before
         it existed).
@@ -187,6 +203,7 @@ class PublishReport:
     provenance: dict
     rows: tuple = ()
     intervals: dict | None = None
+    trial: dict | None = None
 
 
 def _pause(stage: str, k: int, slot: int) -> None:
@@ -263,6 +280,12 @@ class Publisher:
         :data:`~policyopt.utility.intervals.DEFAULT_CI_LEVEL`); a later run may not change it.
     slot_seconds : int, optional
         Slot length (the phase of the day of the current-mean interval); used when the ledger is created.
+    trial : str, optional
+        The reason this run is a trial (``publish --trial REASON``): releases over fewer than :data:`TRIAL_FRACTION`
+        of the design's users (``provenance["design_users"]``, the schedule's I) are then made and the trial is
+        recorded in the ledger (``meta`` ``trials``); without it such a run raises :class:`TrialError` and nothing is
+        published.  A pilot stream is not the deployment: its releases carry the accounted privacy but noise
+        (I/users)² times the designed MSE.
     check_design : bool
         When the ledger is created, recompute the schedule's own ε* (eq. (30)) and horizon risk from its A, S̄, ε_C
         under `model` (:func:`policyopt.deploy.ledger.schedule_discrepancies`) and refuse a schedule whose recorded
@@ -274,6 +297,8 @@ class Publisher:
     InvalidInputError
         If `max_risk` is not a positive number; at :meth:`publish`, a schedule that does not reproduce its numbers
         (with `check_design`).
+    TrialError
+        At :meth:`publish`: see `trial`.
 
     Examples
     --------
@@ -283,7 +308,7 @@ class Publisher:
 
     def __init__(self, ledger, schedule: ScheduleSpec, *, model: ModelSpec | None = None,
                  max_risk: float | None = None, out=None, provenance: dict | None = None, check_design: bool = True,
-                 ci_level: float | None = None, slot_seconds: int | None = None):
+                 ci_level: float | None = None, slot_seconds: int | None = None, trial: str | None = None):
         from policyopt.errors import check_positive
         from policyopt.utility.intervals import check_ci_level
 
@@ -300,6 +325,9 @@ class Publisher:
         self.check_design = bool(check_design)
         self.ci_level = None if ci_level is None else check_ci_level(ci_level, "ci_level")
         self.slot_seconds = slot_seconds
+        if trial is not None and (not isinstance(trial, str) or not trial.strip() or "\n" in trial):
+            raise InvalidInputError(f"`trial` must be a one-line reason, got {fmt(trial)}")
+        self.trial = trial
         self._intervals = None
 
     # ---------------------------------------------------------------------------------------
@@ -558,6 +586,9 @@ class Publisher:
         state = None if prev is None else (prev.input_time, prev.epsilon_spent, prev.prior_risk)
         peak = max((r.risk_at_release for r in rows if r.status == "released"), default=0.0)
         plan = []
+        design_users = (self.provenance or {}).get("design_users")
+        trial_floor = TRIAL_FRACTION * design_users if isinstance(design_users, int) and design_users > 0 else 0.0
+        trial = None  # this run's trial record: the first release below the floor and the fewest users
         n = (last.n if last else 0) + 1
         while sch.publish_time(n) <= through:
             slot = sch.publish_time(n)
@@ -579,12 +610,29 @@ class Publisher:
                         f"--max-risk {self.max_risk!r}; nothing was published"
                         + (f" ({ok} earlier due releases stay within it: --through {slot - 1} publishes them)" if ok else "")
                     )
+                if vals.size < trial_floor:
+                    if self.trial is None:
+                        ok = len(plan)
+                        raise TrialError(
+                            f"release {n} at slot {slot} would average {fmt_count(vals.size, 'user')}' readings, fewer "
+                            f"than {TRIAL_FRACTION:g} of the I = {design_users} users the schedule was designed for (noise "
+                            f"variance {(design_users / vals.size) ** 2:.3g} times the schedule's): this stream is a trial, "
+                            "not the deployment; publish the deployment's stream, or declare the trial with --trial REASON "
+                            "(recorded in the ledger); nothing was published"
+                            + (f" ({ok} earlier due releases have enough users: --through {slot - 1} publishes them)"
+                               if ok else ""))
+                    if trial is None:
+                        trial = {"reason": self.trial, "first_release": n, "fewest_users": int(vals.size),
+                                 "design_users": int(design_users)}
+                    trial["fewest_users"] = min(trial["fewest_users"], int(vals.size))
                 plan.append((n, slot, tau, vals.size, spent, prior, risk, input_digest(users, vals)))  # values read again to draw
                 state = (tau, spent, prior)
                 peak = max(peak, risk)
             n += 1
         if led.is_new:
             led.initialise(sch, model, self.provenance, intervals=self._intervals)
+        if trial is not None:
+            led.record_trial(trial)  # before any noise is drawn: a trial's releases are never unrecorded
         rebuilt = False
         if self.out is not None and lagging:
             if not self._parquet:
@@ -642,6 +690,7 @@ class Publisher:
             next_slot=sch.publish_time((last_row.n if last_row else 0) + 1), peak_risk=float(peak),
             out=None if self.out is None else str(self.out), out_rebuilt=rebuilt, model=model.describe(),
             provenance=json.loads(led.meta().get("provenance", "{}")), rows=tuple(all_rows), intervals=self._intervals,
+            trial=trial,
         )
 
 
