@@ -40,14 +40,18 @@ themselves, with no Markov assumption:
 
 The computation is a map step over users (:func:`max_tv_part`: Δ̂(t), and the B replicates' Δ̂*(t), as maxima over
 a group's users, and the users without claim) and a band step (:func:`max_tv_band`: quantiles and the max-statistic
-shift).  With one resampling stream per user (:func:`user_streams`, keyed by the user's name) a user's replicates do
-not depend on the other users, so the parts of disjoint groups (the files of a Parquet data set on Dask) combine by
-:meth:`MaxTVPart.merge` into exactly the part of all users.
+shift).  With one resampling stream per user (:func:`~policyopt.models.chain_simulation.user_streams`, keyed by the
+user's name) a user's replicates do not depend on the other users, so the parts of disjoint groups (the files of a
+Parquet data set on Dask) combine by :meth:`MaxTVPart.merge` into exactly the part of all users.
 
-The test of a chain model (:func:`chain_statistic_draws`) compares Δ̂(t) with the distribution of *the same
-statistic* on series simulated from the fitted chains (a parametric bootstrap; a Monte Carlo test,
-A. C. Davison, D. V. Hinkley, "Bootstrap Methods and their Application", Cambridge, 1997, Sec. 4.2.5), which
+The test of a chain model (:func:`~policyopt.models.chain_simulation.chain_statistic_draws`) compares Δ̂(t) with
+the distribution of *the same statistic* on series simulated from the fitted chains (a parametric bootstrap; a Monte
+Carlo test, A. C. Davison, D. V. Hinkley, "Bootstrap Methods and their Application", Cambridge, 1997, Sec. 4.2.5), which
 carries the same upward bias, instead of comparing the band with the chain's Δ(t).
+
+This module owns the estimator and its band (steps 3 and 4); the counts of step 1 are
+:mod:`policyopt.models.lag_counts`, the statistic of step 2 :mod:`policyopt.models.row_tv`, the simulated chains and
+the per-user streams :mod:`policyopt.models.chain_simulation`.  Every name of ``__all__`` is importable from here.
 """
 
 from __future__ import annotations
@@ -58,8 +62,19 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from policyopt import progress
-from policyopt.errors import InvalidInputError, fmt
+from policyopt.errors import InvalidInputError, check_int, fmt
+from policyopt.models.chain_simulation import chain_statistic_draws, simulate_chain_states, user_streams
+from policyopt.models.lag_counts import (
+    MAX_LAG_CAP,
+    block_counts,
+    check_lag,
+    default_max_lag,
+    lagged_pair_counts,
+    last_observed,
+    states_matrix,
+)
 from policyopt.models.markov import as_slots
+from policyopt.models.row_tv import DEFAULT_MIN_PAIRS, claimable_series, max_row_tv, max_tv_statistic, user_max_tv
 
 __all__ = [
     "EmpiricalMaxTV",
@@ -80,384 +95,14 @@ __all__ = [
     "MAX_LAG_CAP",
 ]
 
-#: Pairs a row (current state) needs before its reversed-kernel row is claimed (every row of every bundled home has ≥ 143 at K = 3).
-DEFAULT_MIN_PAIRS = 100
 #: Block-bootstrap replicates of the band.
 DEFAULT_N_BOOT = 200
-#: Largest default number of lags (slots); see :func:`default_max_lag`.
-MAX_LAG_CAP = 1000
-#: Bytes of complex FFT products held at once (per chunk of blocks or series).
-_CHUNK_BYTES = 64 * 2**20
-
-
-def default_max_lag(T: int) -> int:
-    """Default number of lags L for series of T slots: ⌊T/10⌋, at most :data:`MAX_LAG_CAP`, at least 1.
-
-    At lag t only T − t pairs exist; with t ≤ T/10 every lag keeps ≥ 90 % of the pairs of lag 1, so the
-    estimates at all lags rest on about the same amount of data (the usual rule of thumb for sample
-    autocorrelations, G. E. P. Box, G. M. Jenkins, "Time Series Analysis", 1976, Sec. 6.2.1: n/4 at most,
-    here stricter).
-    """
-    return int(max(1, min(int(T) // 10, MAX_LAG_CAP)))
-
-
-def states_matrix(states, n_states: int) -> np.ndarray:
-    """Quantile-state series as an int64 array (users, T) with −1 for a missing slot.
-
-    Parameters
-    ----------
-    states : array_like of shape (U, T), or a list of U one-dimensional arrays (unequal lengths allowed)
-        State indices 0..K−1; −1 or NaN marks a missing slot.  Shorter series are padded with −1.
-    n_states : int
-        K ≥ 2.
-
-    Returns
-    -------
-    numpy.ndarray of int64, shape (U, T_max)
-
-    Raises
-    ------
-    InvalidInputError
-        Non-integral entries, entries outside −1..K−1, no users, or a bad `n_states`.
-    """
-    if isinstance(n_states, bool) or not isinstance(n_states, (int, np.integer)) or n_states < 2:
-        raise InvalidInputError(f"`n_states` must be an integer ≥ 2, got {fmt(n_states)}")
-    if isinstance(states, np.ndarray) and states.ndim == 2 and states.dtype.kind in "iu" and states.shape[0] > 0:
-        out = states.astype(np.int64, copy=False)  # no copy of a large int64 matrix
-        bad = (out < -1) | (out >= n_states)
-        if bad.any():
-            i, j = (int(v[0]) for v in np.nonzero(bad))
-            raise InvalidInputError(f"`states` user {i} slot {j} is {int(out[i, j])}, outside 0..{n_states - 1} (−1 = missing)")
-        return out
-    if isinstance(states, np.ndarray) and states.ndim == 2:
-        rows = list(states)
-    elif isinstance(states, np.ndarray) and states.ndim == 1 and states.dtype != object:
-        rows = [states]
-    else:
-        try:
-            rows = [np.asarray(r) for r in states]
-        except TypeError:
-            raise InvalidInputError(f"`states` must be an array (users, T) or a list of 1-D arrays, got {fmt(states)}") from None
-    if not rows:
-        raise InvalidInputError("`states` holds no user")
-    T = max(int(np.size(r)) for r in rows)
-    out = np.full((len(rows), T), -1, dtype=np.int64)
-    for i, r in enumerate(rows):
-        a = np.asarray(r)
-        if a.ndim != 1:
-            raise InvalidInputError(f"`states` user {i} must be a one-dimensional series, got shape {a.shape}")
-        if a.dtype == bool or not (np.issubdtype(a.dtype, np.number)):
-            raise InvalidInputError(f"`states` user {i} must hold state indices, got dtype {a.dtype}")
-        if np.issubdtype(a.dtype, np.floating):
-            nan = np.isnan(a)
-            a = np.where(nan, -1.0, a)
-            if np.any(a != np.round(a)) or not np.all(np.isfinite(a)):
-                raise InvalidInputError(f"`states` user {i} has a non-integral state index")
-        a = a.astype(np.int64)
-        bad = (a < -1) | (a >= n_states)
-        if bad.any():
-            j = int(np.flatnonzero(bad)[0])
-            raise InvalidInputError(f"`states` user {i} slot {j} is {int(a[j])}, outside 0..{n_states - 1} (−1 = missing)")
-        out[i, : a.size] = a
-    return out
-
-
-def _indicators(x: np.ndarray, K: int) -> np.ndarray:
-    """(S, T) states → (S, K, T) float32 indicators (0 at missing slots; exact, and what the FFT tries first)."""
-    return (x[:, None, :] == np.arange(K)[None, :, None]).astype(np.float32)
-
-
-def _xcorr_counts(cur: np.ndarray, past: np.ndarray, L: int) -> np.ndarray:
-    """Counts (S, L, K, K): entry [i, t−1, x, y] = Σ_s cur[i, x, s]·past[i, y, s + L − t], t = 1..L.
-
-    `cur` (S, K, b) holds the indicators at the current times of a stretch, `past` (S, K, b + L) those from L
-    slots before it to its end (zeros outside the series).  Linear cross-correlation by real FFT of length
-    n ≥ b + L (no circular wrap at the offsets used), rounded to integers.  Computed in single precision first
-    (twice as fast); if any result is not within 0.25 of an integer it is recomputed in double precision, and
-    if even that fails an ArithmeticError is raised, so the counts returned are always exact integers, as
-    float32 (exact below 2²⁴) from the single-precision pass, float64 from the other.
-    """
-    from scipy import fft as sfft
-
-    S, K, b = cur.shape
-    n = sfft.next_fast_len(b + L, real=True)
-    for dtype in (np.float32, np.float64):
-        fc = np.conj(sfft.rfft(cur.astype(dtype, copy=False), n, axis=-1))
-        fp = sfft.rfft(past.astype(dtype, copy=False), n, axis=-1)
-        corr = sfft.irfft(fc[:, :, None, :] * fp[:, None, :, :], n, axis=-1)[..., :L]  # offset k = L − t
-        counts = np.rint(corr)
-        np.subtract(corr, counts, out=corr)
-        err = max(float(np.max(corr)), -float(np.min(corr))) if corr.size else 0.0
-        if err < 0.25:
-            out = np.empty((S, L, K, K), dtype=dtype)
-            np.copyto(out.transpose(0, 2, 3, 1)[..., ::-1], counts)
-            return out
-    raise ArithmeticError(f"FFT lagged-pair counts are not integral (error {err:.3g}); series too long")  # pragma: no cover
-
-
-def _chunk(S: int, K: int, n: int) -> int:
-    return max(1, int(_CHUNK_BYTES // max(1, K * K * (n // 2 + 1) * 16)))
-
-
-def lagged_pair_counts(states, n_states: int, max_lag: int) -> np.ndarray:
-    """Lagged-pair counts of every user at lags 1..L.
-
-    Parameters
-    ----------
-    states : array_like
-        As :func:`states_matrix`: (U, T) state indices, −1 missing.
-    n_states : int
-        K.
-    max_lag : int
-        L ≥ 1 (slots).
-
-    Returns
-    -------
-    numpy.ndarray of int64, shape (U, L, K, K)
-        ``counts[u, t − 1, x, y]`` = number of slots s with state x at s and state y at s − t (both observed).
-
-    Raises
-    ------
-    InvalidInputError
-        Bad `states`, `n_states` or `max_lag`.
-    """
-    x = states_matrix(states, n_states)
-    L = _check_lag(max_lag, x.shape[1])
-    return _pair_counts(x, int(n_states), L).astype(np.int64, copy=False)
-
-
-def _pair_counts(x: np.ndarray, K: int, L: int) -> np.ndarray:
-    """Counts (S, L, K, K) of a checked state matrix, by direct counting or by FFT, whichever the cost model favours
-    (exact integers, int64 or, from the FFT, float)."""
-    S, T = x.shape
-    if _direct_is_cheaper(T, K, L):
-        return _direct_counts(x, K, L)
-    out = np.empty((S, L, K, K), dtype=np.float64)
-    step = _chunk(S, K, T + L)
-    for i in range(0, S, step):
-        ind = _indicators(x[i : i + step], K)
-        past = np.concatenate([np.zeros(ind.shape[:2] + (L,), ind.dtype), ind], axis=-1)
-        out[i : i + step] = _xcorr_counts(ind, past, L)
-    return out
-
-
-def _direct_is_cheaper(T: int, K: int, L: int) -> bool:
-    """Cost model per series (ns, fitted to timings of both paths on the project's 2-core machine): direct counting
-    touches L·T pairs and L·(K + 1)² bins; the FFT path makes K² + 2K transforms of length n ≈ T + L, K²·n products
-    and L·K² roundings.  Both paths give the same exact counts; this only picks the faster."""
-    n = T + L
-    direct = 4.5 * L * T + 20.0 * L * (K + 1) ** 2
-    fft = 0.5 * (K * K + 2 * K) * n * max(1.0, math.log2(n)) + 10.0 * L * K * K + 3.0 * K * K * n
-    return direct <= fft
-
-
-#: Pairs (int64 bin indices) held at once by the direct count.
-_DIRECT_CHUNK = 2**17
-
-
-def _direct_counts(x: np.ndarray, K: int, L: int) -> np.ndarray:
-    """Counts (S, L, K, K) by one ``np.bincount`` over (series, lag, current state, past state) codes.
-
-    A missing slot (−1) is coded as state K, so a pair with a missing end lands in a bin that is dropped; the
-    counts are exact integers by construction (no rounding).
-    """
-    S, T = x.shape
-    K1 = K + 1
-    out = np.empty((S, L, K, K), dtype=np.int64)
-    if S == 0:
-        return out
-    step = max(1, _DIRECT_CHUNK // max(1, L * T))
-    lag_base = (np.arange(L, dtype=np.intp) * (K1 * K1))[:, None]  # window j ↔ lag L − j
-    for i in range(0, S, step):
-        xc = x[i : i + step]
-        n = xc.shape[0]
-        code = np.where(xc >= 0, xc, K).astype(np.intp)
-        past = np.concatenate([np.full((n, L), K, dtype=np.intp), code], axis=1)
-        win = np.lib.stride_tricks.sliding_window_view(past, T, axis=1)[:, :L, :]  # (n, L, T): past at lag L − j
-        cur = code * K1 + (np.arange(n, dtype=np.intp) * (L * K1 * K1))[:, None]
-        idx = win + (cur[:, None, :] + lag_base[None, :, :])
-        c = np.bincount(idx.ravel(), minlength=n * L * K1 * K1).reshape(n, L, K1, K1)
-        out[i : i + n] = c[:, ::-1, :K, :K]
-    return out
-
-
-def _state_totals(x: np.ndarray, K: int) -> np.ndarray:
-    """Observed slots per state of each series, (S, K) int64 (one boolean temporary at a time)."""
-    return np.stack([np.count_nonzero(x == k, axis=1) for k in range(K)], axis=1).astype(np.int64)
-
-
-def _internal_gaps(x: np.ndarray) -> np.ndarray:
-    """Missing slots before each series' last observation, (S, T) bool."""
-    T = x.shape[1]
-    return (x < 0) & (np.arange(T)[None, :] < _last_observed(x)[:, None])
-
-
-def _last_observed(x: np.ndarray) -> np.ndarray:
-    """One past each series' last observed slot, (S,) (0 if none)."""
-    return x.shape[1] - np.argmax((x >= 0)[:, ::-1], axis=1)
-
-
-def _rows_upper(x: np.ndarray, K: int, L: int, total: np.ndarray) -> np.ndarray:
-    """#{i ≥ t : x_i = k}, (S, L, K) int64: the pairs behind row k at lag t if no slot were missing (an upper bound
-    on them, and larger by at most the series' missing slots)."""
-    head = np.add.accumulate((x[:, :L, None] == np.arange(K)).view(np.int8), axis=1, dtype=np.int32)
-    return np.subtract(total[:, None, :], head, dtype=np.int64)  # only the first L slots of `x` are read  # head[:, t − 1] = #{i < t : x_i = k}
-
-
-def _row_pairs(x: np.ndarray, K: int, L: int, total: np.ndarray, upper: np.ndarray | None = None):
-    """Pairs behind each row, (S, L, K) int64, without the full counts: ``counts.sum(axis=-1)``.
-
-    rows[s, t, k] = #{i ≥ t : x_i = k} − #{m : x_m missing, x_{m+t} = k} (:func:`_rows_upper` minus a count over
-    the M missing slots before each series' last observation, M·L work).  None when the gaps are so many that
-    counting every pair is as cheap.
-    """
-    S, T = x.shape
-    gaps = _internal_gaps(x)
-    M = int(np.count_nonzero(gaps))
-    if M * L * 4 > S * T * L:
-        return None
-    rows = _rows_upper(x, K, L, total) if upper is None else upper.copy()
-    if M:
-        s_i, m_i = np.nonzero(gaps)
-        code = np.concatenate([np.where(x >= 0, x, K), np.full((S, L), K, dtype=x.dtype)], axis=1).astype(np.intp)
-        v = code[s_i[:, None], m_i[:, None] + np.arange(1, L + 1)[None, :]]  # (M, L): state at m + t
-        idx = (s_i[:, None] * L + np.arange(L)[None, :]) * (K + 1) + v
-        rows -= np.bincount(idx.ravel(), minlength=S * L * (K + 1)).reshape(S, L, K + 1)[..., :K]
-    return rows
-
-
-def _block_counts(x: np.ndarray, K: int, L: int, bounds: np.ndarray) -> np.ndarray:
-    """Lagged-pair counts of one user's series per block of current times: (m, L, K, K), exact integers as float.
-
-    ``bounds`` (m + 1,) are the block edges over current times 0..T; block j holds the pairs whose current time
-    lies in [bounds[j], bounds[j + 1]); summed over blocks they are the user's counts.
-    """
-    ind = (x[None, :] == np.arange(K)[:, None]).astype(np.float32)  # (K, T)
-    starts, ends = bounds[:-1], bounds[1:]
-    bmax = int(np.max(ends - starts))
-    pad = np.concatenate([np.zeros((K, L), np.float32), ind, np.zeros((K, bmax), np.float32)], axis=1)  # index = time + L
-    m = starts.size
-    parts = []
-    step = _chunk(m, K, bmax + L)
-    offs_p = np.arange(bmax + L)
-    offs_c = np.arange(bmax)
-    for i in range(0, m, step):
-        a = starts[i : i + step]
-        lens = (ends - starts)[i : i + step]
-        past = pad[:, a[:, None] + offs_p[None, :]].transpose(1, 0, 2)  # times a − L .. a + bmax − 1
-        cur = pad[:, a[:, None] + L + offs_c[None, :]].transpose(1, 0, 2)
-        cur = cur * (offs_c[None, None, :] < lens[:, None, None])
-        parts.append(_xcorr_counts(cur, past, L))
-    return parts[0] if len(parts) == 1 else np.concatenate(parts)
-
-
-def max_row_tv(counts, min_pairs: int = 1, claimed=None) -> np.ndarray:
-    """Largest total variation between two claimed rows of normalised lagged-pair counts.
-
-    Parameters
-    ----------
-    counts : array_like, shape (..., K, K)
-        ``counts[..., x, y]``: pairs with current state x and past state y.
-    min_pairs : int
-        A row is claimed when it holds at least this many pairs (and at least one).
-    claimed : array_like of bool, shape (..., K), optional
-        Rows to use instead of the `min_pairs` rule (a row with no pairs is still skipped).
-
-    Returns
-    -------
-    numpy.ndarray, shape (...)
-        max over claimed x, x' of ½ Σ_y |R(x, y) − R(x', y)|; 0 where fewer than two rows are claimed.
-    """
-    c = np.asarray(counts, dtype=np.float64)
-    lead, K = c.shape[:-2], c.shape[-1]
-    c2 = c.reshape(-1, K, K)
-    if K < _SEQ_SUM:
-        rows = _seq_sum([c2[:, :, y] for y in range(K)])  # (N, K): as c.sum(axis=-1), bit for bit
-    else:
-        rows = c2.sum(axis=-1)
-    ok = rows >= max(1, int(min_pairs)) if claimed is None else (np.broadcast_to(claimed, lead + (K,)).reshape(-1, K) & (rows > 0))
-    best = np.zeros(c2.shape[0])
-    two = np.count_nonzero(ok, axis=-1) >= 2  # an item with < 2 claimed rows has TV 0
-    items = None if two.all() else np.flatnonzero(two)
-    n = c2.shape[0] if items is None else items.size
-    step = max(1, (2**17) // max(1, K * K))  # ~1 MiB of float64 per temporary
-    for i in range(0, n, step):
-        sel = slice(i, min(n, i + step)) if items is None else items[i : i + step]
-        best[sel] = _pair_tv_max(c2[sel], rows[sel], ok[sel])
-    return np.minimum(best, 1.0).reshape(lead)
-
-
-#: Below this many terms numpy's float sum along an axis adds left to right (its pairwise summation starts at 8).
-_SEQ_SUM = 8
-
-
-def _seq_sum(terms: list) -> np.ndarray:
-    """Left-to-right sum of equally shaped arrays: the bits of ``np.sum`` over an axis of < 8 terms."""
-    out = terms[0].copy()
-    for t in terms[1:]:
-        out += t
-    return out
-
-
-def _pair_tv_max(c: np.ndarray, rows: np.ndarray, ok: np.ndarray) -> np.ndarray:
-    """max over claimed row pairs of ½‖R(x, ·) − R(x', ·)‖₁ for items (n, K, K) float64, each TV summed over y as a
-    pairwise loop sums a row (``np.abs(R[x] − R[x']).sum()``), so the values are those of the plain loop bit for bit.
-
-    K < 8: one contiguous (n,) array per entry (planar) and the K terms added left to right; otherwise the TVs of
-    row xr against rows xr + 1.. at once, summed by numpy over the contiguous last axis.
-    """
-    K = c.shape[-1]
-    den = np.where(rows > 0, rows, 1.0)
-    best = np.zeros(c.shape[0])
-    if K < _SEQ_SUM:
-        cp = np.ascontiguousarray(np.moveaxis(c, 0, -1))  # (K, K, n)
-        dp = np.ascontiguousarray(den.T)
-        okp = np.ascontiguousarray(ok.T)
-        R = cp / dp[:, None, :]
-        buf = np.empty(c.shape[0])
-        for xa in range(K - 1):
-            for xb in range(xa + 1, K):
-                terms = []
-                for y in range(K):
-                    d = np.subtract(R[xa, y], R[xb, y])
-                    np.abs(d, out=d)
-                    terms.append(d)
-                tv = _seq_sum(terms)  # ‖R(xa, ·) − R(xb, ·)‖₁; halved below (exact, and max commutes with it)
-                both = okp[xa] & okp[xb]
-                if both.all():
-                    np.maximum(best, tv, out=best)
-                else:
-                    np.copyto(buf, 0.0)
-                    np.copyto(buf, tv, where=both)
-                    np.maximum(best, buf, out=best)
-        np.multiply(best, 0.5, out=best)  # eq. (12): ½‖·‖₁
-        return best
-    R = c / den[..., None]
-    for xr in range(K - 1):
-        tv = 0.5 * np.abs(R[:, xr : xr + 1, :] - R[:, xr + 1 :, :]).sum(axis=-1)  # eq. (12): ½‖·‖₁
-        both = ok[:, xr : xr + 1] & ok[:, xr + 1 :]
-        best = np.maximum(best, np.max(np.where(both, tv, 0.0), axis=-1))
-    return best
-
-
-def _check_lag(max_lag, T: int) -> int:
-    if isinstance(max_lag, bool) or not isinstance(max_lag, (int, np.integer)) or max_lag < 1:
-        raise InvalidInputError(f"`max_lag` must be an integer ≥ 1 (slots), got {fmt(max_lag)}")
-    if max_lag >= T:
-        raise InvalidInputError(f"`max_lag`={int(max_lag)} must be below the series length T = {T} slots")
-    return int(max_lag)
 
 
 def _check_level(level) -> float:
     if isinstance(level, bool) or not isinstance(level, (int, float, np.floating)) or not (0.0 < float(level) < 1.0):
         raise InvalidInputError(f"`level` must be a probability strictly between 0 and 1, got {fmt(level)}")
     return float(level)
-
-
-def _check_int(v, name: str, lower: int) -> int:
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lower:
-        raise InvalidInputError(f"`{name}` must be an integer ≥ {lower}, got {fmt(v)}")
-    return int(v)
 
 
 def _block_bounds(x: np.ndarray, block_length: int | None) -> np.ndarray:
@@ -586,7 +231,7 @@ def _per_user_arrays(x: np.ndarray, K: int, L: int, block_length):
     if xs.size <= L:
         return None, None
     bounds = _block_bounds(xs, block_length)
-    return _block_counts(xs, K, L, bounds), bounds
+    return block_counts(xs, K, L, bounds), bounds
 
 
 @dataclass(frozen=True)
@@ -595,8 +240,8 @@ class MaxTVPart:
 
     Every statistic is a maximum over users (Δ̂(t) and each bootstrap replicate's Δ̂*(t), users resampled
     independently) or a count, so the parts of disjoint user groups combine with :meth:`merge` into the part of
-    their union, exactly, when each user's replicates come from its own random stream (:func:`user_streams`);
-    :func:`max_tv_band` then forms the band.
+    their union, exactly, when each user's replicates come from its own random stream
+    (:func:`~policyopt.models.chain_simulation.user_streams`); :func:`max_tv_band` then forms the band.
 
     Attributes
     ----------
@@ -638,7 +283,8 @@ class MaxTVPart:
         return 0 if self.boot is None else int(self.boot.shape[0])
 
     def merge(self, other: "MaxTVPart") -> "MaxTVPart":
-        """The part of the union of two disjoint user groups: maxima by maximum, counts by sum (per-user arrays dropped).
+        """The part of the union of two disjoint user groups: maxima by maximum, counts by sum (per-user arrays
+        dropped).
 
         Raises
         ------
@@ -648,8 +294,9 @@ class MaxTVPart:
         if (self.estimate.shape != other.estimate.shape or self.n_boot != other.n_boot
                 or self.min_pairs != other.min_pairs or self.block_given != other.block_given):
             raise InvalidInputError(
-                f"cannot merge parts of {self.estimate.size} lags, {self.n_boot} replicates, min_pairs {self.min_pairs} "
-                f"with parts of {other.estimate.size} lags, {other.n_boot} replicates, min_pairs {other.min_pairs}"
+                f"cannot merge parts of {self.estimate.size} lags, {self.n_boot} replicates, "
+                f"min_pairs {self.min_pairs} with parts of {other.estimate.size} lags, {other.n_boot} replicates, "
+                f"min_pairs {other.min_pairs}"
             )
         ranges = [r for r in (self.block_range, other.block_range) if r is not None]
         return MaxTVPart(
@@ -687,7 +334,8 @@ def max_tv_part(
     rng=None,
     keep_users: bool = True,
 ) -> MaxTVPart:
-    """The map step of :func:`estimate_max_tv` on the users of `states`: Δ̂(t) and the B replicates' Δ̂*(t), maxima over them.
+    """The map step of :func:`estimate_max_tv` on the users of `states`: Δ̂(t) and the B replicates' Δ̂*(t), maxima
+    over them.
 
     Parameters
     ----------
@@ -695,8 +343,9 @@ def max_tv_part(
         As :func:`estimate_max_tv` (`max_lag` required: parts to be merged must share L).
     rng : numpy.random.Generator or sequence of U numpy.random.Generator, optional
         Resampling randomness (simulation only, never released noise).  One generator per user
-        (:func:`user_streams` with ``stream=2``): user u's B block draws come only from its own stream, so its
-        replicates, and hence the part of any group of users, do not depend on the other users of the group.
+        (:func:`~policyopt.models.chain_simulation.user_streams` with ``stream=2``): user u's B block draws come only
+        from its own stream, so its replicates, and hence the part of any group of users, do not depend on the other
+        users of the group.
         Default: one ``default_rng(seed)`` consumed user after user in row order.
     keep_users : bool
         Keep the per-user arrays (Δ̂_u(t), pairs per row, block lengths); a map over many users passes False.
@@ -713,14 +362,14 @@ def max_tv_part(
     x = states_matrix(states, n_states)
     U, T = x.shape
     K = int(n_states)
-    L = _check_lag(max_lag, T)
-    mp = _check_int(min_pairs, "min_pairs", 1)
+    L = check_lag(max_lag, T)
+    mp = check_int(min_pairs, "min_pairs", 1)
     if block_length is not None:
-        _check_int(block_length, "block_length", 1)
-    B = 0 if (n_boot == 0 and not isinstance(n_boot, bool)) else _check_int(n_boot, "n_boot", 20)
-    sd = _check_int(seed, "seed", 0)
+        check_int(block_length, "block_length", 1)
+    B = 0 if (n_boot == 0 and not isinstance(n_boot, bool)) else check_int(n_boot, "n_boot", 20)
+    sd = check_int(seed, "seed", 0)
     if B == 0:
-        per_user, rows = _user_max_tv(x, K, L, mp)
+        per_user, rows = user_max_tv(x, K, L, mp)
         claimed = rows >= mp
         no_claim = np.sum(~np.all(claimed, axis=-1), axis=0).astype(np.int64)
         return MaxTVPart(
@@ -743,14 +392,14 @@ def max_tv_part(
         # it is left out of the resampling (no block length, no draws), which changes no number.  It counts as
         # used (a series longer than L) and without claim at every lag (fewer than K ≥ 2 claimed rows).
         resample[:] = False
-        resample[_claimable(x, K, L, mp)] = True
+        resample[claimable_series(x, K, L, mp)] = True
         skip = np.flatnonzero(~resample)
         obs = np.any(x[skip] >= 0, axis=1)
-        longer = obs & (_last_observed(x[skip]) > L)
+        longer = obs & (last_observed(x[skip]) > L)
         used += int(np.count_nonzero(longer))
         no_claim += skip.size  # every skipped user: too short for L, or fewer than two claimed rows at every lag
         if keep_users and skip.size:
-            _, r = _user_max_tv(x[skip], K, L, mp)
+            _, r = user_max_tv(x[skip], K, L, mp)
             row_pairs[skip] = np.where(longer[:, None, None], r, 0)
     todo = np.flatnonzero(resample)
     steps = progress.bar(todo.size, "Δ(t) band", unit="user")
@@ -776,7 +425,8 @@ def max_tv_part(
         step = max(1, (2**24) // max(1, B * K * K))
         for j in range(0, L, step):
             rep = _resampled_counts(W, flat[:, j * K * K : (j + step) * K * K]).reshape(B, -1, K, K)
-            boot[:, j : j + step] = np.maximum(boot[:, j : j + step], max_row_tv(rep, claimed=claimed[None, j : j + step]))
+            tv = max_row_tv(rep, claimed=claimed[None, j : j + step])
+            boot[:, j : j + step] = np.maximum(boot[:, j : j + step], tv)
     steps.close()
     bl = blens[blens > 0]
     return MaxTVPart(
@@ -886,7 +536,8 @@ def estimate_max_tv(
     n_states : int
         K ≥ 2.
     max_lag : int, optional
-        L (slots), below the longest series.  Default :func:`default_max_lag` of the longest series.
+        L (slots), below the longest series.  Default :func:`~policyopt.models.lag_counts.default_max_lag` of the
+        longest series.
     level : float
         Confidence level in (0, 1) of the band, simultaneous over lags and users.
     min_pairs : int
@@ -900,9 +551,9 @@ def estimate_max_tv(
     seed : int
         Seed of the resampling (simulation only) when `rng` is not given.
     rng : numpy.random.Generator or sequence of U numpy.random.Generator, optional
-        Resampling randomness; one generator per user (:func:`user_streams` with ``stream=2``, as ``policyopt
-        check-model`` uses) makes the result independent of how users are grouped.  Default ``default_rng(seed)``
-        used user after user.
+        Resampling randomness; one generator per user (:func:`~policyopt.models.chain_simulation.user_streams` with
+        ``stream=2``, as ``policyopt check-model`` uses) makes the result independent of how users are grouped.
+        Default ``default_rng(seed)`` used user after user.
 
     Returns
     -------
@@ -929,241 +580,8 @@ def estimate_max_tv(
     ([1.0, 1.0, 1.0, 1.0, 1.0], 1.0)
     """
     x = states_matrix(states, n_states)
-    L = default_max_lag(x.shape[1]) if max_lag is None else _check_lag(max_lag, x.shape[1])
+    L = default_max_lag(x.shape[1]) if max_lag is None else check_lag(max_lag, x.shape[1])
     lv = _check_level(level)
     part = max_tv_part(x, n_states, L, min_pairs=min_pairs, block_length=block_length, n_boot=n_boot, seed=seed,
                        rng=rng)
     return max_tv_band(part, lv)
-
-
-def _two_claimed(rows: np.ndarray, min_pairs: int) -> np.ndarray:
-    """Series (axis 0) with two rows of at least `min_pairs` pairs at some lag."""
-    return np.any(np.count_nonzero(rows >= min_pairs, axis=-1) >= 2, axis=-1)
-
-
-def _claimable(x: np.ndarray, K: int, L: int, min_pairs: int, total: np.ndarray | None = None) -> np.ndarray:
-    """Indices (sorted) of the series that have two rows of at least `min_pairs` pairs at some lag 1..L, exactly.
-
-    Cheap bounds decide most series: state totals first, then the pairs per row if no slot were missing, lowered by
-    the series' missing slots (:func:`_rows_upper`); the exact pairs per row (:func:`_row_pairs`) only where the two
-    bounds disagree.
-    """
-    if total is None:
-        total = _state_totals(x, K)
-    cand = np.flatnonzero(np.count_nonzero(total >= min_pairs, axis=-1) >= 2)
-    todo = cand[:0]
-    if cand.size:
-        upper = _rows_upper(x[cand, :L], K, L, total[cand])
-        n_gaps = (_last_observed(x) - total.sum(axis=1))[cand]  # missing slots before the last observed one
-        sure = _two_claimed(upper - n_gaps[:, None, None], min_pairs)  # even if every gap removed a pair
-        maybe = np.flatnonzero(~sure & _two_claimed(upper, min_pairs))
-        todo = cand[sure]
-        if maybe.size:
-            r = _row_pairs(x[cand[maybe]], K, L, total[cand[maybe]], upper[maybe])
-            todo = np.union1d(todo, cand[maybe] if r is None else cand[maybe[_two_claimed(r, min_pairs)]])
-    return todo
-
-
-def _user_max_tv(x: np.ndarray, K: int, L: int, min_pairs: int, with_rows: bool = True):
-    """Δ̂_u(t) (U, L) and the pairs per row (U, L, K) (None unless `with_rows`), counting users in chunks.
-
-    Cheap bounds come first: a user whose rows cannot reach `min_pairs` pairs in two states at any lag (state
-    totals, then pairs per row, :func:`_rows_upper` / :func:`_row_pairs`) has Δ̂_u(t) = 0 (the TV of fewer than
-    two claimed rows) and its lagged-pair counts are never made; the full counts are made for the others only,
-    in chunks (they are never all held).
-    """
-    U = x.shape[0]
-    per_user = np.zeros((U, L))
-    total = _state_totals(x, K)
-    todo = _claimable(x, K, L, min_pairs, total)
-    rows = None
-    if with_rows:
-        rows = np.zeros((U, L, K), dtype=np.int64)
-        rest = np.setdiff1d(np.arange(U), todo)
-        if rest.size:
-            r = _row_pairs(x[rest], K, L, total[rest])
-            rows[rest] = _pair_counts(x[rest], K, L).sum(axis=-1) if r is None else r
-    step = max(1, int((128 * 2**20) // max(1, L * K * K * 8)))
-    every = todo.size == U  # then chunks are slices (no copy of the states)
-    for i in range(0, todo.size, step):
-        sel = slice(i, i + step) if every else todo[i : i + step]
-        counts = _pair_counts(x[sel], K, L)
-        c_rows = _seq_sum([counts[..., y] for y in range(K)]) if K < _SEQ_SUM else counts.sum(axis=-1)  # exact integers
-        if with_rows:
-            rows[sel] = c_rows
-        per_user[sel] = max_row_tv(counts, claimed=c_rows >= min_pairs)
-    return per_user, rows
-
-
-def max_tv_statistic(states, n_states: int, max_lag: int, *, min_pairs: int = DEFAULT_MIN_PAIRS) -> np.ndarray:
-    """Δ̂_u(t) of every user, t = 1..L: the plug-in statistic of :func:`estimate_max_tv` before the max over users.
-
-    Parameters
-    ----------
-    states : array_like, shape (U, T)
-        As :func:`states_matrix` (−1 missing).
-    n_states : int
-        K.
-    max_lag : int
-        L (slots), below T.
-    min_pairs : int
-        Pairs a row needs to be claimed.
-
-    Returns
-    -------
-    numpy.ndarray, shape (U, L)
-        0 for a user without two claimed rows at a lag.
-    """
-    x = states_matrix(states, n_states)
-    L = _check_lag(max_lag, x.shape[1])
-    per_user, _ = _user_max_tv(x, int(n_states), L, _check_int(min_pairs, "min_pairs", 1), with_rows=False)
-    return per_user
-
-
-def simulate_chain_states(matrices, lengths, initial, draws: int, rng: np.random.Generator) -> np.ndarray:
-    """Simulate each user's first-order chain: `draws` independent series per user.
-
-    Parameters
-    ----------
-    matrices : sequence of U array_like, shape (K, K)
-        Row-stochastic transition matrices P_u.
-    lengths : array_like of int, shape (U,)
-        Slots to simulate per user (the series is padded with −1 up to the longest).
-    initial : array_like of int, shape (U,)
-        State at slot 0 of every draw of each user.
-    draws : int
-        R ≥ 1.
-    rng : numpy.random.Generator or sequence of U numpy.random.Generator
-        Simulation randomness (seeded by the caller), never released noise.  One generator per user
-        (:func:`user_streams`): user u's draws use only its own stream, (R, lengths[u] − 1) uniforms in draw-major
-        order, so they do not depend on which other users are simulated with it or on how draws are batched.
-
-    Returns
-    -------
-    numpy.ndarray of int64, shape (R, U, max(lengths))
-
-    Raises
-    ------
-    InvalidInputError
-        A sequence of generators whose length is not U.
-    """
-    P = np.stack([np.asarray(m, dtype=float) for m in matrices])
-    U, K, _ = P.shape
-    n = np.asarray(lengths, dtype=np.int64)
-    T = int(n.max())
-    R = int(draws)
-    cum = np.cumsum(P, axis=2)
-    cum[:, :, -1] = np.inf  # a uniform draw always lands in some state
-    # state at s = #{k : u ≥ cum[u, previous, k]}; column K − 1 (inf) never counts.  Entry k of every row, flat
-    # over (user, previous state), so one step is K − 1 gathers and comparisons on (R, U) (time-major buffers).
-    cum_k = [np.ascontiguousarray(cum[:, :, k]).ravel() for k in range(K - 1)]
-    out_t = np.empty((T, R, U), dtype=np.int8 if K <= 127 else np.int64)
-    cur = np.broadcast_to(np.asarray(initial, dtype=np.int64), (R, U)).copy()
-    out_t[0] = cur
-    base = (np.arange(U, dtype=np.int64) * K)[None, :]
-    per_user = isinstance(rng, (list, tuple))
-    if per_user:
-        if len(rng) != U:
-            raise InvalidInputError(f"`rng` has {len(rng)} generators for {U} users")
-        uniforms = np.zeros((T, R, U))
-        for u, g in enumerate(rng):
-            if n[u] > 1:
-                uniforms[1 : n[u], :, u] = g.random((R, int(n[u]) - 1)).T
-    row = np.empty((R, U), dtype=np.int64)
-    cur = cur.astype(out_t.dtype)
-    for s in range(1, T):
-        u01 = uniforms[s] if per_user else rng.random((R, U))
-        np.add(base, cur, out=row)
-        nxt = out_t[s]
-        nxt[...] = 0
-        for ck in cum_k:
-            nxt += u01 >= ck[row]
-        cur = nxt
-    out = out_t.transpose(1, 2, 0).astype(np.int64, order="C")
-    out[:, np.arange(T)[None, :] >= n[:, None]] = -1
-    return out
-
-
-def chain_statistic_draws(matrices, observed_states, n_states: int, max_lag: int, *, min_pairs: int = DEFAULT_MIN_PAIRS,
-                          draws: int = 99, rng: np.random.Generator) -> np.ndarray:
-    """The statistic Δ̂(t) = max_u Δ̂_u(t) on series simulated from fitted chains (parametric bootstrap).
-
-    Each user's chain is started in the user's first observed state and run for the user's span; the slots
-    missing in the observed series are masked in the simulated one, so the statistic sees the same pattern of
-    pairs.  Comparing the observed Δ̂(t) with these draws is a Monte Carlo test of the chain model that carries
-    the same upward bias of the plug-in TV (Davison & Hinkley 1997, Sec. 4.2.5).
-
-    Parameters
-    ----------
-    matrices : sequence of U array_like, shape (K, K)
-        The fitted chains P_u, in the order of the rows of `observed_states`.
-    observed_states : array_like, shape (U, T)
-        As :func:`states_matrix`.
-    n_states : int
-        K.
-    max_lag : int
-        L.
-    min_pairs : int
-        As :func:`estimate_max_tv`.
-    draws : int
-        Simulated data sets R ≥ 1.
-    rng : numpy.random.Generator or sequence of U numpy.random.Generator
-        Simulation randomness (seeded), never released noise; one generator per user (:func:`user_streams`) makes
-        each user's simulated series, and so the max over users, independent of how users are grouped: the
-        statistic of a union of user groups is then the maximum of the groups' statistics, draw by draw.
-
-    Returns
-    -------
-    numpy.ndarray, shape (R, L)
-        Row r: the statistic on simulated data set r.
-    """
-    x = states_matrix(observed_states, n_states)
-    U, T = x.shape
-    L = _check_lag(max_lag, T)
-    K = int(n_states)
-    R = _check_int(draws, "draws", 1)
-    mp = _check_int(min_pairs, "min_pairs", 1)
-    if len(matrices) != U:
-        raise InvalidInputError(f"`matrices` has {len(matrices)} chains for {U} users")
-    present = x >= 0
-    first = np.array([int(r[r >= 0][0]) if np.any(r >= 0) else 0 for r in x])
-    lengths = np.array([int(np.flatnonzero(r >= 0)[-1]) + 1 if np.any(r >= 0) else 1 for r in x])
-    out = np.zeros((R, L))
-    # batch draws so that one batch's counts stay small (R_b·U·L·K² int64)
-    per_draw = U * T * 8 * 3 + U * L * (K + 1) * 8
-    rb = max(1, int((256 * 2**20) // max(1, per_draw)))
-    for r0 in range(0, R, rb):
-        nb = min(rb, R - r0)
-        sim = simulate_chain_states(matrices, lengths, first, nb, rng)
-        sim[:, ~present[:, : sim.shape[2]]] = -1
-        per_user, _ = _user_max_tv(sim.reshape(nb * U, -1), K, L, mp, with_rows=False)
-        out[r0 : r0 + nb] = per_user.reshape(nb, U, L).max(axis=1)
-    return out
-
-
-def user_streams(users, seed: int, stream: int = 1) -> list:
-    """One generator per user, keyed by the user's name: ``default_rng([seed, stream, hash(user)])``.
-
-    The hash is pandas' ``hash_array`` of the user text (64 bits, fixed key, the same in every process), so a
-    user's draws are the same whichever process or partition makes them (simulation only, never released noise).
-
-    Parameters
-    ----------
-    users : sequence of str
-    seed : int
-        ≥ 0.
-    stream : int
-        Which of the user's independent streams (≥ 1): 1 simulates the chains (:func:`chain_statistic_draws`),
-        2 resamples the blocks of the band (:func:`max_tv_part`).
-
-    Returns
-    -------
-    list of numpy.random.Generator
-    """
-    import pandas as pd
-
-    sd = _check_int(seed, "seed", 0)
-    st = _check_int(stream, "stream", 1)
-    names = np.array([str(u) for u in users], dtype=object)
-    keys = pd.util.hash_array(names) if names.size else np.zeros(0, dtype=np.uint64)
-    return [np.random.default_rng([sd, st, int(k)]) for k in keys]

@@ -1,4 +1,5 @@
-"""The fast kernels of policyopt.models.empirical give the same numbers as plain loops, bit for bit.
+"""The fast kernels of the direct Δ(t) estimate (policyopt.models.lag_counts, row_tv, chain_simulation, empirical)
+give the same numbers as plain loops, bit for bit.
 
 Both counting paths (one ``np.bincount`` over (series, lag, state, state) codes; FFT cross-correlation), the
 pairs-per-row shortcut, the vectorised largest row TV and the chain simulation are compared with straightforward
@@ -11,6 +12,7 @@ import numpy as np
 import pytest
 
 from policyopt.models import empirical as emp
+from policyopt.models import lag_counts, row_tv
 from policyopt.models.empirical import lagged_pair_counts, max_row_tv, simulate_chain_states
 
 
@@ -46,7 +48,7 @@ def series(rng, S, T, K, gaps):
 def fft_counts(x, K, L):
     ind = (x[:, None, :] == np.arange(K)[None, :, None]).astype(np.float64)
     past = np.concatenate([np.zeros(ind.shape[:2] + (L,)), ind], axis=-1)
-    return emp._xcorr_counts(ind, past, L)
+    return lag_counts._xcorr_counts(ind, past, L)
 
 
 @pytest.mark.parametrize("K", [2, 3, 5, 12])
@@ -57,18 +59,18 @@ def test_direct_and_fft_counts_equal_a_plain_loop(K, gaps):
         x = series(rng, 4, T, K, gaps)
         for L in sorted({1, max(1, T // 3), T - 1}):
             want = loop_counts(x, K, L)
-            np.testing.assert_array_equal(emp._direct_counts(x, K, L), want)
+            np.testing.assert_array_equal(lag_counts._direct_counts(x, K, L), want)
             np.testing.assert_array_equal(fft_counts(x, K, L), want)
             np.testing.assert_array_equal(lagged_pair_counts(x, K, L), want)
-            got = emp._row_pairs(x, K, L, emp._state_totals(x, K))
+            got = lag_counts.pairs_per_row(x, K, L, lag_counts.state_totals(x, K))
             if got is not None:  # None: too many gaps for the shortcut
                 np.testing.assert_array_equal(got, want.sum(axis=-1))
 
 
 def test_cost_model_picks_each_path_where_it_is_faster():
-    assert emp._direct_is_cheaper(168, 12, 95)  # short series, many states: direct
-    assert not emp._direct_is_cheaper(8760, 3, 876)  # a year hourly: FFT
-    assert not emp._direct_is_cheaper(8760, 12, 876)
+    assert lag_counts._direct_is_cheaper(168, 12, 95)  # short series, many states: direct
+    assert not lag_counts._direct_is_cheaper(8760, 3, 876)  # a year hourly: FFT
+    assert not lag_counts._direct_is_cheaper(8760, 12, 876)
 
 
 @pytest.mark.parametrize("K", [2, 3, 4, 7, 8, 12])
@@ -92,7 +94,7 @@ def test_max_row_tv_equals_a_pairwise_loop_bit_for_bit(K):
 
 @pytest.mark.parametrize("K", [3, 12])
 def test_per_user_statistic_with_shortcuts_equals_full_counts(K):
-    # _user_max_tv skips users whose rows cannot reach min_pairs; it must equal the TV of the full counts
+    # user_max_tv skips users whose rows cannot reach min_pairs; it must equal the TV of the full counts
     rng = np.random.default_rng(K + 100)
     x = series(rng, 12, 300, K, 0.02)
     x[:3, 150:] = -1  # shorter users
@@ -101,10 +103,10 @@ def test_per_user_statistic_with_shortcuts_equals_full_counts(K):
     L = 60
     counts = loop_counts(x, K, L)
     for mp in (1, 20, 90, 200):
-        per_user, rows = emp._user_max_tv(x, K, L, mp)
+        per_user, rows = row_tv.user_max_tv(x, K, L, mp)
         np.testing.assert_array_equal(rows, counts.sum(axis=-1))
         np.testing.assert_array_equal(per_user, max_row_tv(counts, mp))
-        np.testing.assert_array_equal(emp._user_max_tv(x, K, L, mp, with_rows=False)[0], per_user)
+        np.testing.assert_array_equal(row_tv.user_max_tv(x, K, L, mp, with_rows=False)[0], per_user)
 
 
 def loop_simulate(P, lengths, initial, R, gens):
@@ -160,10 +162,10 @@ def test_users_without_two_claimed_rows_are_not_resampled_and_change_no_number(m
         return emp.max_tv_part(x, K, L, n_boot=40, rng=emp.user_streams(names, 3, stream=2))
 
     skipped = run()
-    assert set(range(9)) - set(emp._claimable(x, K, L, emp.DEFAULT_MIN_PAIRS).tolist()) == {0, 1, 2, 3, 4}
+    assert set(range(9)) - set(row_tv.claimable_series(x, K, L, emp.DEFAULT_MIN_PAIRS).tolist()) == {0, 1, 2, 3, 4}
     only_rare = emp.max_tv_part(x[:3], K, L, n_boot=40, rng=emp.user_streams(names[:3], 3, stream=2))
     assert only_rare.block_range is None and "none was resampled" in emp.max_tv_band(only_rare).method
-    monkeypatch.setattr(emp, "_claimable", lambda x, K, L, mp, total=None: np.arange(x.shape[0]))
+    monkeypatch.setattr(emp, "claimable_series", lambda x, K, L, mp, total=None: np.arange(x.shape[0]))
     full = run()
     for name in ("estimate", "boot", "users_without_claim", "per_user", "row_pairs"):
         np.testing.assert_array_equal(getattr(skipped, name), getattr(full, name), err_msg=name)
