@@ -282,7 +282,7 @@ def test_end_to_end_bundled_data_as_a_stream(tmp_path):
     sfile.write_text(design.stdout)
     A, S_bar = sched["A"], sched["S_bar"]
     ledger, out = tmp_path / "ledger.sqlite", tmp_path / "releases.csv"
-    cmd = ["publish", "--schedule", sfile, "--data", stream, "--ledger", ledger, "--out", out, "--json"]
+    cmd = ["publish", "--trial", "a pilot stream", "--schedule", sfile, "--data", stream, "--ledger", ledger, "--out", out, "--json"]
     first = run(*cmd)
     assert first.returncode == 0, first.stderr
     r1 = _strict(first.stdout)

@@ -31,7 +31,7 @@ def finite(tmp_path_factory):
     # the first-order Markov premise is refuted on the bundled homes: the design's ε* is printed only on request
     path, sched = _schedule(tmp, "s.json", "--accept-refuted", "compare the ledger's ε* with the design's")
     ledger = tmp / "l.db"
-    pub = ok_json("publish", "--schedule", path, "--ledger", ledger, "--through", THROUGH)
+    pub = ok_json("publish", "--trial", "a pilot stream", "--schedule", path, "--ledger", ledger, "--through", THROUGH)
     text = run_cli("ledger", "--ledger", ledger).stdout
     return sched, pub, ok_json("ledger", "--ledger", ledger), text, ledger, tmp
 
@@ -131,7 +131,7 @@ def test_horizon_design_is_repeated(tmp_path):
     # horizon_risk is the pure ε of its ⌈H/S̄⌉ releases, which the ledger repeats whatever Δ(t) it accounts with
     assert hd["accounting"] == "model-free" and hd["releases"] == -(-300 // hd["S_bar"])
     ledger = tmp_path / "h.db"
-    pub = ok_json("publish", "--schedule", path, "--ledger", ledger, "--through", 50)
+    pub = ok_json("publish", "--trial", "a pilot stream", "--schedule", path, "--ledger", ledger, "--through", 50)
     led = ok_json("ledger", "--ledger", ledger)
     text = run_cli("ledger", "--ledger", ledger).stdout
     assert (pub["schedule"]["A"], pub["schedule"]["S_bar"], pub["schedule"]["epsilon_c"]) == (hd["A"], hd["S_bar"], hd["epsilon_c"])

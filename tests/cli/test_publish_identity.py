@@ -56,7 +56,7 @@ def test_readme_design_publish_audit_states_the_model_free_guarantee(tmp_path):
     assert dep["users"] == 100000 and dep["value_range"] == [0.0, 48.0] and dep["slot_length"] == "1h"
     assert dep["max_tv_horizon"] == 169
     ledger = tmp_path / "ledger.db"
-    pub = ok_json("publish", "--schedule", sched, "--ledger", ledger, "--out", tmp_path / "r.csv", "--through", 200)
+    pub = ok_json("publish", "--trial", "a pilot stream", "--schedule", sched, "--ledger", ledger, "--out", tmp_path / "r.csv", "--through", 200)
     assert pub["released"] == len(range(d["A"], 201, d["S_bar"]))
     assert pub["model_reason"].startswith("the design recorded in --schedule")
     audit = ok_json("ledger", "--ledger", ledger)
@@ -92,7 +92,7 @@ def test_another_csv_design_publish_audit_and_refusals(tmp_path, homes_csv):
     d = json.loads(design.stdout)
     assert d["status"] == "optimal" and d["deployment"]["data"]["source"] == str(homes_csv)
     ledger = tmp_path / "l.db"
-    pub = ok_json("publish", "--schedule", sched, "--data", homes_csv, "--ledger", ledger, "--through", 300)
+    pub = ok_json("publish", "--trial", "a pilot stream", "--schedule", sched, "--data", homes_csv, "--ledger", ledger, "--through", 300)
     assert pub["released"] > 0
     audit = ok_json("ledger", "--ledger", ledger)
     assert audit["designed_peak_risk"] == pytest.approx(d["peak_risk"], rel=1e-9)
@@ -124,7 +124,7 @@ def test_another_csv_design_publish_audit_and_refusals(tmp_path, homes_csv):
     refused(run("ledger", "--ledger", ledger, "--model", "bundled"), "is not the model recorded in the ledger")
     assert not fresh.exists()
     # on purpose: recorded with the reason
-    over = ok_json("publish", "--schedule", sched, "--data", homes_csv, "--ledger", fresh, "--through", 100, "--states", 4,
+    over = ok_json("publish", "--trial", "a pilot stream", "--schedule", sched, "--data", homes_csv, "--ledger", fresh, "--through", 100, "--states", 4,
                    "--override", "4 states checked by hand")
     assert over["model_reason"].startswith("--override: 4 states checked by hand (the design used data:")
     assert over["model"].startswith(f"data:{homes_csv} (4 states")

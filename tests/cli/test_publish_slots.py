@@ -80,7 +80,7 @@ def test_slot_length_refusals(tmp_path, half_hourly):
     refused(run("publish", "--schedule", sched, "--data", path, "--ledger", ledger, "--slot-length", "20min"),
             "is not on the grid of 20min slots")
     assert not ledger.exists()
-    first = ok_json("publish", "--schedule", sched, "--data", path, "--ledger", ledger, "--resample", "1h")
+    first = ok_json("publish", "--trial", "a pilot stream", "--schedule", sched, "--data", path, "--ledger", ledger, "--resample", "1h")
     assert first["slot_length"] == "1h" and first["released"] > 0
     # a ledger in hours fed with 2-hour slots
     refused(run("publish", "--A", first["schedule"]["A"], "--S-bar", first["schedule"]["S_bar"], "--epsilon-c",

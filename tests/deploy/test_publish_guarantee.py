@@ -172,7 +172,7 @@ def test_a_refuted_design_gives_a_model_free_headline(bundled_design, tmp_path):
     sched = json.loads(bundled_design.read_text())
     assert sched["model_check"]["refuted"] and sched["peak_risk"] is None
     ledger = tmp_path / "l.db"
-    out = cli_json("publish", "--schedule", bundled_design, "--ledger", ledger, "--through", 30)
+    out = cli_json("publish", "--trial", "a pilot stream", "--schedule", bundled_design, "--ledger", ledger, "--through", 30)
     mv, g, mf = out["model_verdict"], out["guarantee"], out["model_free"]
     assert mv["model"] == "chain" and mv["verdict"] == "refuted" and mv["bound"] is False
     assert mv["source"] == f"--schedule {bundled_design}, at design time"
@@ -181,7 +181,7 @@ def test_a_refuted_design_gives_a_model_free_headline(bundled_design, tmp_path):
     assert out["guarantee_settings"]["delta_source"] == "the schedule's guarantee_settings.delta"
     assert [w["w"] for w in mf["w_event"]] == [24, 168]  # a day and a week of the bundled data's 1 h slots
     assert out["peak_risk"] > 0 and len(out["warnings"]) == 1 and "is refuted by the readings" in out["warnings"][0]
-    text = cli("publish", "--schedule", bundled_design, "--ledger", ledger, "--through", 30)
+    text = cli("publish", "--trial", "a pilot stream", "--schedule", bundled_design, "--ledger", ledger, "--through", 30)
     lines = text.splitlines()
     assert lines[1].startswith("guarantee   : (") and "stated because the Markov model chain is refuted" in lines[1]
     assert "model free  :" not in text and text_problems(text) == [], text
@@ -205,7 +205,7 @@ def chain_design(tmp_path_factory):
 def test_a_chain_design_keeps_its_model_based_headline(chain_design, tmp_path):
     path, stream = chain_design
     sched = json.loads(path.read_text())
-    args = ("publish", "--schedule", path, "--data", stream, "--value-range=-1:1", "--ledger", tmp_path / "c.db",
+    args = ("publish", "--trial", "a pilot stream", "--schedule", path, "--data", stream, "--value-range=-1:1", "--ledger", tmp_path / "c.db",
             "--through", 38)
     out = cli_json(*args)
     assert out["model_verdict"]["verdict"] == "assumed" and out["model_verdict"]["model"] == "the given chain"
@@ -230,7 +230,7 @@ def test_an_old_format_schedule_is_accepted_as_unchecked(chain_design, tmp_path)
            if k not in ("guarantee", "model_free", "guarantee_settings", "accepted_refuted", "privacy")}
     old_path = tmp_path / "old.json"
     old_path.write_text(json.dumps(old))
-    args = ("publish", "--schedule", old_path, "--data", stream, "--value-range=-1:1", "--ledger", tmp_path / "o.db",
+    args = ("publish", "--trial", "a pilot stream", "--schedule", old_path, "--data", stream, "--value-range=-1:1", "--ledger", tmp_path / "o.db",
             "--through", 20)
     out = cli_json(*args)
     assert out["model_verdict"]["verdict"] == "unchecked" and out["guarantee"]["kind"] == "model-free"
@@ -381,7 +381,7 @@ def test_a_theorem3_horizon_design_is_repeated_under_its_given_chain(chain_desig
     hd = json.loads(path.read_text())["horizon_design"]
     assert hd["status"] == "optimal" and hd["accounting"] == "theorem-3"
     ledger = tmp_path / "h.db"
-    cli("publish", "--schedule", path, "--data", stream, "--value-range=-1:1", "--ledger", ledger, "--through", 20)
+    cli("publish", "--trial", "a pilot stream", "--schedule", path, "--data", stream, "--value-range=-1:1", "--ledger", ledger, "--through", 20)
     led = cli_json("ledger", "--ledger", ledger)
     assert led["designed_horizon_accounting"] == "theorem-3" and led["designed_horizon"] == hd["horizon"]
     assert led["designed_horizon_risk"] == pytest.approx(hd["horizon_risk"], rel=1e-9)

@@ -30,7 +30,7 @@ from policyopt.studies.markov_check import fit_for_design
 
 USERS, SLOTS = 20, 3000
 COMMON = ("--value-range", "0:1", "--states", "2", "--max-age", "24", "--max-interval", "24", "--users", "10000",
-          "--max-rmse", "0.005", "--slot-length", "1h")
+          "--max-rmse", "0.005", "--slot-length", "1h", "--phase-period", "1")  # the processes' MSE has no daily cycle
 
 
 def cli_json(*args) -> dict:
@@ -90,7 +90,7 @@ def test_the_schedule_records_the_markov_model_it_designed_with(designs):
 def test_an_order2_design_is_published_and_audited_under_order2(designs, tmp_path):
     csv, path, sched = designs["xor"]
     ledger = tmp_path / "l.db"
-    pub = cli_json("publish", "--schedule", path, "--data", csv, "--ledger", ledger, "--through", 200)
+    pub = cli_json("publish", "--trial", "a pilot stream", "--schedule", path, "--data", csv, "--ledger", ledger, "--through", 200)
     g, mv = pub["guarantee"], pub["model_verdict"]
     assert mv["model"] == "order:2" and mv["verdict"] == "passed" and mv["bound"] is True
     assert g["kind"] == "model-based" and g["model"] == "order:2"
@@ -105,8 +105,8 @@ def test_an_order2_design_is_published_and_audited_under_order2(designs, tmp_pat
     # the publisher's and the ledger's upper bounds are rounded up along different routes: equal to the last digits
     assert led["peak_risk"] >= got.max() and g["epsilon"] == pytest.approx(got.max(), rel=1e-12)
     # with Δ_Z(S̄) = Δ_Z(1) = 1 nothing is forgotten between releases: ε(S_n) grows with every release, below the
-    # basic composition of the releases made
-    assert np.all(np.diff(got) > 0) and got[-1] <= got.size * eps
+    # basic composition of the releases made (up to the outward rounding of each step, ~300 u of ε per release)
+    assert np.all(np.diff(got) > 0) and got[-1] <= got.size * eps * (1 + 1e-10)
     # the ledger recomputes the design's horizon risk under the refitted model to the schedule's printed value
     assert led["designed_horizon_risk"] == pytest.approx(sched["horizon_design"]["horizon_risk"], rel=1e-9)
     # the same releases under the first-order chains, which this design (--markov-model order:2) did not check
@@ -125,7 +125,7 @@ def test_an_order2_design_is_published_and_audited_under_order2(designs, tmp_pat
 def test_a_phase_design_is_accounted_with_the_designs_own_delta_z(designs, tmp_path):
     csv, path, _ = designs["daily"]
     ledger = tmp_path / "l.db"
-    cli_json("publish", "--schedule", path, "--data", csv, "--ledger", ledger, "--through", 150)
+    cli_json("publish", "--trial", "a pilot stream", "--schedule", path, "--data", csv, "--ledger", ledger, "--through", 150)
     led = cli_json("ledger", "--ledger", ledger)
     released = [r for r in led["releases"] if r["status"] == "released"]
     got = np.array([r["risk_at_release"] for r in released])
@@ -145,7 +145,7 @@ def test_markov_model_options_refused_in_one_line(designs, tmp_path):
     refused(run_any("publish", "--schedule", path, "--data", csv, "--ledger", ledger, "--markov-model", "order:0"),
             "--markov-model")
     # the ledger's model is fixed by its first run
-    cli_json("publish", "--schedule", path, "--data", csv, "--ledger", ledger, "--through", 20,
+    cli_json("publish", "--trial", "a pilot stream", "--schedule", path, "--data", csv, "--ledger", ledger, "--through", 20,
              "--markov-model", "chain")
     refused(run_any("publish", "--schedule", path, "--data", csv, "--ledger", ledger, "--through", 30),
             "accounts with model", "--markov-model")

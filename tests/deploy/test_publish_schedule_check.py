@@ -50,7 +50,7 @@ def test_the_designs_own_file_reproduces_its_epsilon_star(design, tmp_path):
     assert schedule_discrepancies(sch, pop) == []
     assert sch.designed_peak_risk == pytest.approx(sched["peak_risk"], rel=0)
     assert dS * math.exp(e) < 1  # condition (31): a finite ε*
-    assert ok_json("publish", "--schedule", path, "--data", stream, "--ledger", tmp_path / "l.db", "--value-range",
+    assert ok_json("publish", "--trial", "a pilot stream", "--schedule", path, "--data", stream, "--ledger", tmp_path / "l.db", "--value-range",
                    "0:1")["released"] > 0
 
 
@@ -98,8 +98,8 @@ def test_cli_refusal_is_one_line_and_override_is_recorded(design, tmp_path):
     refused(run_any("publish", "--schedule", bad, "--ledger", tmp_path / "l.db", *common),
             "does not reproduce its own numbers", "its ε* ", "--override REASON")
     assert not (tmp_path / "l.db").exists() or _no_rows(tmp_path / "l.db")
-    assert ok_json("publish", "--schedule", path, "--ledger", tmp_path / "g.db", *common)["released"] > 0
-    over = ok_json("publish", "--schedule", bad, "--ledger", tmp_path / "o.db", *common, "--override", "edited ε_C")
+    assert ok_json("publish", "--trial", "a pilot stream", "--schedule", path, "--ledger", tmp_path / "g.db", *common)["released"] > 0
+    over = ok_json("publish", "--trial", "a pilot stream", "--schedule", bad, "--ledger", tmp_path / "o.db", *common, "--override", "edited ε_C")
     assert over["released"] > 0
     audit = ok_json("ledger", "--ledger", tmp_path / "o.db")
     assert audit["provenance"]["override"] == "edited ε_C"

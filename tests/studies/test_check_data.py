@@ -125,8 +125,12 @@ def test_time_stamps_give_the_same_check(readings, report, tmp_path):
     got = ok_json("check-data", "--data", path, "--value-range", RANGE, "--states", 6)
     assert (got["slot_length"], got["slot_seconds"], got["slot_length_source"]) == ("30min", 1800, "time stamps")
     assert "2024-01-01T00:00:00+00:00" in got["data"]
-    skip = ("data", "wall_time_s", "slot_length_source")
+    skip = ("data", "wall_time_s", "slot_length_source", "suggestions")
     assert {k: v for k, v in got.items() if k not in skip} == {k: v for k, v in report.items() if k not in skip}
+    # the one difference: a slot length given as --slot-length must be given to schedule too (time stamps are read by
+    # every command, whose phase period is then a day of slots by default)
+    extra = [s for s in report["suggestions"] if s.startswith("give schedule --slot-length 30min too")]
+    assert len(extra) == 1 and got["suggestions"] == [s for s in report["suggestions"] if s not in extra]
 
 
 def test_bundled_data():

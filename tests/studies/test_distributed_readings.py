@@ -114,8 +114,8 @@ def _compare(a, b, path=""):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("extra", [["--max-penalty", "3"],
-                                   ["--penalty", "readings-upper", "--phase-period", "24", "--max-penalty", "5"]])
+@pytest.mark.parametrize("extra", [["--phase-period", "1", "--max-penalty", "3"],
+                                   ["--penalty", "readings-upper", "--max-penalty", "5"]])  # phase: a day, from 1 h slots
 def test_cli_dask_readings_penalty_equals_serial(homes, extra):
     root, _ = homes
     # --slot-length: the model-free horizon is then a year of slots on both paths (without it the serial run takes the

@@ -29,7 +29,7 @@ USERS, SLOTS = 20, 3000
 BOX = 24
 H = BOX + 1  # the band's horizon: max(A_MAX, S_MAX) + 1
 COMMON = ("--value-range", "0:1", "--states", "2", "--max-age", str(BOX), "--max-interval", str(BOX), "--users", "10000",
-          "--max-rmse", "0.01", "--slot-length", "1h", "--markov-model", "order:2")
+          "--max-rmse", "0.01", "--slot-length", "1h", "--phase-period", "1", "--markov-model", "order:2")
 
 
 @pytest.fixture(scope="module")
