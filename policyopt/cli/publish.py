@@ -9,7 +9,7 @@ Which guarantee a report states first (issue 32): the age-dependent risk of the 
 check on held-out readings (:func:`policyopt.studies.backtest.design_verdict` of the schedule file,
 recorded in the ledger's provenance as ``design_check`` when the ledger is created) or was given
 without data; otherwise the model-free guarantee of the releases made
-(:func:`policyopt.deploy.ledger.model_free_of_rows`), as
+(:func:`policyopt.deploy.ledger_risk.model_free_of_rows`), as
 :func:`policyopt.studies.guarantee.choose_guarantee` decides.  The model-based numbers stay in the
 report (the ledger records them per release, ``--max-risk`` acts on them) but are marked as no bound.
 """
@@ -513,10 +513,11 @@ def releases_guarantee(rows, verdict: dict, settings: dict, *, at=None, model_ep
                        epsilon_c=None) -> dict:
     """``model_free``, ``model_verdict``, ``guarantee`` and ``warnings`` of the releases a ledger records.
 
-    The model-free guarantee is :func:`policyopt.deploy.ledger.model_free_of_rows` (each release's ``epsilon_spent``
-    on its input slot); the model-based one the largest age-dependent risk of the releases made (Zhang et al. 2024,
-    Theorem 3) over `model_horizon` slots; :func:`policyopt.studies.guarantee.choose_guarantee` decides which is stated
-    first from `verdict`.  Before the first release the model-free object has ``releases`` 0 and ε = 0.
+    The model-free guarantee is :func:`policyopt.deploy.ledger_risk.model_free_of_rows` (each release's
+    ``epsilon_spent`` on its input slot); the model-based one the largest age-dependent risk of the releases made
+    (Zhang et al. 2024, Theorem 3) over `model_horizon` slots; :func:`policyopt.studies.guarantee.choose_guarantee`
+    decides which is stated first from `verdict`.  Before the first release the model-free object has ``releases`` 0
+    and ε = 0.
     """
     from policyopt.deploy.ledger import model_free_of_rows
     from policyopt.privacy.model_free import accountant_name

@@ -3,10 +3,14 @@
 What lives here
 ---------------
 * :mod:`policyopt.deploy.ledger` — :class:`Ledger`, an SQLite database (WAL mode, versioned
-  schema) with one row per scheduled release and the schedule that produced it, and the
-  age-dependent risk of the releases actually made (Zhang, Wei, Berry, Huang,
-  "Age-Dependent Differential Privacy", IEEE Trans. Inf. Theory, 2024, Theorem 3, eq. (25)),
-  beside the designed peak (eq. (30)).
+  schema) with one row per scheduled release and the schedule that produced it.
+* :mod:`policyopt.deploy.ledger_row` — :class:`LedgerRow`, one recorded release, the digest of its
+  readings and the checks a row read back must pass.
+* :mod:`policyopt.deploy.ledger_risk` — the age-dependent risk of the releases actually made (Zhang, Wei,
+  Berry, Huang, "Age-Dependent Differential Privacy", IEEE Trans. Inf. Theory, 2024, Theorem 3, eq. (25)),
+  beside the designed peak (eq. (30)), and the guarantee that needs no model.
+* :mod:`policyopt.deploy.schedule_spec` — :class:`ScheduleSpec`, the schedule a publisher runs, and the
+  schedule JSON it is read from.
 * :mod:`policyopt.deploy.model` — :class:`ModelSpec`, the model of Δ(t) the accounting uses (fitted chains
   pinned to their data, a matrix, or the Δ̃(t) table of an empirical design), and the stream-identity check.
 * :mod:`policyopt.deploy.publisher` — :class:`Publisher`, which releases the clipped mean of

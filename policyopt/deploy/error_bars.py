@@ -40,7 +40,7 @@ def design_intervals(model, schedule, *, level: float | None = None, slot_second
     ----------
     model : policyopt.deploy.model.ModelSpec
         The ledger's model; its readings (bundled or ``data:``) are the design's.
-    schedule : policyopt.deploy.ledger.ScheduleSpec
+    schedule : policyopt.deploy.schedule_spec.ScheduleSpec
         A (the age of every release) and the value range the readings are clipped into.
     level : float, optional
         Level of both intervals (default :data:`~policyopt.utility.intervals.DEFAULT_CI_LEVEL`).
@@ -99,7 +99,7 @@ def release_intervals(rows, record: dict | None, level: float | None = None) -> 
 
     Parameters
     ----------
-    rows : sequence of policyopt.deploy.ledger.LedgerRow
+    rows : sequence of policyopt.deploy.ledger_row.LedgerRow
     record : dict or None
         The ledger's ``intervals`` record (:func:`recorded_intervals`).
     level : float, optional

@@ -1,6 +1,6 @@
 """The model a ledger accounts with: :class:`ModelSpec`, pinned to its data, and the stream's identity check.
 
-The accounting of :mod:`policyopt.deploy.ledger` evaluates Δ(t) of Zhang, Wei, Berry, Huang, "Age-Dependent
+The accounting of :mod:`policyopt.deploy.ledger_risk` evaluates Δ(t) of Zhang, Wei, Berry, Huang, "Age-Dependent
 Differential Privacy", IEEE Trans. Inf. Theory, 2024, eq. (12), from the chains fitted to the design's data
 (pinned by its SHA-256), from a transition matrix, or from the Δ̃(t) table a ``--max-tv empirical`` design
 recorded (Δ = 1 beyond the table).

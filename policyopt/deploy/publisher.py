@@ -42,7 +42,7 @@ ledger next to an output CSV that already holds releases is refused.
 
 Stream identity
 ---------------
-Every row records ``input_sha256`` (:func:`policyopt.deploy.ledger.input_digest` of the
+Every row records ``input_sha256`` (:func:`policyopt.deploy.ledger_row.input_digest` of the
 readings at its input slot).  A rerun recomputes it from the stream for every row already in
 the ledger and refuses a stream that changes any of them, naming the first such slot: the
 stream must keep the whole history since the first input slot, and only grow.
@@ -176,7 +176,7 @@ class PublishReport:
         The ledger's recorded ``provenance`` (why this model; the design's data and the stream's).
     rows : tuple of LedgerRow
         Every row of the ledger after the run (earlier runs' and this one's), e.g. for
-        :func:`policyopt.deploy.ledger.model_free_of_rows`.
+        :func:`policyopt.deploy.ledger_risk.model_free_of_rows`.
     trial : dict or None
         This run's trial record (:meth:`policyopt.deploy.ledger.Ledger.record_trial`: ``reason``, ``first_release``,
         ``fewest_users``, ``design_users``) when it made releases over fewer than :data:`TRIAL_FRACTION` of the
@@ -288,9 +288,9 @@ class Publisher:
         (I/users)² times the designed MSE.
     check_design : bool
         When the ledger is created, recompute the schedule's own ε* (eq. (30)) and horizon risk from its A, S̄, ε_C
-        under `model` (:func:`policyopt.deploy.ledger.schedule_discrepancies`) and refuse a schedule whose recorded
-        values they do not reproduce (a file edited after its design).  Default True; ``publish --override`` turns it
-        off.
+        under `model` (:func:`policyopt.deploy.ledger_risk.schedule_discrepancies`) and refuse a schedule whose
+        recorded values they do not reproduce (a file edited after its design).  Default True; ``publish --override``
+        turns it off.
 
     Raises
     ------
