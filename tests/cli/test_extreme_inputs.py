@@ -119,7 +119,7 @@ def test_publish_refuses(stream, argv, match):
 
 def test_publish_schedule_with_null_model(stream, tmp_path):
     out, err = ok_json("publish", "--schedule", stream / "null_model.json", *PUB, "--data", stream / "st.csv",
-                       "--ledger", tmp_path / "l.db")
+                       "--ledger", tmp_path / "l.db", "--trial", "2 users of the design's 20")
     assert out["released"] > 0 and err == ""
 
 
