@@ -461,9 +461,10 @@ def load_deployment(args) -> Deployment:
 
     bundled = args.data is None
     if bundled:
-        from policyopt.data import load_citylearn
+        from policyopt.data import BUNDLED_SLOT_LENGTH, load_citylearn
+        from policyopt.io import parse_duration
 
-        df = load_citylearn()
+        df, slot_seconds, origin = load_citylearn(), parse_duration(BUNDLED_SLOT_LENGTH), None
         source, unit = "bundled CityLearn 2022 pilot, 17 homes, hourly kWh", "kWh^2"
         if value_range is None:
             value_range = BUNDLED_VALUE_RANGE
@@ -506,11 +507,6 @@ def load_deployment(args) -> Deployment:
             if getattr(args, opt, None) is not None:
                 raise InvalidInputError(f"--{opt.replace('_', '-')} applies to --penalty readings|readings-upper only; "
                                         "omit it with --penalty chain")
-    if bundled:
-        from policyopt.data import BUNDLED_SLOT_LENGTH
-        from policyopt.io import parse_duration
-
-        slot_seconds, origin = parse_duration(BUNDLED_SLOT_LENGTH), None
     phase = getattr(args, "phase_period", None)
     phase = default_phase_period(bundled, slot_seconds) if phase is None else phase
     level = getattr(args, "penalty_level", None)

@@ -37,6 +37,7 @@ from policyopt.models.tv_kernels import (
     RESCALE_EVERY,
     RESCALE_FLOOR,
     exact_max_by_bounds,
+    normalise_blocks,
     pairwise_max_tv,
     reversed_deviation,
 )
@@ -57,8 +58,6 @@ from policyopt.models.markov_model import (
 )
 
 __all__ = ["PhaseChainModel", "fit_phase_chain", "phase_log_max_tv", "periodic_marginals"]
-
-_LN2 = float(np.log(2.0))
 
 
 def periodic_marginals(matrices: np.ndarray) -> np.ndarray:
@@ -142,16 +141,14 @@ def phase_log_max_tv(dev: np.ndarray, mu: np.ndarray, ts: np.ndarray, every: int
     t_cur, pending, leader = 0, 0, 0
 
     def rescale():
+        """Scale every block by a power of two (exact), the scale kept in `log_scale`; True when a live block is
+        exactly 0 or below 2^RESCALE_FLOOR (the stretch is then redone rescaling after every step)."""
         alive = np.isfinite(log_scale)
-        flat = diff.reshape(U * P, -1)
-        scale = np.maximum(flat.max(axis=1), -flat.min(axis=1))
-        zero = scale == 0
-        _, expo = np.frexp(np.where(zero, 1.0, scale))
-        diff[...] *= np.ldexp(1.0, -expo)[:, None, None]  # exact: a power of two
-        log_scale[...] += np.where(zero, -np.inf, expo * _LN2)
-        return bool(np.any(alive & (zero | (scale < 2.0**RESCALE_FLOOR))))
+        scale = normalise_blocks(diff, log_scale)
+        return bool(np.any(alive & ((scale == 0) | (scale < 2.0**RESCALE_FLOOR))))
 
     def log_tv(sel):
+        """ln Δ of the blocks `sel` at the current age: eq. (12) of the scaled differences plus their log scale."""
         with np.errstate(divide="ignore"):
             return np.log(pairwise_max_tv(diff[sel])) + log_scale[sel]  # eq. (12) for the blocks `sel`
 
@@ -347,6 +344,8 @@ def fit_phase_chain(
     P, K = int(period), int(n_states)
     U, T = x.shape
     def encode(block, rows):
+        """Cell code (φ·K + x)·K + y of each observed step x → y of the series `block` (users `rows`), −1 where a slot
+        is missing."""
         a, b = block[:, :-1], block[:, 1:]
         phase = (st[rows, None] + np.arange(T - 1, dtype=np.int64)[None, :]) % P  # phase of the slot each step leaves
         return np.where((a >= 0) & (b >= 0), (phase * K + a) * K + b, -1)  # cell (φ, x, y)
