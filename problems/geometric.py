@@ -38,7 +38,8 @@ import numpy as np
 from policyopt.search import grid_then_brent
 from policyopt.errors import InvalidInputError, fmt
 from policyopt.models.markov import GeometricEnvelope
-from policyopt.utility.penalty import ContinuousPenalty, check_max_penalty
+from policyopt.utility.continuous_penalty import ContinuousPenalty
+from policyopt.utility.penalty import check_max_penalty
 from policyopt.result import result_repr
 
 __all__ = [

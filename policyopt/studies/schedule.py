@@ -310,16 +310,16 @@ def geometric_problem(population: Population, penalty: MSEPenalty, max_penalty: 
 
     The continuous penalty is the two-state closed form (49) for a single two-state chain with
     values ±1 and 0 < 1 − p − q < 1, else the interpolated running-max MSE table
-    (:class:`~policyopt.utility.penalty.TableMSE`), which is ≥ the exact epoch penalty at integer ages.
+    (:class:`~policyopt.utility.continuous_penalty.TableMSE`), which is ≥ the exact epoch penalty at integer ages.
     A penalty that is not an :class:`~policyopt.utility.penalty.MSEPenalty` (e.g. the failure rate) is
-    wrapped in :class:`~policyopt.utility.penalty.StepPenalty` (running max over ages, non-smooth: the
+    wrapped in :class:`~policyopt.utility.continuous_penalty.StepPenalty` (running max over ages, non-smooth: the
     cvxpy back end refuses it; :exc:`InvalidInputError` if it is not proven monotone in ε_C).
 
     Returns
     -------
     policyopt.problems.PeakRiskProblem
     """
-    from policyopt.utility.penalty import StepPenalty, TableMSE, TwoStateMSE
+    from policyopt.utility.continuous_penalty import StepPenalty, TableMSE, TwoStateMSE
     from policyopt.problems import PeakRiskProblem
 
     env = population.envelope(max(A_max, S_max))

@@ -203,7 +203,8 @@ def backend_cases():
     """(label, problem) pairs: two-state cases and the bundled data, relaxed and integer (39)."""
     from policyopt.data import load_citylearn
     from policyopt.models.estimation import fit_population
-    from policyopt.utility.penalty import MSEPenalty, TableMSE, TwoStateMSE
+    from policyopt.utility.continuous_penalty import TableMSE, TwoStateMSE
+    from policyopt.utility.penalty import MSEPenalty
     from policyopt.problems import PeakRiskProblem
 
     cases = []

@@ -18,7 +18,7 @@ import pytest
 from scipy.optimize import minimize_scalar
 
 from policyopt.errors import InvalidInputError
-from policyopt.utility.penalty import LinearPenalty, TwoStateMSE
+from policyopt.utility.continuous_penalty import LinearPenalty, TwoStateMSE
 from policyopt.problems.geometric import KKTBranchProblem, NoAgingProblem, PeakRiskProblem
 from policyopt.result import Status
 from policyopt.solvers._common import KKT_TOL
@@ -260,7 +260,8 @@ def test_kkt_branch_41_matches_brute_force_and_39(solver, penalty, c, rho, f_bar
 def citylearn():
     from policyopt.data import load_citylearn
     from policyopt.models.estimation import fit_population
-    from policyopt.utility.penalty import MSEPenalty, TableMSE
+    from policyopt.utility.continuous_penalty import TableMSE
+    from policyopt.utility.penalty import MSEPenalty
 
     pop = fit_population(load_citylearn(), 12).population
     return pop.envelope(168), TableMSE(MSEPenalty(pop), 400)

@@ -16,7 +16,7 @@ import pytest
 from scipy.optimize import minimize_scalar
 
 from policyopt.errors import BackendUnavailableError, InvalidInputError
-from policyopt.utility.penalty import LinearPenalty, TwoStateMSE
+from policyopt.utility.continuous_penalty import LinearPenalty, TwoStateMSE
 from policyopt.problems.geometric import KKTBranchProblem, NoAgingProblem, PeakRiskProblem
 from policyopt.result import Status, Termination
 from policyopt.solvers.global_scip import PyomoSCIPSolver, log_ratio_to_risk, to_pyomo
@@ -277,7 +277,7 @@ def test_time_limit_reports_bound_or_unknown(solver):
 
 
 _STALL_CASES = """
-from policyopt.utility.penalty import LinearPenalty, TwoStateMSE
+from policyopt.utility.continuous_penalty import LinearPenalty, TwoStateMSE
 from policyopt.problems.geometric import KKTBranchProblem
 from policyopt.solvers.global_scip import PyomoSCIPSolver
 s = PyomoSCIPSolver()
@@ -321,7 +321,8 @@ def test_model_has_finite_bounds_and_the_log_ratio_objective():
 
 def test_errors_are_documented(solver):
     from policyopt.models.markov import Population, two_state_chain
-    from policyopt.utility.penalty import MSEPenalty, TableMSE
+    from policyopt.utility.continuous_penalty import TableMSE
+    from policyopt.utility.penalty import MSEPenalty
 
     pop = Population([two_state_chain(0.1, 0.1)], [20])
     pr = PeakRiskProblem(1.0, 0.8, TableMSE(MSEPenalty(pop), 60), 0.1, A_max=BOX, S_max=BOX)

@@ -10,7 +10,7 @@ from _refs import geometric_reference
 
 from policyopt.errors import InvalidInputError
 from policyopt.models.markov import two_state_chain
-from policyopt.utility.penalty import LinearPenalty, TwoStateMSE
+from policyopt.utility.continuous_penalty import LinearPenalty, TwoStateMSE
 from policyopt.problems import KKTBranchProblem, NoAgingProblem, PeakRiskProblem
 from policyopt.result import Status
 from policyopt.solvers.heuristic import algorithm_1
@@ -168,7 +168,8 @@ def test_bad_parameters():
 def test_table_mse_inverses_and_exact_integer_on_bundled_data():
     from policyopt.data import load_citylearn
     from policyopt.models.estimation import fit_population
-    from policyopt.utility.penalty import MSEPenalty, TableMSE
+    from policyopt.utility.continuous_penalty import TableMSE
+    from policyopt.utility.penalty import MSEPenalty
 
     pop = fit_population(load_citylearn(), 12).population
     mse = MSEPenalty(pop)

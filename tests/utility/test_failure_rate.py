@@ -11,7 +11,7 @@ import pytest
 from policyopt import Population, two_state_chain
 from policyopt.errors import InvalidInputError
 from policyopt.utility.failure_rate import FailureRatePenalty, simulate_failure_rate
-from policyopt.utility.penalty import StepPenalty
+from policyopt.utility.continuous_penalty import StepPenalty
 from policyopt.problems import ScheduleProblem
 from policyopt.result import Status
 from policyopt.studies.schedule import design_schedule
