@@ -183,7 +183,8 @@ def run_schedule(args) -> int:
 
     from policyopt.models.markov import Population
     from policyopt.studies.deployment import explain, robust_source, sparse_row_warnings
-    from policyopt.studies.schedule import design_schedule, format_report
+    from policyopt.studies.schedule import design_schedule
+    from policyopt.studies.schedule_text import format_report
 
     start = time.perf_counter()
     check_table_size(args)
