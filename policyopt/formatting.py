@@ -28,8 +28,8 @@ from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 
 import numpy as np
 
-__all__ = ["fmt_value", "fmt_upper", "fmt_lower", "fmt_exact", "fmt_count", "fmt_range", "text_problems", "check_text",
-           "json_clean", "round_up", "round_down", "UNIT_ROUNDOFF"]
+__all__ = ["fmt_value", "fmt_upper", "fmt_lower", "fmt_exact", "fmt_count", "fmt_range", "lag_ranges", "text_problems",
+           "check_text", "json_clean", "round_up", "round_down", "UNIT_ROUNDOFF"]
 
 #: u = 2⁻⁵³, the unit roundoff of IEEE double precision (half the spacing of floats in [1, 2)).
 UNIT_ROUNDOFF = 2.0**-53
@@ -129,6 +129,22 @@ def fmt_count(n, unit: str, plural: str | None = None) -> str:
         raise ValueError(f"fmt_count: a count must be a whole number, got {n!r}")
     k = int(n)
     return f"{k} {unit if k == 1 else (plural or unit + 's')}"
+
+
+def lag_ranges(lags) -> str:
+    """Lags (slots) as runs: ``[1, 2, 3, 7, 9, 10]`` → ``"1–3, 7, 9–10"`` (sorted first; empty → ``"none"``)."""
+    lags = sorted(int(t) for t in lags)
+    if not lags:
+        return "none"
+    parts, start, prev = [], lags[0], lags[0]
+    for t in lags[1:] + [None]:
+        if t is not None and t == prev + 1:
+            prev = t
+            continue
+        parts.append(str(start) if start == prev else f"{start}–{prev}")
+        if t is not None:
+            start = prev = t
+    return ", ".join(parts)
 
 
 def fmt_range(low, high, *, fmt=fmt_value, unit: str = "", low_note: str = "", high_note: str = "",

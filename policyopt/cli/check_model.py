@@ -124,7 +124,8 @@ def markov_spec_option(args, slot_seconds) -> str:
 def run_check_model(args) -> int:
     """Handler of ``policyopt check-model``: read the data, run the check, print text or JSON; exit code."""
     from policyopt.formatting import json_clean
-    from policyopt.studies.check_model import check_model, format_check, plot_check
+    from policyopt.studies.check_model import check_model, plot_check
+    from policyopt.studies.check_model_text import format_check
 
     if args.plot is not None:
         from policyopt.studies.plots import check_plot_path, require_matplotlib

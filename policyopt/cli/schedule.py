@@ -586,13 +586,13 @@ def design_lags(check: dict, A, S_bar) -> dict:
 
 
 def model_check_text(mc: dict, chains_used: bool = True) -> str:
-    """The ``model check`` line's text: :func:`~policyopt.studies.check_model.format_summary` and, with
+    """The ``model check`` line's text: :func:`~policyopt.studies.check_model_text.format_summary` and, with
     :func:`design_lags` in `mc`, whether the lags the schedule's risk uses are refuted.
 
     `chains_used` False: the accounting's Δ(t) is not the chains' (an ``empirical:LEVEL`` table), which the line says
     instead of drawing a conclusion about the risk from the chains.
     """
-    from policyopt.studies.check_model import format_summary
+    from policyopt.studies.check_model_text import format_summary
 
     line = format_summary(mc)
     if mc.get("design_lags"):

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from policyopt.errors import InvalidInputError, check_int, fmt
+from policyopt.formatting import lag_ranges
 from policyopt.models.empirical import states_matrix
 from policyopt.models.g2_profile import BITSET_COST_RATIO, G2Counter, G2Profile, describe_context, g2_profile
 
@@ -337,19 +338,6 @@ def family_wise_p(observed, draws, *, transform: str = "chi2", df=None, draws_df
     raise InvalidInputError(f"`transform` must be 'chi2' or 'z', got {fmt(transform)}")
 
 
-def _lag_ranges(lags) -> str:
-    """``[1, 2, 3, 7]`` → ``"1–3, 7"``."""
-    parts, start, prev = [], None, None
-    for t in [int(v) for v in lags] + [None]:
-        if t is not None and prev is not None and t == prev + 1:
-            prev = t
-            continue
-        if start is not None:
-            parts.append(str(start) if start == prev else f"{start}–{prev}")
-        start = prev = t
-    return ", ".join(parts)
-
-
 def markov_test_from_parts(observed: G2Profile, draws, *, level: float = 0.95) -> MarkovTestResult:
     """The reduce step of :func:`markov_test`: the verdict from the observed profile and R simulated ones.
 
@@ -393,7 +381,7 @@ def markov_test_from_parts(observed: G2Profile, draws, *, level: float = 0.95) -
     lags = observed.lags
     method = (
         f"G² likelihood-ratio test (Anderson & Goodman 1957) of X_(t+1) independent of X_(t−ℓ) given {context}, "
-        f"summed over {observed.users} users, at lags {_lag_ranges(lags)}; reference: parametric bootstrap of {R} "
+        f"summed over {observed.users} users, at lags {lag_ranges(lags)}; reference: parametric bootstrap of {R} "
         "data sets simulated from the model under test (same users, missing slots); family-wise over the lags by the "
         "single-step max-T/min-p method (Westfall & Young 1993) on the χ² upper-tail probability with df(ℓ): exact "
         f"Monte Carlo p-value (1 + #sets with min p ≤ observed)/({R} + 1), smallest possible {1 / (R + 1):.4g}"

@@ -10,7 +10,8 @@ import pytest
 
 import policyopt as po
 from policyopt.formatting import text_problems
-from policyopt.studies.check_model import format_check, lag_ranges
+from policyopt.formatting import lag_ranges
+from policyopt.studies.check_model_text import format_check
 from tests._cli import POLICYOPT, run_cli, strict_json
 
 FAST = ("--draws", "19", "--boot", "20")
