@@ -60,7 +60,7 @@ def _reset_hwm() -> None:
 
 
 def _strip(rows):
-    from policyopt.studies.sweep import NONDETERMINISTIC
+    from policyopt.studies.sweep_store import NONDETERMINISTIC
 
     return [{k: v for k, v in r.items() if k not in NONDETERMINISTIC} for r in rows]
 

@@ -112,7 +112,7 @@ def test_sweep_with_the_readings_penalty_on_dask_matches_serial(tmp_path):
     """The readings penalty (bundled data) shipped to 2 Dask workers gives the serial sweep's rows and JSON lines."""
     import json
 
-    from policyopt.studies.sweep import NONDETERMINISTIC, read_sweep_csv
+    from policyopt.studies.sweep_store import NONDETERMINISTIC, read_sweep_csv
 
     args = ["sweep", "--vary", "users=1000,100000", "--max-penalty", "0.05,0.2", "--max-age", "24", "--max-interval", "24"]
     serial = strict_json(run_cli(*args, "--out", tmp_path / "serial.csv", "--json").stdout)

@@ -17,9 +17,9 @@ import pytest
 
 from policyopt.cli.main import main
 from policyopt.errors import InvalidInputError
+from policyopt.studies.sweep_store import NONDETERMINISTIC
 from policyopt.studies.sweep import (
     COLUMNS,
-    NONDETERMINISTIC,
     no_tradeoff_flags,
     no_tradeoff_ranges,
     parse_grid,

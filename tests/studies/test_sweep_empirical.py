@@ -22,7 +22,7 @@ import pytest
 
 import policyopt as po
 from policyopt.formatting import fmt_upper
-from policyopt.studies.sweep import NONDETERMINISTIC, read_sweep_csv
+from policyopt.studies.sweep_store import NONDETERMINISTIC, read_sweep_csv
 
 from tests._cli import refused, run_any, run_cli, strict_json
 

@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 
 from policyopt.cli.main import main
-from policyopt.studies.sweep import COLUMNS, GUARANTEE_COLUMNS, NONDETERMINISTIC, meta_path, read_sweep_csv
+from policyopt.studies.sweep_store import COLUMNS, GUARANTEE_COLUMNS, NONDETERMINISTIC, meta_path, read_sweep_csv
 
 F_GRID = "1e-7,1e-4"
 USERS, SLOTS = 3, 800

@@ -238,17 +238,17 @@ def test_lock_removed_on_exit_stays_exclusive_for_a_waiter(tmp_path):
     it holds the lock a third writer is refused, and nothing is left after both exit."""
     import threading
 
-    from policyopt.studies.sweep import SweepLockedError, _exclusive_lock
+    from policyopt.studies.sweep_store import SweepLockedError, exclusive_lock
 
     out = tmp_path / "race.csv"
     first_in, second_in, release_second = threading.Event(), threading.Event(), threading.Event()
 
     def second():
-        with _exclusive_lock(out, wait=True):
+        with exclusive_lock(out, wait=True):
             second_in.set()
             release_second.wait(30)
 
-    with _exclusive_lock(out, wait=False):
+    with exclusive_lock(out, wait=False):
         first_in.set()
         waiter = threading.Thread(target=second)
         waiter.start()
@@ -256,7 +256,7 @@ def test_lock_removed_on_exit_stays_exclusive_for_a_waiter(tmp_path):
         assert not second_in.is_set()
     assert second_in.wait(30), "the waiter never got the lock after the first writer left"
     with pytest.raises(SweepLockedError):
-        with _exclusive_lock(out, wait=False):
+        with exclusive_lock(out, wait=False):
             pass
     release_second.set()
     waiter.join(30)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from policyopt.cli.main import main
-from policyopt.studies.sweep import COLUMNS, NONDETERMINISTIC, read_sweep_csv
+from policyopt.studies.sweep_store import COLUMNS, NONDETERMINISTIC, read_sweep_csv
 
 EXE = Path(sys.executable).with_name("policyopt")
 # f̄ grid chosen around the trade-off ranges of the bundled pilot (source: `policyopt schedule --users I --json`,
