@@ -625,7 +625,7 @@ def load_distributed_model(args):
     :class:`~policyopt.utility.readings_penalty.ReadingsMSEPenalty` of the readings' per-slot sums added up
     over the files (:func:`~policyopt.studies.distributed_checks.readings_moments_partitions`; ``--penalty
     readings``/``readings-upper``, the default) or, with ``--penalty chain``, a
-    :class:`~policyopt.studies.distributed.TabulatedMSEPenalty`, tabulated over the ages the schedule search
+    :class:`~policyopt.utility.tabulated_penalty.TabulatedMSEPenalty`, tabulated over the ages the schedule search
     needs; the numbers equal those of the serial path (tested).  ``extra``: ``chain_penalty`` (the chain
     model's tabulated penalty, for the comparison with the readings') and ``model_check``: the held-out check of the
     chains (:func:`~policyopt.studies.distributed_checks.held_out_check_partitions`, the serial ``design_check``'s

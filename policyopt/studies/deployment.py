@@ -212,7 +212,7 @@ def penalty_comparison(penalty, population, A: int, S_bar: int, *, chain_penalty
         The schedule (slots).
     chain_penalty : MSEPenalty, optional
         The chain model's penalty already formed (e.g. the Dask path's
-        :class:`~policyopt.studies.distributed.TabulatedMSEPenalty`, same I and value range); then
+        :class:`~policyopt.utility.tabulated_penalty.TabulatedMSEPenalty`, same I and value range); then
         `population` is not used.
 
     Returns

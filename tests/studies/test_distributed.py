@@ -22,10 +22,9 @@ from benchmarks.make_meters import write_meters
 from policyopt.errors import InvalidInputError
 from policyopt.io import read_parquet_partition, read_readings_parquet
 from policyopt.models.estimation import fit_population
-from policyopt.studies.distributed import (
-    dask_client,
+from policyopt.studies.distributed import dask_client, fit_partitions
+from policyopt.studies.distributed_quantiles import (
     exact_order_statistics,
-    fit_partitions,
     float_keys,
     keys_to_floats,
     quantile_from_order_statistics,
@@ -198,7 +197,8 @@ def test_fit_partitions_argument_errors(meters):
 
 def test_reduced_tables_refuse_ages_beyond_them():
     from policyopt.errors import InvalidModelError
-    from policyopt.studies.distributed import TabulatedMaxTV, TabulatedMSEPenalty
+    from policyopt.studies.distributed import TabulatedMaxTV
+    from policyopt.utility.tabulated_penalty import TabulatedMSEPenalty
 
     tv = TabulatedMaxTV(3, 2, [0.0, -1.0, -2.0], 0.5)
     assert tv.max_tv(2) == pytest.approx(np.exp(-2.0), rel=1e-15)
