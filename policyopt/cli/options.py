@@ -628,8 +628,8 @@ def load_distributed_model(args):
     :class:`~policyopt.utility.tabulated_penalty.TabulatedMSEPenalty`, tabulated over the ages the schedule search
     needs; the numbers equal those of the serial path (tested).  ``extra``: ``chain_penalty`` (the chain
     model's tabulated penalty, for the comparison with the readings') and ``model_check``: the held-out check of the
-    chains (:func:`~policyopt.studies.distributed_checks.held_out_check_partitions`, the serial ``design_check``'s
-    numbers) as a :class:`~policyopt.studies.distributed_checks.SelectionSummary` (the ``check_summary`` object, with
+    chains (:func:`~policyopt.studies.distributed_heldout.held_out_check_partitions`, the serial ``design_check``'s
+    numbers) as a :class:`~policyopt.studies.distributed_heldout.SelectionSummary` (the ``check_summary`` object, with
     the selection itself for the report to redo it with the chosen schedule's lags).
 
     Raises
@@ -683,7 +683,7 @@ def load_distributed_model(args):
                                          level=DEFAULT_PENALTY_LEVEL if level is None else level,
                                          seed=DEFAULT_BOOTSTRAP_SEED if seed is None else seed)
         from policyopt.io import parse_duration
-        from policyopt.studies.distributed_checks import SelectionSummary, held_out_check_partitions
+        from policyopt.studies.distributed_heldout import SelectionSummary, held_out_check_partitions
         from policyopt.studies.empirical_design import box_last_age
         from policyopt.studies.markov_check import ModelSelection, periods_from_slot
 

@@ -470,7 +470,7 @@ def _state_guarantee(out: dict, args, dep, gs, selection, empirical, penalty, so
     ``--max-tv empirical`` the premise checked is the first-order Markov test only (Δ(t) comes from the data), and
     a horizon design is redone model-free when the premise fails.  On Dask (``--workers``/``--scheduler``) the
     selection is the chains' held-out check run on the partitions
-    (:func:`~policyopt.studies.distributed_checks.held_out_check_partitions`, carried by ``model_check``), whose
+    (:func:`~policyopt.studies.distributed_heldout.held_out_check_partitions`, carried by ``model_check``), whose
     summary is redone here with the chosen schedule's lags, as the serial run's."""
     from policyopt.studies.guarantee import apply_guarantee, model_free_horizon_design, theorem3_horizon_design
 

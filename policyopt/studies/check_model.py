@@ -412,7 +412,7 @@ def with_markov_test(report: ModelCheckReport, check, *, requested: str | None =
         The Δ(t) table of the same model.
     check : policyopt.studies.markov_check.MarkovModelCheck
         The held-out check of that model (:func:`~policyopt.studies.markov_check.check_markov_model`, or its
-        map-reduce :func:`~policyopt.studies.distributed_checks.held_out_check_partitions`); only its Markov test is
+        map-reduce :func:`~policyopt.studies.distributed_heldout.held_out_check_partitions`); only its Markov test is
         used.
     requested : str, optional
         What was asked for (default the model's name).

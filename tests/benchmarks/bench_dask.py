@@ -422,7 +422,7 @@ def run_markov_check(n_users: int, users_per_file: int, workers: int, slots: int
 
     from policyopt.models.estimation import fit_population
     from policyopt.studies.distributed import dask_client, fit_partitions
-    from policyopt.studies.distributed_checks import held_out_check_partitions
+    from policyopt.studies.distributed_heldout import held_out_check_partitions
     from policyopt.studies.markov_check import CHECK_DRAWS, check_markov_model, split_states
 
     # held out: the last half of each series (slots // 2 slots), lags 1..slots // 2 − 2 (a triple must fit) of both tests

@@ -280,7 +280,7 @@ def test_held_out_check_on_partitions_is_the_serial_design_check(meters):
 
     from policyopt.models.estimation import fit_population
     from policyopt.studies.distributed import fit_partitions
-    from policyopt.studies.distributed_checks import held_out_check_partitions
+    from policyopt.studies.distributed_heldout import held_out_check_partitions
     from policyopt.studies.markov_check import check_markov_model, split_states
 
     one, three = meters
