@@ -189,7 +189,8 @@ class ModelSpec:
 
     def _check_markov_model(self) -> None:
         """Canonicalise `markov_model` and `markov_seed`; see the class docstring for what is refused."""
-        from policyopt.models.markov_model import MarkovModelSpec, check_seed
+        from policyopt.models.markov_model import MarkovModelSpec
+        from policyopt.models.model_fitting import check_seed
 
         if self.markov_model == "chain":
             object.__setattr__(self, "markov_seed", check_seed(self.markov_seed))

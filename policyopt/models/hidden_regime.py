@@ -62,20 +62,16 @@ import numpy as np
 
 from policyopt.errors import InvalidInputError, InvalidModelError, fmt
 from policyopt.models.markov import Population
-from policyopt.models.markov_model import (
+from policyopt.models.markov_model import MAX_REGIMES, MIN_REGIMES, FittedMarkovModel, MarkovModelSpec, ZKernel
+from policyopt.models.model_fitting import (
     DEFAULT_SMOOTHING,
-    MAX_REGIMES,
-    MIN_REGIMES,
-    FittedMarkovModel,
-    MarkovModelSpec,
-    ZKernel,
-    check_seed,
-    require_transitions,
-    check_stochastic_stack,
     check_fit_inputs,
+    check_seed,
     check_smoothing,
+    check_stochastic_stack,
     dirichlet_rows,
     population_log_max_tv,
+    require_transitions,
     second_eigenvalue_modulus,
 )
 
@@ -279,7 +275,7 @@ class HiddenRegimeModel(FittedMarkovModel):
         if method != "bootstrap":
             raise InvalidInputError(f"`method` must be 'bootstrap' or 'dirichlet', got {fmt(method)}")
         from policyopt.models.markov import as_slots
-        from policyopt.models.markov_model import user_generators
+        from policyopt.models.model_fitting import user_generators
         from policyopt.models.posterior import check_draws
 
         ts = as_slots(ages, "ages").reshape(-1)

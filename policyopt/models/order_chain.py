@@ -31,22 +31,18 @@ import numpy as np
 
 from policyopt.errors import InvalidInputError, InvalidModelError, fmt
 from policyopt.models.markov import Population
-from policyopt.models.markov_model import (
+from policyopt.models.markov_model import MAX_ORDER, MAX_Z_STATES, FittedMarkovModel, MarkovModelSpec, ZKernel
+from policyopt.models.model_fitting import (
     CHUNK_BYTES,
     DEFAULT_SMOOTHING,
-    MAX_ORDER,
-    MAX_Z_STATES,
-    FittedMarkovModel,
-    MarkovModelSpec,
-    ZKernel,
-    posterior_alpha,
-    draw_user_rows,
-    require_transitions,
-    check_stochastic_stack,
     check_fit_inputs,
     check_smoothing,
+    check_stochastic_stack,
     count_codes,
+    draw_user_rows,
     population_log_max_tv,
+    posterior_alpha,
+    require_transitions,
     second_eigenvalue_modulus,
 )
 
@@ -100,7 +96,7 @@ class OrderChainModel(FittedMarkovModel):
 
     Notes
     -----
-    Δ_Z by :func:`~policyopt.models.markov_model.population_log_max_tv` (users in chunks of bounded memory); a
+    Δ_Z by :func:`~policyopt.models.model_fitting.population_log_max_tv` (users in chunks of bounded memory); a
     reducible Z chain (possible only with zero conditionals) raises :class:`InvalidModelError` there.
     ``spectral_rate``: the largest second eigenvalue modulus of the users' Z matrices (the singular-value rate of
     :attr:`MarkovChain.spectral_rate` is 1 for k ≥ 2: a step back and forth keeps the overlapping readings).

@@ -41,19 +41,17 @@ from policyopt.models.tv_kernels import (
     pairwise_max_tv,
     reversed_deviation,
 )
-from policyopt.models.markov_model import (
+from policyopt.models.markov_model import FittedMarkovModel, MarkovModelSpec, ZKernel
+from policyopt.models.model_fitting import (
     DEFAULT_SMOOTHING,
-    FittedMarkovModel,
-    MarkovModelSpec,
-    ZKernel,
-    check_starts,
-    posterior_alpha,
-    draw_user_rows,
-    require_transitions,
-    check_stochastic_stack,
     check_fit_inputs,
     check_smoothing,
+    check_starts,
+    check_stochastic_stack,
     count_codes,
+    draw_user_rows,
+    posterior_alpha,
+    require_transitions,
     second_eigenvalue_modulus,
 )
 

@@ -197,7 +197,8 @@ def markov_model_partitions(data, spec, fit: DistributedFit, *, horizon: int | N
         A Dask worker failed for another reason.
     """
     from policyopt.io import parquet_files
-    from policyopt.models.markov_model import MarkovModelSpec, check_smoothing
+    from policyopt.models.markov_model import MarkovModelSpec
+    from policyopt.models.model_fitting import check_smoothing
 
     start = time.perf_counter()
     try:

@@ -17,13 +17,8 @@ from policyopt.errors import InvalidInputError, InvalidModelError
 from policyopt.models.empirical import simulate_chain_states, user_streams
 from policyopt.models.hidden_regime import HiddenRegimeModel, fit_hidden_regime
 from policyopt.models.markov import Population
-from policyopt.models.markov_model import (
-    ChainModel,
-    MarkovModelSpec,
-    dirichlet_rows,
-    draw_user_rows,
-    fit_markov_model,
-)
+from policyopt.models.markov_model import ChainModel, MarkovModelSpec, fit_markov_model
+from policyopt.models.model_fitting import dirichlet_rows, draw_user_rows
 from policyopt.models.order_chain import OrderChainModel, fit_order_chain
 from policyopt.models.phase_chain import PhaseChainModel, fit_phase_chain
 
