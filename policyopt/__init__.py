@@ -58,7 +58,7 @@ _LAZY = {
     "daily_means": "policyopt.studies.citylearn",
     "CouplingMarkovChain": "policyopt.models.cmc",
     "two_binary_cmc": "policyopt.models.cmc",
-    "fit_cmc_from_readings": "policyopt.models.cmc",
+    "fit_cmc_from_readings": "policyopt.models.cmc_fit",
     "FRANProblem": "policyopt.problems.fran",
     "Query": "policyopt.privacy.fran",
     "design_fran": "policyopt.studies.fran_report",

@@ -126,7 +126,8 @@ def _max_nesting(text: str) -> int:
 
 def load_model(args):
     """The coupled chain (CMC) of ``policyopt fran`` from --model, --two-binary or --homes/--states (data)."""
-    from policyopt.models.cmc import CouplingMarkovChain, fit_cmc_from_readings, two_binary_cmc
+    from policyopt.models.cmc import CouplingMarkovChain, two_binary_cmc
+    from policyopt.models.cmc_fit import fit_cmc_from_readings
 
     if args.states is not None and args.homes is None:
         raise InvalidInputError("--states applies only to --homes")

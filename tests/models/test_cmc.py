@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from _refs import brute_max_tv
-from policyopt.models.cmc import CouplingMarkovChain, fit_cmc, fit_cmc_from_readings, two_binary_cmc
+from policyopt.models.cmc import CouplingMarkovChain, two_binary_cmc
+from policyopt.models.cmc_fit import fit_cmc, fit_cmc_from_readings
 from policyopt.errors import InvalidInputError, InvalidModelError
 from policyopt.models.markov import MarkovChain
 
