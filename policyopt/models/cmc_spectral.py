@@ -225,14 +225,18 @@ _LANCZOS_STEPS = 60
 _SMALL = 256
 
 
-def certify(op: JointOperator, seed: int) -> SpectralCertificate:
-    """Compute the :class:`SpectralCertificate` of a joint chain given as a matrix-free operator."""
-    from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigs, eigsh
+def _stationary(op: JointOperator) -> np.ndarray:
+    """Step 1 of :func:`certify`: the joint chain's stationary vector π (N,), positive, summing to 1 (dense
+    eigenvector for small N, ARPACK otherwise, then two power steps).
+
+    Raises
+    ------
+    InvalidModelError
+        If no positive stationary vector is found, or an entry is zero (reducible chain or below rounding level).
+    """
+    from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigs
 
     N = op.N
-    rng = np.random.default_rng(seed)
-    u_round = np.finfo(float).eps / 2
-    # 1. stationary vector
     if N <= _SMALL:
         Pd = op.matvec(np.eye(N))
         w, V = np.linalg.eig(Pd.T)
@@ -257,6 +261,17 @@ def certify(op: JointOperator, seed: int) -> SpectralCertificate:
             "the joint chain's stationary vector has zero entries (reducible joint chain, or a stationary "
             f"probability below rounding level: {int(np.sum(pi <= 0))} of {N} snapshots); no spectral bound"
         )
+    return pi
+
+
+def certify(op: JointOperator, seed: int) -> SpectralCertificate:
+    """Compute the :class:`SpectralCertificate` of a joint chain given as a matrix-free operator."""
+    from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
+
+    N = op.N
+    rng = np.random.default_rng(seed)
+    u_round = np.finfo(float).eps / 2
+    pi = _stationary(op)  # 1. stationary vector
     resid = op.rmatvec(pi) - pi
     u = np.sqrt(pi)
 
