@@ -562,16 +562,7 @@ def check_model_partitions(data, *, n_states: int = 12, value_range=None, max_la
     try:
         if holdout is not None or value_range is not None:
             tmp = tempfile.mkdtemp(prefix="policyopt-check-model-")
-            jobs = [(p, i) for i, p in enumerate(paths)]
-            split = fold_partitions(_split_job, jobs, (option, holdout, value_range, tmp), _collect, [], client)
-            split.sort(key=lambda r: r[0])
-            fit_paths = [r[1]["fit"] for r in split if r[1]["fit"] is not None]  # edges from every fit reading
-            if not fit_paths:
-                raise InvalidInputError(f"{option} {str(data)!r} holds no readings (every Parquet file is empty)")
-            pairs = [(None if holdout is None else r[1]["fit"], r[1]["test"]) for r in split  # fit file = test file
-                     if r[1]["fit"] is not None and r[1]["test"] is not None]                # without holdout
-            if not pairs:
-                raise InvalidInputError(f"`holdout`={holdout} leaves no readings to test on")
+            pairs, fit_paths = _split_files(paths, data, option, holdout, value_range, tmp, client)
         else:
             pairs = [(None, p) for p in paths]
             fit_paths = paths
@@ -642,6 +633,29 @@ def check_model_partitions(data, *, n_states: int = 12, value_range=None, max_la
              "markov_test_seconds": time.perf_counter() - mk_start,
              "partition_seconds": acc["seconds"] + mk_stats["partition_seconds"], "peak_rss_mib": rss}
     return report, stats
+
+
+def _split_files(paths, data, option: str, holdout, value_range, out_dir: str, client) -> tuple[list, list]:
+    """The clip-and-split pass of :func:`check_model_partitions`: every file split (:func:`split_partition`) into
+    `out_dir`; returns the (fit file or None, test file) pairs to check (fit file None without `holdout`: the test
+    file is fitted too) and the fit files (the quantile edges come from every fit reading).
+
+    Raises
+    ------
+    InvalidInputError
+        If no file holds a reading, or `holdout` leaves no readings to test on.
+    """
+    jobs = [(p, i) for i, p in enumerate(paths)]
+    split = fold_partitions(_split_job, jobs, (option, holdout, value_range, out_dir), _collect, [], client)
+    split.sort(key=lambda r: r[0])
+    fit_paths = [r[1]["fit"] for r in split if r[1]["fit"] is not None]  # edges from every fit reading
+    if not fit_paths:
+        raise InvalidInputError(f"{option} {str(data)!r} holds no readings (every Parquet file is empty)")
+    pairs = [(None if holdout is None else r[1]["fit"], r[1]["test"]) for r in split  # fit file = test file
+             if r[1]["fit"] is not None and r[1]["test"] is not None]                # without holdout
+    if not pairs:
+        raise InvalidInputError(f"`holdout`={holdout} leaves no readings to test on")
+    return pairs, fit_paths
 
 
 def _split_job(job, option, holdout, value_range, out_dir):
