@@ -138,6 +138,33 @@ _STATUS_MARKS = {
 }
 
 
+def _status_marks(axes, grows, color, suffix: str, strip_y: float) -> set:
+    """The marks of one model's points that are not ``optimal`` (:data:`_STATUS_MARKS`): ``feasible`` at its ε*,
+    the others on the f̄ axis at height `strip_y` (axes fraction: a row per model in the strip); ``unbounded`` and
+    ``feasible`` also on the schedule and ε_C panels.  Returns the statuses drawn."""
+    ax_risk, ax_sched, ax_eps = axes
+    on_axis = ax_risk.get_xaxis_transform()  # x in data, y in axes fractions: marks on the f̄ axis
+    seen = set()
+    for status, spec in _STATUS_MARKS.items():
+        pts = [r for r in grows if r.get("status") == status]
+        if not pts:
+            continue
+        seen.add(status)
+        xs = [r["max_penalty"] for r in pts]
+        face = {} if spec["fill"] is None else {"markerfacecolor": spec["fill"]}
+        if status == "feasible":
+            ax_risk.plot(xs, [r.get("peak_risk") for r in pts], linestyle="none", marker=spec["marker"],
+                         markersize=spec["size"], color=color, **face, label=f"{status}{suffix}")
+        else:
+            ax_risk.plot(xs, [strip_y] * len(xs), linestyle="none", marker=spec["marker"], markersize=spec["size"],
+                         color=color, transform=on_axis, clip_on=False, **face, label=f"{status}{suffix}")
+        if status in ("unbounded", "feasible"):
+            for ax, column in ((ax_sched, "A"), (ax_sched, "S_bar"), (ax_eps, "epsilon_c")):
+                ax.plot(xs, [r.get(column) for r in pts], linestyle="none", marker=spec["marker"],
+                        markersize=spec["size"], color=color, markerfacecolor="none", label=f"{status}{suffix}")
+    return seen
+
+
 def plot_sweep(rows, path, *, title: str | None = None, penalty_unit: str | None = None):
     """Trade-off figure of a sweep: ε* vs f̄ with both benchmarks, and the chosen A, S̄, ε_C.
 
@@ -202,7 +229,6 @@ def plot_sweep(rows, path, *, title: str | None = None, penalty_unit: str | None
     nrel = next((r["releases"] for r in rows if r.get("releases")), None)
     optimal = lambda r: r.get("status") in _OPTIMAL  # noqa: E731
     no_aging_optimal = lambda r: r.get("no_aging_status") in _OPTIMAL  # noqa: E731
-    on_axis = ax_risk.get_xaxis_transform()  # x in data, y in axes fractions: marks on the f̄ axis
     hatched = False
     for gi, (key, grows) in enumerate(groups.items()):
         grows = sorted(grows, key=lambda r: r["max_penalty"])
@@ -219,24 +245,8 @@ def plot_sweep(rows, path, *, title: str | None = None, penalty_unit: str | None
             all_risks += ys
             ax_risk.plot(xs, ys, linestyle=style, marker=mk, markersize=4, color=color,
                          markerfacecolor=color if style == "-" else "white", label=label + suffix)
-        for status, spec in _STATUS_MARKS.items():
-            pts = [r for r in grows if r.get("status") == status]
-            if not pts:
-                continue
-            seen_status.add(status)
-            xs = [r["max_penalty"] for r in pts]
-            face = {} if spec["fill"] is None else {"markerfacecolor": spec["fill"]}
-            if status == "feasible":
-                ax_risk.plot(xs, [r.get("peak_risk") for r in pts], linestyle="none", marker=spec["marker"],
-                             markersize=spec["size"], color=color, **face, label=f"{status}{suffix}")
-            else:
-                y = _STRIP * (gi % _STRIP_ROWS + 0.5) / min(n_groups, _STRIP_ROWS)  # a row per model, in the strip
-                ax_risk.plot(xs, [y] * len(xs), linestyle="none", marker=spec["marker"], markersize=spec["size"],
-                             color=color, transform=on_axis, clip_on=False, **face, label=f"{status}{suffix}")
-            if status in ("unbounded", "feasible"):
-                for ax, column in ((ax_sched, "A"), (ax_sched, "S_bar"), (ax_eps, "epsilon_c")):
-                    ax.plot(xs, [r.get(column) for r in pts], linestyle="none", marker=spec["marker"],
-                            markersize=spec["size"], color=color, markerfacecolor="none", label=f"{status}{suffix}")
+        seen_status |= _status_marks((ax_risk, ax_sched, ax_eps), grows, color, suffix,
+                                     _STRIP * (gi % _STRIP_ROWS + 0.5) / min(n_groups, _STRIP_ROWS))
         for column, style, size, label in (("A", "-", 4, "A (aging)"), ("S_bar", "--", 8, "S̄ (inter-publish time)")):
             xs, ys = _curve(grows, column, optimal)  # S̄ hollow and larger: visible where it equals A
             ax_sched.plot(xs, ys, linestyle=style, marker=mk, markersize=size, color=color,
