@@ -9,12 +9,8 @@ import pytest
 
 from policyopt.problems.tpl_budget import BudgetAllocationProblem
 from policyopt.result import Status
-from policyopt.solvers.tpl_optimal import (
-    OptimalAllocator,
-    propagate_bounds,
-    tighten_budget_bounds,
-    variable_bounds,
-)
+from policyopt.solvers.tpl_bounds import propagate_bounds, tighten_budget_bounds
+from policyopt.solvers.tpl_optimal import OptimalAllocator, variable_bounds
 from policyopt.privacy.temporal import leakage
 
 P_B = [[0.8, 0.2], [0.2, 0.8]]  # source: Cao et al. (2019), Section 6.3, Fig. 8

@@ -18,14 +18,8 @@ from policyopt.errors import InvalidInputError, InvalidModelError
 from policyopt.problems.tpl_budget import BudgetAllocationProblem
 from policyopt.result import Status
 from policyopt.solvers.tpl_alloc import QuantificationAllocator, UpperBoundAllocator
-from policyopt.solvers.tpl_optimal import (
-    OptimalAllocator,
-    local_optimum,
-    over_cuts,
-    tighten_bounds,
-    under_cuts,
-    variable_bounds,
-)
+from policyopt.solvers.tpl_bounds import over_cuts, tighten_bounds, under_cuts
+from policyopt.solvers.tpl_optimal import OptimalAllocator, local_optimum, variable_bounds
 from policyopt.privacy.temporal import LossFunction, leakage, leakage_upper, supremum
 
 # source: Cao et al. (2019), Section 6.3, Fig. 8 (P_B, P_F, goal 1-DP_T)
