@@ -76,7 +76,7 @@ from policyopt.deploy.ledger import (
     package_version,
 )
 from policyopt.deploy.model import ModelSpec
-from policyopt.deploy.out_file import OLD_OUT_HEADER, OUT_HEADER, out_table, render_out
+from policyopt.deploy.out_file import OLD_OUT_HEADER, out_table, render_out
 from policyopt.formatting import fmt_count, round_up
 
 __all__ = ["Publisher", "PublishReport", "RiskLimitError", "TrialError", "TRIAL_FRACTION", "ScheduleSpec", "read_stream_csv",
@@ -268,7 +268,7 @@ class Publisher:
         Refuse (:class:`RiskLimitError`, nothing written) a run in which a due release would
         have ε(S_n) > `max_risk` (nats).
     out : str or Path, optional
-        CSV of the rows (:data:`OUT_HEADER`), appended after each commit and rebuilt from the
+        CSV of the rows (:data:`~policyopt.deploy.out_file.OUT_HEADER`), appended after each commit and rebuilt from the
         ledger when it lags; a ``.parquet`` name writes the same columns (:func:`out_table`) as one Parquet file,
         rewritten whole at the end of each run (a run that is killed leaves it behind; the next rebuilds it).  A new or empty ledger next to an `out` that already holds
         releases is refused (those slots were released with noise the ledger no longer knows).
