@@ -687,12 +687,68 @@ def run_publish(args) -> int:
         return _publish(args, start, schedule, model, provenance, client, as_designed)
 
 
+def _publish_lines(args, rep, out: dict, privacy: dict, model, check_note, designed_sens, used_sens) -> list[str]:
+    """The text of ``policyopt publish`` but its wall time: guarantee, schedule, stream, this run, ledger, peak risk,
+    intervals, plot, out file, trial, sensitivity note, model check and warnings (`out` is the ``--json`` object)."""
+    from policyopt.deploy.error_bars import intervals_lines
+    from policyopt.studies.backtest import verdict_text
+
+    slot_seconds, new, check = out["slot_seconds"], rep.new_rows, out["model_check"]
+    released = [r for r in new if r.status == "released"]
+    s = rep.schedule
+    mv = privacy["model_verdict"]
+    lines = [
+        "policyopt publish: releases with OpenDP Laplace noise (Zhang et al. 2024, Theorem 3; ledger in SQLite)",
+        *guarantee_lines(privacy),
+        f"schedule    : A = {fmt_count(s.A, 'slot')}, S̄ = {fmt_count(s.S_bar, 'slot')}, ε_C = {fmt_exact(s.epsilon_c)} nats, value range "
+        f"{fmt_value(s.value_range[0])}:{fmt_value(s.value_range[1])}, first input slot {s.origin} (id {rep.schedule_id})",
+        f"stream      : complete through slot {rep.through}{span_text(rep.through, slot_seconds)}"
+        + ("" if slot_seconds is None else f"; slots of {out['slot_length']}"),
+    ]
+    if new:
+        lines.append(f"this run    : {len(released)} released, {len(new) - len(released)} skipped (slots {new[0].slot}..{new[-1].slot}), "
+                     f"{out['clipped']} readings clipped")
+        for r in new:
+            if r.status == "skipped":
+                lines.append(f"  skipped slot {r.slot}: {r.reason}")
+    else:
+        lines.append("this run    : nothing due (no new complete publishing time)")
+    lines += [
+        f"ledger      : {rep.ledger}: {fmt_count(rep.total_rows, 'row')} ({rep.released_total} released, {rep.skipped_total} skipped); "
+        f"next release at slot {rep.next_slot}{span_text(rep.next_slot, slot_seconds)}",
+        f"peak risk   : max ε(S_n) so far = {fmt_upper(rep.peak_risk)} nats (model {rep.model}){not_a_bound(mv)}",
+        f"model from  : {rep.provenance.get('model_reason')}",
+        f"design check: {verdict_text(mv)}",
+    ]
+    lines += intervals_lines(out["intervals"])
+    if out["plot"] is not None:
+        lines.append(f"plot        : {args.plot} (every release so far with both error bars"
+                     + (", over the stream's true current mean: a replay of the design's readings)" if out["plot_truth"] else ")"))
+    if rep.out:
+        lines.append(f"out         : {rep.out}" + (" (rebuilt from the ledger)" if rep.out_rebuilt else ""))
+    if rep.trial is not None:
+        t = rep.trial
+        lines.append(f"trial       : {t['reason']} (--trial) — from release {t['first_release']} the releases average as "
+                     f"few as {fmt_count(t['fewest_users'], 'user')}' readings, against the I = {t['design_users']} users "
+                     "of the design: their noise variance is ≥ 4 times the schedule's (recorded in the ledger)")
+    if designed_sens is not None and used_sens is not None and used_sens > designed_sens * (1 + 1e-3):
+        lines.append(f"note        : Δf up to {fmt_value(used_sens)} in this run, above the Δf = {fmt_value(designed_sens)} the schedule's "
+                     "penalty assumed (wider --value-range or fewer users): the privacy is as accounted, the error larger")
+    if check is not None:
+        from policyopt.cli.schedule import model_check_text
+
+        lines.append(f"model check : {model_check_text(check, chains_used=model.max_tv_table is None)}")
+    elif check_note is not None:
+        lines.append(f"model check : {check_note}")
+    lines += [f"warning     : {w}" for w in privacy["warnings"]]
+    return lines
+
+
 def _publish(args, start, schedule, model, provenance, client, as_designed: bool) -> int:
     """The rest of :func:`run_publish` (inside the Dask client's lifetime when there is one); `as_designed`: the
     accounting model is the schedule file's own, whose recorded numbers the publisher then checks."""
     from policyopt.deploy import Publisher
-    from policyopt.deploy.error_bars import intervals_lines, intervals_summary
-    from policyopt.studies.backtest import verdict_text
+    from policyopt.deploy.error_bars import intervals_summary
 
     readings, slot_seconds = _load_stream(args, provenance, client)
     if args.through is not None:
@@ -767,52 +823,7 @@ def _publish(args, start, schedule, model, provenance, client, as_designed: bool
     if args.json:
         print(json.dumps(out, indent=2, ensure_ascii=False))
         return 0
-    s = rep.schedule
-    mv = privacy["model_verdict"]
-    lines = [
-        "policyopt publish: releases with OpenDP Laplace noise (Zhang et al. 2024, Theorem 3; ledger in SQLite)",
-        *guarantee_lines(privacy),
-        f"schedule    : A = {fmt_count(s.A, 'slot')}, S̄ = {fmt_count(s.S_bar, 'slot')}, ε_C = {fmt_exact(s.epsilon_c)} nats, value range "
-        f"{fmt_value(s.value_range[0])}:{fmt_value(s.value_range[1])}, first input slot {s.origin} (id {rep.schedule_id})",
-        f"stream      : complete through slot {rep.through}{span_text(rep.through, slot_seconds)}"
-        + ("" if slot_seconds is None else f"; slots of {out['slot_length']}"),
-    ]
-    if new:
-        lines.append(f"this run    : {len(released)} released, {len(new) - len(released)} skipped (slots {new[0].slot}..{new[-1].slot}), "
-                     f"{out['clipped']} readings clipped")
-        for r in new:
-            if r.status == "skipped":
-                lines.append(f"  skipped slot {r.slot}: {r.reason}")
-    else:
-        lines.append("this run    : nothing due (no new complete publishing time)")
-    lines += [
-        f"ledger      : {rep.ledger}: {fmt_count(rep.total_rows, 'row')} ({rep.released_total} released, {rep.skipped_total} skipped); "
-        f"next release at slot {rep.next_slot}{span_text(rep.next_slot, slot_seconds)}",
-        f"peak risk   : max ε(S_n) so far = {fmt_upper(rep.peak_risk)} nats (model {rep.model}){not_a_bound(mv)}",
-        f"model from  : {rep.provenance.get('model_reason')}",
-        f"design check: {verdict_text(mv)}",
-    ]
-    lines += intervals_lines(out["intervals"])
-    if out["plot"] is not None:
-        lines.append(f"plot        : {args.plot} (every release so far with both error bars"
-                     + (", over the stream's true current mean: a replay of the design's readings)" if out["plot_truth"] else ")"))
-    if rep.out:
-        lines.append(f"out         : {rep.out}" + (" (rebuilt from the ledger)" if rep.out_rebuilt else ""))
-    if rep.trial is not None:
-        t = rep.trial
-        lines.append(f"trial       : {t['reason']} (--trial) — from release {t['first_release']} the releases average as "
-                     f"few as {fmt_count(t['fewest_users'], 'user')}' readings, against the I = {t['design_users']} users "
-                     "of the design: their noise variance is ≥ 4 times the schedule's (recorded in the ledger)")
-    if designed_sens is not None and used_sens is not None and used_sens > designed_sens * (1 + 1e-3):
-        lines.append(f"note        : Δf up to {fmt_value(used_sens)} in this run, above the Δf = {fmt_value(designed_sens)} the schedule's "
-                     "penalty assumed (wider --value-range or fewer users): the privacy is as accounted, the error larger")
-    if check is not None:
-        from policyopt.cli.schedule import model_check_text
-
-        lines.append(f"model check : {model_check_text(check, chains_used=model.max_tv_table is None)}")
-    elif check_note is not None:
-        lines.append(f"model check : {check_note}")
-    lines += [f"warning     : {w}" for w in privacy["warnings"]]
+    lines = _publish_lines(args, rep, out, privacy, model, check_note, designed_sens, used_sens)
     lines.append(f"wall time   : {out['wall_time_s']:.3f} s")
     print(check_text("\n".join(lines)))
     return 0
