@@ -95,6 +95,72 @@ def _slots(x):
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else int(x)
 
 
+def _ledger_lines(args, out: dict, led, risk, model, privacy: dict, made: list, peaks: dict) -> list[str]:
+    """The text of ``policyopt ledger`` but its wall time (`out` is the ``--json`` object; `led` the closed ledger,
+    `risk` its accounting, `made` the releases made up to the audited slot, `peaks` ε(S_n) by release slot)."""
+    import numpy as np
+
+    from policyopt.deploy.error_bars import intervals_lines
+    from policyopt.studies.backtest import verdict_text
+
+    sch, trials, mv = led.schedule, out["trials"], privacy["model_verdict"]
+    slot_seconds, slot_len = out["slot_seconds"], out["slot_length"]
+    designed = (f"ε* = {fmt_upper(risk.designed_peak_risk)} nats (eq. (30), the limit of ε(S_n) for the schedule as designed)"
+                f"{not_a_bound(mv)}" if risk.designed_peak_risk is not None else
+                "divergent: condition (31) Δ(S̄)e^ε_C < 1 fails")
+    if risk.designed_peak_risk is None and risk.designed_horizon_risk is not None and sch.horizon_accounting == "model-free":
+        k = -(-sch.horizon // sch.S_bar)  # ⌈H/S̄⌉ planned releases
+        designed = (f"no finite ε* (condition (31) Δ(S̄)e^ε_C < 1 fails); designed over {fmt_count(sch.horizon, 'slot')}"
+                    f"{span_text(sch.horizon, slot_seconds)} for the model-free guarantee: pure ε ≤ "
+                    f"{fmt_upper(risk.designed_horizon_risk)} nats for its {fmt_count(k, 'planned release')} (basic "
+                    "composition, whatever the correlation); the releases made so far are accounted above")
+    elif risk.designed_peak_risk is None and risk.designed_horizon_risk is not None:
+        designed = (f"no finite ε* (condition (31) Δ(S̄)e^ε_C < 1 fails); designed over {fmt_count(sch.horizon, 'slot')}"
+                    f"{span_text(sch.horizon, slot_seconds)}: largest risk ≤ {fmt_upper(risk.designed_horizon_risk)} nats "
+                    f"(Theorem 3, every planned release made){not_a_bound(mv)}; the releases made so far are accounted "
+                    "above")
+    aoi = out["aoi_at"]
+    lines = [
+        "policyopt ledger: age-dependent risk of the releases made (Zhang et al. 2024, Theorem 3, eq. (25); nats, slots)",
+        *guarantee_lines(privacy),
+        f"ledger      : {args.ledger} (schema {out['schema_version']}, created {out['created_at']}, policyopt {out['package_version']})",
+        f"schedule    : A = {fmt_count(sch.A, 'slot')}, S̄ = {fmt_count(sch.S_bar, 'slot')}, ε_C = {fmt_exact(sch.epsilon_c)} nats, value range "
+        f"{fmt_value(sch.value_range[0])}:{fmt_value(sch.value_range[1])}, first input slot {sch.origin} (id {led.schedule_id})",
+        f"model       : {model.describe()}" + ("" if out["model_is_recorded"] else
+                                                 f" (not the ledger's recorded model: --override {args.override})"
+                                                 if args.override is not None else
+                                                 f" (--markov-model {model.markov_model}; the ledger's is "
+                                                 f"{led.model.markov_model})"),
+        f"model from  : {out['model_reason']}",
+        f"design check: {verdict_text(mv)}",
+        *(f"trial       : {t.get('reason')} (publish --trial, {t.get('recorded_at')}) — from release "
+          f"{t.get('first_release')} the releases average as few as {fmt_count(t.get('fewest_users'), 'user')}' "
+          f"readings, against the I = {t.get('design_users')} users of the design" for t in trials),
+        f"releases    : {risk.released} made, {risk.skipped} skipped, up to slot {risk.at}{span_text(risk.at, slot_seconds)}"
+        + ("" if slot_seconds is None else f"; slots of {slot_len}"),
+        f"now         : ε({risk.at}) = {fmt_upper(out['risk_at'])} nats{not_a_bound(mv, brief=True)}, "
+        + ("AoI undefined (nothing released yet)" if aoi is None else f"AoI = {fmt_count(aoi, 'slot')}{span_text(aoi, slot_seconds)}"),
+        f"peak so far : max ε(S_n) = {fmt_upper(risk.peak_risk)} nats{not_a_bound(mv)}",
+        f"designed    : {designed}",
+    ]
+    if made:
+        lines.append(f"{'n':>6} {'slot':>7} {'input':>7} {'users':>5} {'ε spent':>10} {'ε(S_n)':>10} {'AoI':>5}")
+        shown = made if len(made) <= TEXT_ROWS else made[:3] + made[-(TEXT_ROWS - 3):]
+        for i, r in enumerate(shown):
+            if len(made) > TEXT_ROWS and i == 3:
+                lines.append(f"{'...':>6}")
+            lines.append(f"{r.n:>6} {r.slot:>7} {r.input_time:>7} {r.users:>5} {fmt_upper(r.epsilon_spent):>10} "
+                         f"{fmt_upper(peaks[r.slot]):>10} {r.slot - r.input_time:>5}")
+    worst = int(np.argmax(risk.risk)) if risk.risk.size else 0
+    lines.append(f"trajectory  : {fmt_count(risk.times.size, 'slot')} ({'--json' if risk.times.size else ''} prints ε(t), AoI(t)); "
+                 f"max ε(t) = {fmt_upper(float(risk.risk[worst]))} at slot {int(risk.times[worst])}{not_a_bound(mv)}")
+    lines += intervals_lines(out["intervals"])
+    if out["plot"] is not None:
+        lines.append(f"plot        : {args.plot} (the releases up to slot {risk.at} with both error bars)")
+    lines += [f"warning     : {w}" for w in out["warnings"]]
+    return lines
+
+
 def run_ledger(args) -> int:
     """Handler of ``policyopt ledger``; prints text or JSON and returns the exit code.
 
@@ -106,9 +172,8 @@ def run_ledger(args) -> int:
     import numpy as np
 
     from policyopt.deploy import Ledger
-    from policyopt.deploy.error_bars import intervals_lines, intervals_summary, recorded_intervals
+    from policyopt.deploy.error_bars import intervals_summary, recorded_intervals
     from policyopt.io import parse_duration
-    from policyopt.studies.backtest import verdict_text
 
     start = time.perf_counter()
     check_plot(args)
@@ -202,59 +267,7 @@ def run_ledger(args) -> int:
     if args.json:
         print(json.dumps(out, indent=2, ensure_ascii=False))
         return 0
-    designed = (f"ε* = {fmt_upper(risk.designed_peak_risk)} nats (eq. (30), the limit of ε(S_n) for the schedule as designed)"
-                f"{not_a_bound(mv)}" if risk.designed_peak_risk is not None else
-                "divergent: condition (31) Δ(S̄)e^ε_C < 1 fails")
-    if risk.designed_peak_risk is None and risk.designed_horizon_risk is not None and sch.horizon_accounting == "model-free":
-        k = -(-sch.horizon // sch.S_bar)  # ⌈H/S̄⌉ planned releases
-        designed = (f"no finite ε* (condition (31) Δ(S̄)e^ε_C < 1 fails); designed over {fmt_count(sch.horizon, 'slot')}"
-                    f"{span_text(sch.horizon, slot_seconds)} for the model-free guarantee: pure ε ≤ "
-                    f"{fmt_upper(risk.designed_horizon_risk)} nats for its {fmt_count(k, 'planned release')} (basic "
-                    "composition, whatever the correlation); the releases made so far are accounted above")
-    elif risk.designed_peak_risk is None and risk.designed_horizon_risk is not None:
-        designed = (f"no finite ε* (condition (31) Δ(S̄)e^ε_C < 1 fails); designed over {fmt_count(sch.horizon, 'slot')}"
-                    f"{span_text(sch.horizon, slot_seconds)}: largest risk ≤ {fmt_upper(risk.designed_horizon_risk)} nats "
-                    f"(Theorem 3, every planned release made){not_a_bound(mv)}; the releases made so far are accounted "
-                    "above")
-    aoi = out["aoi_at"]
-    lines = [
-        "policyopt ledger: age-dependent risk of the releases made (Zhang et al. 2024, Theorem 3, eq. (25); nats, slots)",
-        *guarantee_lines(privacy),
-        f"ledger      : {args.ledger} (schema {out['schema_version']}, created {out['created_at']}, policyopt {out['package_version']})",
-        f"schedule    : A = {fmt_count(sch.A, 'slot')}, S̄ = {fmt_count(sch.S_bar, 'slot')}, ε_C = {fmt_exact(sch.epsilon_c)} nats, value range "
-        f"{fmt_value(sch.value_range[0])}:{fmt_value(sch.value_range[1])}, first input slot {sch.origin} (id {led.schedule_id})",
-        f"model       : {model.describe()}" + ("" if out["model_is_recorded"] else
-                                                 f" (not the ledger's recorded model: --override {args.override})"
-                                                 if args.override is not None else
-                                                 f" (--markov-model {model.markov_model}; the ledger's is "
-                                                 f"{led.model.markov_model})"),
-        f"model from  : {out['model_reason']}",
-        f"design check: {verdict_text(mv)}",
-        *(f"trial       : {t.get('reason')} (publish --trial, {t.get('recorded_at')}) — from release "
-          f"{t.get('first_release')} the releases average as few as {fmt_count(t.get('fewest_users'), 'user')}' "
-          f"readings, against the I = {t.get('design_users')} users of the design" for t in trials),
-        f"releases    : {risk.released} made, {risk.skipped} skipped, up to slot {risk.at}{span_text(risk.at, slot_seconds)}"
-        + ("" if slot_seconds is None else f"; slots of {slot_len}"),
-        f"now         : ε({risk.at}) = {fmt_upper(out['risk_at'])} nats{not_a_bound(mv, brief=True)}, "
-        + ("AoI undefined (nothing released yet)" if aoi is None else f"AoI = {fmt_count(aoi, 'slot')}{span_text(aoi, slot_seconds)}"),
-        f"peak so far : max ε(S_n) = {fmt_upper(risk.peak_risk)} nats{not_a_bound(mv)}",
-        f"designed    : {designed}",
-    ]
-    if made:
-        lines.append(f"{'n':>6} {'slot':>7} {'input':>7} {'users':>5} {'ε spent':>10} {'ε(S_n)':>10} {'AoI':>5}")
-        shown = made if len(made) <= TEXT_ROWS else made[:3] + made[-(TEXT_ROWS - 3):]
-        for i, r in enumerate(shown):
-            if len(made) > TEXT_ROWS and i == 3:
-                lines.append(f"{'...':>6}")
-            lines.append(f"{r.n:>6} {r.slot:>7} {r.input_time:>7} {r.users:>5} {fmt_upper(r.epsilon_spent):>10} "
-                         f"{fmt_upper(peaks[r.slot]):>10} {r.slot - r.input_time:>5}")
-    worst = int(np.argmax(risk.risk)) if risk.risk.size else 0
-    lines.append(f"trajectory  : {fmt_count(risk.times.size, 'slot')} ({'--json' if risk.times.size else ''} prints ε(t), AoI(t)); "
-                 f"max ε(t) = {fmt_upper(float(risk.risk[worst]))} at slot {int(risk.times[worst])}{not_a_bound(mv)}")
-    lines += intervals_lines(out["intervals"])
-    if out["plot"] is not None:
-        lines.append(f"plot        : {args.plot} (the releases up to slot {risk.at} with both error bars)")
-    lines += [f"warning     : {w}" for w in out["warnings"]]
+    lines = _ledger_lines(args, out, led, risk, model, privacy, made, peaks)
     lines.append(f"wall time   : {out['wall_time_s']:.3f} s")
     print(check_text("\n".join(lines)))
     return 0
