@@ -177,17 +177,8 @@ def deployment_record(args, dep, robust_level=None, empirical_level=None, markov
     }
 
 
-def run_schedule(args) -> int:
-    """Handler of ``policyopt schedule``: load the model, design the schedule, print text or JSON; exit code."""
-    import numpy as np
-
-    from policyopt.models.markov import Population
-    from policyopt.studies.deployment import explain, robust_source, sparse_row_warnings
-    from policyopt.studies.schedule import design_schedule
-    from policyopt.studies.schedule_text import format_report
-
-    start = time.perf_counter()
-    check_table_size(args)
+def _check_plot_options(args) -> None:
+    """Refuse ``--plot-epochs`` without ``--plot``, ``--plot`` with ``--relax``, a bad plot path or no matplotlib."""
     if args.plot_epochs is not None and args.plot is None:
         raise InvalidInputError(f"--plot-epochs {args.plot_epochs} applies to --plot only; add --plot FILE or omit it")
     if args.plot is not None:
@@ -197,6 +188,80 @@ def run_schedule(args) -> int:
             raise InvalidInputError("--plot draws integer schedules (time in whole slots); omit --relax")
         check_plot_path(args.plot, "--plot")
         require_matplotlib("--plot")
+
+
+def _rows_and_credible(out: dict, dep, post: dict, rng, warnings: list, relax: bool, chains_designed: bool,
+                       chains_trusted: bool, markov_source, empirical) -> None:
+    """The fitted chains' transition counts per row, the sparse-row witnesses and warnings, and the credible
+    statement (posterior or bootstrap draws of Δ(t)) — only under chains or a Markov model not refuted — into `out`."""
+    from policyopt.studies.deployment import sparse_row_warnings
+
+    m = out["model"]
+    if dep.fitted is not None and chains_designed:
+        rows = dep.fitted.row_transitions()
+        m["row_transitions"] = {u: r.tolist() for u, r in rows.items()}
+        m["min_row_transitions"] = post["min_row_transitions"]
+        m["sparse_states"] = dep.fitted.sparse_states(post["min_row_transitions"])
+        out["credible"] = None  # replaced below when there is an integer schedule to check (under chains not refuted)
+        if out["A"] is not None and not relax:
+            witnesses, sparse_warn = sparse_row_warnings(
+                dep.fitted, {"A": int(out["A"]), "S_bar": int(out["S_bar"])}, post["min_row_transitions"]
+            )
+            m["max_tv_witnesses"] = witnesses
+            if chains_trusted:  # refuted chains: no sparse-row warning on their ε*, and no credible statement
+                warnings += sparse_warn
+                out["credible"] = _credible(dep.fitted, out, post, rng, warnings)
+    elif markov_source is not None and empirical is None:  # Δ_Z of the chosen model: its posterior (bootstrap) draws
+        out["credible"] = None  # as the chains': a posterior under a refuted model is no guarantee
+        if out["A"] is not None and not relax and chains_trusted:
+            out["credible"] = _credible(markov_source, out, post, rng, warnings)
+
+
+def _draw_plot(out: dict, args, dep, source, post: dict, robust_info, empirical, markov_source) -> str | None:
+    """``--plot``: draw ε(t) and AoI(t) of the schedule with the Δ(t) the design used and record it in `out`; the
+    refusal to raise after the report is printed when there is no schedule to draw, else None."""
+    plot_error = None
+    if args.plot is not None:
+        out["plot"] = None
+        if out["A"] is None:
+            plot_error = f"--plot: no schedule to draw (status {out['status']})"
+        else:
+            from policyopt.studies.plots import plot_schedule
+
+            # draw with the Δ(t) the design used: the --robust band when given, else the model's own Δ(t)
+            label = None
+            if robust_info is not None and markov_source is not None:
+                label = (f"the simultaneous {_draw_kind(markov_source)} upper band of Δ_Z of the Markov model "
+                         f"{markov_source.name}, level {post['robust']:g} (--robust), as in the design")
+            elif robust_info is not None:
+                label = f"the simultaneous posterior upper band, level {post['robust']:g} (--robust), as in the design"
+            elif empirical is not None:
+                label = f"the data's {empirical.level:g} upper band (--max-tv), as designed"
+            elif markov_source is not None:
+                label = f"Δ_Z(t) of the Markov model {markov_source.name} (point estimate), as in the design"
+            plot_schedule(
+                out["A"], out["S_bar"], out["epsilon_c"], source, args.plot,
+                epochs=args.plot_epochs, peak_risk=out["peak_risk"],
+                title=dep.info["source"], max_tv_label=label,
+            )
+            out["plot"] = str(args.plot)
+            out["plot_max_tv"] = (f"Δ(t) = {label}" if label else
+                                  "Δ(t) of the model (eq. (12), point estimate for data), as in the design")
+    return plot_error
+
+
+def run_schedule(args) -> int:
+    """Handler of ``policyopt schedule``: load the model, design the schedule, print text or JSON; exit code."""
+    import numpy as np
+
+    from policyopt.models.markov import Population
+    from policyopt.studies.deployment import explain, robust_source
+    from policyopt.studies.schedule import design_schedule
+    from policyopt.studies.schedule_text import format_report
+
+    start = time.perf_counter()
+    check_table_size(args)
+    _check_plot_options(args)
     penalty, dist_extra = None, None
     if args.backtest is not None and wants_distributed(args):
         raise InvalidInputError(f"--backtest {args.backtest:g} replays the design on readings held in memory; omit it "
@@ -269,28 +334,8 @@ def run_schedule(args) -> int:
                              horizon_design=premise)
     chains_designed = empirical is None and markov_source is None  # the fitted chains are the design's Δ(t)
     chains_trusted = selection is None or selection.passed or gs.accept_refuted is not None
-    if dep.fitted is not None and chains_designed:
-        rows = dep.fitted.row_transitions()
-        m["row_transitions"] = {u: r.tolist() for u, r in rows.items()}
-        m["min_row_transitions"] = post["min_row_transitions"]
-        m["sparse_states"] = dep.fitted.sparse_states(post["min_row_transitions"])
-        out["credible"] = None  # replaced below when there is an integer schedule to check (under chains not refuted)
-        if out["A"] is not None and not args.relax and not chains_trusted:
-            witnesses, sparse_warn = sparse_row_warnings(
-                dep.fitted, {"A": int(out["A"]), "S_bar": int(out["S_bar"])}, post["min_row_transitions"]
-            )
-            m["max_tv_witnesses"] = witnesses
-        elif out["A"] is not None and not args.relax:
-            witnesses, sparse_warn = sparse_row_warnings(
-                dep.fitted, {"A": int(out["A"]), "S_bar": int(out["S_bar"])}, post["min_row_transitions"]
-            )
-            m["max_tv_witnesses"] = witnesses
-            warnings += sparse_warn
-            out["credible"] = _credible(dep.fitted, out, post, rng, warnings)
-    elif markov_source is not None and empirical is None:  # Δ_Z of the chosen model: its posterior (bootstrap) draws
-        out["credible"] = None  # as the chains': a posterior under a refuted model is no guarantee
-        if out["A"] is not None and not args.relax and chains_trusted:
-            out["credible"] = _credible(markov_source, out, post, rng, warnings)
+    _rows_and_credible(out, dep, post, rng, warnings, args.relax, chains_designed, chains_trusted, markov_source,
+                       empirical)
     out["deployment"] = deployment_record(args, dep, post.get("robust"), None if empirical is None else empirical.level,
                                           None if markov_source is None else markov_source.name,
                                           DEFAULT_SEED if post.get("seed") is None else post["seed"])
@@ -310,33 +355,7 @@ def run_schedule(args) -> int:
     out["warnings"] = warnings
     _state_guarantee(out, args, dep, gs, selection, empirical, penalty, source)
     out["explanation"] = explain(out)
-    plot_error = None
-    if args.plot is not None:
-        out["plot"] = None
-        if out["A"] is None:
-            plot_error = f"--plot: no schedule to draw (status {out['status']})"
-        else:
-            from policyopt.studies.plots import plot_schedule
-
-            # draw with the Δ(t) the design used: the --robust band when given, else the model's own Δ(t)
-            label = None
-            if robust_info is not None and markov_source is not None:
-                label = (f"the simultaneous {_draw_kind(markov_source)} upper band of Δ_Z of the Markov model "
-                         f"{markov_source.name}, level {post['robust']:g} (--robust), as in the design")
-            elif robust_info is not None:
-                label = f"the simultaneous posterior upper band, level {post['robust']:g} (--robust), as in the design"
-            elif empirical is not None:
-                label = f"the data's {empirical.level:g} upper band (--max-tv), as designed"
-            elif markov_source is not None:
-                label = f"Δ_Z(t) of the Markov model {markov_source.name} (point estimate), as in the design"
-            plot_schedule(
-                out["A"], out["S_bar"], out["epsilon_c"], source, args.plot,
-                epochs=args.plot_epochs, peak_risk=out["peak_risk"],
-                title=dep.info["source"], max_tv_label=label,
-            )
-            out["plot"] = str(args.plot)
-            out["plot_max_tv"] = (f"Δ(t) = {label}" if label else
-                                  "Δ(t) of the model (eq. (12), point estimate for data), as in the design")
+    plot_error = _draw_plot(out, args, dep, source, post, robust_info, empirical, markov_source)
     from policyopt.formatting import json_clean
 
     out = json_clean(out)
