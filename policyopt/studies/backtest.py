@@ -328,6 +328,63 @@ def replay_errors(terms, A: int, S_bar: int, users: int, split: int) -> tuple[np
     return terms.times[idx][ok], ages[ok], st[ok]
 
 
+def _given_schedule(schedule, users, unit: str, *, max_penalty, horizon, max_tv: str) -> tuple:
+    """A schedule given to :func:`backtest`: (schedule fields, what is replayed, the JSON as given, its Δ(t) source,
+    its design verdict, I, unit); refuses the options that only a design made here takes."""
+    given = [f"`{k}` = {v!r}" for k, v in (("max_penalty", max_penalty), ("horizon", horizon)) if v is not None]
+    if max_tv != "model":
+        given.append(f"`max_tv` = {max_tv!r}")
+    if given:
+        raise InvalidInputError(f"{', '.join(given)} applies to a design made here; a given schedule carries its own")
+    tv_source = ((schedule.get("deployment") or {}).get("model") or {}).get("max_tv_source") \
+        if isinstance(schedule, dict) else None
+    raw, replayed = schedule, "schedule"
+    if isinstance(schedule, dict):
+        schedule, replayed = replayable_design(schedule)
+    sched = schedule_from_json(schedule)
+    verdict = design_verdict(raw)
+    I = users if users is not None else sched["users"]
+    if I is None:
+        raise InvalidInputError("the schedule records no deployment size (model.users); give `users`")
+    return sched, replayed, raw, tv_source, verdict, I, unit or sched["unit"]
+
+
+def _held_out_profile(terms, split: int, peak: int, phase_period, users: int, unit: str) -> tuple[dict, int]:
+    """The held-out readings' staleness at the peak AoI, pooled and at the worst phase (as the design measures it),
+    and the phase period used."""
+    sel = terms.times >= split
+    held = SlotTerms(terms.times[sel], terms.n[:, sel], terms.sum_sq[:, sel], terms.sum_d[:, sel], terms.n_users,
+                     terms.value_range, terms.value_range_declared, terms.clipped)
+    hm = readings_moments(None, held.max_age, phase_period=phase_period, terms=held)
+    return ReadingsMSEPenalty(hm, users=users, unit=unit).phase_profile(peak), hm.phase_period
+
+
+def _coverage_warning(coverage: dict, level: float) -> str:
+    """The warning when the band of the current-mean interval's held-out coverage lies below its level."""
+    worst = min(coverage["ci_coverage_parts"], key=lambda p: p["coverage"])
+    return (f"the current-mean interval covered {100 * coverage['ci_coverage']:.1f} % of the held-out releases "
+            f"({100 * level:g} % band up to {100 * coverage['ci_coverage_upper']:.1f} %), below its "
+            f"{100 * coverage['ci_level']:g} % (worst {100 * worst['coverage']:.1f} % in slots {worst['first_slot']}.."
+            f"{worst['last_slot']}): the held-out time changes more over A slots than the design's did (a season); "
+            "design on readings that span the seasons, or publish with a higher --ci-level")
+
+
+def _staleness_interval(st: np.ndarray, peak: int, *, level: float, reps: int, seed: int) -> tuple[tuple, dict]:
+    """Two-sided percentile interval of the mean held-out staleness by the circular block bootstrap (``arch``), and
+    the ``bootstrap`` record of the report; blocks of at least 2·peak AoI + 1 slots (an a-step change shares a reading
+    with the change a slots away)."""
+    from policyopt.models.arch_bootstrap import arch_bootstrap
+
+    block = max(block_length(st[:, None], st.size), min(2 * peak + 1, max(1, st.size // 2)))
+    bs = arch_bootstrap().CircularBlockBootstrap(block, st, seed=np.random.default_rng(seed))  # simulation only
+    ci = bs.conf_int(np.mean, reps=reps, method="percentile", size=level)
+    info = {"method": "circular block bootstrap over held-out slots (arch.bootstrap.CircularBlockBootstrap)",
+            "block_rule": "Politis-White (2004) / Patton-Politis-White (2009), arch.bootstrap.optimal_block_length "
+                          "on the per-slot errors, and at least 2·peak AoI + 1 slots", "block_slots": int(block),
+            "reps": int(reps), "level": float(level), "interval": "two-sided percentile", "seed": int(seed)}
+    return (float(ci[0, 0]), float(ci[1, 0])), info
+
+
 def backtest(data, schedule: dict | None = None, *, train_fraction: float = 0.5, users: int | None = None,
              value_range=None, phase_period: int | None = None, max_penalty: float | None = None, states: int = 3,
              smoothing: float = 0.01, A_max: int = 168, S_max: int = 168, level: float = DEFAULT_LEVEL,
@@ -409,10 +466,7 @@ def backtest(data, schedule: dict | None = None, *, train_fraction: float = 0.5,
         Bad readings, fraction, schedule, `delta` or options; `max_penalty`, `max_tv` or `horizon` with a given
         schedule; a design here that has no schedule (infeasible or unbounded); too few held-out slots.
     """
-    from policyopt.models.arch_bootstrap import arch_bootstrap
     from policyopt.models.estimation import validate_readings
-
-    CircularBlockBootstrap = arch_bootstrap().CircularBlockBootstrap
 
     start = time.perf_counter()
     df = validate_readings(data)
@@ -454,23 +508,9 @@ def backtest(data, schedule: dict | None = None, *, train_fraction: float = 0.5,
             sched["design_max_tv"] = {"source": "the chains fitted on the training readings",
                                       "values": {t: float(fitted.population.max_tv(t)) for t in (sched["A"], sched["S_bar"])}}
     else:
-        given = [f"`{k}` = {v!r}" for k, v in (("max_penalty", max_penalty), ("horizon", horizon)) if v is not None]
-        if max_tv != "model":
-            given.append(f"`max_tv` = {max_tv!r}")
-        if given:
-            raise InvalidInputError(f"{', '.join(given)} applies to a design made here; a given schedule carries its own")
-        tv_source = ((schedule.get("deployment") or {}).get("model") or {}).get("max_tv_source") \
-            if isinstance(schedule, dict) else None
-        raw = schedule
-        if isinstance(schedule, dict):
-            schedule, replayed = replayable_design(schedule)
-        sched = schedule_from_json(schedule)
-        verdict = design_verdict(raw)
+        sched, replayed, raw, tv_source, verdict, I, unit = _given_schedule(schedule, users, unit, max_penalty=max_penalty,
+                                                                            horizon=horizon, max_tv=max_tv)
         fitted = None
-        I = users if users is not None else sched["users"]
-        if I is None:
-            raise InvalidInputError("the schedule records no deployment size (model.users); give `users`")
-        unit = unit or sched["unit"]
     vr = value_range if value_range is not None else sched["value_range"]
     A, S, eps = sched["A"], sched["S_bar"], sched["epsilon_c"]
     peak = A + S - 1
@@ -482,20 +522,12 @@ def backtest(data, schedule: dict | None = None, *, train_fraction: float = 0.5,
     if st.size < 8:
         raise InvalidInputError(f"only {st.size} held-out slots have readings of ≥ 2 users at both ends of the age; "
                                 "lower `train_fraction` or give longer readings")
-    # at least 2·peak AoI + 1 slots: an a-step change shares a reading with the change a slots away
-    block = max(block_length(st[:, None], st.size), min(2 * peak + 1, max(1, st.size // 2)))
-    bs = CircularBlockBootstrap(block, st, seed=np.random.default_rng(seed))  # simulation only
-    ci = bs.conf_int(np.mean, reps=reps, method="percentile", size=level)
+    ci, boot = _staleness_interval(st, peak, level=level, reps=reps, seed=seed)
     mean_st = float(np.mean(st))
     realized = mean_st + noise
-    lower, upper = float(ci[0, 0]) + noise, float(ci[1, 0]) + noise
+    lower, upper = ci[0] + noise, ci[1] + noise
     # the held-out staleness at the peak AoI, pooled and at the worst hour (as the design measures it)
-    sel = terms.times >= split
-    held = SlotTerms(terms.times[sel], terms.n[:, sel], terms.sum_sq[:, sel], terms.sum_d[:, sel], terms.n_users,
-                     terms.value_range, terms.value_range_declared, terms.clipped)
-    hm = readings_moments(None, held.max_age, phase_period=phase_period, terms=held)
-    hp = ReadingsMSEPenalty(hm, users=I, unit=unit)
-    prof = hp.phase_profile(peak)
+    prof, held_period = _held_out_profile(terms, split, peak, phase_period, I, unit)
     f_bar = sched["max_penalty"]
     lags = sorted({A, S} - {0})
     comparison = None
@@ -515,13 +547,7 @@ def backtest(data, schedule: dict | None = None, *, train_fraction: float = 0.5,
                                slot_seconds=privacy["guarantee_settings"]["slot_seconds"], band_level=level, reps=reps,
                                seed=seed)
     if coverage["ci_coverage_upper"] is not None and coverage["ci_coverage_upper"] < coverage["ci_level"]:
-        worst = min(coverage["ci_coverage_parts"], key=lambda p: p["coverage"])
-        privacy["warnings"].append(
-            f"the current-mean interval covered {100 * coverage['ci_coverage']:.1f} % of the held-out releases "
-            f"({100 * level:g} % band up to {100 * coverage['ci_coverage_upper']:.1f} %), below its "
-            f"{100 * coverage['ci_level']:g} % (worst {100 * worst['coverage']:.1f} % in slots {worst['first_slot']}.."
-            f"{worst['last_slot']}): the held-out time changes more over A slots than the design's did (a season); "
-            "design on readings that span the seasons, or publish with a higher --ci-level")
+        privacy["warnings"].append(_coverage_warning(coverage, level))
     return {
         "realized_mse": realized,
         "realized_mse_lower": lower,
@@ -540,11 +566,8 @@ def backtest(data, schedule: dict | None = None, *, train_fraction: float = 0.5,
         "staleness": mean_st,
         "noise": noise,
         "at_peak_aoi": {"age": peak, "pooled": prof["pooled"] + noise, "worst_phase": prof["worst"] + noise,
-                        "worst_phase_index": prof["worst_phase"], "phase_period": hm.phase_period},
-        "bootstrap": {"method": "circular block bootstrap over held-out slots (arch.bootstrap.CircularBlockBootstrap)",
-                      "block_rule": "Politis-White (2004) / Patton-Politis-White (2009), arch.bootstrap.optimal_block_length "
-                                    "on the per-slot errors, and at least 2·peak AoI + 1 slots", "block_slots": int(block), "reps": int(reps),
-                      "level": float(level), "interval": "two-sided percentile", "seed": int(seed)},
+                        "worst_phase_index": prof["worst_phase"], "phase_period": held_period},
+        "bootstrap": boot,
         "series": {"time": t_held.tolist(), "age": ages.tolist(), "mse": (st + noise).tolist()},
         "value_range": [lo, hi],
         "value_range_declared": terms.value_range_declared,
