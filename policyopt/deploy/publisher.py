@@ -520,7 +520,10 @@ class Publisher:
         finally:
             led.close()
 
-    def _run(self, led, clean, through, t_min, t_max, created, risk_after_aging_upper, stack):
+    def _prepare(self, led, t_min: int, t_max: int):
+        """The schedule and accounting model of this run (the design's for a new ledger, the ledger's otherwise), the
+        recorded rows, and the error bars' record; refuses another slot length, a stream that ends before the last
+        released slot, another --ci-level."""
         if led.is_new:
             sch = self.schedule if self.schedule.origin is not None else replace(self.schedule, origin=t_min)
             model = ModelSpec() if self.model is None else self.model
@@ -554,34 +557,21 @@ class Publisher:
                     f"`ledger` {str(self.ledger_path)!r} gives its releases error bars at level {have_level!r}, not "
                     f"{self.ci_level!r}: the level is fixed when the ledger is created (audit at another level with "
                     "`policyopt ledger --ci-level`)")
-        if self.out is not None:
-            expected, lagging = self._check_out(rows)
-        population = model.load()
-        if led.is_new and self.check_design:
-            from policyopt.deploy.ledger import schedule_discrepancies
+        return sch, model, rows
 
-            bad = schedule_discrepancies(sch, population)
-            if bad:
-                raise InvalidInputError(
-                    f"the schedule ({sch.source}) does not reproduce its own numbers: {'; '.join(bad)} — was it edited "
-                    "after its design? Redesign it, or publish it anyway with --override REASON (recorded)")
-        log_dtv = {}
+    def _plan(self, led, sch, rows, groups, mech, ldtv, through: int, risk_after_aging_upper):
+        """Every release due through slot `through`, in order: (n, slot, input slot, users, ε spent, prior risk,
+        ε(S_n), input digest), or Nones for a skipped slot; the largest ε(S_n) so far; this run's trial record.  The
+        risk does not depend on the noise, so `--max-risk` and the trial floor are checked before anything is drawn.
 
-        def ldtv(age: int) -> float:
-            """ln Δ(age), cached per age."""
-            if age not in log_dtv:
-                log_dtv[age] = float(population.log_max_tv(int(age)))
-            return log_dtv[age]
-
-        mech = _Mechanism(sch.value_range, sch.epsilon_c)
-        if isinstance(clean, ParquetStream):  # the input slots' readings, spilled to one file per slot, read one at a time
-            groups = stack.enter_context(clean.spill(range(sch.origin, max(through - sch.A, sch.origin - 1) + 1, sch.S_bar)))
-        else:
-            groups = {int(t): (g["user"].to_numpy(), g["value"].to_numpy(dtype=float))
-                      for t, g in clean.groupby("time")[["user", "value"]]}
-        _check_history(rows, groups)
-        lo, hi = sch.value_range
-        # Plan every due release (the risk does not depend on the noise), then check max_risk.
+        Raises
+        ------
+        RiskLimitError
+            If a release would raise ε(S_n) above ``max_risk``.
+        TrialError
+            If a release would average fewer than TRIAL_FRACTION of the design's users and no trial was declared.
+        """
+        last = rows[-1] if rows else None
         prev = led.last_released()
         state = None if prev is None else (prev.input_time, prev.epsilon_spent, prev.prior_risk)
         peak = max((r.risk_at_release for r in rows if r.status == "released"), default=0.0)
@@ -629,6 +619,41 @@ class Publisher:
                 state = (tau, spent, prior)
                 peak = max(peak, risk)
             n += 1
+        return plan, peak, trial
+
+    def _run(self, led, clean, through, t_min, t_max, created, risk_after_aging_upper, stack):
+        """One publishing run on an open ledger: prepare, check the schedule and the history, plan every due release,
+        then draw and commit them one by one (see :meth:`publish`)."""
+        sch, model, rows = self._prepare(led, t_min, t_max)
+        if self.out is not None:
+            expected, lagging = self._check_out(rows)
+        population = model.load()
+        if led.is_new and self.check_design:
+            from policyopt.deploy.ledger import schedule_discrepancies
+
+            bad = schedule_discrepancies(sch, population)
+            if bad:
+                raise InvalidInputError(
+                    f"the schedule ({sch.source}) does not reproduce its own numbers: {'; '.join(bad)} — was it edited "
+                    "after its design? Redesign it, or publish it anyway with --override REASON (recorded)")
+        log_dtv = {}
+
+        def ldtv(age: int) -> float:
+            """ln Δ(age), cached per age."""
+            if age not in log_dtv:
+                log_dtv[age] = float(population.log_max_tv(int(age)))
+            return log_dtv[age]
+
+        mech = _Mechanism(sch.value_range, sch.epsilon_c)
+        if isinstance(clean, ParquetStream):  # the input slots' readings, spilled to one file per slot, read one at a time
+            groups = stack.enter_context(clean.spill(range(sch.origin, max(through - sch.A, sch.origin - 1) + 1, sch.S_bar)))
+        else:
+            groups = {int(t): (g["user"].to_numpy(), g["value"].to_numpy(dtype=float))
+                      for t, g in clean.groupby("time")[["user", "value"]]}
+        _check_history(rows, groups)
+        lo, hi = sch.value_range
+        # Plan every due release (the risk does not depend on the noise), then check max_risk.
+        plan, peak, trial = self._plan(led, sch, rows, groups, mech, ldtv, through, risk_after_aging_upper)
         if led.is_new:
             led.initialise(sch, model, self.provenance, intervals=self._intervals)
         if trial is not None:
