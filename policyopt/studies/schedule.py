@@ -408,6 +408,63 @@ def compare_methods(exact_solution: Solution, geometric, *, relax: bool, exact_l
     return rows, sols
 
 
+def _check_design_options(method: str, relax: bool, privacy: str, horizon) -> None:
+    """Refuse a method, relaxation or privacy target :func:`design_schedule` cannot combine (see its Raises)."""
+    if method not in METHODS + ("all",):
+        raise InvalidInputError(f"unknown `method` {fmt(method)}; choose one of {list(METHODS + ('all',))}")
+    if method == "cvxpy" and not relax:
+        raise InvalidInputError(
+            "method 'cvxpy' solves the continuous relaxation of (39) only: add `relax` (--relax), "
+            "or use 'exact' or 'heuristic' for integer A and S̄"
+        )
+    if relax and method == "exact":
+        raise InvalidInputError("`relax` applies to the (39) back ends (heuristic, cvxpy, pyomo, all), not to the exact solver")
+    if privacy not in ("model-based", "model-free"):
+        raise InvalidInputError(f"`privacy` must be 'model-based' or 'model-free', got {fmt(privacy)}")
+    if privacy == "model-free" and (method != "exact" or horizon is None):
+        raise InvalidInputError("`privacy`='model-free' designs by exact enumeration over a horizon: use method 'exact' "
+                                f"and give `horizon` (slots); got method {method!r}, horizon {horizon!r}")
+
+
+def _mse_fields(model: dict, extra: dict, penalty: MSEPenalty, population, chains, solution: Solution,
+                horizon: int) -> None:
+    """The report's fields of an MSE penalty: sensitivity, value range, the deployment in words, the staleness
+    profile and, for the readings' penalty, its record and its comparison with the chains' MSE (into `model` and
+    `extra`)."""
+    pilot_users = population.n_users
+    model["sensitivity"] = penalty.sensitivity
+    model["staleness_limit"] = penalty.staleness_limit
+    model["value_range"] = list(penalty.value_range)
+    model["value_range_declared"] = penalty.value_range_declared
+    model["value_range_source"] = "declared" if penalty.value_range_declared else None  # model_info may say more
+    moments = getattr(penalty, "moments", None)
+    other_source = chains is not None and chains is not population  # e.g. the data's band, the chains given apart
+    delta = ("Δ(t) from the source given, not the pilot chains (model.delta_source says which)" if other_source
+             else "Δ(t) is the maximum over the pilot chains (eq. 12)")
+    model["deployment"] = (
+        f"{fmt_count(penalty.users, 'user')} drawn like the {fmt_count(moments.n_users, 'user')} of the readings; "
+        f"MSE from the readings (cross + (self − cross)/I, worst phase); {delta}"
+        if moments is not None else
+        f"{fmt_count(penalty.users, 'independent user')}, each following one of the "
+        f"{fmt_count(pilot_users, 'pilot chain')} in equal shares; {delta}"
+    )
+    model["staleness_profile"] = staleness_profile(penalty, population, horizon)
+    if getattr(penalty, "moments", None) is not None:
+        from policyopt.studies.deployment import penalty_comparison
+
+        model["readings_penalty"] = {
+            "design": penalty.design, "level": penalty.level, "phase_period": penalty.moments.phase_period,
+            "readings_users": penalty.moments.n_users, "slots": penalty.moments.slots,
+            "clipped_readings": penalty.moments.clipped, "bootstrap": penalty.bootstrap_info(),
+            "terms": {str(a): {k: v for k, v in penalty.summary(a).items() if k in ("self", "cross")}
+                      for a in (1, 3, 8) if a <= penalty.max_age},
+        }
+        d = solution.decision or {}
+        if d.get("A") is not None and float(d["A"]).is_integer() and float(d["S_bar"]).is_integer():
+            extra["penalty_comparison"] = penalty_comparison(
+                penalty, population if chains is None else chains, int(d["A"]), int(d["S_bar"]))
+
+
 def design_schedule(
     population: Population,
     *,
@@ -506,21 +563,8 @@ def design_schedule(
     """
     from policyopt.problems import ScheduleProblem
 
-    if method not in METHODS + ("all",):
-        raise InvalidInputError(f"unknown `method` {fmt(method)}; choose one of {list(METHODS + ('all',))}")
-    if method == "cvxpy" and not relax:
-        raise InvalidInputError(
-            "method 'cvxpy' solves the continuous relaxation of (39) only: add `relax` (--relax), "
-            "or use 'exact' or 'heuristic' for integer A and S̄"
-        )
-    if relax and method == "exact":
-        raise InvalidInputError("`relax` applies to the (39) back ends (heuristic, cvxpy, pyomo, all), not to the exact solver")
-    if privacy not in ("model-based", "model-free"):
-        raise InvalidInputError(f"`privacy` must be 'model-based' or 'model-free', got {fmt(privacy)}")
-    if privacy == "model-free" and (method != "exact" or horizon is None):
-        raise InvalidInputError("`privacy`='model-free' designs by exact enumeration over a horizon: use method 'exact' "
-                                f"and give `horizon` (slots); got method {method!r}, horizon {horizon!r}")
-    mf_horizon, mf_delta = horizon, delta  # `horizon` below is the envelope's, `delta` a sentence
+    _check_design_options(method, relax, privacy, horizon)
+    mf_horizon, mf_delta = horizon, delta  # `horizon` below is the envelope's
     start = time.perf_counter()
     if penalty is None and data is not None:
         from policyopt.utility.readings_penalty import ReadingsMSEPenalty, readings_moments
@@ -595,37 +639,7 @@ def design_schedule(
     }
     model["tradeoff_range"] = [low, high]
     if isinstance(penalty, MSEPenalty):
-        model["sensitivity"] = penalty.sensitivity
-        model["staleness_limit"] = penalty.staleness_limit
-        model["value_range"] = list(penalty.value_range)
-        model["value_range_declared"] = penalty.value_range_declared
-        model["value_range_source"] = "declared" if penalty.value_range_declared else None  # model_info may say more
-        moments = getattr(penalty, "moments", None)
-        other_source = chains is not None and chains is not population  # e.g. the data's band, the chains given apart
-        delta = ("Δ(t) from the source given, not the pilot chains (model.delta_source says which)" if other_source
-                 else "Δ(t) is the maximum over the pilot chains (eq. 12)")
-        model["deployment"] = (
-            f"{fmt_count(penalty.users, 'user')} drawn like the {fmt_count(moments.n_users, 'user')} of the readings; "
-            f"MSE from the readings (cross + (self − cross)/I, worst phase); {delta}"
-            if moments is not None else
-            f"{fmt_count(penalty.users, 'independent user')}, each following one of the "
-            f"{fmt_count(pilot_users, 'pilot chain')} in equal shares; {delta}"
-        )
-        model["staleness_profile"] = staleness_profile(penalty, population, horizon)
-        if getattr(penalty, "moments", None) is not None:
-            from policyopt.studies.deployment import penalty_comparison
-
-            model["readings_penalty"] = {
-                "design": penalty.design, "level": penalty.level, "phase_period": penalty.moments.phase_period,
-                "readings_users": penalty.moments.n_users, "slots": penalty.moments.slots,
-                "clipped_readings": penalty.moments.clipped, "bootstrap": penalty.bootstrap_info(),
-                "terms": {str(a): {k: v for k, v in penalty.summary(a).items() if k in ("self", "cross")}
-                          for a in (1, 3, 8) if a <= penalty.max_age},
-            }
-            d = solution.decision or {}
-            if d.get("A") is not None and float(d["A"]).is_integer() and float(d["S_bar"]).is_integer():
-                extra["penalty_comparison"] = penalty_comparison(
-                    penalty, population if chains is None else chains, int(d["A"]), int(d["S_bar"]))
+        _mse_fields(model, extra, penalty, population, chains, solution, horizon)
     elif hasattr(penalty, "sensitivity"):
         model["sensitivity"] = penalty.sensitivity
     model.update(model_info or {})
