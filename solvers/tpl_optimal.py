@@ -301,6 +301,30 @@ def _warm_start_solver(start_values, objective: float):
     return _WarmStartScip()
 
 
+def _reference_allocations(problem: BudgetAllocationProblem) -> tuple[dict, dict, str, float]:
+    """Reference allocations: Algorithms 7, 8 and ε_t = α/T (always feasible: L(x) ≤ x gives TPL_t ≤ Σ_s ε_s = α),
+    then a local optimum from the best of them.  Returns (allocations by name, their total variances, the name of
+    the best, seconds of the local search)."""
+    alpha, T = problem.tpl_level, problem.horizon
+    refs = {}
+    e7, _, _ = upper_bound_budget(problem.loss_B, problem.loss_F, alpha)
+    refs["upper-bound"] = None if e7 is None else [e7] * T
+    b8, _, _ = quantification_budgets(problem.loss_B, problem.loss_F, alpha, T)
+    refs["quantification"] = b8
+    refs["uniform"] = [alpha / T] * T
+    var = {k: (problem.total_variance(b) if b is not None else None) for k, b in refs.items()}
+    best_ref = min((k for k in refs if refs[k] is not None), key=lambda k: var[k])
+    t0 = time.perf_counter()
+    loc = local_optimum(problem, refs[best_ref]) if T > 1 else None
+    time_local = time.perf_counter() - t0
+    var["local"] = None if loc is None else problem.total_variance(loc)
+    if loc is not None:
+        refs["local"] = loc.tolist()
+        if var["local"] < var[best_ref]:
+            best_ref = "local"
+    return refs, var, best_ref, time_local
+
+
 class OptimalAllocator:
     """Minimum total Laplace variance subject to α-DP_T at every step, solved globally by SCIP.
 
@@ -357,6 +381,54 @@ class OptimalAllocator:
         except Exception:  # noqa: BLE001 - informational only
             hv = "?"
         return f"{PyomoSCIPSolver.version()}; highspy {hv}"
+
+    def _tighten(self, problem: BudgetAllocationProblem, v_ref: float, start: float, time_limit: float):
+        """Bounds valid on S(v_ref) (:func:`variable_bounds`), tightened by OBBT on a linear relaxation: (box, the
+        relaxation's safe lower bound or None, rounds)."""
+        box = variable_bounds(problem, v_ref)
+        if self.TIGHTEN == "budgets":
+            # the relaxation itself is the proof here, SCIP only a fallback: most of the time goes to tightening
+            box, lp_bound, rounds = tighten_budget_bounds(problem, box, v_ref,
+                                                          deadline=start + self.BUDGET_OBBT_SHARE * time_limit,
+                                                          target_gap=0.5 * PROOF_GAP)
+            proven = lp_bound is not None and lp_bound > 0 and (v_ref - lp_bound) / v_ref <= 0.5 * PROOF_GAP
+            if not proven and time.perf_counter() < start + self.OBBT_SHARE * time_limit:
+                # The budget-only relaxation stalled short of a proof (e.g. Cao et al.'s Fig. 8 setting at T = 24,
+                # gap 6.8 %): tighten every column from its box, so that SCIP gets the box it closes at the root.
+                box, lp_all, more = tighten_bounds(problem, box, v_ref, deadline=start + self.OBBT_SHARE * time_limit)
+                rounds += more
+                if lp_all is not None and (lp_bound is None or lp_all > lp_bound):
+                    lp_bound = lp_all
+        else:
+            box, lp_bound, rounds = tighten_bounds(problem, box, v_ref, deadline=start + self.OBBT_SHARE * time_limit)
+        return box, lp_bound, rounds
+
+    def _run_scip(self, problem: BudgetAllocationProblem, bounds, incumbent: np.ndarray, v_ref: float, start: float,
+                  time_limit: float, rel_gap: float):
+        """SCIP on the Pyomo model over the tightened box, warm-started at the incumbent with its true BPL/FPL, with
+        what is left of `time_limit` since `start` (at least 1 s): (model, solver, results, when SCIP started)."""
+        import pyomo.environ  # noqa: F401 - registers the solver plugins
+        from pyomo.common.collections import ComponentMap
+
+        T, U = problem.horizon, len(problem.loss_B)
+        eps_lo, eps_hi = bounds[0], bounds[1]
+        model = to_pyomo(problem, bounds)
+        lk = problem.evaluate(incumbent).leakage
+        ws = ComponentMap()
+        for t in range(1, T + 1):
+            ws[model.eps[t]] = incumbent[t - 1]
+            model.eps[t].set_value(min(max(incumbent[t - 1], eps_lo[t - 1]), eps_hi[t - 1]))
+            for u in range(U):
+                ws[model.bpl[u, t]] = lk.bpl_users[u, t - 1]
+                ws[model.fpl[u, t]] = lk.fpl_users[u, t - 1]
+        opt = _warm_start_solver(ws, v_ref)
+        t0 = time.perf_counter()
+        results = opt.solve(
+            model, time_limit=max(1.0, time_limit - (t0 - start)), rel_gap=rel_gap, abs_gap=0.0, load_solutions=False,
+            raise_exception_on_nonoptimal_result=False, warmstart_discrete_vars=True,
+            solver_options=dict(self.SCIP_OPTIONS),
+        )
+        return model, opt, results, t0
 
     def solve(self, problem: BudgetAllocationProblem, *, time_limit: float = 60.0, rel_gap: float = 5e-7) -> Solution:
         """Globally minimise Σ_t 2(Δf/ε_t)² subject to TPL_t ≤ α for t = 1..T.
@@ -415,47 +487,14 @@ class OptimalAllocator:
             raise BackendUnavailableError(f"method 'tpl-optimal' is unavailable: {reason}")
         start = time.perf_counter()
         alpha, T = problem.tpl_level, problem.horizon
-        U = len(problem.loss_B)
 
-        # Reference allocations: Algorithms 7, 8 and ε_t = α/T (always feasible: L(x) ≤ x gives
-        # TPL_t ≤ Σ_s ε_s = α); then a local optimum from the best of them.
-        refs = {}
-        e7, _, _ = upper_bound_budget(problem.loss_B, problem.loss_F, alpha)
-        refs["upper-bound"] = None if e7 is None else [e7] * T
-        b8, _, _ = quantification_budgets(problem.loss_B, problem.loss_F, alpha, T)
-        refs["quantification"] = b8
-        refs["uniform"] = [alpha / T] * T
-        var = {k: (problem.total_variance(b) if b is not None else None) for k, b in refs.items()}
-        best_ref = min((k for k in refs if refs[k] is not None), key=lambda k: var[k])
-        t0 = time.perf_counter()
-        loc = local_optimum(problem, refs[best_ref]) if T > 1 else None
-        time_local = time.perf_counter() - t0
-        var["local"] = None if loc is None else problem.total_variance(loc)
-        if loc is not None:
-            refs["local"] = loc.tolist()
-            if var["local"] < var[best_ref]:
-                best_ref = "local"
+        refs, var, best_ref, time_local = _reference_allocations(problem)
         v_ref = var[best_ref]
         incumbent = np.asarray(refs[best_ref], dtype=float)
 
         # Bounds valid on S(v_ref), then tightened by OBBT on a linear relaxation.
         t0 = time.perf_counter()
-        box = variable_bounds(problem, v_ref)
-        if self.TIGHTEN == "budgets":
-            # the relaxation itself is the proof here, SCIP only a fallback: most of the time goes to tightening
-            box, lp_bound, rounds = tighten_budget_bounds(problem, box, v_ref,
-                                                          deadline=start + self.BUDGET_OBBT_SHARE * time_limit,
-                                                          target_gap=0.5 * PROOF_GAP)
-            proven = lp_bound is not None and lp_bound > 0 and (v_ref - lp_bound) / v_ref <= 0.5 * PROOF_GAP
-            if not proven and time.perf_counter() < start + self.OBBT_SHARE * time_limit:
-                # The budget-only relaxation stalled short of a proof (e.g. Cao et al.'s Fig. 8 setting at T = 24,
-                # gap 6.8 %): tighten every column from its box, so that SCIP gets the box it closes at the root.
-                box, lp_all, more = tighten_bounds(problem, box, v_ref, deadline=start + self.OBBT_SHARE * time_limit)
-                rounds += more
-                if lp_all is not None and (lp_bound is None or lp_all > lp_bound):
-                    lp_bound = lp_all
-        else:
-            box, lp_bound, rounds = tighten_bounds(problem, box, v_ref, deadline=start + self.OBBT_SHARE * time_limit)
+        box, lp_bound, rounds = self._tighten(problem, v_ref, start, time_limit)
         time_obbt = time.perf_counter() - t0
         e_lo, e_hi, b_lo, b_hi, f_lo, f_hi = box
         pad = 1e-9 * alpha  # a hair of slack so that SCIP's own rounding never cuts the warm start
@@ -471,26 +510,7 @@ class OptimalAllocator:
             model = opt = results = None
             tc_name, scip_status, sbound = "notRun", "not run (proven by the relaxation)", None
         else:
-            import pyomo.environ  # noqa: F401 - registers the solver plugins
-            from pyomo.common.collections import ComponentMap
-
-            model = to_pyomo(problem, bounds)
-            lk = problem.evaluate(incumbent).leakage
-            ws = ComponentMap()
-            for t in range(1, T + 1):
-                ws[model.eps[t]] = incumbent[t - 1]
-                model.eps[t].set_value(min(max(incumbent[t - 1], eps_lo[t - 1]), eps_hi[t - 1]))
-                for u in range(U):
-                    ws[model.bpl[u, t]] = lk.bpl_users[u, t - 1]
-                    ws[model.fpl[u, t]] = lk.fpl_users[u, t - 1]
-            opt = _warm_start_solver(ws, v_ref)
-            t0 = time.perf_counter()
-            scip_limit = max(1.0, time_limit - (t0 - start))
-            results = opt.solve(
-                model, time_limit=scip_limit, rel_gap=rel_gap, abs_gap=0.0, load_solutions=False,
-                raise_exception_on_nonoptimal_result=False, warmstart_discrete_vars=True,
-                solver_options=dict(self.SCIP_OPTIONS),
-            )
+            model, opt, results, t0 = self._run_scip(problem, bounds, incumbent, v_ref, start, time_limit, rel_gap)
             tc_name = results.termination_condition.name
             scip_status = read_scip_status(opt, results)
             sbound = results.objective_bound
