@@ -35,6 +35,8 @@ __all__ = [
     "format_duration",
     "has_timestamps",
     "read_timestamped_csv",
+    "read_timestamped_parquet",
+    "parquet_has_timestamps",
     "resample_readings",
 ]
 
@@ -383,6 +385,8 @@ def _arrow_kind(dtype) -> str:
         return "string"
     if pa.types.is_dictionary(dtype):
         return _arrow_kind(dtype.value_type)
+    if pa.types.is_timestamp(dtype):
+        return "timestamp"
     return str(dtype)
 
 
@@ -390,17 +394,19 @@ def _arrow_kind(dtype) -> str:
 PARQUET_COLUMN_KINDS = {"user": ("string", "integer"), "time": ("integer", "floating"), "value": ("integer", "floating")}
 
 
-def check_parquet_schema(schema, source: str) -> None:
+def check_parquet_schema(schema, source: str, *, stamps: bool = False) -> None:
     """Check that a Parquet schema has exactly the columns user, time, value with usable types.
 
     user: strings or integers (taken as their decimal text, like the CSV reader's ``str``);
-    time: integers (or integral floats, checked per row later); value: integers or floats.
+    time: integers (or integral floats, checked per row later), and with `stamps` also date-times (an Arrow
+    timestamp, naive taken as UTC); value: integers or floats.
 
     Raises
     ------
     InvalidInputError
-        Missing or unexpected columns (the message lists those found), or a column of another
-        type (the message shows the Arrow type).
+        Missing or unexpected columns (the message lists those found), a column of another type (the message shows
+        the Arrow type), or date-times where only integer slots are read (`stamps` false: the Dask path and a
+        published Parquet stream).
     """
     names = list(schema.names)
     missing = [c for c in ("user", "time", "value") if c not in names]
@@ -411,13 +417,72 @@ def check_parquet_schema(schema, source: str) -> None:
         raise InvalidInputError(f"{source} has unexpected columns {extra}; expected exactly user,time,value")
     for name, kinds in PARQUET_COLUMN_KINDS.items():
         kind = _arrow_kind(schema.field(name).type)
-        if kind not in kinds:
+        if name == "time" and kind == "timestamp" and not stamps:
+            raise InvalidInputError(
+                f"{source}: column `time` holds date-times ({schema.field(name).type}); on Dask workers and in a "
+                "published Parquet stream the times must be integer slots: write slot k for t0 + k·(slot length), or "
+                "read the data set in one process (without --workers)")
+        if kind not in kinds and not (name == "time" and kind == "timestamp"):
             raise InvalidInputError(
                 f"{source}: column `{name}` has type {schema.field(name).type}; expected {' or '.join(kinds)}"
             )
 
 
-def read_parquet_partition(path, option: str = "--data", columns=("user", "time", "value")) -> dict:
+def _integer_slots(col, source: str) -> np.ndarray:
+    """An integer (or integral floating-point) Arrow ``time`` column as int64 slots.
+
+    Raises
+    ------
+    InvalidInputError
+        Another type; a time that is not a whole number, or beyond what int64 holds exactly (with its row).
+    """
+    raw = col.to_numpy(zero_copy_only=False)
+    if not (np.issubdtype(raw.dtype, np.integer) or np.issubdtype(raw.dtype, np.floating)):
+        raise InvalidInputError(f"{source}: `time` is of type {col.type}; Parquet times must be integer slots "
+                                "or date-times (an Arrow timestamp column)")
+    if np.issubdtype(raw.dtype, np.floating):
+        # integral and within ±2^53 (every such float is an exact int64; beyond, the cast is undefined)
+        bad = ~np.isfinite(raw) | (raw != np.round(raw)) | (np.abs(raw) > 2.0**53)
+    elif np.issubdtype(raw.dtype, np.unsignedinteger):
+        bad = raw > np.iinfo(np.int64).max  # would wrap to a negative slot
+    else:
+        bad = np.zeros(raw.shape, dtype=bool)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        v = raw[i].item()
+        beyond = raw.dtype.kind == "u" or (math.isfinite(v) and v == round(v))  # whole, but too large
+        raise InvalidInputError(f"{source} row {i + 1}: `time` {v!r} is not an integer slot"
+                                + (" policyopt can count (below 2^63; 2^53 for floating-point times)" if beyond else ""))
+    return raw.astype(np.int64)
+
+
+def _timestamp_microseconds(col, source: str) -> np.ndarray:
+    """An Arrow timestamp column as int64 microseconds since 1970-01-01 UTC (Arrow stores UTC; a naive column is
+    taken as UTC, as the CSV reader takes naive ISO 8601 times).
+
+    Raises
+    ------
+    InvalidInputError
+        A time finer than a microsecond (slots are whole seconds), with its row.
+    """
+    import pyarrow as pa
+
+    raw = col.cast(pa.int64()).to_numpy(zero_copy_only=False)
+    per_us = {"s": None, "ms": None, "us": 1, "ns": 1000}[col.type.unit]
+    if per_us is None:  # seconds or milliseconds: exact multiples of a microsecond
+        return raw * (10**6 if col.type.unit == "s" else 10**3)
+    if per_us > 1:
+        sub = raw % per_us != 0
+        if sub.any():
+            i = int(np.flatnonzero(sub)[0])
+            raise InvalidInputError(f"{source} row {i + 1}: `time` {col[i].as_py()} is finer than a microsecond; "
+                                    "slots are whole seconds")
+        return raw // per_us
+    return raw
+
+
+def read_parquet_partition(path, option: str = "--data", columns=("user", "time", "value"), *,
+                           stamps: bool = False) -> dict:
     """Read and check one Parquet file of readings (one partition of a data set).
 
     Parameters
@@ -428,11 +493,14 @@ def read_parquet_partition(path, option: str = "--data", columns=("user", "time"
         Option name for messages.
     columns : sequence of str
         Columns to load (the schema is always checked in full).
+    stamps : bool
+        Accept a ``time`` column of date-times (Arrow timestamps), returned as ``time_us`` instead of ``time``.
 
     Returns
     -------
     dict
-        ``value``: float64 array (finite); ``time``: int64 array (integer slots);
+        ``value``: float64 array (finite); ``time``: int64 array (integer slots), or ``time_us``: int64 array of
+        microseconds since 1970-01-01 UTC (date-times; naive ones taken as UTC);
         ``user_code``: int64 array, index into ``users``; ``users``: list of str, the distinct
         users of the file in first-appearance order.  Only the requested columns' entries.
 
@@ -450,7 +518,7 @@ def read_parquet_partition(path, option: str = "--data", columns=("user", "time"
     source = f"{option} {str(p)!r}"
     try:
         schema = pq.read_schema(p)
-        check_parquet_schema(schema, source)
+        check_parquet_schema(schema, source, stamps=stamps)
         table = pq.read_table(p, columns=list(columns))
     except (pa.ArrowException, OSError) as exc:
         raise InvalidInputError(f"{source} is not a readable Parquet file: {' '.join(str(exc).split())}") from None
@@ -470,24 +538,10 @@ def read_parquet_partition(path, option: str = "--data", columns=("user", "time"
         if col.null_count:
             i = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
             raise InvalidInputError(f"{source} row {i + 1}: `time` is empty")
-        raw = col.to_numpy(zero_copy_only=False)
-        if not (np.issubdtype(raw.dtype, np.integer) or np.issubdtype(raw.dtype, np.floating)):
-            raise InvalidInputError(f"{source}: `time` is of type {col.type}; Parquet times must be integer slots "
-                                    "(date-times are read from CSV: write the slots, or the data as CSV)")
-        if np.issubdtype(raw.dtype, np.floating):
-            # integral and within ±2^53 (every such float is an exact int64; beyond, the cast is undefined)
-            bad = ~np.isfinite(raw) | (raw != np.round(raw)) | (np.abs(raw) > 2.0**53)
-        elif np.issubdtype(raw.dtype, np.unsignedinteger):
-            bad = raw > np.iinfo(np.int64).max  # would wrap to a negative slot
+        if pa.types.is_timestamp(col.type):
+            out["time_us"] = _timestamp_microseconds(col, source)
         else:
-            bad = np.zeros(raw.shape, dtype=bool)
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            v = raw[i].item()
-            beyond = raw.dtype.kind == "u" or (math.isfinite(v) and v == round(v))  # whole, but too large
-            raise InvalidInputError(f"{source} row {i + 1}: `time` {v!r} is not an integer slot"
-                                    + (" policyopt can count (below 2^63; 2^53 for floating-point times)" if beyond else ""))
-        out["time"] = raw.astype(np.int64)
+            out["time"] = _integer_slots(col, source)
     if "user" in columns:
         col = table.column("user")
         if col.null_count:
@@ -764,13 +818,35 @@ def read_timestamped_csv(path, option: str = "--data", slot_seconds: int | None 
             raise InvalidInputError(f"{option} {fmt(str(p))} line {i + 2}: time {df['time'].iloc[i]!r} is finer than a "
                                     "microsecond; slots are whole seconds")
     us = stamps.dt.as_unit("us").astype("int64").to_numpy()
+    slots, slot_seconds, origin = _stamps_to_slots(df["user"].to_numpy(), us, slot_seconds, f"{option} {fmt(str(p))}",
+                                                   lambda i: f" line {i + 2}: time {df['time'].iloc[i]!r}")
+    df["time"] = slots.astype(str)
+    return validate_readings(df, source=f"{option} {fmt(str(p))}", sort=sort), slot_seconds, origin
+
+
+def _stamps_to_slots(users: np.ndarray, us: np.ndarray, slot_seconds: int | None, source: str, where):
+    """Time stamps (µs since 1970 UTC) to slots k = (t − t0)/L, t0 the earliest stamp and L the slot length
+    (`slot_seconds`, else the most common step within a user's series, :func:`_typical_step`).
+
+    Returns
+    -------
+    (slots, slot_seconds, origin) : int64 array, int, str (t0 in ISO 8601, UTC)
+
+    Raises
+    ------
+    InvalidInputError
+        A single stamp without `slot_seconds`; a most common step that is not whole seconds; a stamp off the grid
+        t0 + k·L (``where(i)`` names the reading, e.g. its line).
+    """
+    import pandas as pd
+
     t0 = int(us.min())
     if slot_seconds is None:
-        step = _typical_step(df["user"].to_numpy(), us)
+        step = _typical_step(users, us)
         if step is None:
-            raise InvalidInputError(f"{option} {fmt(str(p))} has a single time stamp: give the slot length (--slot-length)")
+            raise InvalidInputError(f"{source} has a single time stamp: give the slot length (--slot-length)")
         if step % 10**6:
-            raise InvalidInputError(f"{option} {fmt(str(p))}: the most common step between time stamps ({step} µs) is not a "
+            raise InvalidInputError(f"{source}: the most common step between time stamps ({step} µs) is not a "
                                     "whole number of seconds; give --slot-length")
         slot_seconds = step // 10**6
     width = int(slot_seconds) * 10**6
@@ -778,12 +854,85 @@ def read_timestamped_csv(path, option: str = "--data", slot_seconds: int | None 
     if off.any():
         i = int(np.flatnonzero(off)[0])
         raise InvalidInputError(
-            f"{option} {fmt(str(p))} line {i + 2}: time {df['time'].iloc[i]!r} is not on the grid of "
-            f"{format_duration(int(slot_seconds))} slots from the first time stamp; give another --slot-length or --resample"
+            f"{source}{where(i)} is not on the grid of {format_duration(int(slot_seconds))} slots from the first time "
+            "stamp; give another --slot-length or --resample"
         )
-    df["time"] = ((us - t0) // width).astype(str)
-    origin = pd.Timestamp(t0, unit="us", tz="UTC").isoformat()
-    return validate_readings(df, source=f"{option} {fmt(str(p))}", sort=sort), int(slot_seconds), origin
+    return (us - t0) // width, int(slot_seconds), pd.Timestamp(t0, unit="us", tz="UTC").isoformat()
+
+
+def read_timestamped_parquet(spec, option: str = "--data", slot_seconds: int | None = None):
+    """Read a Parquet data set of readings whose ``time`` column holds date-times, mapping them to integer slots.
+
+    As :func:`read_timestamped_csv` (slot k holds the readings stamped t0 + k·L, t0 the earliest stamp of the data
+    set, L `slot_seconds` or the most common step within a user's series; naive times are UTC), over every file of
+    the data set (:func:`parquet_files`) in one process.
+
+    Returns
+    -------
+    df : pandas.DataFrame
+        Validated readings sorted by user and time (columns user, time in int64 slots, value).
+    slot_seconds : int
+    origin : str
+
+    Raises
+    ------
+    InvalidInputError
+        What :func:`read_parquet_partition` raises; files of which some hold date-times and some integer slots; a
+        stamp off the grid (with its file and row); a repeated (user, time) pair; no reading.
+    """
+    import pandas as pd
+
+    from .models.estimation import validate_readings
+
+    files = parquet_files(spec, option)
+    parts = [read_parquet_partition(path, option, stamps=True) for path in files]
+    kinds = {"time_us" in part for part in parts}
+    if len(kinds) > 1:
+        first = next(str(f) for f, part in zip(files, parts) if "time_us" not in part)
+        raise InvalidInputError(f"{option} {str(spec)!r}: {first!r} holds integer slots and other files date-times; "
+                                "write one kind of time in every file")
+    users = np.concatenate([np.array(part["users"], dtype=object)[part["user_code"]] for part in parts])
+    us = np.concatenate([part["time_us"] for part in parts])
+    value = np.concatenate([part["value"] for part in parts])
+    if us.size == 0:
+        raise InvalidInputError(f"{option} {str(spec)!r} holds no readings (every Parquet file is empty)")
+    file_of = np.repeat(np.arange(len(files)), [part["value"].size for part in parts])
+    starts = np.cumsum([0] + [part["value"].size for part in parts])
+
+    def where(i):
+        """The file and row (from 1) of reading `i`, and its time."""
+        f = int(file_of[i])
+        return (f" ({str(files[f])!r} row {i - int(starts[f]) + 1}): time "
+                f"{pd.Timestamp(int(us[i]), unit='us', tz='UTC').isoformat()}")
+
+    slots, slot_seconds, origin = _stamps_to_slots(users, us, slot_seconds, f"{option} {str(spec)!r}", where)
+    df = pd.DataFrame({"user": users, "time": slots, "value": value})
+    dup = df.duplicated(["user", "time"])
+    if dup.any():
+        i = int(np.flatnonzero(dup.to_numpy())[0])
+        raise InvalidInputError(f"{option} {str(spec)!r}: user {df['user'].iloc[i]!r} has a second reading in slot "
+                                f"{int(df['time'].iloc[i])}{where(i)}")
+    return validate_readings(df, source=f"{option} {str(spec)!r}"), slot_seconds, origin
+
+
+def parquet_has_timestamps(spec, option: str = "--data") -> bool:
+    """True when the first file of a Parquet data set has a ``time`` column of date-times (an Arrow timestamp).
+
+    Raises
+    ------
+    InvalidInputError
+        No file, or a file that is not Parquet (see :func:`parquet_files`).
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    files = parquet_files(spec, option)
+    try:
+        schema = pq.read_schema(_existing(files[0], option))
+    except (pa.ArrowException, OSError) as exc:
+        raise InvalidInputError(f"{option} {str(files[0])!r} is not a readable Parquet file: "
+                                f"{' '.join(str(exc).split())}") from None
+    return "time" in schema.names and pa.types.is_timestamp(schema.field("time").type)
 
 
 def _typical_step(users: np.ndarray, us: np.ndarray) -> int | None:
@@ -808,7 +957,7 @@ def read_readings_timed(spec, option: str = "--data", slot_seconds: int | None =
     ----------
     spec : str or Path
         A CSV file ``user,time,value`` (integer slots, or date-times: :func:`read_timestamped_csv`) or a Parquet data
-        set (:func:`read_readings_parquet`, integer slots).
+        set (:func:`read_readings_parquet`, integer slots, or date-times: :func:`read_timestamped_parquet`).
     option : str
         Option name for messages.
     slot_seconds : int, optional
@@ -827,9 +976,12 @@ def read_readings_timed(spec, option: str = "--data", slot_seconds: int | None =
     Raises
     ------
     InvalidInputError
-        What :func:`read_readings` or :func:`read_timestamped_csv` raises.
+        What :func:`read_readings`, :func:`read_timestamped_csv` or :func:`read_timestamped_parquet` raises.
     """
-    if not is_parquet_source(spec) and has_timestamps(spec, option):
+    if is_parquet_source(spec):
+        if parquet_has_timestamps(spec, option):
+            return read_timestamped_parquet(spec, option, slot_seconds)
+    elif has_timestamps(spec, option):
         return read_timestamped_csv(spec, option, slot_seconds, sort=True)
     return read_readings(spec, option), slot_seconds, None
 

@@ -60,7 +60,8 @@ def load_readings(args):
     InvalidInputError
         A bad ``--slot-length`` (or one other than 1h for the bundled data); a missing or malformed ``--data``.
     """
-    from policyopt.io import format_duration, has_timestamps, is_parquet_source, parse_duration, read_readings
+    from policyopt.io import (format_duration, has_timestamps, is_parquet_source, parquet_has_timestamps, parse_duration,
+                              read_readings)
 
     given = None if args.slot_length is None else parse_duration(args.slot_length, "--slot-length")
     how = None if given is None else "given"
@@ -72,10 +73,12 @@ def load_readings(args):
             raise InvalidInputError(f"--slot-length {args.slot_length} is not the bundled data's slot ({BUNDLED_SLOT_LENGTH})")
         return (load_citylearn(), "bundled CityLearn 2022 pilot, 17 homes, hourly kWh", bundled,
                 "bundled" if given is None else how)
-    if not is_parquet_source(args.data) and has_timestamps(args.data, "--data"):
-        from policyopt.io import read_timestamped_csv
+    parquet = is_parquet_source(args.data)
+    if parquet_has_timestamps(args.data, "--data") if parquet else has_timestamps(args.data, "--data"):
+        from policyopt.io import read_timestamped_csv, read_timestamped_parquet
 
-        df, seconds, origin = read_timestamped_csv(args.data, "--data", given)
+        reader = read_timestamped_parquet if parquet else read_timestamped_csv
+        df, seconds, origin = reader(args.data, "--data", given)
         source = f"data {args.data} (ISO 8601 time stamps: slot k is {origin} + k·{format_duration(seconds)})"
         return df, source, seconds, how or "time stamps"
     return read_readings(args.data), f"data {args.data}", given, how

@@ -95,3 +95,62 @@ def test_a_stamp_off_the_grid_is_refused_in_one_line(files, tmp_path):
     # the slot length is the most common step within a user's series (1 h), not the smallest (30 s, which would make
     # every stamp "on the grid" and the year 120 times longer)
     refused(run_any("schedule", "--data", path, *COMMON), "line 6", "is not on the grid of 1h slots")
+
+
+def _without_wall_times(d):
+    """`d` with every ``wall_time_s`` left out (at any depth)."""
+    if isinstance(d, dict):
+        return {k: _without_wall_times(v) for k, v in d.items() if k != "wall_time_s"}
+    if isinstance(d, list):
+        return [_without_wall_times(v) for v in d]
+    return d
+
+
+@pytest.fixture(scope="module")
+def parquet_stamps(files, tmp_path_factory):
+    """The same readings as a Parquet data set of two files whose `time` column holds date-times (naive, UTC)."""
+    slots, _ = files
+    x = pd.read_csv(slots)
+    x = x.assign(time=(pd.Timestamp("2022-01-01") + pd.to_timedelta(x["time"], unit="h")).to_numpy())
+    root = tmp_path_factory.mktemp("pq_stamps")
+    users = sorted(x["user"].unique())
+    x[x["user"].isin(users[:2])].to_parquet(root / "a.parquet", index=False)
+    x[~x["user"].isin(users[:2])].to_parquet(root / "b.parquet", index=False)
+    return root
+
+
+def test_a_time_stamped_parquet_data_set_designs_as_its_csv(designs, parquet_stamps):
+    stamped, _, _ = designs
+    pq = ok_json("schedule", *COMMON, "--max-rmse", "0.3", "--users", "100000", "--data", parquet_stamps)
+    for key in ("status", "A", "S_bar", "epsilon_c", "penalty", "max_penalty", "model_free", "penalty_comparison"):
+        assert pq[key] == stamped[key], key
+    assert _without_wall_times(pq["model_check"]) == _without_wall_times(stamped["model_check"])
+    assert pq["deployment"]["slot_length"] == "1h" and pq["model_free"]["horizon"] == 8760
+    assert "(ISO 8601 time stamps: slot k is 2022-01-01T00:00:00+00:00 + k·1h)" in pq["model"]["source"]
+
+
+def test_parquet_stamps_off_the_grid_or_mixed_with_slots_are_refused(parquet_stamps, tmp_path):
+    x = pd.read_parquet(parquet_stamps / "b.parquet")
+    off = tmp_path / "off"
+    off.mkdir()
+    pd.read_parquet(parquet_stamps / "a.parquet").to_parquet(off / "a.parquet", index=False)
+    x.assign(time=x["time"].where(x.index != 7, x["time"].iloc[7] + pd.Timedelta(seconds=30))).to_parquet(
+        off / "b.parquet", index=False)
+    refused(run_any("schedule", "--data", off, *COMMON), "b.parquet' row 8", "is not on the grid of 1h slots")
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    pd.read_parquet(parquet_stamps / "a.parquet").to_parquet(mixed / "a.parquet", index=False)
+    x.assign(time=range(len(x))).to_parquet(mixed / "b.parquet", index=False)
+    refused(run_any("check-data", "--data", mixed, *COMMON), "holds integer slots and other files date-times")
+
+
+def test_check_data_reads_parquet_stamps_and_the_dask_reader_refuses_them(parquet_stamps):
+    from policyopt.errors import InvalidInputError
+    from policyopt.io import read_parquet_partition
+
+    out = ok_json("check-data", "--data", parquet_stamps, *COMMON)
+    assert (out["slot_length"], out["slot_length_source"], out["users"]) == ("1h", "time stamps", 4)
+    with pytest.raises(InvalidInputError, match=r"column `time` holds date-times \(timestamp\[us\]\); on Dask workers"):
+        read_parquet_partition(parquet_stamps / "a.parquet")
+    part = read_parquet_partition(parquet_stamps / "a.parquet", stamps=True)
+    assert part["time_us"][0] == pd.Timestamp("2022-01-01", tz="UTC").value // 1000 and "time" not in part
