@@ -91,6 +91,24 @@ def add_command(sub) -> None:
     cmd.set_defaults(handler=run_backtest)
 
 
+def _check_slot_length(schedule, slot_seconds: int | None, data: str) -> None:
+    """Refuse readings whose slot length (known from time stamps, or the bundled data's hour) is not the one the
+    schedule file was designed for (``deployment.slot_length``): its A, S̄ and ε_C would mean other spans of time."""
+    from policyopt.io import format_duration, parse_duration
+
+    designed = ((schedule.get("deployment") or {}).get("slot_length") if isinstance(schedule, dict) else None)
+    if slot_seconds is None or not isinstance(designed, str):
+        return
+    try:
+        want = parse_duration(designed, "the schedule's deployment.slot_length")
+    except InvalidInputError:
+        return  # an unreadable record is the schedule check's to report, not a slot-length mismatch
+    if want != slot_seconds:
+        raise InvalidInputError(
+            f"{data} has slots of {format_duration(slot_seconds)}, the --schedule was designed for slots of {designed}: "
+            "its A, S̄ and releases would fall at other times; replay it on readings of its slot length")
+
+
 def run_backtest(args) -> int:
     """Handler of ``policyopt backtest``: read, replay, print text or JSON; exit code."""
     from policyopt.formatting import json_clean
@@ -142,6 +160,7 @@ def run_backtest(args) -> int:
         phase = default_phase_period(False, slot_seconds) if args.phase_period is None else args.phase_period
     if schedule is not None and args.value_range is None:
         value_range = None  # the schedule's declared range (else the readings' own)
+    _check_slot_length(schedule, slot_seconds, "the bundled data" if bundled else f"--data {args.data!r}")
     out = backtest(df, schedule, train_fraction=args.train_fraction, users=users, value_range=value_range,
                    phase_period=phase, max_penalty=bound_from_args(args),
                    states=BUNDLED_STATES if args.states is None else args.states, A_max=args.max_age,

@@ -154,3 +154,16 @@ def test_check_data_reads_parquet_stamps_and_the_dask_reader_refuses_them(parque
         read_parquet_partition(parquet_stamps / "a.parquet")
     part = read_parquet_partition(parquet_stamps / "a.parquet", stamps=True)
     assert part["time_us"][0] == pd.Timestamp("2022-01-01", tz="UTC").value // 1000 and "time" not in part
+
+
+def test_backtest_refuses_readings_of_another_slot_length(files, tmp_path):
+    slots, stamps = files
+    sched = tmp_path / "s.json"
+    sched.write_text(run_cli("schedule", "--data", stamps, *COMMON, "--max-rmse", "0.3", "--users", "100000",
+                             "--json").stdout)
+    x = pd.read_csv(slots)
+    half = (pd.Timestamp("2022-01-01T00:00:00Z") + pd.to_timedelta(30 * x["time"], unit="min"))
+    path = tmp_path / "half.csv"
+    x.assign(time=half.dt.strftime("%Y-%m-%dT%H:%M:%S+00:00")).to_csv(path, index=False)
+    refused(run_any("backtest", "--data", path, "--schedule", sched),
+            "has slots of 30min, the --schedule was designed for slots of 1h")
