@@ -55,8 +55,13 @@ def fmt(value) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def check_int(value, name: str, lower: int) -> int:
+def check_int(value, name: str, lower: int, what: str | None = None) -> int:
     """`value` as an int ≥ `lower` (Python or NumPy integer, not a bool).
+
+    Parameters
+    ----------
+    what : str, optional
+        What the integer counts (e.g. ``"slots"``), shown in parentheses in the message.
 
     Raises
     ------
@@ -66,7 +71,8 @@ def check_int(value, name: str, lower: int) -> int:
     import numpy as np
 
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < lower:
-        raise InvalidInputError(f"`{name}` must be an integer ≥ {lower}, got {fmt(value)}")
+        unit = "" if what is None else f" ({what})"
+        raise InvalidInputError(f"`{name}` must be an integer ≥ {lower}{unit}, got {fmt(value)}")
     return int(value)
 
 

@@ -43,11 +43,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from numbers import Integral, Real
+from numbers import Real
 
 import numpy as np
 
-from policyopt.errors import InvalidInputError, fmt
+from policyopt.errors import InvalidInputError, check_int, fmt
 from policyopt.privacy.model_free import ModelFreeGuarantee, check_delta, check_windows, model_free_guarantee
 from policyopt.problems.age_dependent import Schedule
 from policyopt.result import result_repr
@@ -88,12 +88,6 @@ class ModelFreeEvaluation:
     def __repr__(self) -> str:
         """A short multi-line summary."""
         return result_repr(self)
-
-
-def _check_int(value, name: str, lower: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, Integral) or value < lower:
-        raise InvalidInputError(f"`{name}` must be an integer ≥ {lower} (slots), got {fmt(value)}")
-    return int(value)
 
 
 class ModelFreeProblem:
@@ -147,10 +141,10 @@ class ModelFreeProblem:
             raise InvalidInputError(f"`penalty` must be a Penalty (e.g. MSEPenalty), got {fmt(penalty)}")
         self.penalty = penalty
         self.max_penalty = check_max_penalty(max_penalty)
-        self.horizon = _check_int(horizon, "horizon", 1)
+        self.horizon = check_int(horizon, "horizon", 1, "slots")
         self.delta = check_delta(delta)
-        self.A_max = _check_int(A_max, "A_max", 0)
-        self.S_max = _check_int(S_max, "S_max", 1)
+        self.A_max = check_int(A_max, "A_max", 0, "slots")
+        self.S_max = check_int(S_max, "S_max", 1, "slots")
         self.windows = check_windows(windows)
 
     def __repr__(self) -> str:
@@ -191,8 +185,8 @@ class ModelFreeProblem:
         InvalidInputError
             If a value is outside the ranges above.
         """
-        A = _check_int(A, "A", 0)
-        S_bar = _check_int(S_bar, "S_bar", 1)
+        A = check_int(A, "A", 0, "slots")
+        S_bar = check_int(S_bar, "S_bar", 1, "slots")
         if isinstance(epsilon_c, bool) or not isinstance(epsilon_c, Real) or not (
             math.isfinite(float(epsilon_c)) and float(epsilon_c) > 0
         ):

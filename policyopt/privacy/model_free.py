@@ -44,7 +44,7 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from policyopt.errors import InvalidInputError, fmt
+from policyopt.errors import InvalidInputError, check_int, fmt
 from policyopt.formatting import check_text, fmt_count, fmt_exact, fmt_upper, fmt_value, json_clean, round_up
 from policyopt.result import result_repr
 
@@ -93,13 +93,6 @@ _LB_ABS_MARGIN, _LB_REL_MARGIN = 1e-7, 1e-9
 
 
 # ----------------------------------------------------------------------------------------------- validation
-
-
-def _check_int(value, name: str, lower: int, what: str) -> int:
-    """An integer ≥ `lower` (bool refused), or InvalidInputError naming `name`."""
-    if isinstance(value, bool) or not isinstance(value, Integral) or value < lower:
-        raise InvalidInputError(f"`{name}` must be an integer ≥ {lower} ({what}), got {fmt(value)}")
-    return int(value)
 
 
 def check_delta(delta) -> float:
@@ -162,7 +155,7 @@ def _budget_arrays(epsilon_c, releases) -> tuple[np.ndarray, np.ndarray]:
             raise InvalidInputError(f"`releases` must hold integers ≥ 0, got {fmt(int(k[k < 0][0]))} in it")
         k = k.astype(np.int64)
     else:
-        k = np.array([_check_int(releases, "releases", 0, "number of releases")], dtype=np.int64)
+        k = np.array([check_int(releases, "releases", 0, "number of releases")], dtype=np.int64)
     if eps_seq and rel_seq and eps.size != k.size:
         raise InvalidInputError(
             f"`epsilon_c` and `releases` must have equal lengths (one count per budget), got {eps.size} and {k.size}"
@@ -239,7 +232,7 @@ def default_delta(users: int) -> float:
     InvalidInputError
         If `users` is not an integer ≥ 1.
     """
-    n = _check_int(users, "users", 1, "deployment size I")
+    n = check_int(users, "users", 1, "deployment size I")
     return min(1e-6, 1.0 / (10.0 * n))
 
 
@@ -270,8 +263,8 @@ def releases_in_window(window: int, S_bar: int) -> int:
     Kellaris, Papadopoulos, Xiao, Papadias, "Differentially Private Event Sequences over Infinite Streams",
     PVLDB 7(12), 2014 (w-event privacy).
     """
-    w = _check_int(window, "window", 1, "slots")
-    s = _check_int(S_bar, "S_bar", 1, "slots")
+    w = check_int(window, "window", 1, "slots")
+    s = check_int(S_bar, "S_bar", 1, "slots")
     return -(-w // s)  # ⌈w/S̄⌉
 
 
@@ -586,7 +579,7 @@ def laplace_epsilon_lower_bound(epsilon_c: float, releases: int, delta: float) -
         If an argument is out of range (as :func:`laplace_epsilon`; scalars only).
     """
     e = _check_budget(epsilon_c)
-    k = _check_int(releases, "releases", 0, "number of releases")
+    k = check_int(releases, "releases", 0, "number of releases")
     delta = check_delta(delta)
     if e == 0.0 or k == 0:
         return 0.0
@@ -747,16 +740,16 @@ def model_free_guarantee(epsilon_c: float, *, horizon: int, delta: float, S_bar:
     Dwork & Roth (2014), Theorem 3.16; Zhang et al. (2024), Proposition 2; Kellaris et al. (2014), w-event privacy.
     """
     e = _check_budget(epsilon_c)
-    H = _check_int(horizon, "horizon", 1, "slots")
+    H = check_int(horizon, "horizon", 1, "slots")
     delta = check_delta(delta)
     ws = check_windows(windows)
-    s = None if S_bar is None else _check_int(S_bar, "S_bar", 1, "slots")
+    s = None if S_bar is None else check_int(S_bar, "S_bar", 1, "slots")
     if releases is None:
         if s is None:
             raise InvalidInputError("give `S_bar` (releases = ⌈horizon/S̄⌉) or `releases`; got neither")
         k = -(-H // s)  # ⌈H/S̄⌉
     else:
-        k = _check_int(releases, "releases", 0, "number of releases")
+        k = check_int(releases, "releases", 0, "number of releases")
     if ws and s is None:
         raise InvalidInputError(f"`windows` {fmt(windows)} need `S_bar` (releases in a window = ⌈w/S̄⌉); got S_bar=None")
     eps, pure = _epsilon_of(np.array([e]), np.array([k], dtype=np.int64), delta)

@@ -601,7 +601,6 @@ def dask_client(workers: int | None = None, scheduler: str | None = None):
         yield client
 
 
-_check_int = check_int  # the one integer check (policyopt.errors.check_int)
 
 
 def fit_partitions(
@@ -664,12 +663,12 @@ def fit_partitions(
     """
     from policyopt.io import parquet_files
 
-    n_states = _check_int(n_states, "n_states", 2)
+    n_states = check_int(n_states, "n_states", 2)
     if not isinstance(smoothing, (int, float)) or isinstance(smoothing, bool) or not (math.isfinite(smoothing) and smoothing >= 0):
         raise InvalidInputError(f"`smoothing` must be a finite number ≥ 0, got {fmt(smoothing)}")
-    horizon = _check_int(horizon, "horizon", 0)
-    n_staleness = _check_int(n_staleness, "n_staleness", 1)
-    threshold = 10 * n_states if min_transitions is None else _check_int(min_transitions, "min_transitions", 0)
+    horizon = check_int(horizon, "horizon", 0)
+    n_staleness = check_int(n_staleness, "n_staleness", 1)
+    threshold = 10 * n_states if min_transitions is None else check_int(min_transitions, "min_transitions", 0)
     if isinstance(data, (list, tuple)):
         paths = [Path(p) for p in data]
         if not paths:
@@ -702,7 +701,7 @@ def fit_partitions(
         return runner.fold(radix_partition_pass, paths, (option, requests), combine, None)
 
     ranks = sorted(set(prev.tolist()) | set(nxt.tolist()))
-    stats = dict(zip(ranks, exact_order_statistics(run_pass, n, ranks, collect_cap=_check_int(collect_cap, "collect_cap", 0))))
+    stats = dict(zip(ranks, exact_order_statistics(run_pass, n, ranks, collect_cap=check_int(collect_cap, "collect_cap", 0))))
     edges = quantile_from_order_statistics([stats[i] for i in prev], [stats[i] for i in nxt], gamma)
     timings["edges_s"] = time.perf_counter() - start
 

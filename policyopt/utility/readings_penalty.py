@@ -49,7 +49,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from policyopt.errors import InvalidInputError, fmt
+from policyopt.errors import InvalidInputError, check_int, fmt
 from policyopt.models.markov import as_slots
 from policyopt.utility.penalty import MSEPenalty
 
@@ -79,12 +79,6 @@ MIN_BOOTSTRAP_PERIODS = 10
 MAX_PANEL_CELLS = 200_000_000
 #: Users per chunk of the map step (bounds the memory of one banded product).
 CHUNK_USERS = 512
-
-
-def _check_int(value, name: str, lo: int, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < lo:
-        raise InvalidInputError(f"`{name}` must be an integer ≥ {lo} ({what}), got {fmt(value)}")
-    return int(value)
 
 
 def readings_panel(data, value_range=None) -> tuple[list, np.ndarray, np.ndarray, int]:
@@ -329,8 +323,8 @@ def slot_terms(data, max_age: int, *, value_range=None, chunk_users: int = CHUNK
         Bad data (see :func:`readings_panel`), `max_age` not an integer ≥ 1 or not below the number of
         slots, all readings equal and no `value_range`.
     """
-    L = _check_int(max_age, "max_age", 1, "slots")
-    chunk = _check_int(chunk_users, "chunk_users", 1, "users")
+    L = check_int(max_age, "max_age", 1, "slots")
+    chunk = check_int(chunk_users, "chunk_users", 1, "users")
     users, times, X, clipped = readings_panel(data, value_range)
     n, T = X.shape
     if L >= T:
@@ -461,7 +455,7 @@ def readings_moments(data, max_age: int, *, value_range=None, phase_period: int 
     InvalidInputError
         See :func:`slot_terms`; `phase_period` not an integer ≥ 1.
     """
-    P = 1 if phase_period is None else _check_int(phase_period, "phase_period", 1, "slots per cycle")
+    P = 1 if phase_period is None else check_int(phase_period, "phase_period", 1, "slots per cycle")
     st = slot_terms(data, max_age, value_range=value_range, chunk_users=chunk_users) if terms is None else terms
     L = st.max_age
     times = st.times
@@ -593,15 +587,15 @@ class ReadingsMSEPenalty(MSEPenalty):
                  level: float = DEFAULT_LEVEL, reps: int = BOOTSTRAP_REPS, seed: int = 0, _shared=None):
         if not isinstance(moments, ReadingsMoments):
             raise InvalidInputError(f"`moments` must be ReadingsMoments (policyopt.utility.readings_penalty.readings_moments), got {fmt(moments)}")
-        self.users = _check_int(users, "users", 1, "deployment size I")
+        self.users = check_int(users, "users", 1, "deployment size I")
         if not isinstance(unit, str):
             raise InvalidInputError(f"`unit` must be a string such as 'kWh^2', got {fmt(unit)}")
         if design not in ("point", "upper"):
             raise InvalidInputError(f"`design` must be 'point' or 'upper', got {fmt(design)}")
         if isinstance(level, bool) or not isinstance(level, (int, float, np.floating)) or not 0.0 < float(level) < 1.0:
             raise InvalidInputError(f"`level` must be a probability strictly between 0 and 1, got {fmt(level)}")
-        self.reps = _check_int(reps, "reps", 20, "bootstrap replicates")
-        self.seed = _check_int(seed, "seed", 0, "bootstrap seed")
+        self.reps = check_int(reps, "reps", 20, "bootstrap replicates")
+        self.seed = check_int(seed, "seed", 0, "bootstrap seed")
         self.moments = moments
         self.population = None
         self.unit = unit
