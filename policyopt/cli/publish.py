@@ -571,7 +571,7 @@ def _load_stream(args, provenance, client=None):
     decided goes into `provenance` (``slot_length``, ``resample``, ``time_origin``).
     """
     from policyopt.data import BUNDLED_SLOT_LENGTH
-    from policyopt.deploy.publisher import ParquetStream, check_stream_order, read_stream_csv
+    from policyopt.deploy.stream import ParquetStream, check_stream_order, read_stream_csv
     from policyopt.io import (format_duration, has_timestamps, is_parquet_source, parse_duration, read_timestamped_csv,
                               resample_readings)
 
@@ -752,7 +752,7 @@ def _publish(args, start, schedule, model, provenance, client, as_designed: bool
 
     readings, slot_seconds = _load_stream(args, provenance, client)
     if args.through is not None:
-        from policyopt.deploy.publisher import ParquetStream
+        from policyopt.deploy.stream import ParquetStream
 
         t_min, t_max = readings.span() if isinstance(readings, ParquetStream) else (
             int(readings["time"].min()), int(readings["time"].max()))

@@ -16,6 +16,7 @@ What lives here
 * :mod:`policyopt.deploy.publisher` — :class:`Publisher`, which releases the clipped mean of
   the aged readings plus Laplace noise drawn by OpenDP, one SQLite transaction per release
   committed before the value reaches the output CSV.
+* :mod:`policyopt.deploy.stream` — the stream it reads: a CSV in time order, or a Parquet data set slot by slot.
 
 Layering: this package sits at the level of the studies.  It may import the privacy
 accounting, the models, the utility code, :mod:`policyopt.io`, :mod:`policyopt.errors` and

@@ -18,7 +18,7 @@ from scipy import stats
 from policyopt.deploy import Ledger, LedgerRow, ModelSpec, Publisher, RiskLimitError, ScheduleSpec
 from policyopt.deploy.ledger import APPLICATION_ID, SCHEMA_VERSION
 from policyopt.deploy.out_file import OUT_HEADER, render_out
-from policyopt.deploy.publisher import check_stream_order, read_stream_csv
+from policyopt.deploy.stream import check_stream_order, read_stream_csv
 from policyopt.errors import InvalidInputError
 from policyopt.models.markov import two_state_chain
 

@@ -66,7 +66,7 @@ def test_an_edited_schedule_is_found(design, tmp_path, field, value):
 
 def test_the_publisher_refuses_before_anything_is_written(design, tmp_path):
     from policyopt.deploy import Publisher
-    from policyopt.deploy.publisher import read_stream_csv
+    from policyopt.deploy.stream import read_stream_csv
 
     path, stream, sched = design
     bad = edited(design, tmp_path, epsilon_c=sched["epsilon_c"] * 2)
