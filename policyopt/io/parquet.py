@@ -119,6 +119,13 @@ def check_parquet_schema(schema, source: str, *, stamps: bool = False) -> None:
             )
 
 
+def _refuse_nulls(col, name: str, source: str) -> None:
+    """Refuse a column with an empty entry, naming the first row (from 1)."""
+    if col.null_count:
+        i = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
+        raise InvalidInputError(f"{source} row {i + 1}: `{name}` is empty")
+
+
 def _integer_slots(col, source: str) -> np.ndarray:
     """An integer (or integral floating-point) Arrow ``time`` column as int64 slots.
 
@@ -226,18 +233,14 @@ def read_parquet_partition(path, option: str = "--data", columns=("user", "time"
         out["value"] = value
     if "time" in columns:
         col = table.column("time")
-        if col.null_count:
-            i = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
-            raise InvalidInputError(f"{source} row {i + 1}: `time` is empty")
+        _refuse_nulls(col, "time", source)
         if pa.types.is_timestamp(col.type):
             out["time_us"] = _timestamp_microseconds(col, source)
         else:
             out["time"] = _integer_slots(col, source)
     if "user" in columns:
         col = table.column("user")
-        if col.null_count:
-            i = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
-            raise InvalidInputError(f"{source} row {i + 1}: `user` is empty")
+        _refuse_nulls(col, "user", source)
         if pa.types.is_dictionary(col.type):
             col = col.cast(col.type.value_type)
         enc = pc.dictionary_encode(col).combine_chunks()
