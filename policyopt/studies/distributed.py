@@ -11,9 +11,9 @@ all users in one process:
    bits, sign-adjusted, sort as the floats do): every pass counts, per partition, the next 16 bits of the
    readings that share the prefix found so far, the counts are summed, and once a prefix holds few enough
    readings they are collected and sorted (:mod:`policyopt.studies.distributed_quantiles`).  No approximation is
-   involved; :func:`~policyopt.studies.distributed_quantiles.quantile_from_order_statistics`
-   then applies numpy's own interpolation formula, so the edges equal the serial ones bit for bit (tested
-against ``numpy.quantile`` of the installed numpy).
+   involved; :func:`~policyopt.studies.distributed_quantiles.quantile_from_order_statistics` then applies numpy's
+   own interpolation formula, so the edges equal the serial ones bit for bit (tested against ``numpy.quantile`` of
+   the installed numpy).
 2. **State values.**  One pass counts and sums the readings of each state (the pooled bin means).
 3. **Per user partition** (a Parquet file holding whole users): transition counts per user, the smoothed
    MLE chains (Cao, Yoshikawa, Xiao, Xiong, 'Quantifying Differential Privacy in Continuous Data Release
