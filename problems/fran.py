@@ -52,7 +52,7 @@ from functools import cached_property
 import numpy as np
 
 from policyopt.models.cmc import EXACT_SNAPSHOT_LIMIT, CouplingMarkovChain
-from policyopt.errors import InfeasibleProblemError, InvalidInputError, fmt
+from policyopt.errors import InfeasibleProblemError, InvalidInputError, check_int, fmt
 from policyopt.privacy.fran import PaperBoundWarning, Query, exact_leakage, paper_leakage, sound_leakage
 from policyopt.result import result_repr
 
@@ -176,8 +176,7 @@ class FRANProblem:
             math.isfinite(max_mse) and max_mse > 0
         ):
             raise InvalidInputError(f"`max_mse` must be a positive finite number (squared units), got {fmt(max_mse)}")
-        if isinstance(max_age, bool) or not isinstance(max_age, (int, np.integer)) or max_age < 0:
-            raise InvalidInputError(f"`max_age` must be an integer ≥ 0 (slots), got {fmt(max_age)}")
+        check_int(max_age, "max_age", 0, "slots")
         if bound not in BOUNDS:
             raise InvalidInputError(f"`bound` must be one of {BOUNDS}, got {fmt(bound)}")
         if neighbours not in ("one", "any"):

@@ -37,7 +37,7 @@ import math
 import numpy as np
 
 from policyopt.models.cmc import CouplingMarkovChain
-from policyopt.errors import InvalidInputError, InvalidModelError, fmt
+from policyopt.errors import InvalidInputError, InvalidModelError, check_int, fmt
 from policyopt.privacy.fran import Query, paper_leakage, sound_leakage
 
 from policyopt.problems.fran import AOI_VECTOR_LIMIT, FRANProblem
@@ -113,8 +113,7 @@ class GroupedFRANProblem:
             math.isfinite(max_mse) and max_mse > 0
         ):
             raise InvalidInputError(f"`max_mse` must be a positive finite number (squared units), got {fmt(max_mse)}")
-        if isinstance(max_age, bool) or not isinstance(max_age, (int, np.integer)) or max_age < 0:
-            raise InvalidInputError(f"`max_age` must be an integer ≥ 0 (slots), got {fmt(max_age)}")
+        check_int(max_age, "max_age", 0, "slots")
         self.cmc, self.max_mse, self.max_age, self.bound = cmc, float(max_mse), int(max_age), bound
         self.query = Query(query)
         s = cmc.n_sequences

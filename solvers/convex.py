@@ -55,7 +55,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from policyopt.errors import BackendUnavailableError, InvalidInputError, fmt
+from policyopt.errors import BackendUnavailableError, InvalidInputError, check_int, fmt
 from policyopt.problems.geometric import GeometricScheduleProblem, KKTBranchProblem, NoAgingProblem, PeakRiskProblem
 from policyopt.result import Solution, Termination
 from policyopt.solvers._common import KKT_TOL, cvxpy_available, geometric_infeasible, geometric_solution
@@ -159,8 +159,7 @@ def _solve_iv(problem, tol, n_bracket) -> tuple[GeometricScheduleProblem, float,
     problem = _check_problem(problem)
     if isinstance(tol, bool) or not isinstance(tol, (int, float, np.floating)) or not (0 < float(tol) < 1e-2):
         raise InvalidInputError(f"`tol` must be a number in (0, 0.01), got {fmt(tol)}")
-    if isinstance(n_bracket, bool) or not isinstance(n_bracket, (int, np.integer)) or n_bracket < 3:
-        raise InvalidInputError(f"`n_bracket` must be an integer ≥ 3, got {fmt(n_bracket)}")
+    check_int(n_bracket, "n_bracket", 3)
     return problem, float(tol), int(n_bracket)
 
 

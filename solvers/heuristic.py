@@ -33,7 +33,7 @@ import time
 import numpy as np
 
 from policyopt.search import grid_then_brent
-from policyopt.errors import InvalidInputError, fmt
+from policyopt.errors import InvalidInputError, check_int, fmt
 from policyopt.problems.geometric import GeometricScheduleProblem, KKTBranchProblem, NoAgingProblem
 
 from ._common import geometric_infeasible, geometric_solution
@@ -200,8 +200,7 @@ class HeuristicSolver:
         """
         if not isinstance(problem, GeometricScheduleProblem):
             raise InvalidInputError(f"the heuristic solves (39), (41), (42) problems, got {fmt(problem)}")
-        if isinstance(K, bool) or not isinstance(K, (int, np.integer)) or K < 2:
-            raise InvalidInputError(f"`K` must be an integer ≥ 2, got {fmt(K)}")
+        check_int(K, "K", 2)
         start = time.perf_counter()
         phi = 1e-10 * max(1.0, problem.A_max, problem.S_max) if phi is None else float(phi)
         if not phi > 0:

@@ -44,7 +44,7 @@ import math
 import numpy as np
 from scipy.special import erf, ndtr
 
-from policyopt.errors import InvalidInputError, fmt
+from policyopt.errors import InvalidInputError, check_int, fmt
 from policyopt.models.markov import GeometricEnvelope, as_slots
 
 __all__ = ["AR1Model", "positive_number"]
@@ -96,8 +96,7 @@ class AR1Model:
             raise InvalidInputError(f"`rho` must satisfy 0 < |rho| < 1, got {fmt(rho)}")
         self.rho = float(rho)
         self.sigma = positive_number(sigma, "sigma")
-        if isinstance(n_users, bool) or not isinstance(n_users, (int, np.integer)) or n_users < 1:
-            raise InvalidInputError(f"`n_users` must be an integer ≥ 1, got {fmt(n_users)}")
+        check_int(n_users, "n_users", 1)
         self.n_users = int(n_users)
         self.clip_bound = positive_number(clip_bound, "clip_bound")
         self.variance = self.sigma**2 / (1.0 - self.rho**2)  # stationary variance v

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from policyopt.errors import InvalidInputError, InvalidModelError, fmt
+from policyopt.errors import InvalidInputError, InvalidModelError, check_int, fmt
 from policyopt.models.cmc import CouplingMarkovChain
 
 __all__ = ["fit_cmc", "fit_cmc_from_readings"]
@@ -48,8 +48,7 @@ def fit_cmc(states, n_states: int, *, smoothing: float = 0.01, state_values=None
     InvalidModelError
         If a source state never occurs and `smoothing` is 0 (empty row).
     """
-    if isinstance(n_states, bool) or not isinstance(n_states, (int, np.integer)) or n_states < 2:
-        raise InvalidInputError(f"`n_states` must be an integer ≥ 2, got {fmt(n_states)}")
+    check_int(n_states, "n_states", 2)
     X = np.asarray(states)
     if X.ndim != 2 or X.shape[0] < 2 or X.shape[1] < 1 or not np.issubdtype(X.dtype, np.integer):
         raise InvalidInputError(f"`states` must be an integer array of shape (T ≥ 2, s), got {fmt(states)}")

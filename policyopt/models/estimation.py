@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from policyopt.errors import InvalidInputError, InvalidModelError, check_value_range, fmt
+from policyopt.errors import InvalidInputError, InvalidModelError, check_int, check_value_range, fmt
 from policyopt.models.markov import MarkovChain, Population
 from policyopt.result import result_repr
 
@@ -68,8 +68,7 @@ class Quantizer:
             If `n_states` < 2, or ties in the data make some bins empty (the message says
             how many distinct bins the data support).
         """
-        if isinstance(n_states, bool) or not isinstance(n_states, (int, np.integer)) or n_states < 2:
-            raise InvalidInputError(f"`n_states` must be an integer ≥ 2, got {fmt(n_states)}")
+        check_int(n_states, "n_states", 2)
         x = np.asarray(values, dtype=float).reshape(-1)
         edges = np.quantile(x, np.linspace(0.0, 1.0, n_states + 1)[1:-1])
         states = np.searchsorted(edges, x, side="right")
@@ -187,8 +186,7 @@ class FittedModel:
         InvalidInputError
             If `min_row_transitions` is not an integer ≥ 1.
         """
-        if isinstance(min_row_transitions, bool) or not isinstance(min_row_transitions, (int, np.integer)) or min_row_transitions < 1:
-            raise InvalidInputError(f"`min_row_transitions` must be an integer ≥ 1, got {fmt(min_row_transitions)}")
+        check_int(min_row_transitions, "min_row_transitions", 1)
         out = []
         for user, rows in self.row_transitions().items():
             for x in np.flatnonzero(rows < min_row_transitions):

@@ -27,7 +27,7 @@ import math
 
 import numpy as np
 
-from policyopt.errors import InvalidInputError, fmt
+from policyopt.errors import InvalidInputError, check_int, fmt
 
 __all__ = [
     "lagged_pair_counts",
@@ -79,8 +79,7 @@ def states_matrix(states, n_states: int) -> np.ndarray:
     InvalidInputError
         Non-integral entries, entries outside −1..K−1, no users, or a bad `n_states`.
     """
-    if isinstance(n_states, bool) or not isinstance(n_states, (int, np.integer)) or n_states < 2:
-        raise InvalidInputError(f"`n_states` must be an integer ≥ 2, got {fmt(n_states)}")
+    check_int(n_states, "n_states", 2)
     if isinstance(states, np.ndarray) and states.ndim == 2 and states.dtype.kind in "iu" and states.shape[0] > 0:
         out = states.astype(np.int64, copy=False)  # no copy of a large int64 matrix
         bad = (out < -1) | (out >= n_states)
@@ -144,8 +143,7 @@ def check_lag(max_lag, T: int) -> int:
     InvalidInputError
         `max_lag` not an integer ≥ 1, or not below T.
     """
-    if isinstance(max_lag, bool) or not isinstance(max_lag, (int, np.integer)) or max_lag < 1:
-        raise InvalidInputError(f"`max_lag` must be an integer ≥ 1 (slots), got {fmt(max_lag)}")
+    check_int(max_lag, "max_lag", 1, "slots")
     if max_lag >= T:
         raise InvalidInputError(f"`max_lag`={int(max_lag)} must be below the series length T = {T} slots")
     return int(max_lag)

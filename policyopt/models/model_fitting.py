@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from policyopt.errors import InvalidInputError, InvalidModelError, fmt
+from policyopt.errors import InvalidInputError, InvalidModelError, check_int, fmt
 from policyopt.models.markov import Population
 
 __all__ = ["check_smoothing", "check_users", "check_starts", "check_fit_inputs", "check_seed", "check_stochastic_stack",
@@ -328,6 +328,5 @@ def draw_user_rows(alpha: np.ndarray, gens: list) -> np.ndarray:
 
 def check_seed(seed) -> int:
     """An integer seed ≥ 0, or :class:`InvalidInputError`."""
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise InvalidInputError(f"`seed` must be an integer ≥ 0, got {fmt(seed)}")
+    check_int(seed, "seed", 0)
     return int(seed)

@@ -31,7 +31,7 @@ from functools import cached_property
 
 import numpy as np
 
-from policyopt.errors import InvalidInputError, InvalidModelError, fmt
+from policyopt.errors import InvalidInputError, InvalidModelError, check_int
 from policyopt.models.markov import Population
 from policyopt.models.tv_kernels import (
     RESCALE_EVERY,
@@ -337,8 +337,7 @@ def fit_phase_chain(
     """
     x, names, st = check_fit_inputs(states, n_states, users, starts)
     s = check_smoothing(smoothing)
-    if isinstance(period, bool) or not isinstance(period, (int, np.integer)) or period < 1:
-        raise InvalidInputError(f"`period` must be an integer ≥ 1 (slots), got {fmt(period)}")
+    check_int(period, "period", 1, "slots")
     P, K = int(period), int(n_states)
     U, T = x.shape
     def encode(block, rows):

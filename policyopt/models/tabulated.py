@@ -5,7 +5,7 @@ Sits in :mod:`policyopt.models` beside :class:`~policyopt.models.markov.Populati
 
 from __future__ import annotations
 
-from policyopt.errors import InvalidInputError, fmt
+from policyopt.errors import check_int
 from policyopt.models.markov import Population
 
 __all__ = ["TabulatedPopulation", "tabulate_population"]
@@ -85,8 +85,7 @@ def tabulate_population(population: Population, horizon: int) -> TabulatedPopula
     """
     import numpy as np
 
-    if isinstance(horizon, bool) or not isinstance(horizon, (int, np.integer)) or horizon < 0:
-        raise InvalidInputError(f"`horizon` must be an integer ≥ 0 (slots), got {fmt(horizon)}")
+    check_int(horizon, "horizon", 0, "slots")
     out = TabulatedPopulation(population.chains, population.counts, value_unit=getattr(population, "value_unit", ""))
     out.__dict__["log_max_tv_table"] = np.asarray(population.log_max_tv(np.arange(int(horizon) + 1)), dtype=float)
     out.spectral_rate  # noqa: B018 - cache λ* before the object is shipped to workers

@@ -35,7 +35,7 @@ import numpy as np
 from policyopt.formatting import UNIT_ROUNDOFF, round_up
 from policyopt.privacy.age_dependent import max_tv_rel_error, risk_after_aging
 from policyopt.models.cmc import CouplingMarkovChain
-from policyopt.errors import InvalidInputError, check_positive, fmt
+from policyopt.errors import InvalidInputError, check_int, check_positive, fmt
 
 __all__ = [
     "sound_leakage_upper",
@@ -174,8 +174,7 @@ class Query:
         InvalidModelError
             If the query is a callable and m^s exceeds the exact limit.
         """
-        if isinstance(i, bool) or not isinstance(i, (int, np.integer)) or i < 1:
-            raise InvalidInputError(f"`i` must be an integer ≥ 1, got {fmt(i)}")
+        check_int(i, "i", 1)
         if self._func is None:
             return self._closed_form(cmc.state_values, cmc.n_sequences, int(i))
         X = cmc.snapshots

@@ -48,7 +48,7 @@ from functools import cached_property
 
 import numpy as np
 
-from policyopt.errors import InvalidInputError, fmt
+from policyopt.errors import InvalidInputError, check_int, fmt
 from policyopt.formatting import json_clean, lag_ranges
 from policyopt.models.estimation import readings_states, readings_states_starts  # re-exported: home is the models layer
 from policyopt.models.empirical import (
@@ -380,8 +380,7 @@ def model_statistic_draws(model, observed_states, n_states: int, max_lag: int, *
     x = states_matrix(observed_states, n_states)
     U, T = x.shape
     K = int(n_states)
-    if isinstance(draws, bool) or not isinstance(draws, (int, np.integer)) or draws < 1:
-        raise InvalidInputError(f"`draws` must be an integer ≥ 1, got {fmt(draws)}")
+    check_int(draws, "draws", 1)
     if model.n_users != U:
         raise InvalidInputError(f"`model` has {model.n_users} users; `observed_states` has {U} rows")
     R = int(draws)
@@ -802,10 +801,8 @@ def check_fitted(fitted, states, users, *, max_lag: int | None = None, level: fl
     from policyopt.models.markov import Population
 
     start = time.perf_counter() if start is None else start
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise InvalidInputError(f"`seed` must be an integer ≥ 0, got {fmt(seed)}")
-    if isinstance(draws, bool) or not isinstance(draws, (int, np.integer)) or draws < 1:
-        raise InvalidInputError(f"`draws` must be an integer ≥ 1, got {fmt(draws)}")
+    check_int(seed, "seed", 0)
+    check_int(draws, "draws", 1)
     keep = [fitted.users.index(u) for u in users]
     K = fitted.quantizer.n_states
     T = states.shape[1]

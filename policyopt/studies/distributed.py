@@ -570,8 +570,7 @@ def dask_client(workers: int | None = None, scheduler: str | None = None):
         if scheduler is not None:
             client = stack.enter_context(Client(scheduler, timeout=SCHEDULER_TIMEOUT))
         else:
-            if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 1:
-                raise InvalidInputError(f"`workers` must be an integer ≥ 1, got {fmt(workers)}")
+            check_int(workers, "workers", 1)
             import dask
 
             # The workers' statistical profiler samples the task thread every 10 ms; on this Python-heavy map step

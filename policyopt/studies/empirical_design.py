@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from policyopt.errors import InvalidInputError, fmt
+from policyopt.errors import InvalidInputError, check_int
 from policyopt.formatting import UNIT_ROUNDOFF, round_up
 from policyopt.models.empirical import EmpiricalMaxTV
 from policyopt.models.posterior import TabulatedMaxTV
@@ -140,8 +140,7 @@ def empirical_max_tv_table(est: EmpiricalMaxTV, last_age: int) -> np.ndarray:
         If `last_age` > L (no claim is made beyond the estimated lags).
     """
     L = est.max_lag
-    if isinstance(last_age, bool) or not isinstance(last_age, (int, np.integer)) or last_age < 0:
-        raise InvalidInputError(f"`last_age` must be an integer ≥ 0, got {fmt(last_age)}")
+    check_int(last_age, "last_age", 0)
     if last_age > L:
         raise InvalidInputError(
             f"the schedule box uses Δ(t) up to t = {int(last_age)} slots (A_max + S_max − 1) but Δ(t) was estimated for "
@@ -196,8 +195,7 @@ def design_over_horizon(source: TabulatedMaxTV, penalty, max_penalty: float, A_m
     InvalidInputError
         Bad `horizon` or box.
     """
-    if isinstance(horizon, bool) or not isinstance(horizon, (int, np.integer)) or horizon < 1:
-        raise InvalidInputError(f"`horizon` must be an integer ≥ 1 (slots), got {fmt(horizon)}")
+    check_int(horizon, "horizon", 1, "slots")
     H = int(horizon)
     A_max, S_max = int(A_max), int(S_max)
     eps = np.asarray(penalty.min_epsilon_c_table(A_max, S_max, max_penalty), dtype=float)  # (A_max + 1, S_max)

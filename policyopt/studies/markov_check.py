@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from policyopt import progress
-from policyopt.errors import InvalidInputError, fmt
+from policyopt.errors import InvalidInputError, check_int, fmt
 from policyopt.formatting import fmt_count, fmt_value
 
 __all__ = ["CheckData", "MarkovModelCheck", "ModelSelection", "split_states", "check_markov_model", "select_markov_model",
@@ -294,8 +294,7 @@ def check_markov_model(spec, data: CheckData, *, markov_lags: int, max_tv_lags: 
     start = time.perf_counter()
     if not 0.0 < float(level) < 1.0:
         raise InvalidInputError(f"`level` must be strictly between 0 and 1, got {fmt(level)}")
-    if isinstance(draws, bool) or not isinstance(draws, (int, np.integer)) or draws < 1:
-        raise InvalidInputError(f"`draws` must be an integer ≥ 1, got {fmt(draws)}")
+    check_int(draws, "draws", 1)
     mp = DEFAULT_MIN_PAIRS if min_pairs is None else int(min_pairs)
     sp = spec if isinstance(spec, MarkovModelSpec) else MarkovModelSpec.parse(str(spec), default_period=default_period)
     K, U = data.n_states, len(data.users)

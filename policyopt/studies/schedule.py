@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from policyopt.errors import InvalidInputError, fmt
+from policyopt.errors import InvalidInputError, check_int, fmt
 from policyopt.formatting import fmt_count, fmt_upper, fmt_value, json_clean, round_down, round_up
 from policyopt.privacy.age_dependent import peak_risk_margin
 
@@ -52,8 +52,7 @@ def noise_only_benchmark(penalty: Penalty, max_penalty: float, releases: int) ->
     InvalidInputError
         If `releases` < 1 or `max_penalty` is not positive.
     """
-    if isinstance(releases, bool) or not isinstance(releases, (int, np.integer)) or releases < 1:
-        raise InvalidInputError(f"`releases` must be an integer ≥ 1, got {fmt(releases)}")
+    check_int(releases, "releases", 1)
     f_bar = check_max_penalty(max_penalty)
     eps = float(np.asarray(penalty.min_epsilon_c_table(0, 1, f_bar))[0, 0])
     if not np.isfinite(eps):

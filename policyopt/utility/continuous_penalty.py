@@ -16,7 +16,7 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
-from policyopt.errors import InvalidInputError, fmt
+from policyopt.errors import InvalidInputError, check_int, fmt
 from policyopt.models.markov import as_slots
 from policyopt.utility.penalty import ROUND_UP, MSEPenalty, Penalty, check_max_penalty
 
@@ -94,8 +94,7 @@ class TwoStateMSE(ContinuousPenalty):
             raise InvalidInputError(
                 f"the continuous two-state MSE needs 0 < 1 − p − q < 1 (real ages), got p={p!r}, q={q!r}"
             )
-        if isinstance(n_users, bool) or not isinstance(n_users, (int, np.integer)) or n_users < 1:
-            raise InvalidInputError(f"`n_users` must be an integer ≥ 1, got {fmt(n_users)}")
+        check_int(n_users, "n_users", 1)
         self.p, self.q, self.n_users, self.lam = float(p), float(q), int(n_users), lam
         self.limit = 8.0 * p * q / (n_users * (p + q) ** 2)
         self.noise_const = 8.0 / n_users**2  # 2 (2/I)²

@@ -56,7 +56,7 @@ import math
 import numpy as np
 from scipy.special import logsumexp
 
-from policyopt.errors import InvalidInputError, fmt
+from policyopt.errors import InvalidInputError, check_int, fmt
 from policyopt.models.markov import as_slots
 from policyopt.utility.penalty import Penalty, check_monte_carlo_args
 
@@ -126,8 +126,7 @@ class FailureRatePenalty(Penalty):
         for nm, v in (("p", p), ("q", q)):
             if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not 0.0 < float(v) <= 1.0:
                 raise InvalidInputError(f"`{nm}` must be a transition probability in (0, 1], got {fmt(v)}")
-        if isinstance(n_users, bool) or not isinstance(n_users, (int, np.integer)) or n_users < 1:
-            raise InvalidInputError(f"`n_users` must be an integer ≥ 1, got {fmt(n_users)}")
+        check_int(n_users, "n_users", 1)
         if rule not in RULES:
             raise InvalidInputError(f"`rule` must be one of {list(RULES)}, got {fmt(rule)}")
         self.p, self.q, self.n_users, self.rule = float(p), float(q), int(n_users), rule

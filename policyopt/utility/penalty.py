@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from policyopt.errors import InvalidInputError, InvalidModelError, check_value_range, fmt
+from policyopt.errors import InvalidInputError, InvalidModelError, check_int, check_value_range, fmt
 from policyopt.models.markov import Population, as_slots
 from policyopt.result import result_repr
 
@@ -84,8 +84,7 @@ def check_max_penalty(max_penalty) -> float:
 
 def check_monte_carlo_args(n_samples, rng, epsilon_c) -> None:
     """Validate the arguments shared by the Monte Carlo (simulation-only) penalty estimators."""
-    if isinstance(n_samples, bool) or not isinstance(n_samples, (int, np.integer)) or n_samples < 2:
-        raise InvalidInputError(f"`n_samples` must be an integer ≥ 2, got {fmt(n_samples)}")
+    check_int(n_samples, "n_samples", 2)
     if not isinstance(rng, np.random.Generator):
         raise InvalidInputError(f"`rng` must be a numpy.random.Generator, got {fmt(rng)}")
     if not (isinstance(epsilon_c, (int, float, np.floating)) and math.isfinite(epsilon_c) and epsilon_c > 0):
