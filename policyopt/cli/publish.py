@@ -551,14 +551,12 @@ def not_a_bound(mv: dict, brief: bool = False) -> str:
 
 
 def guarantee_lines(rep: dict) -> list:
-    """The ``guarantee`` line, and the ``model free`` line when the guarantee is model-based."""
-    from policyopt.studies.guarantee import model_free_sentence
+    """:func:`policyopt.studies.guarantee.guarantee_lines` of a publish or ledger report: no ``model free`` line
+    before the first release."""
+    from policyopt.studies import guarantee
 
-    g = rep["guarantee"]
-    lines = [f"guarantee   : {g['statement']}"]
-    if g["kind"] != "model-free" and rep["model_free"]["releases"]:
-        lines.append(f"model free  : {model_free_sentence(rep['model_free'])}")
-    return lines
+    mf = rep["model_free"]
+    return guarantee.guarantee_lines({**rep, "model_free": mf if mf["releases"] else None})
 
 
 def _load_stream(args, provenance, client=None):

@@ -166,17 +166,14 @@ def _timestamp_microseconds(col, source: str) -> np.ndarray:
     import pyarrow as pa
 
     raw = col.cast(pa.int64()).to_numpy(zero_copy_only=False)
-    per_us = {"s": None, "ms": None, "us": 1, "ns": 1000}[col.type.unit]
-    if per_us is None:  # seconds or milliseconds: exact multiples of a microsecond
-        return raw * (10**6 if col.type.unit == "s" else 10**3)
-    if per_us > 1:
-        sub = raw % per_us != 0
-        if sub.any():
-            i = int(np.flatnonzero(sub)[0])
-            raise InvalidInputError(f"{source} row {i + 1}: `time` {col[i].as_py()} is finer than a microsecond; "
-                                    "slots are whole seconds")
-        return raw // per_us
-    return raw
+    if col.type.unit != "ns":  # seconds, milliseconds, microseconds: exact multiples of a microsecond
+        return raw * {"s": 10**6, "ms": 10**3, "us": 1}[col.type.unit]
+    sub = raw % 1000 != 0
+    if sub.any():
+        i = int(np.flatnonzero(sub)[0])
+        raise InvalidInputError(f"{source} row {i + 1}: `time` {col[i].as_py()} is finer than a microsecond; "
+                                "slots are whole seconds")
+    return raw // 1000
 
 
 def read_parquet_partition(path, option: str = "--data", columns=("user", "time", "value"), *,

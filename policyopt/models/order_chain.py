@@ -236,6 +236,8 @@ def fit_order_chain(states, n_states: int, order: int, *, users, smoothing: floa
     W = max(0, T - k)
 
     def encode(block, rows):
+        """Cell codes z·K + y (int64, shape (users in `block`, W)) of each window (context z of the k states before,
+        next state y), −1 where a slot of the window is missing; `rows` (the block's user indices) is unused."""
         ok = np.ones((block.shape[0], W), dtype=bool)
         code = np.zeros((block.shape[0], W), dtype=np.int64)
         for j in range(k + 1):  # window columns c_0..c_k; z = Σ_{j<k} x[c_j] K^j (x_t = c_{k−1} most significant)

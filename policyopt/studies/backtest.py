@@ -710,14 +710,10 @@ def format_backtest(r: dict) -> str:
     s = r["schedule"]
     b = r["bootstrap"]
     verdict = backtest_verdict(r)
-    lines = ["policyopt backtest: the schedule replayed on held-out readings (Zhang et al. 2024, problem (28))"]
-    g = r.get("guarantee")
-    if g:
-        lines.append(f"guarantee   : {g['statement']}")
-    if r.get("model_free") and (not g or g["kind"] != "model-free"):
-        from policyopt.studies.guarantee import model_free_sentence
+    from policyopt.studies.guarantee import guarantee_lines
 
-        lines.append(f"model free  : {model_free_sentence(r['model_free'])}")
+    lines = ["policyopt backtest: the schedule replayed on held-out readings (Zhang et al. 2024, problem (28))",
+             *guarantee_lines(r)]
     lines += [
         f"split       : train on slots before {r['split_slot']} (fraction {r['train_fraction']:g}), replay on "
         f"{fmt_count(r['held_out_slots'], 'held-out slot')}",

@@ -31,7 +31,7 @@ from policyopt.studies.markov_check import DAY_SECONDS, WEEK_SECONDS
 
 __all__ = ["Guarantee", "choose_guarantee", "apply_guarantee", "model_free_horizon_design", "theorem3_horizon_design",
            "default_horizon",
-           "default_windows", "schedule_model_free", "GuaranteeSettings", "model_free_sentence",
+           "default_windows", "schedule_model_free", "GuaranteeSettings", "model_free_sentence", "guarantee_lines",
            "DAY_SECONDS", "WEEK_SECONDS", "YEAR_SECONDS", "UNKNOWN_SLOT_HORIZON"]
 
 #: A year of 365 days.
@@ -142,6 +142,22 @@ def model_free_sentence(mf: dict) -> str:
             f"{fmt_count(mf['horizon'], 'slot')}, whatever the correlation: {fmt_count(mf['releases'], 'release')} of "
             f"ε_C = {fmt_value(mf['epsilon_c'], 6)} nats {how} (pure ε = "
             f"{fmt_upper(mf['epsilon_pure'], 4)} nats by basic composition)" + (f"; w-event: {ws}" if ws else ""))
+
+
+def guarantee_lines(report: dict) -> list[str]:
+    """The opening lines of a report's text: ``guarantee`` (what is stated first, when anything is) and, when that is
+    not the model-free guarantee, ``model free`` (:func:`model_free_sentence`) beside it.
+
+    Parameters
+    ----------
+    report : dict
+        A report's JSON object with ``guarantee`` (:class:`Guarantee` as a dict, or None) and ``model_free``.
+    """
+    g = report.get("guarantee")
+    lines = [f"guarantee   : {g['statement']}"] if g else []
+    if report.get("model_free") and (not g or g["kind"] != "model-free"):
+        lines.append(f"model free  : {model_free_sentence(report['model_free'])}")
+    return lines
 
 
 def choose_guarantee(*, model: str | None, verdict: str, why: str, model_free: dict | None,

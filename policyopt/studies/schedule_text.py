@@ -38,14 +38,9 @@ def _model_lines(r: dict, m: dict, unit: str, vunit: str) -> list[str]:
     """The head: title, the guarantee stated first, the model or the pilot → deployment, value range, Δ(t), envelope,
     excluded users, sparse estimation rows."""
     users, pilot = m.get("users"), m.get("pilot_users")
-    lines = ["policyopt schedule: peak age-dependent privacy risk (Zhang et al. 2024, problem (28))"]
-    g = r.get("guarantee")
-    if g:
-        lines.append(f"guarantee   : {g['statement']}")
-    if r.get("model_free") and (not g or g["kind"] != "model-free"):
-        from policyopt.studies.guarantee import model_free_sentence
+    from policyopt.studies.guarantee import guarantee_lines
 
-        lines.append(f"model free  : {model_free_sentence(r['model_free'])}")
+    lines = ["policyopt schedule: peak age-dependent privacy risk (Zhang et al. 2024, problem (28))", *guarantee_lines(r)]
     if pilot is not None and users != pilot:
         lines.append(f"model       : {m.get('source') or 'population given in Python'}; {fmt_count(pilot, 'pilot user')}"
                      f"{_states(m)}")

@@ -167,3 +167,25 @@ def test_backtest_refuses_readings_of_another_slot_length(files, tmp_path):
     x.assign(time=half.dt.strftime("%Y-%m-%dT%H:%M:%S+00:00")).to_csv(path, index=False)
     refused(run_any("backtest", "--data", path, "--schedule", sched),
             "has slots of 30min, the --schedule was designed for slots of 1h")
+
+
+@pytest.mark.parametrize("unit", ["s", "ms", "us", "ns"])
+def test_parquet_stamps_of_every_arrow_unit_read_as_microseconds(tmp_path, unit):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from policyopt.errors import InvalidInputError
+    from policyopt.io import read_parquet_partition
+
+    base = pd.Timestamp("2022-01-01T00:00:00", tz="UTC").value // 1000  # µs since 1970
+    per_us = {"s": 10**-6, "ms": 10**-3, "us": 1, "ns": 1000}[unit]
+    ticks = [int((base + k * 3_600_000_000) * per_us) for k in range(3)]
+    table = pa.table({"user": ["a"] * 3, "time": pa.array(ticks, pa.timestamp(unit)), "value": [1.0, 2.0, 3.0]})
+    pq.write_table(table, tmp_path / "x.parquet")
+    part = read_parquet_partition(tmp_path / "x.parquet", stamps=True)
+    assert part["time_us"].tolist() == [base + k * 3_600_000_000 for k in range(3)]
+    if unit == "ns":  # a nanosecond past a microsecond is refused with its row
+        ticks[1] += 1
+        pq.write_table(table.set_column(1, "time", pa.array(ticks, pa.timestamp("ns"))), tmp_path / "y.parquet")
+        with pytest.raises(InvalidInputError, match=r"row 2: `time` .* is finer than a microsecond"):
+            read_parquet_partition(tmp_path / "y.parquet", stamps=True)
