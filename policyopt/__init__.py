@@ -7,6 +7,8 @@ Privacy is measured in nats and time in slots.  Main entry points:
 * :class:`~policyopt.utility.penalty.MSEPenalty` — utility penalty (chain model);
   :class:`~policyopt.utility.readings_penalty.ReadingsMSEPenalty` — the MSE estimated from the readings;
 * :func:`~policyopt.studies.schedule.design_schedule` — the optimal schedule with benchmarks;
+* :func:`~policyopt.app.schedule.design_deployment` — ``policyopt schedule`` from Python: the whole design on data
+  (model check, guarantee, posterior checks, backtest), returning the command's report (→ :class:`DeploymentReport`);
 * :mod:`policyopt.problems` / :mod:`policyopt.solvers` — formulations and back ends.
 
 The entry points of the other tasks are exported here too (imported on first use, so that
@@ -49,6 +51,9 @@ __version__ = "0.1.0"
 
 #: Entry points imported on first use: name -> module.
 _LAZY = {
+    "design_deployment": "policyopt.app.schedule",
+    "DeploymentReport": "policyopt.app.schedule",
+    "DesignOptions": "policyopt.app.design_options",
     "leakage": "policyopt.privacy.temporal",
     "supremum": "policyopt.privacy.temporal",
     "BudgetAllocationProblem": "policyopt.problems.tpl_budget",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from policyopt.cli.options import (
+from policyopt.app.inputs import (
     BUNDLED_PHASE_PERIOD,
     BUNDLED_STATES,
     BUNDLED_USERS,
@@ -14,11 +14,13 @@ from policyopt.cli.options import (
     DEFAULT_PENALTY_LEVEL,
     MAX_AGE_LIMIT,
     MAX_COUNT,
+    default_phase_period,
+    penalty_bound,
+)
+from policyopt.cli.options import (
     add_bound_options,
     add_guarantee_options,
     add_max_tv_options,
-    bound_from_args,
-    default_phase_period,
     int_at_least,
     probability,
     value_range_arg,
@@ -162,7 +164,7 @@ def run_backtest(args) -> int:
         value_range = None  # the schedule's declared range (else the readings' own)
     _check_slot_length(schedule, slot_seconds, "the bundled data" if bundled else f"--data {args.data!r}")
     out = backtest(df, schedule, train_fraction=args.train_fraction, users=users, value_range=value_range,
-                   phase_period=phase, max_penalty=bound_from_args(args),
+                   phase_period=phase, max_penalty=penalty_bound(args),
                    states=BUNDLED_STATES if args.states is None else args.states, A_max=args.max_age,
                    S_max=args.max_interval, level=args.level, seed=args.seed, unit=unit, max_tv=max_tv,
                    horizon=args.horizon, delta=args.delta, slot_seconds=slot_seconds, ci_level=args.ci_level)

@@ -9,7 +9,15 @@ from __future__ import annotations
 
 import json
 
-from policyopt.cli.options import BUNDLED_STATES, BUNDLED_VALUE_RANGE, MAX_STATES, int_at_least, value_range_arg
+from policyopt.app.inputs import (
+    BUNDLED_STATES,
+    BUNDLED_VALUE_RANGE,
+    MAX_STATES,
+)
+from policyopt.cli.options import (
+    int_at_least,
+    value_range_arg,
+)
 from policyopt.errors import InvalidInputError
 
 __all__ = ["add_command", "run_check_data", "load_readings"]

@@ -8,17 +8,19 @@ from __future__ import annotations
 
 import json
 
-from policyopt.cli.options import (
+from policyopt.app.inputs import (
     BUNDLED_STATES,
     BUNDLED_VALUE_RANGE,
     MAX_STATES,
+    require_parquet_data,
+    wants_distributed,
+)
+from policyopt.cli.options import (
     add_distributed_options,
     int_at_least,
     non_negative_float,
     probability,
-    require_parquet_data,
     value_range_arg,
-    wants_distributed,
 )
 
 __all__ = ["add_command", "run_check_model"]

@@ -733,7 +733,7 @@ def _publish_lines(args, rep, out: dict, privacy: dict, model, check_note, desig
         lines.append(f"note        : Δf up to {fmt_value(used_sens)} in this run, above the Δf = {fmt_value(designed_sens)} the schedule's "
                      "penalty assumed (wider --value-range or fewer users): the privacy is as accounted, the error larger")
     if check is not None:
-        from policyopt.cli.schedule import model_check_text
+        from policyopt.studies.deployment_text import model_check_text
 
         lines.append(f"model check : {model_check_text(check, chains_used=model.max_tv_table is None)}")
     elif check_note is not None:
@@ -831,10 +831,11 @@ def _publish_model_check(model, schedule) -> tuple[dict | None, str | None]:
     """(``model_check``, note) of a publish run: the accounting model's chains against the readings they were fitted on.
 
     As ``schedule`` does (:func:`policyopt.studies.check_model.quick_check`, lags 1..A + S̄, with the lags the
-    schedule's risk uses, :func:`policyopt.cli.schedule.design_lags`).  ``(None, None)`` for a matrix or two-state
+    schedule's risk uses, :func:`policyopt.studies.markov_check.design_lags`).  ``(None, None)`` for a matrix or two-state
     model (nothing was fitted to readings); ``(None, why)`` for a Parquet model (not read whole in this process).
     """
-    from policyopt.cli.schedule import DEFAULT_SEED, design_lags
+    from policyopt.app.inputs import DEFAULT_SEED
+    from policyopt.studies.markov_check import design_lags
     from policyopt.io import is_parquet_source
     from policyopt.studies.check_model import quick_check
 

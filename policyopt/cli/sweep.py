@@ -15,16 +15,18 @@ import re
 import time
 
 from policyopt.progress import showing
-from policyopt.cli.options import (
+from policyopt.app.inputs import (
     MAX_COUNT,
     MAX_STATES,
+    deployment_penalty,
+    load_deployment,
+    max_tv_level,
+)
+from policyopt.cli.options import (
     add_guarantee_options,
     add_max_tv_options,
     add_model_options,
-    deployment_penalty,
     int_at_least,
-    load_deployment,
-    max_tv_level,
     non_negative_float,
 )
 from policyopt.formatting import check_text, fmt_count, fmt_upper, fmt_value
@@ -158,7 +160,7 @@ def _build_models(args, vary: dict, checks: dict | None = None, level: float | N
     """
     import dataclasses
 
-    from policyopt.cli.schedule import guarantee_settings
+    from policyopt.app.inputs import guarantee_settings, markov_selection
     from policyopt.io import parse_chain_spec
     from policyopt.studies.sweep import SweepModel, given_model_verdict, model_verdict, tabulate_population
 
@@ -200,7 +202,8 @@ def _build_models(args, vary: dict, checks: dict | None = None, level: float | N
             if hasattr(penalty, "band"):
                 penalty.band()  # the readings penalty's bootstrap once here, shared by every I and shipped with the model
             if uses_data and dep.readings is not None:  # the Markov model checked on held-out readings, once per fit
-                selection, markov = _markov_selection(args, dep, guarantee_settings(ns, dep))
+                selection, markov = markov_selection(dep, guarantee_settings(ns, dep), max_age=args.max_age,
+                                                     max_interval=args.max_interval, seed=0)
                 verdict = model_verdict(selection, empirical=empirical is not None)
                 if checks is not None:
                     from policyopt.studies.markov_check import check_summary
@@ -243,11 +246,12 @@ def _check_guarantee_options(args, uses_data: bool, level: float | None) -> None
     """
     spec = args.markov_model
     if spec is not None:
+        from policyopt.app.inputs import slot_seconds
         from policyopt.models.markov_model import MarkovModelSpec
         from policyopt.studies.markov_check import periods_from_slot
 
         try:
-            MarkovModelSpec.parse(spec, default_period=periods_from_slot(_slot_seconds(args))[0])
+            MarkovModelSpec.parse(spec, default_period=periods_from_slot(slot_seconds(args))[0])
         except InvalidInputError as exc:  # the option's name for the argument's (`model` ...)
             msg = str(exc)
             raise InvalidInputError("--markov-model " + msg.removeprefix("`model` ") if msg.startswith("`model` ")
@@ -265,35 +269,6 @@ def _check_guarantee_options(args, uses_data: bool, level: float | None) -> None
     if args.privacy == "model-free" and (args.method != "exact" or args.relax):
         raise InvalidInputError("--privacy model-free designs by exact enumeration over --horizon: use --method exact "
                                 "without --relax")
-
-
-def _slot_seconds(args) -> int | None:
-    """The slot length (seconds) of the sweep's readings: 1 h for the bundled data, else unknown (sweep has no
-    ``--slot-length``)."""
-    if args.data is None and args.chain is None and args.matrix is None:
-        from policyopt.data import BUNDLED_SLOT_LENGTH
-        from policyopt.io import parse_duration
-
-        return parse_duration(BUNDLED_SLOT_LENGTH, "--slot-length")
-    return None
-
-
-def _markov_selection(args, dep, gs):
-    """The model check of one fit (``--markov-model``, default ``chain``; seed 0, as ``schedule`` without --seed)
-    and, for a chosen model other than the chain, that model fitted on every design reading (else ``None``: the
-    chains are the points' Δ(t))."""
-    from policyopt.studies.empirical_design import box_last_age
-    from policyopt.studies.markov_check import design_check, fit_for_design, periods_from_slot
-
-    sel = design_check(dep.readings, dep.fitted.quantizer, dep.fitted.users, spec=gs.markov_model,
-                       value_range=dep.value_range, box_last_age=box_last_age(args.max_age, args.max_interval),
-                       slot_seconds=gs.slot_seconds, seed=0, smoothing=dep.fitted.smoothing)
-    chosen = sel.chosen
-    if gs.markov_model == "chain" or chosen is None or chosen.model == "chain":
-        return sel, None
-    return sel, fit_for_design(chosen.model, dep.readings, dep.fitted.quantizer, dep.fitted.users,
-                               value_range=dep.value_range, smoothing=dep.fitted.smoothing, seed=0,
-                               default_period=periods_from_slot(gs.slot_seconds)[0])
 
 
 def _cmd_sweep(args) -> int:

@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import time
 
-from policyopt.cli.options import (
+from policyopt.app.inputs import (
     DEFAULT_SMOOTHING,
     DEFAULT_STATES,
     MAX_STATES,
+)
+from policyopt.cli.options import (
     add_guarantee_options,
     int_at_least,
     positive_float,

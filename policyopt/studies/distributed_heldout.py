@@ -26,7 +26,7 @@ class SelectionSummary(dict):
     """:func:`~policyopt.studies.markov_check.check_summary` of a model selection before the schedule is known
     (``design_lags`` null), carrying the :class:`~policyopt.studies.markov_check.ModelSelection` itself as
     :attr:`selection`, so that the schedule report redoes the summary with the chosen schedule's lags (what
-    ``policyopt schedule --workers`` reads from :func:`policyopt.cli.options.load_distributed_model`).
+    ``policyopt schedule --workers`` reads from :func:`policyopt.app.inputs.load_distributed_model`).
 
     Parameters
     ----------

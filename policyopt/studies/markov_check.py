@@ -38,7 +38,7 @@ from policyopt.formatting import fmt_count, fmt_value
 
 __all__ = ["CheckData", "MarkovModelCheck", "ModelSelection", "split_states", "check_markov_model", "select_markov_model",
            "auto_candidates", "design_check", "fit_for_design", "check_summary", "model_check_line", "periods_from_slot",
-           "selection_line", "DEFAULT_HOLDOUT", "CHECK_DRAWS", "DEFAULT_LEVEL"]
+           "selection_line", "design_lags", "schedule_lags", "DEFAULT_HOLDOUT", "CHECK_DRAWS", "DEFAULT_LEVEL"]
 
 #: Fraction of each user's span held out for the check.
 #: Seconds in a day and a week: the periods a known slot length gives (phase chains, lags, w-event windows).
@@ -507,7 +507,7 @@ def check_summary(sel: ModelSelection, A=None, S_bar=None) -> dict:
     lags = None
     bad = None
     if A is not None and S_bar is not None and float(A).is_integer() and float(S_bar).is_integer():
-        lags = sorted(({t for t in range(int(A), int(A) + int(S_bar))} | {int(S_bar)}) - {0})
+        lags = schedule_lags(A, S_bar)
         if c is not None:
             pv = c.max_tv_check.get("pointwise_p_values") or []
             lv = c.max_tv_check["level"]
@@ -540,3 +540,23 @@ def model_check_line(mc: dict) -> str:
         head += (f"auto chose {mc['chosen']}, the simplest model that passed — " if mc.get("passed") else
                  "auto: no model passed — ")
     return head + "; ".join(parts)
+
+
+def design_lags(check: dict, A, S_bar) -> dict:
+    """The lags whose Δ the chosen schedule's ε* rests on, and which of them the model check refutes.
+
+    Eq. (30) and Theorem 3's recursion (Zhang et al. 2024) evaluate Δ at the ages A..A + S̄ − 1 of an epoch's input
+    and at the gap S̄ between inputs; lag 0 (Δ(0) = 1) needs no model.  ``design_lags`` lists them (``null`` when no
+    schedule was found), ``design_lags_refuted`` those among them the check refutes.
+    """
+    if A is None or S_bar is None:
+        return {"design_lags": None, "design_lags_refuted": None}
+    lags = schedule_lags(A, S_bar)
+    refuted = set(check.get("refuted_lags") or ())
+    return {"design_lags": lags, "design_lags_refuted": [t for t in lags if t in refuted]}
+
+
+def schedule_lags(A, S_bar) -> list[int]:
+    """The lags t ≥ 1 whose Δ(t) the risk of the integer schedule (A, S̄) uses: the ages A..A + S̄ − 1 of an epoch's
+    input and the gap S̄ between inputs (Zhang et al. 2024, eq. (30) and Theorem 3), ascending."""
+    return sorted(({t for t in range(int(A), int(A) + int(S_bar))} | {int(S_bar)}) - {0})
