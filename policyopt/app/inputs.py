@@ -372,7 +372,7 @@ def require_parquet_data(options) -> None:
 def load_distributed_model(options):
     """(population, info, unit, penalty, extra) of a Parquet ``--data`` set reduced on Dask (see :mod:`policyopt.studies.distributed`).
 
-    The population is a :class:`~policyopt.studies.distributed.TabulatedMaxTV`; the penalty the
+    The population is a :class:`~policyopt.models.tabulated.TabulatedMaxTV` (with ``n_states``); the penalty the
     :class:`~policyopt.utility.readings_penalty.ReadingsMSEPenalty` of the readings' per-slot sums added up
     over the files (:func:`~policyopt.studies.distributed_checks.readings_moments_partitions`; ``--penalty
     readings``/``readings-upper``, the default) or, with ``--penalty chain``, a

@@ -196,10 +196,13 @@ def design_from_options(options: DesignOptions) -> DeploymentReport:
     m = out["model"]
     m["states"] = max(c.n_states for c in population.chains) if hasattr(population, "chains") else population.n_states
     if robust_info is not None:
-        m["delta_source"] = (f"simultaneous posterior upper band of Δ(t) (level {post['robust']})" if markov_source is None
+        m["max_tv_source"] = (f"simultaneous posterior upper band of Δ(t) (level {post['robust']})" if markov_source is None
                              else f"simultaneous {_draw_kind(markov_source)} upper band of Δ_Z(t) of the Markov model "
                              f"{markov_source.name} (level {post['robust']})")
         out["robust"] = robust_info
+    elif markov_source is not None:  # the deployment line says "model.max_tv_source says which"
+        m["max_tv_source"] = (f"Δ_Z(t) of the Markov model {markov_source.name} (point estimate, fitted on every design "
+                              "reading)")
     if empirical is not None:
         from policyopt.studies.empirical_design import add_empirical_design
 

@@ -368,13 +368,13 @@ class ModelSpec:
         Notes
         -----
         With a `max_tv_table` (an ``empirical:LEVEL`` design) the Δ(t) source is that table,
-        Δ(t) = 1 beyond it (:class:`policyopt.models.posterior.TabulatedMaxTV` with ``beyond_one``);
+        Δ(t) = 1 beyond it (:class:`policyopt.models.tabulated.TabulatedMaxTV` with ``beyond_one``);
         no chain is fitted and the model's data are not read.
         """
         from policyopt.models.markov import Population
 
         if self.max_tv_table is not None:
-            from policyopt.models.posterior import TabulatedMaxTV
+            from policyopt.models.tabulated import TabulatedMaxTV
 
             with np.errstate(divide="ignore"):
                 logs = np.log(np.asarray(self.max_tv_table, dtype=float))

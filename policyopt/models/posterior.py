@@ -1,4 +1,4 @@
-"""Estimation uncertainty of Δ(t): Dirichlet posterior draws of the pilot's chains, and a tabulated Δ(t) band.
+"""Estimation uncertainty of Δ(t): Dirichlet posterior draws of the pilot's chains, and their simultaneous band.
 
 Each row x of a user's estimated matrix (:func:`~policyopt.models.estimation.fit_population`) has a
 Dirichlet posterior Dir(n_x· + s) — the observed transition counts out of x plus the smoothing
@@ -9,8 +9,8 @@ is the maximum over its users.  The draws are *simulation* (a numpy Generator), 
 noise.  What they support is a Bayesian credible statement about Δ(t) under this prior and the
 model's assumptions (stationary first-order chains), not a proof.
 
-:class:`TabulatedMaxTV` is a Δ(t) source given by a table (e.g. the simultaneous upper band built by
-:func:`simultaneous_upper_band`), usable wherever a population supplies Δ(t) to the schedule problem.
+The band of :func:`simultaneous_upper_band` becomes a Δ(t) source as a
+:class:`~policyopt.models.tabulated.TabulatedMaxTV`.
 """
 
 from __future__ import annotations
@@ -19,15 +19,14 @@ import math
 
 import numpy as np
 
-from policyopt.errors import InvalidInputError, InvalidModelError, fmt
+from policyopt.errors import InvalidInputError, fmt
 from policyopt.models.estimation import FittedModel
-from policyopt.models.markov import GeometricEnvelope, MarkovChain, Population, as_slots
+from policyopt.models.markov import MarkovChain, Population, as_slots
 
 __all__ = [
     "posterior_populations",
     "posterior_log_max_tv",
     "simultaneous_upper_band",
-    "TabulatedMaxTV",
     "check_level",
     "check_draws",
 ]
@@ -183,117 +182,3 @@ def simultaneous_upper_band(log_draws, level: float, log_point=None) -> tuple[np
         info["max_ratio"] = float(np.exp(np.nanmax(np.where(np.isfinite(diff), diff, np.nan)))) if np.isfinite(diff).any() else None
     return band, info
 
-
-class TabulatedMaxTV:
-    """A Δ(t) source given by its table ln Δ(0..H) (e.g. a simultaneous posterior band).
-
-    Supplies ``n_users`` and ``log_max_tv(t)`` (the :class:`~policyopt.problems.MaxTVSource`
-    protocol of the schedule problem), plus ``envelope`` and ``spectral_rate`` for reports.
-
-    Parameters
-    ----------
-    log_table : array_like, shape (H + 1,)
-        ln Δ(t) for t = 0..H, non-increasing, ≤ 0.
-    n_users : int
-        Users of the pilot the table describes.
-    rate : float
-        A geometric rate ρ in (0, 1] for the envelope (e.g. the largest λ* over the draws).
-    beyond_one : bool, keyword-only
-        Ages beyond H get Δ(t) = 1 (ln Δ = 0: nothing assumed there, as for a Δ(t) estimated from data up to
-        its largest lag) instead of being refused.
-
-    Raises
-    ------
-    InvalidModelError
-        If the table is empty, positive somewhere, or increases.
-    InvalidInputError
-        If a requested age is beyond H (unless `beyond_one`).
-    """
-
-    def __init__(self, log_table, n_users: int, rate: float, *, beyond_one: bool = False):
-        tab = np.asarray(log_table, dtype=float).reshape(-1)
-        with np.errstate(invalid="ignore"):  # −inf − (−inf) = NaN between two Δ = 0 entries: not an increase
-            rises = np.any(np.diff(tab) > 1e-12)
-        if tab.size == 0 or np.any(tab > 1e-12) or rises or np.isnan(tab).any():
-            raise InvalidModelError("`log_table` must be a non-empty, non-increasing table of ln Δ(t) ≤ 0")
-        self._tab = np.minimum(tab, 0.0)
-        self._tab.setflags(write=False)
-        self.n_users = int(n_users)
-        self.spectral_rate = float(min(1.0, max(rate, 1e-300)))
-        self.beyond_one = bool(beyond_one)
-
-    @property
-    def horizon(self) -> int:
-        """Last tabulated age H (slots)."""
-        return self._tab.size - 1
-
-    def log_max_tv(self, t):
-        """ln Δ(t) from the table; same shape as `t`."""
-        ts = as_slots(t, "t")
-        if self.beyond_one:
-            out = np.where(ts > self.horizon, 0.0, self._tab[np.minimum(ts, self.horizon)])
-            return float(out) if out.ndim == 0 else out
-        if ts.size and int(ts.max()) > self.horizon:
-            raise InvalidInputError(f"`t`={int(ts.max())} is beyond the tabulated horizon {self.horizon} slots")
-        out = self._tab[ts]
-        return float(out) if out.ndim == 0 else out
-
-    def max_tv(self, t):
-        """Δ(t) from the table."""
-        out = np.exp(self.log_max_tv(t))
-        return float(out) if np.ndim(out) == 0 else out
-
-    def extended(self, horizon: int) -> "TabulatedMaxTV":
-        """The table continued to age `horizon` by submultiplicativity: Δ(qH + r) ≤ Δ(H)^q · Δ(r).
-
-        Δ(t) of eq. (12) is the maximum over the users u of the Dobrushin coefficient
-        δ(P̂_u^t) = max_{x,x'} ½‖(e_x − e_x')P̂_u^t‖₁ of the reversed chain's t-step matrix, and
-        δ(PQ) ≤ δ(P)·δ(Q).  So whenever this table bounds every user's δ(P̂_u^t) for all t ≤ H at
-        once (as the simultaneous band of :func:`simultaneous_upper_band` does on its posterior
-        event), δ(P̂_u^{qH+r}) ≤ δ(P̂_u^H)^q·δ(P̂_u^r) ≤ b(H)^q·b(r) bounds it beyond H on the same
-        event.  Computed in logs: ln b(t) = q·ln b(H) + ln b(r), t = qH + r, 0 ≤ r < H; ages ≤ H
-        keep their tabulated value.  The result is non-increasing and ≤ b(H) beyond H.
-
-        Parameters
-        ----------
-        horizon : int
-            Last age (slots) of the new table; at most H returns this table unchanged.
-
-        Returns
-        -------
-        TabulatedMaxTV
-            Same ``n_users`` and ``spectral_rate``; ``horizon`` = max(`horizon`, H).
-
-        Raises
-        ------
-        InvalidInputError
-            If `horizon` is not an integer ≥ 0, or H = 0 (Δ(0) = 1 alone says nothing about later ages).
-
-        References
-        ----------
-        Zhang, Wei, Berry, Huang, "Age-Dependent Differential Privacy", IEEE Trans. Inf. Theory, 2024, eq. (12);
-        Dobrushin's ergodic coefficient is submultiplicative: E. Seneta, "Non-negative Matrices and Markov
-        Chains", Springer, 2006, Section 4.3.
-        """
-        (h,) = as_slots([horizon], "horizon")
-        H = self.horizon
-        if int(h) <= H:
-            return self
-        if H == 0:
-            raise InvalidInputError("a Δ(t) table with only Δ(0) cannot be extended (tabulate at least Δ(0..1))")
-        t = np.arange(H + 1, int(h) + 1)
-        q, r = np.divmod(t, H)
-        # ln(Δ(H)^q · Δ(r)) (q ≥ 1 and both logs ≤ 0, so −inf stays −inf, never NaN)
-        ext = np.minimum(q * self._tab[H] + self._tab[r], self._tab[H])
-        return TabulatedMaxTV(np.concatenate([self._tab, ext]), self.n_users, self.spectral_rate)
-
-    def envelope(self, horizon: int, rho: float | None = None) -> GeometricEnvelope:
-        """Smallest c ≥ 1 with Δ(t) ≤ c·ρ^t for t = 0..min(horizon, H) (eq. 38); ρ defaults to ``spectral_rate``."""
-        (h,) = as_slots([horizon], "horizon")
-        h = min(int(h), self.horizon)
-        rho = self.spectral_rate if rho is None else float(rho)
-        ts = np.arange(h + 1)
-        log_d = self._tab[: h + 1]
-        excess = np.where(np.isfinite(log_d), log_d - ts * math.log(rho), -np.inf)
-        log_c = max(0.0, float(np.max(excess)))
-        return GeometricEnvelope(c=math.exp(log_c) if log_c < 709 else math.inf, rho=rho, horizon=h)

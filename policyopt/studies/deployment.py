@@ -30,12 +30,12 @@ from policyopt.formatting import fmt_count, fmt_range, fmt_value
 from policyopt.models.estimation import FittedModel
 from policyopt.models.markov_model import FittedMarkovModel
 from policyopt.models.posterior import (
-    TabulatedMaxTV,
     check_draws,
     check_level,
     posterior_log_max_tv,
     simultaneous_upper_band,
 )
+from policyopt.models.tabulated import TabulatedMaxTV
 from policyopt.privacy.age_dependent import peak_risk_values_log
 from policyopt.problems import ScheduleProblem
 

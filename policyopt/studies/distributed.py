@@ -52,7 +52,8 @@ import numpy as np
 
 from policyopt.errors import InvalidInputError, InvalidModelError, PolicyOptError, check_int, fmt
 from policyopt.formatting import fmt_count
-from policyopt.models.markov import GeometricEnvelope, MarkovChain, Population, as_slots
+from policyopt.models.markov import MarkovChain, Population
+from policyopt.models.tabulated import TabulatedMaxTV
 from policyopt.studies.distributed_quantiles import (
     COLLECT_CAP,
     exact_order_statistics,
@@ -67,7 +68,6 @@ from policyopt.utility.tabulated_penalty import TabulatedMSEPenalty
 __all__ = [
     "DistributedFit",
     "PartitionSummary",
-    "TabulatedMaxTV",
     "fit_partitions",
     "summarize_partition",
     "dask_client",
@@ -363,75 +363,6 @@ def users_with_hashes(path, option: str, hashes) -> list:
 # ---------------------------------------------------------------------------------------------
 # The reduced model
 # ---------------------------------------------------------------------------------------------
-
-
-class TabulatedMaxTV:
-    """Δ(t) of a population known only through its reduced ln Δ(0..horizon) table and λ*.
-
-    Supplies what :func:`policyopt.studies.schedule.design_schedule` and
-    :class:`~policyopt.problems.ScheduleProblem` ask a population for (the ``MaxTVSource`` protocol
-    plus ``spectral_rate`` and ``envelope``).
-
-    Parameters
-    ----------
-    n_users : int
-        I.
-    n_states : int
-        K.
-    log_max_tv_table : array_like, shape (horizon + 1,)
-        ln Δ(t), t = 0..horizon (eq. (12), max over users).
-    spectral_rate : float
-        max over users of λ* (Lemma 3).
-    """
-
-    def __init__(self, n_users: int, n_states: int, log_max_tv_table, spectral_rate: float):
-        self.n_users = int(n_users)
-        self.n_states = int(n_states)
-        table = np.array(log_max_tv_table, dtype=float)
-        table.setflags(write=False)
-        self.log_max_tv_table = table
-        self.spectral_rate = float(spectral_rate)
-
-    def __repr__(self) -> str:
-        return f"TabulatedMaxTV(n_users={self.n_users}, horizon={self.log_max_tv_table.size - 1})"
-
-    @property
-    def horizon(self) -> int:
-        """Last tabulated age (slots)."""
-        return self.log_max_tv_table.size - 1
-
-    def log_max_tv(self, t):
-        """ln Δ(t) for ages `t` (slots) from the table; same shape as `t`.
-
-        Raises
-        ------
-        InvalidInputError
-            If an age is negative, not integral, or beyond the tabulated horizon.
-        """
-        ts = as_slots(t, "t")
-        if ts.size and int(ts.max()) > self.horizon:
-            raise InvalidInputError(
-                f"`t` = {int(ts.max())} is beyond the distributed Δ(t) table (ages 0..{self.horizon}); "
-                "fit with a larger horizon"
-            )
-        out = self.log_max_tv_table[ts]
-        return float(out) if out.ndim == 0 else out
-
-    def max_tv(self, t):
-        """Δ(t) = exp(ln Δ(t)); see :meth:`log_max_tv`."""
-        out = np.exp(self.log_max_tv(t))
-        return float(out) if np.ndim(out) == 0 else out
-
-    def envelope(self, horizon: int, rho: float | None = None) -> GeometricEnvelope:
-        """Smallest c ≥ 1 with Δ(t) ≤ c·ρ^t (eq. (38)) over 0..horizon, the same computation as
-        :meth:`policyopt.models.markov.Population.envelope` on the reduced table and λ*.
-
-        Raises
-        ------
-        InvalidInputError
-            As :meth:`Population.envelope`, or a horizon beyond the table.
-        """
-        return Population.envelope(self, horizon, rho)
 
 
 @dataclass
@@ -758,7 +689,7 @@ def fit_partitions(
             f"(found {acc['most']} at most); supply longer series or fewer states"
         )
     excluded = {u: acc["excluded"][u] for u in sorted(acc["excluded"])}
-    population = TabulatedMaxTV(acc["kept"], n_states, acc["log_tv"], acc["rate"])
+    population = TabulatedMaxTV(acc["log_tv"], acc["kept"], acc["rate"], n_states=n_states)
     penalty = TabulatedMSEPenalty(
         acc["kept"], (float(state_values.min()), float(state_values.max())), acc["stale"], acc["var"], unit=unit,
         n_states=n_states, n_partitions=len(paths),

@@ -38,7 +38,7 @@ import numpy as np
 from policyopt.errors import InvalidInputError, check_int
 from policyopt.formatting import UNIT_ROUNDOFF, round_up
 from policyopt.models.empirical import EmpiricalMaxTV
-from policyopt.models.posterior import TabulatedMaxTV
+from policyopt.models.tabulated import TabulatedMaxTV
 from policyopt.privacy.age_dependent import compose, log_expm1
 
 __all__ = [
@@ -318,7 +318,7 @@ def add_empirical_design(report: dict, design: EmpiricalDesign, penalty, max_pen
     `max_penalty` ``None``: the f̄ the report states (the default the design chose); none there either: no
     horizon design.
 
-    Sets ``model.delta_source``, ``empirical_max_tv`` (``level``, ``max_lag``, ``method``, ``min_pairs``,
+    Sets ``model.max_tv_source``, ``empirical_max_tv`` (``level``, ``max_lag``, ``method``, ``min_pairs``,
     ``estimate``, ``upper``, ``max_tv_used`` = Δ̃(0..A_max + S_max − 1 or more), ``users_without_claim``) and
     ``horizon_design``: ``null`` when the exact solver found a schedule (its ε* of eq. (30) is finite), else
     :func:`design_over_horizon` over ``design.horizon`` slots — unless `horizon_design` is false (the caller found the
@@ -333,7 +333,7 @@ def add_empirical_design(report: dict, design: EmpiricalDesign, penalty, max_pen
     """
     est = design.estimate
     used = empirical_max_tv_table(est, design.source.horizon)
-    report["model"]["delta_source"] = (
+    report["model"]["max_tv_source"] = (
         f"upper edge of the {est.level:g} simultaneous block-bootstrap band of Δ(t) estimated directly from the data "
         f"(t ≤ L = {est.max_lag} slots), made non-increasing from the right over the ages the box uses "
         f"(t ≤ {design.source.horizon}), 1 beyond; Theorem 3's composition under that bound"

@@ -370,12 +370,12 @@ def theorem3_horizon_design(source, penalty, max_penalty: float, A_max: int, S_m
     f̄): :func:`policyopt.studies.empirical_design.design_over_horizon` (Theorem 3 over `horizon` slots, exhaustive
     over the box) on Δ(t) of `source` tabulated over the ages the box uses; ``accounting`` says ``theorem-3``.
 
-    A ``--robust`` band (a :class:`~policyopt.models.posterior.TabulatedMaxTV` tabulated to max(A_MAX, S_MAX) + 1,
+    A ``--robust`` band (a :class:`~policyopt.models.tabulated.TabulatedMaxTV` tabulated to max(A_MAX, S_MAX) + 1,
     shorter than the box's last age A_MAX + S_MAX − 1) is continued by
-    :meth:`~policyopt.models.posterior.TabulatedMaxTV.extended` (submultiplicativity, an upper bound on the band's
+    :meth:`~policyopt.models.tabulated.TabulatedMaxTV.extended` (submultiplicativity, an upper bound on the band's
     own posterior event), as the plot of the schedule continues it.
     """
-    from policyopt.models.posterior import TabulatedMaxTV
+    from policyopt.models.tabulated import TabulatedMaxTV
     from policyopt.studies.empirical_design import box_last_age, design_over_horizon
 
     last = box_last_age(A_max, S_max)

@@ -352,8 +352,8 @@ def schedule_trajectory(A, S_bar, epsilon_c, max_tv, *, epochs: int = 4):
     Publications at S_n = A + n·S̄ (n = 0..epochs−1) release the input of slot n·S̄ with budget
     ε_C; ε(t) is eq. (25) of Theorem 3 and AoI(t) eq. (24), from slot 0 to the end of the last
     epoch, T = A + epochs·S̄ − 1.  A tabulated Δ(t) source shorter than T (the ``--robust`` band,
-    :class:`~policyopt.models.posterior.TabulatedMaxTV`) is continued by
-    :meth:`~policyopt.models.posterior.TabulatedMaxTV.extended` (submultiplicativity, an upper bound
+    :class:`~policyopt.models.tabulated.TabulatedMaxTV`) is continued by
+    :meth:`~policyopt.models.tabulated.TabulatedMaxTV.extended` (submultiplicativity, an upper bound
     on the same posterior event); ages up to max(A, S̄) — all eq. (30) needs — keep their table value.
 
     Parameters
@@ -387,7 +387,7 @@ def schedule_trajectory(A, S_bar, epsilon_c, max_tv, *, epochs: int = 4):
     """
     import numpy as np
 
-    from policyopt.models.posterior import TabulatedMaxTV
+    from policyopt.models.tabulated import TabulatedMaxTV
     from policyopt.privacy.age_dependent import compose
 
     for name, v, lo in (("A", A, 0), ("S_bar", S_bar, 1), ("epochs", epochs, 1)):

@@ -438,7 +438,7 @@ def _mse_fields(model: dict, extra: dict, penalty: MSEPenalty, population, chain
     model["value_range_source"] = "declared" if penalty.value_range_declared else None  # model_info may say more
     moments = getattr(penalty, "moments", None)
     other_source = chains is not None and chains is not population  # e.g. the data's band, the chains given apart
-    delta = ("Δ(t) from the source given, not the pilot chains (model.delta_source says which)" if other_source
+    delta = ("Δ(t) from the source given, not the pilot chains (model.max_tv_source says which)" if other_source
              else "Δ(t) is the maximum over the pilot chains (eq. 12)")
     model["deployment"] = (
         f"{fmt_count(penalty.users, 'user')} drawn like the {fmt_count(moments.n_users, 'user')} of the readings; "

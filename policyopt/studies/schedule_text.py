@@ -29,6 +29,14 @@ def _peak_risk_line(r: dict) -> str:
                "bound for these data" if acc else ""))
 
 
+def _markov_name(r: dict) -> str | None:
+    """The richer Markov model whose Δ_Z(t) the design used (a sweep row's ``markov_model``, a schedule's
+    ``deployment.model.markov_model``); ``None`` for the first-order chains."""
+    dep = r.get("deployment") if isinstance(r.get("deployment"), dict) else {}
+    name = r.get("markov_model") or (dep.get("model") or {}).get("markov_model")
+    return None if name in (None, "chain") else name
+
+
 def _states(m: dict) -> str:
     """``", K states"`` of a model dict, empty for a Δ(t) source without states (e.g. AR(1))."""
     return "" if m.get("states") is None else f", {fmt_count(m['states'], 'state')}"
@@ -45,9 +53,8 @@ def _model_lines(r: dict, m: dict, unit: str, vunit: str) -> list[str]:
         lines.append(f"model       : {m.get('source') or 'population given in Python'}; {fmt_count(pilot, 'pilot user')}"
                      f"{_states(m)}")
         if m.get("readings_penalty"):
-            markov = (((r.get("deployment") or {}).get("model") or {}).get("markov_model")
-                      if isinstance(r.get("deployment"), dict) else None)
-            what = ("MSE and Δ(t) from their readings" if "from the data" in (m.get("delta_source") or "")
+            markov = _markov_name(r)
+            what = ("MSE and Δ(t) from their readings" if "from the data" in (m.get("max_tv_source") or "")
                     else f"MSE from their readings, Δ(t) the maximum over their {markov} models' chains Z" if markov
                     else "MSE from their readings, Δ(t) the maximum over their chains")
             lines.append(f"deployment  : I = {fmt_count(users, 'user')} drawn like the {fmt_count(pilot, 'pilot user')} "
@@ -68,12 +75,12 @@ def _model_lines(r: dict, m: dict, unit: str, vunit: str) -> list[str]:
             f"value range : [{fmt_value(lo)}, {fmt_value(hi)}]{vunit} ({how}{clip}); sensitivity of the mean "
             f"Δf = (HI − LO)/I = {fmt_value(m.get('sensitivity'))}{vunit}"
         )
-    if m.get("delta_source"):
-        lines.append(f"Δ(t)        : {m['delta_source']}")
-    if "from the data" not in (m.get("delta_source") or ""):  # the data's Δ̃(t) is a table: no envelope to state
+    if m.get("max_tv_source"):
+        lines.append(f"Δ(t)        : {m['max_tv_source']}")
+    if "from the data" not in (m.get("max_tv_source") or ""):  # the data's Δ̃(t) is a table: no envelope to state
         lines.append(
             f"envelope    : Δ(t) ≤ c·ρ^t with c = {fmt_upper(m['c'])}, ρ = {fmt_upper(m['rho'])} (t ≤ "
-            f"{fmt_count(m['envelope_horizon'], 'slot')}, " + ("of the Δ(t) above)" if m.get("delta_source") else "ρ = λ*)")
+            f"{fmt_count(m['envelope_horizon'], 'slot')}, " + ("of the Δ(t) above)" if m.get("max_tv_source") else "ρ = λ*)")
         )
     if m.get("excluded_users"):
         lines.append(f"excluded    : {fmt_count(len(m['excluded_users']), 'user')}: " + "; ".join(f"{u} ({why})" for u, why in m["excluded_users"].items()))
@@ -159,11 +166,11 @@ def _schedule_lines(r: dict, m: dict, unit: str, vunit: str) -> list[str]:
                 f"Laplace noise of scale Δf/ε_C = {fmt_upper(scale)}{vunit}; "
                 + ("its privacy is the guarantee stated first (no model-based ε* is stated)" if r.get("peak_risk") is None else
                    f"no user's age-dependent risk ever exceeds ε* = {fmt_upper(r['peak_risk'])} nats "
-                   + ("under Δ(t) ≤ the band estimated from the data (see Δ(t) above)" if "from the data" in (m.get("delta_source") or "")
+                   + ("under Δ(t) ≤ the band estimated from the data (see Δ(t) above)" if "from the data" in (m.get("max_tv_source") or "")
                       else f"for any {(r.get('robust') or {}).get('model')} models whose Δ_Z(t) lies below the band"
                       if (r.get("robust") or {}).get("model")
-                      else "for any chains whose Δ(t) lies below the posterior band" if m.get("delta_source")
-                      else "under the estimated chains" if not r.get("markov_model") else f"under the model {r['markov_model']}"))
+                      else "for any chains whose Δ(t) lies below the posterior band" if r.get("robust")
+                      else "under the estimated chains" if not _markov_name(r) else f"under the model {_markov_name(r)}"))
             )
     else:
         lines.append(f"min penalty : {fmt_value(r['min_penalty'])}{unit} (smallest achievable)" if r.get("min_penalty") is not None

@@ -94,7 +94,7 @@ def test_robust_design_is_no_riskier_than_its_point_estimate(pilot_csv):
     plain, robust = run_json(*common), run_json(*common, "--robust", "0.9")
     rb = robust["robust"]
     assert rb["level"] == 0.9 and rb["coverage"] >= 0.9 and rb["draws"] == 40 and rb["horizon"] == 25
-    assert "band" in robust["model"]["delta_source"]
+    assert "band" in robust["model"]["max_tv_source"]
     assert robust["status"] in ("optimal", "infeasible")
     if robust["status"] == "optimal":
         assert robust["peak_risk"] >= plain["peak_risk"]

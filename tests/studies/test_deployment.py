@@ -16,7 +16,8 @@ import pytest
 from policyopt.errors import InvalidInputError, InvalidModelError
 from policyopt.models.estimation import Quantizer, fit_population
 from policyopt.models.markov import MarkovChain, Population
-from policyopt.models.posterior import TabulatedMaxTV, posterior_log_max_tv, simultaneous_upper_band
+from policyopt.models.posterior import posterior_log_max_tv, simultaneous_upper_band
+from policyopt.models.tabulated import TabulatedMaxTV
 from policyopt.problems import ScheduleProblem
 from policyopt.studies.deployment import credible_peak_risk, explain, sparse_row_warnings, tradeoff_range
 from policyopt.studies.schedule import design_schedule

@@ -197,12 +197,12 @@ def test_fit_partitions_argument_errors(meters):
 
 def test_reduced_tables_refuse_ages_beyond_them():
     from policyopt.errors import InvalidModelError
-    from policyopt.studies.distributed import TabulatedMaxTV
+    from policyopt.models.tabulated import TabulatedMaxTV
     from policyopt.utility.tabulated_penalty import TabulatedMSEPenalty
 
-    tv = TabulatedMaxTV(3, 2, [0.0, -1.0, -2.0], 0.5)
-    assert tv.max_tv(2) == pytest.approx(np.exp(-2.0), rel=1e-15)
-    with pytest.raises(InvalidInputError, match=r"`t` = 3 is beyond the distributed Δ\(t\) table \(ages 0..2\)"):
+    tv = TabulatedMaxTV([0.0, -1.0, -2.0], 3, 0.5, n_states=2)
+    assert tv.max_tv(2) == pytest.approx(np.exp(-2.0), rel=1e-15) and tv.n_states == 2
+    with pytest.raises(InvalidInputError, match=r"`t` = 3 is beyond the Δ\(t\) table \(ages 0..2\)"):
         tv.log_max_tv([0, 3])
     pen = TabulatedMSEPenalty(2, (0.0, 1.0), [0.0, 0.4], 0.8)
     assert pen.staleness(1) == pytest.approx(0.1, rel=1e-15) and pen.staleness_limit == pytest.approx(0.2, rel=1e-15)

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 import policyopt as po
-from policyopt.models.posterior import TabulatedMaxTV
+from policyopt.models.tabulated import TabulatedMaxTV
 from policyopt.studies.empirical_design import design_over_horizon, parse_max_tv_source
 from tests._cli import POLICYOPT, run_cli, strict_json
 

@@ -68,7 +68,7 @@ def test_robust_order2_designs_against_the_band_of_delta_z(csv):
     rb = rob["robust"]
     assert (rb["level"], rb["draws"], rb["horizon"], rb["model"]) == (0.9, 200, H, "order:2")
     assert "Dir(counts + smoothing)" in rb["posterior"] and rb["coverage"] >= 0.9
-    assert "Δ_Z(t) of the Markov model order:2 (level 0.9)" in rob["model"]["delta_source"]
+    assert "Δ_Z(t) of the Markov model order:2 (level 0.9)" in rob["model"]["max_tv_source"]
     band = np.array(rb["max_tv"])
     ts = np.arange(H + 1)
     point = np.asarray(model.log_max_tv(ts))
@@ -160,7 +160,7 @@ def test_auto_choosing_order2_designs_the_horizon_against_its_band(tmp_path):
     """XOR chain (an order-2 chain; ``auto`` chooses ``order:2``): no schedule has a finite ε*, so the design bounds the
     risk over the horizon by Theorem 3, here under the ``--robust`` band of Δ_Z, continued beyond its horizon H by
     submultiplicativity (the box's last age A_MAX + S_MAX − 1 is beyond H)."""
-    from policyopt.models.posterior import TabulatedMaxTV
+    from policyopt.models.tabulated import TabulatedMaxTV
     from policyopt.privacy.age_dependent import compose
 
     path = tmp_path / "xor.csv"

@@ -51,7 +51,7 @@ def test_the_replay_equals_policyopt_backtest_of_the_same_design(demo):
     assert bt["model_verdict"]["verdict"] == "refuted" and bt["model_verdict"]["bound"] is False
     assert bt["guarantee"]["kind"] == "model-free" and bt["model_free"]["releases"] == 4380
     assert bt["model_free"]["delta"] == out["guarantee_settings"]["delta"] and bt["guarantee"] == ref["guarantee"]
-    assert out["model"]["delta_source"].startswith("upper edge of the 0.95 simultaneous block-bootstrap band")
+    assert out["model"]["max_tv_source"].startswith("upper edge of the 0.95 simultaneous block-bootstrap band")
     assert len(out["empirical_max_tv"]["max_tv_used"]) == 48 and out["empirical_max_tv"]["max_lag"] == 438
     assert bt["holds"] is True and bt["staleness"] == 0.0
     c = bt["max_tv_comparison"]

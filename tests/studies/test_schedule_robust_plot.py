@@ -19,7 +19,7 @@ import pytest
 from policyopt.cli.main import main
 from policyopt.errors import InvalidInputError
 from policyopt.models.markov import MarkovChain, Population
-from policyopt.models.posterior import TabulatedMaxTV
+from policyopt.models.tabulated import TabulatedMaxTV
 
 EXE = Path(sys.executable).with_name("policyopt")
 BOX = ["--max-age", "48", "--max-interval", "48"]  # band horizon H = max(48, 48) + 1 = 49 slots
@@ -172,7 +172,7 @@ def test_robust_plot_through_the_entry_point(tmp_path):
     out = json.loads(proc.stdout, parse_constant=_no_constants)
     assert out["plot"] == str(svg) and svg.stat().st_size > 0
     assert out["plot_max_tv"].startswith("Δ(t) = the simultaneous posterior upper band, level 0.9 (--robust)")
-    assert out["model"]["delta_source"] == "simultaneous posterior upper band of Δ(t) (level 0.9)"
+    assert out["model"]["max_tv_source"] == "simultaneous posterior upper band of Δ(t) (level 0.9)"
     proc = subprocess.run([str(EXE), "schedule", "--robust", "0.9", "--draws", "40", *BOX, "--plot", str(svg)],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr

@@ -87,7 +87,7 @@ def test_every_row_is_the_schedule_commands_design(serial):
         # the JSON line carries the schedule's report: the same Δ̃ table, band, horizon design and guarantee
         assert rec["report"]["empirical_max_tv"] == ref["empirical_max_tv"]
         assert rec["report"]["horizon_design"] == hd
-        assert rec["report"]["model"]["delta_source"] == ref["model"]["delta_source"]
+        assert rec["report"]["model"]["max_tv_source"] == ref["model"]["max_tv_source"]
         for key in ("guarantee", "model_free", "accepted_refuted"):
             assert rec["report"][key] == ref[key], key
     # both kinds occur, as the module docstring says
