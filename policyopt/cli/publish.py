@@ -284,6 +284,26 @@ def _recorded_model(path):
         return None
 
 
+def _refuse_a_switched_stream(args, foreign: str) -> None:
+    """Refuse another stream than the design's data into a ledger created on the design's data (its recorded verdict
+    speaks for that data): a production stream starts its own ledger, or ``--override`` says why."""
+    import os
+
+    from policyopt.deploy import Ledger
+
+    if not os.path.isfile(args.ledger):
+        return
+    try:
+        with Ledger(args.ledger) as led:
+            prov = None if led.is_new else json.loads(led.meta().get("provenance", "{}"))
+    except Exception:  # noqa: BLE001 - the publisher opens it again and reports what is wrong in one line
+        return
+    if isinstance(prov, dict) and prov.get("stream_is_design_data") is not False:
+        raise InvalidInputError(
+            f"{foreign}, but --ledger {str(args.ledger)!r} was created on the design's data, whose model check it "
+            "records: publish another stream into a new ledger, or give --override REASON to do so on purpose")
+
+
 def refuse_unless_override(args, why: str, advice: str) -> None:
     """Refuse (one line, exit 2) unless ``--override REASON`` was given: `why`, then `advice`."""
     if args.override is None:
@@ -325,6 +345,7 @@ def _publish_plan(args):
 
     given = args.model is not None or args.states is not None or args.smoothing is not None
     direct = [args.A, args.S_bar, args.epsilon_c]
+    foreign = None  # why the stream is not the design's data, when it is not
     if args.max_tv is not None and args.schedule is not None:
         raise InvalidInputError(f"--max-tv {args.max_tv} goes with --A/--S-bar/--epsilon-c; a --schedule carries the "
                                 "Δ(t) it was designed with (design with `schedule --max-tv empirical`)")
@@ -369,11 +390,13 @@ def _publish_plan(args):
                 reason = f"--override: {args.override} (the design used {designed.describe()})"
             else:
                 model = designed
-        why = same_source(design.get("data"), args.data, "--data")
-        if why is not None:
-            refuse_unless_override(args, f"{why}: the accounting would apply the design's chains to other users",
-                                    "publish the design's data")
+        foreign = same_source(design.get("data"), args.data, "--data")
+        if foreign is not None and args.override is not None:
             reason += f"; stream accepted by --override: {args.override}"
+            foreign = None  # the design's verdict is carried to the stream on purpose (recorded)
+        elif foreign is not None:  # a production stream: accepted, and no model-based number is a bound for it
+            _refuse_a_switched_stream(args, foreign)
+            reason += "; the stream is not the design's data (a production stream): accounted model-free first"
     elif args.schedule is not None:
         model, reason = given_model(args), "--model given (the schedule records no deployment)"
     elif given:
@@ -394,7 +417,11 @@ def _publish_plan(args):
     model, table_from = _empirical_model(args, schedule, model)
     model = markov_accounting(args, model, _slot_seconds_of(args, design))
     checks = None
-    if args.schedule is not None and (designed is None or model.same_chains(designed)):
+    if foreign is not None:
+        check = {"model": model_name(model), "verdict": "unchecked",
+                 "why": f"{foreign}: the design checked the model on its own data, not on the stream's readings, and no "
+                        "check on the stream has run", "source": "publish: the stream's identity"}
+    elif args.schedule is not None and (designed is None or model.same_chains(designed)):
         from policyopt.studies.backtest import design_verdict
 
         # the design's verdict on every model it checked (for `ledger --markov-model`), the accounting model's among them
@@ -418,6 +445,7 @@ def _publish_plan(args):
             if model.max_tv_table is not None and args.schedule is not None else None),
         "slot_length": None if design is None else design.get("slot_length"),
         "stream": data_digest(args.data, "--data"),
+        "stream_is_design_data": None if design is None else foreign is None,
         "design_check": check,
         "design_checks": checks,
         "design_users": (design or {}).get("users") if isinstance((design or {}).get("users"), int) else None,

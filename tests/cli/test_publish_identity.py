@@ -100,8 +100,21 @@ def test_another_csv_design_publish_audit_and_refusals(tmp_path, homes_csv):
     assert audit["guarantee"]["kind"] == ("model-based" if d["model_check"]["passed"] else "model-free")
 
     fresh = tmp_path / "x.db"
-    # a stream that is not the design's data (the bundled homes)
-    refused(run("publish", "--schedule", sched, "--ledger", fresh), "is not the data the schedule was designed on")
+    # a stream that is not the design's data (the bundled homes): a production stream, accepted and accounted
+    # model-free first (the design's check spoke for its own data); into a ledger created on the design's data, refused
+    prod = tmp_path / "prod.db"
+    other = ok_json("publish", "--trial", "a pilot stream", "--schedule", sched, "--ledger", prod, "--through", 100)
+    assert other["released"] > 0 and other["guarantee"]["kind"] == "model-free"
+    assert other["model_verdict"]["verdict"] == "unchecked" and "is not the data the schedule was designed on" in \
+        other["model_verdict"]["why"]
+    assert other["model_reason"].endswith("the stream is not the design's data (a production stream): accounted "
+                                          "model-free first")
+    prod_audit = ok_json("ledger", "--ledger", prod)
+    assert prod_audit["provenance"]["stream_is_design_data"] is False and prod_audit["guarantee"]["kind"] == "model-free"
+    assert prod_audit["provenance"]["design_check"]["verdict"] == "unchecked"
+    assert audit["provenance"]["stream_is_design_data"] is True
+    refused(run("publish", "--trial", "a pilot stream", "--schedule", sched, "--ledger", ledger),
+            "is not the data the schedule was designed on", "was created on the design's data", "--override REASON")
     # a model other than the design's
     refused(run("publish", "--schedule", sched, "--data", homes_csv, "--ledger", fresh, "--states", 4),
             "is not the model --schedule", "--override REASON")
@@ -119,7 +132,7 @@ def test_another_csv_design_publish_audit_and_refusals(tmp_path, homes_csv):
     first = text[1].split(",")
     text[1] = ",".join([first[0], first[1], repr(float(first[2]) + 0.5)])
     changed.write_text("\n".join(text) + "\n")
-    refused(run("publish", "--schedule", sched, "--data", changed, "--ledger", fresh), "is not the data the schedule")
+    refused(run("publish", "--schedule", sched, "--data", changed, "--ledger", ledger), "is not the data the schedule")
     # ledger --model other than recorded
     refused(run("ledger", "--ledger", ledger, "--model", "bundled"), "is not the model recorded in the ledger")
     assert not fresh.exists()
