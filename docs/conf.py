@@ -27,7 +27,7 @@ extensions = [
 
 # Notebooks are rendered from their stored outputs (make test executes them), never re-run here.
 nb_execution_mode = "off"
-myst_enable_extensions = ["dollarmath", "amsmath"]  # $…$, $$…$$ and LaTeX environments, rendered by MathJax
+myst_enable_extensions = ["dollarmath", "amsmath", "deflist"]  # $…$, $$…$$ and LaTeX (MathJax); deflist: the glossary
 myst_heading_anchors = 3
 source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-nb"}
 
