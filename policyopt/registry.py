@@ -42,6 +42,7 @@ BACKENDS = {
         "groups": "policyopt.solvers.fran_groups:GroupSearchSolver",
     },
     "model-free": {"exact": "policyopt.solvers.model_free:ModelFreeSolver"},
+    "horizon": {"exact": "policyopt.solvers.horizon:HorizonEnumeration"},
 }
 
 
@@ -52,7 +53,7 @@ def get_solver(method: str, family: str = "schedule"):
     ----------
     method : str
         A key of ``BACKENDS[family]``.
-    family : {"schedule", "tpl", "discounted", "fran", "fran-groups"}
+    family : {"schedule", "tpl", "discounted", "fran", "fran-groups", "model-free", "horizon"}
         The problem family (default: the age-dependent schedule problems (28)/(39)/(41)).
 
     Returns

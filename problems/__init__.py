@@ -20,6 +20,7 @@ from .fran import FRANEvaluation, FRANProblem
 from .fran_groups import GroupedFRANProblem
 from .tpl_budget import BudgetAllocationProblem, BudgetEvaluation
 from .model_free import ModelFreeProblem
+from .horizon import HorizonDesignProblem
 
 __all__ = [
     "ScheduleProblem",
@@ -38,4 +39,5 @@ __all__ = [
     "FRANEvaluation",
     "GroupedFRANProblem",
     "ModelFreeProblem",
+    "HorizonDesignProblem",
 ]

@@ -25,7 +25,7 @@ import numpy as np
 from policyopt.privacy.age_dependent import log_condition_log, peak_risk_values_log
 from policyopt.errors import InvalidInputError, fmt
 from policyopt.models.markov import Population
-from policyopt.utility.penalty import Penalty, check_max_penalty
+from policyopt.utility.penalty import Penalty, check_epsilon_c, check_max_penalty
 from policyopt.result import result_repr
 
 __all__ = ["ScheduleProblem", "Schedule", "ScheduleEvaluation", "MaxTVSource"]
@@ -230,9 +230,7 @@ class ScheduleProblem:
         S_bar = _check_bound(S_bar, "S_bar", 1)
         if A > top or S_bar > top:
             raise InvalidInputError(f"`A`={A} / `S_bar`={S_bar} beyond the problem's table (max {top} slots)")
-        if not isinstance(epsilon_c, (int, float, np.floating)) or not (math.isfinite(epsilon_c) and epsilon_c > 0):
-            raise InvalidInputError(f"`epsilon_c` must be a positive finite number (nats), got {fmt(epsilon_c)}")
-        eps = float(epsilon_c)
+        eps = check_epsilon_c(epsilon_c)
         pen = float(np.max(self.penalty.value(np.arange(A, A + S_bar), eps)))
         u = float(log_condition_log(self._log_max_tv[S_bar], eps))
         cond = math.exp(u) if u < 709 else math.inf

@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from numbers import Real
 
 import numpy as np
 
@@ -51,7 +50,7 @@ from policyopt.errors import InvalidInputError, check_int, fmt
 from policyopt.privacy.model_free import ModelFreeGuarantee, check_delta, check_windows, model_free_guarantee
 from policyopt.problems.age_dependent import Schedule
 from policyopt.result import result_repr
-from policyopt.utility.penalty import Penalty, check_max_penalty
+from policyopt.utility.penalty import Penalty, check_epsilon_c, check_max_penalty
 
 __all__ = ["ModelFreeProblem", "ModelFreeEvaluation"]
 
@@ -187,11 +186,7 @@ class ModelFreeProblem:
         """
         A = check_int(A, "A", 0, "slots")
         S_bar = check_int(S_bar, "S_bar", 1, "slots")
-        if isinstance(epsilon_c, bool) or not isinstance(epsilon_c, Real) or not (
-            math.isfinite(float(epsilon_c)) and float(epsilon_c) > 0
-        ):
-            raise InvalidInputError(f"`epsilon_c` must be a positive finite number (nats), got {fmt(epsilon_c)}")
-        eps = float(epsilon_c)
+        eps = check_epsilon_c(epsilon_c)
         pen = float(np.max(self.penalty.value(np.arange(A, A + S_bar), eps)))  # (M2): max over the epoch's ages
         guarantee = model_free_guarantee(eps, horizon=self.horizon, delta=self.delta, S_bar=S_bar, windows=self.windows)
         violations = []

@@ -38,6 +38,7 @@ from policyopt.models.posterior import (
 from policyopt.models.tabulated import TabulatedMaxTV
 from policyopt.privacy.age_dependent import peak_risk_values_log
 from policyopt.problems import ScheduleProblem
+from policyopt.utility.penalty import check_epsilon_c
 
 __all__ = [
     "tradeoff_range",
@@ -362,8 +363,7 @@ def credible_peak_risk(fitted: FittedModel | FittedMarkovModel, A: int, S_bar: i
     """
     lv = check_level(level, "level")
     m = check_draws(draws, "draws")
-    if not (isinstance(epsilon_c, (int, float, np.floating)) and math.isfinite(epsilon_c) and epsilon_c > 0):
-        raise InvalidInputError(f"`epsilon_c` must be a positive finite number (nats), got {fmt(epsilon_c)}")
+    check_epsilon_c(epsilon_c)
     ages = np.array([int(A), int(S_bar)])
     logs, lp, _, _ = _posterior_tables(fitted, ages, m, rng)
     risks = peak_risk_values_log(logs[:, 0], logs[:, 1], float(epsilon_c))  # eq. (30); NaN where (31) fails

@@ -36,10 +36,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from policyopt.errors import InvalidInputError, check_int
-from policyopt.formatting import UNIT_ROUNDOFF, round_up
 from policyopt.models.empirical import EmpiricalMaxTV
 from policyopt.models.tabulated import TabulatedMaxTV
-from policyopt.privacy.age_dependent import compose, log_expm1
 
 __all__ = [
     "box_last_age",
@@ -167,7 +165,9 @@ def empirical_source(est: EmpiricalMaxTV, A_max: int, S_max: int) -> TabulatedMa
 
 def design_over_horizon(source: TabulatedMaxTV, penalty, max_penalty: float, A_max: int, S_max: int,
                         horizon: int) -> dict:
-    """The schedule minimising the largest risk over `horizon` slots (Theorem 3), by enumeration of the box.
+    """The schedule minimising the largest risk over `horizon` slots (Theorem 3): problem (H1)–(H2) of
+    :mod:`policyopt.problems.horizon`, solved by enumeration of the box (:class:`policyopt.solvers.horizon.HorizonEnumeration`),
+    as the report's dict.
 
     Parameters
     ----------
@@ -195,52 +195,15 @@ def design_over_horizon(source: TabulatedMaxTV, penalty, max_penalty: float, A_m
     InvalidInputError
         Bad `horizon` or box.
     """
-    check_int(horizon, "horizon", 1, "slots")
-    H = int(horizon)
-    A_max, S_max = int(A_max), int(S_max)
-    eps = np.asarray(penalty.min_epsilon_c_table(A_max, S_max, max_penalty), dtype=float)  # (A_max + 1, S_max)
-    logd = np.asarray(source.log_max_tv(np.arange(max(A_max, S_max) + 1)), dtype=float)
-    A = np.arange(A_max + 1)[:, None]
-    S = np.arange(1, S_max + 1)[None, :]
-    N = np.where(A <= H, (H - A) // S + 1, 0)  # publications A + (n − 1)S̄ ≤ H
-    ok = np.isfinite(eps) & (N >= 1)
-    e = np.where(ok, eps, 0.0)
-    risk = np.empty(e.shape)
-    with np.errstate(invalid="ignore"):
-        for j in range(S_max):  # one column S̄ = j + 1 at a time: ~H/S̄ steps over the A_max + 1 agings
-            ej, nj, prior = e[:, j], N[:, j], np.zeros(A_max + 1)
-            for k in range(2, int(nj.max(initial=1)) + 1):  # Theorem 3, eq. (25): ε(τ_k) from ε(τ_{k−1}) across S̄
-                nxt = np.logaddexp(0.0, logd[j + 1] + log_expm1(ej + prior))
-                prior = np.where(k <= nj, nxt, prior)
-            risk[:, j] = np.logaddexp(0.0, logd[: A_max + 1] + log_expm1(ej + prior))  # peak: the last publication
-    risk = np.where(ok, risk, np.inf)
-    cells = int(risk.size)
-    feasible = int(np.count_nonzero(ok))
-    proof = (
-        f"all {cells} integer (A, S̄) with 0 ≤ A ≤ {A_max}, 1 ≤ S̄ ≤ {S_max} enumerated; per cell the smallest ε_C "
-        "meeting f̄ is optimal because the risk over the horizon increases with ε_C and the penalty does not"
-    )
-    if feasible == 0:
-        return {"status": "infeasible", "A": None, "S_bar": None, "epsilon_c": None, "penalty": None, "horizon_risk": None,
-                "releases": None, "horizon": H, "enumerated": cells, "feasible_cells": 0, "composition_check": None,
-                "proof": proof, "accounting": "theorem-3"}
-    flat = np.lexsort((np.broadcast_to(S, risk.shape).ravel(), np.broadcast_to(A, risk.shape).ravel(), risk.ravel()))[0]
-    a, s = np.unravel_index(int(flat), risk.shape)
-    a, s = int(a), int(s) + 1
-    n = int(N[a, s - 1])
-    ec = float(eps[a, s - 1])
-    value = float(risk[a, s - 1])
-    times = a + s * np.arange(n)
-    # Δ̃(t) for the ages compose asks (≤ A + S̄ − 1, inside the table); 1 beyond the table (no claim)
-    table = TabulatedMaxTV(source.log_max_tv(np.arange(source.horizon + 1)), source.n_users, 1.0, beyond_one=True)
-    comp = compose(times, a, ec, table, horizon=H)
-    check = float(np.max(comp.risk))
-    # n recursion steps of logaddexp/log_expm1, each within a few ulps: a relative margin of 16(n + 2)u
-    upper = round_up(max(value, check), rel=16.0 * (n + 2) * UNIT_ROUNDOFF)
-    pen = float(np.max(penalty.value(np.arange(a, a + s), ec)))  # the epoch's largest penalty, as the exact solver's
-    return {"status": "optimal", "A": a, "S_bar": s, "epsilon_c": ec, "penalty": pen, "horizon_risk": upper, "releases": n,
-            "horizon": H, "enumerated": cells, "feasible_cells": feasible, "composition_check": check, "proof": proof,
-            "accounting": "theorem-3"}
+    from policyopt.problems.horizon import HorizonDesignProblem
+
+    sol = HorizonDesignProblem(source, penalty, max_penalty, A_max=A_max, S_max=S_max, horizon=horizon).solve("exact")
+    v = sol.values
+    d = sol.decision or {}
+    return {"status": sol.status.value, "A": d.get("A"), "S_bar": d.get("S_bar"), "epsilon_c": d.get("epsilon_c"),
+            "penalty": v["penalty"], "horizon_risk": sol.objective, "releases": v["releases"], "horizon": v["horizon"],
+            "enumerated": v["enumerated"], "feasible_cells": v["feasible_cells"],
+            "composition_check": v["composition_check"], "proof": v["proof"], "accounting": "theorem-3"}
 
 
 @dataclass(frozen=True)

@@ -82,13 +82,28 @@ def check_max_penalty(max_penalty) -> float:
     return float(max_penalty)
 
 
+def check_epsilon_c(epsilon_c) -> float:
+    """A budget per release ε_C as float: a real number (not a bool), finite and > 0 (nats).
+
+    Raises
+    ------
+    InvalidInputError
+        Otherwise, showing the value.
+    """
+    from numbers import Real
+
+    if isinstance(epsilon_c, bool) or not isinstance(epsilon_c, Real) or not (
+            math.isfinite(float(epsilon_c)) and float(epsilon_c) > 0):
+        raise InvalidInputError(f"`epsilon_c` must be a positive finite number (nats), got {fmt(epsilon_c)}")
+    return float(epsilon_c)
+
+
 def check_monte_carlo_args(n_samples, rng, epsilon_c) -> None:
     """Validate the arguments shared by the Monte Carlo (simulation-only) penalty estimators."""
     check_int(n_samples, "n_samples", 2)
     if not isinstance(rng, np.random.Generator):
         raise InvalidInputError(f"`rng` must be a numpy.random.Generator, got {fmt(rng)}")
-    if not (isinstance(epsilon_c, (int, float, np.floating)) and math.isfinite(epsilon_c) and epsilon_c > 0):
-        raise InvalidInputError(f"`epsilon_c` must be a positive finite number (nats), got {fmt(epsilon_c)}")
+    check_epsilon_c(epsilon_c)
 
 
 class Penalty(ABC):
