@@ -24,6 +24,7 @@ __all__ = [
     "MAX_TABLE_CELLS", "PENALTY_CHOICES", "Deployment", "check_table_size", "default_phase_period", "deployment_penalty",
     "load_deployment", "load_distributed_model", "max_tv_level", "penalty_bound", "readings_penalty",
     "require_parquet_data", "wants_distributed", "slot_seconds", "guarantee_settings", "markov_selection",
+    "markov_spec_option",
 ]
 
 DEFAULT_USERS = 20
@@ -522,3 +523,17 @@ def markov_selection(dep: Deployment, gs, *, max_age: int, max_interval: int, se
     return sel, fit_for_design(chosen.model, dep.readings, dep.fitted.quantizer, dep.fitted.users,
                                value_range=dep.value_range, smoothing=dep.fitted.smoothing, seed=seed,
                                default_period=periods_from_slot(gs.slot_seconds)[0])
+
+
+def markov_spec_option(options, slot_seconds) -> str:
+    """``--markov-model`` checked and made canonical (``phase`` resolved to a day of slots); errors name the option."""
+    from policyopt.studies.check_model import check_markov_spec
+    from policyopt.studies.markov_check import periods_from_slot
+
+    try:
+        return check_markov_spec(options.markov_model, periods_from_slot(slot_seconds)[0])
+    except InvalidInputError as exc:
+        text = str(exc)
+        if text.startswith("`model` "):
+            raise InvalidInputError("--markov-model " + text[len("`model` "):]) from None
+        raise InvalidInputError(f"--markov-model {options.markov_model!r}: {text}") from None

@@ -12,6 +12,7 @@ from policyopt.app.inputs import (
     BUNDLED_STATES,
     BUNDLED_VALUE_RANGE,
     MAX_STATES,
+    markov_spec_option,
     require_parquet_data,
     wants_distributed,
 )
@@ -106,21 +107,6 @@ def _slot_seconds(args) -> int | None:
             raise InvalidInputError(f"--slot-length {args.slot_length} is not the bundled data's slot (1h)")
         return seconds
     return BUNDLED_SLOT_SECONDS if args.data is None else None
-
-
-def markov_spec_option(args, slot_seconds) -> str:
-    """``--markov-model`` checked and made canonical (``phase`` resolved to a day of slots); errors name the option."""
-    from policyopt.errors import InvalidInputError
-    from policyopt.studies.check_model import check_markov_spec
-    from policyopt.studies.markov_check import periods_from_slot
-
-    try:
-        return check_markov_spec(args.markov_model, periods_from_slot(slot_seconds)[0])
-    except InvalidInputError as exc:
-        text = str(exc)
-        if text.startswith("`model` "):
-            raise InvalidInputError("--markov-model " + text[len("`model` "):]) from None
-        raise InvalidInputError(f"--markov-model {args.markov_model!r}: {text}") from None
 
 
 def run_check_model(args) -> int:

@@ -2,8 +2,9 @@
 
 The age-dependent risk ε(t) of the releases actually made (Zhang et al. (2024), "Age-Dependent Differential Privacy",
 IEEE Trans. Inf. Theory, Theorem 3, eq. (25)), its peak, the designed ε* (eq. (30)), AoI (eq. (24)), the model-free
-(ε, δ) of those releases and their error bars.  The helpers it shares with ``publish`` (the model and guarantee
-options, the guarantee lines, the rows' JSON) live in :mod:`policyopt.cli.publish`.
+(ε, δ) of those releases and their error bars.  What it shares with ``publish`` lives below the command line, in
+:mod:`policyopt.app.publishing` (the accounting model and its verdict, the guarantee, the rows' JSON); the options
+both take are in :mod:`policyopt.cli.options`.
 """
 
 from __future__ import annotations
@@ -12,15 +13,10 @@ import json
 import math
 import time
 
-from policyopt.cli.options import add_guarantee_options, int_at_least, probability
-from policyopt.cli.publish import (
-    add_markov_model_option,
-    add_model_options,
-    check_plot,
+from policyopt.app.publishing import (
     given_model,
     guarantee_lines,
-    guarantee_settings,
-    interrupted,
+    ledger_guarantee_settings,
     markov_accounting,
     not_a_bound,
     options_verdict,
@@ -30,6 +26,15 @@ from policyopt.cli.publish import (
     row_dicts,
     same_model,
     span_text,
+)
+from policyopt.cli.options import (
+    add_guarantee_options,
+    add_ledger_model_options,
+    add_markov_model_option,
+    check_plot,
+    int_at_least,
+    interrupted,
+    probability,
 )
 from policyopt.errors import InvalidInputError
 from policyopt.formatting import check_text, fmt_count, fmt_exact, fmt_upper, fmt_value
@@ -63,7 +68,7 @@ def add_command(sub) -> None:
     led.add_argument("--ledger", metavar="FILE", required=True, help="SQLite ledger written by `policyopt publish`")
     led.add_argument("--at", type=int_at_least("--at", 0), metavar="T", help="report ε and AoI at slot T (default: the last row's slot); the trajectory from the first input slot to T "
                      "holds at most 10^7 slots (memory)")
-    add_model_options(led, "default: the model recorded in the ledger",
+    add_ledger_model_options(led, "default: the model recorded in the ledger",
                "audit under a --model/--states/--smoothing other than the one recorded in the ledger")
     add_guarantee_options(led, design=False, markov=False)
     add_markov_model_option(led, "default: the model recorded in the ledger; another one re-accounts the same releases, with "
@@ -204,7 +209,7 @@ def run_ledger(args) -> int:
     from policyopt.deploy.ledger import recorded_discrepancies
 
     edited = [] if model != led.model else recorded_discrepancies(sch, risk.designed_peak_risk, risk.designed_horizon_risk)
-    settings = guarantee_settings(args, provenance, rows, slot_seconds)
+    settings = ledger_guarantee_settings(args, provenance, rows, slot_seconds)
     largest = max(risk.peak_risk, float(np.max(risk.risk)) if risk.risk.size else 0.0)
     privacy = releases_guarantee(rows, verdict, settings, at=risk.at, model_epsilon=largest,
                                  model_horizon=int(risk.times.size), epsilon_c=sch.epsilon_c)

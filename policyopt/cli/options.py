@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 
 # The defaults and limits are defined once, below the command line (the help texts state them).
 from policyopt.app.inputs import (
@@ -46,6 +47,10 @@ __all__ = [
     "add_max_tv_options",
     "add_guarantee_options",
     "add_distributed_options",
+    "add_ledger_model_options",
+    "add_markov_model_option",
+    "check_plot",
+    "interrupted",
 ]
 
 
@@ -279,3 +284,51 @@ def add_distributed_options(cmd, title: str | None = None, workers_help: str | N
     group.add_argument("--scheduler", metavar="ADDRESS",
                        help=scheduler_help or "the same on an existing Dask cluster (e.g. tcp://host:8786; its workers "
                        "need policyopt and the --data files at the same paths)")
+
+
+def add_ledger_model_options(cmd, default_help: str, override_help: str) -> None:
+    """Add ``--model``, ``--states``, ``--smoothing`` and ``--override`` to the sub-parser `cmd` (publish, ledger).
+
+    Parameters
+    ----------
+    cmd : argparse.ArgumentParser
+    default_help : str
+        What ``--model`` defaults to, for its help.
+    override_help : str
+        What ``--override`` allows, for its help.
+    """
+    cmd.add_argument("--model", metavar="SPEC", default=None,
+                     help="model of Δ(t) for the accounting: bundled (CityLearn 2022, as `policyopt schedule`), "
+                     f"data:CSV, matrix:FILE or two-state:p=P,q=Q ({default_help})")
+    cmd.add_argument("--states", type=int_at_least("--states", 2), default=None, metavar="K",
+                     help="quantile states of a fitted model (default: the design's; 3 for the bundled pilot, 12 for data)")
+    cmd.add_argument("--smoothing", type=non_negative_float("--smoothing"), default=None, metavar="S",
+                     help="additive smoothing of a fitted model (default: the design's; 0.01)")
+    cmd.add_argument("--override", metavar="REASON", default=None,
+                     help=f"{override_help} on purpose; REASON (one line) says why"
+                     + (" and is recorded in the ledger" if "publish" in override_help else ""))
+
+
+def add_markov_model_option(cmd, default: str) -> None:
+    """``--markov-model`` of ``publish`` and ``ledger``: the Markov model the accounting's Δ(t) is of."""
+    cmd.add_argument("--markov-model", metavar="MODEL", default=None,
+                     help="the Markov model of the readings the age-dependent risk ε(t) is accounted under (Theorem 3 "
+                     "with Δ(t) of its augmented chain Z, fitted on the model's data with the chains' quantile states): "
+                     "chain, order:K, phase[:P] or hmm:R (not auto: the design chose); apart from --model, which names "
+                     f"the data the model is fitted on; {default}.  ε(t) is stated as a bound only when the design's "
+                     "check passed this model")
+
+
+def interrupted(what: str) -> int:
+    """Print ``policyopt: interrupted; WHAT`` on stderr and return 130 (Ctrl-C inside a publish or ledger run)."""
+    print(f"policyopt: interrupted; {what}", file=sys.stderr)
+    return 130
+
+
+def check_plot(args) -> None:
+    """``--plot FILE``: a writable image name and matplotlib, checked before any work."""
+    if args.plot is not None:
+        from policyopt.studies.plots import check_plot_path, require_matplotlib
+
+        check_plot_path(args.plot, "--plot")
+        require_matplotlib("--plot")
