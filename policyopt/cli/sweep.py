@@ -2,14 +2,14 @@
 
 Registered in :func:`policyopt.cli.main.build_parser` by :func:`add_command`.  The model options are
 the ``schedule`` command's (one shared definition, :func:`policyopt.cli.options.add_model_options`);
-the work is done by :func:`policyopt.studies.sweep.run_sweep` and the figure by
-:func:`policyopt.studies.plots.plot_sweep`.
+the models are built by :func:`policyopt.app.sweep.build_models`, the work is done by
+:func:`policyopt.studies.sweep.run_sweep`, the text by :func:`policyopt.studies.sweep_text.format_summary` and the
+figure by :func:`policyopt.studies.plots.plot_sweep`.
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import re
 import time
@@ -18,10 +18,9 @@ from policyopt.progress import showing
 from policyopt.app.inputs import (
     MAX_COUNT,
     MAX_STATES,
-    deployment_penalty,
-    load_deployment,
     max_tv_level,
 )
+from policyopt.app.sweep import build_models, check_guarantee_options
 from policyopt.cli.options import (
     add_guarantee_options,
     add_max_tv_options,
@@ -29,7 +28,6 @@ from policyopt.cli.options import (
     int_at_least,
     non_negative_float,
 )
-from policyopt.formatting import check_text, fmt_count, fmt_upper, fmt_value
 from policyopt.errors import InvalidInputError, fmt
 
 __all__ = ["add_command", "VARY_PARAMETERS"]
@@ -140,137 +138,6 @@ def _parse_vary(items, args) -> dict:
     return out
 
 
-def _build_models(args, vary: dict, checks: dict | None = None, level: float | None = None) -> list:
-    """One SweepModel per combination of the varied values (product, in the order given).
-
-    With data (``--data`` or the bundled pilot) the chains are fitted once per number of states K
-    and shared by every deployment size I of ``--vary users``: only the penalty (noise (HI − LO)/I,
-    staleness / I) changes with I, as in ``policyopt schedule --users I``; its staleness sums are
-    formed once per fit (:meth:`MSEPenalty.with_users`).  With `level` (``--max-tv empirical:LEVEL``)
-    Δ(t) is estimated from the readings once per fit, as ``schedule --max-tv empirical`` does
-    (:func:`~policyopt.studies.empirical_design.empirical_design`, seed 0), and shared the same way.
-
-    The Markov model of ``--markov-model`` is checked on held-out readings once per fit, as ``schedule`` checks it
-    (:func:`~policyopt.studies.markov_check.design_check`, seed 0; its
-    :func:`~policyopt.studies.markov_check.check_summary` goes into `checks` under K) and, when it is not the
-    first-order chain, fitted on every design reading once per fit
-    (:func:`~policyopt.studies.markov_check.fit_for_design`): the points' Δ(t).  Each model carries its
-    :class:`~policyopt.studies.guarantee.GuaranteeSettings` (δ from its own I) and the check's
-    :class:`~policyopt.studies.sweep.ModelVerdict`; a ``--chain``/``--matrix`` model is ``assumed``.
-    """
-    import dataclasses
-
-    from policyopt.app.inputs import guarantee_settings, markov_selection
-    from policyopt.io import parse_chain_spec
-    from policyopt.studies.sweep import SweepModel, given_model_verdict, model_verdict, tabulate_population
-
-    base_p = base_q = None
-    if args.chain is not None:
-        P = parse_chain_spec(args.chain).P
-        base_p, base_q = float(P[0, 1]), float(P[1, 0])
-    uses_data = args.chain is None and args.matrix is None
-    horizon = max(args.max_age, args.max_interval) + 1
-    names = list(vary)
-    fits: dict = {}  # data: K → (Deployment, tabulated population, penalty, empirical, Markov model, verdict)
-    models = []
-    for combo in itertools.product(*(vary[n] for n in names)):
-        values = dict(zip(names, combo))
-        ns = argparse.Namespace(**vars(args))
-        p, q = values.get("p", base_p), values.get("q", base_q)
-        if args.chain is not None and ("p" in values or "q" in values):
-            ns.chain = f"two-state:p={p!r},q={q!r}"
-        if "users" in values:
-            ns.users = values["users"]
-        if "states" in values:
-            ns.states = values["states"]
-        if uses_data and ns.states in fits:
-            dep, population, first, empirical, markov, verdict = fits[ns.states]
-            dep = dataclasses.replace(dep, users=ns.users)  # same pilot, another deployment size I
-            penalty = first.with_users(dep.users)  # the staleness sums shared: computed once per fit
-        else:
-            dep = load_deployment(ns)
-            empirical = markov = None
-            verdict = given_model_verdict("the given chain" if args.chain is not None else "the given matrix")
-            if level is not None:  # Δ(t) from the readings, once per fit (the states depend on K)
-                from policyopt.studies.empirical_design import empirical_design
-
-                empirical = empirical_design(dep.fitted, dep.readings, args.max_age, args.max_interval, level,
-                                             horizon=args.horizon)
-            # Δ(0..max(A_MAX, S_MAX) + 1) once per fitted model, shared by all its points (and workers)
-            population = tabulate_population(dep.population, horizon)
-            penalty = deployment_penalty(dep, population)  # the deployment's I users, as `policyopt schedule`
-            if hasattr(penalty, "band"):
-                penalty.band()  # the readings penalty's bootstrap once here, shared by every I and shipped with the model
-            if uses_data and dep.readings is not None:  # the Markov model checked on held-out readings, once per fit
-                selection, markov = markov_selection(dep, guarantee_settings(ns, dep), max_age=args.max_age,
-                                                     max_interval=args.max_interval, seed=0)
-                verdict = model_verdict(selection, empirical=empirical is not None)
-                if checks is not None:
-                    from policyopt.studies.markov_check import check_summary
-
-                    checks[ns.states] = {"states": int(dep.fitted.quantizer.n_states), **check_summary(selection)}
-            if uses_data:
-                fits[ns.states] = (dep, population, penalty, empirical, markov, verdict)
-        gs = guarantee_settings(ns, dep)  # δ = min(1e-6, 1/(10·I)) of this model's I unless --delta
-        info = dep.info
-        lo, hi = penalty.value_range
-        inputs = {
-            "p": p,
-            "q": q,
-            "users": dep.users,
-            "pilot_users": population.n_users,
-            "states": max(c.n_states for c in population.chains),
-            "smoothing": info.get("smoothing"),
-            "value_range_lo": float(lo),
-            "value_range_hi": float(hi),
-            # the MSE model is part of a point's identity (a resumed --out never mixes the readings and chain penalties)
-            "source": info["source"] + (f"; MSE from the readings ({penalty.design}, worst of "
-                                        f"{penalty.moments.phase_period} phases)" if hasattr(penalty, "moments") else ""),
-            "max_tv_source": "chain" if empirical is None else empirical.spec,
-            "horizon": gs.horizon if empirical is None else empirical.horizon,
-        }
-        models.append(SweepModel(population=population, penalty=penalty, info=info, inputs=inputs, empirical=empirical,
-                                 markov=markov, guarantee=gs, verdict=verdict))
-    return models
-
-
-def _check_guarantee_options(args, uses_data: bool, level: float | None) -> None:
-    """Refuse guarantee options that cannot apply, before any fit: a ``--markov-model`` other than ``chain`` without
-    readings, with ``--max-tv empirical`` or a method other than exact; ``--privacy model-free`` without the exact
-    method; a malformed ``--markov-model``.
-
-    Raises
-    ------
-    InvalidInputError
-        As above; the message names the option and shows the value.
-    """
-    spec = args.markov_model
-    if spec is not None:
-        from policyopt.app.inputs import slot_seconds
-        from policyopt.models.markov_model import MarkovModelSpec
-        from policyopt.studies.markov_check import periods_from_slot
-
-        try:
-            MarkovModelSpec.parse(spec, default_period=periods_from_slot(slot_seconds(args))[0])
-        except InvalidInputError as exc:  # the option's name for the argument's (`model` ...)
-            msg = str(exc)
-            raise InvalidInputError("--markov-model " + msg.removeprefix("`model` ") if msg.startswith("`model` ")
-                                    else f"--markov-model {fmt(spec)}: {msg}") from None
-    if spec is not None and spec != "chain":
-        if not uses_data:
-            raise InvalidInputError(f"--markov-model {spec} is fitted to readings: give --data (or use the bundled "
-                                    "data), not --chain/--matrix")
-        if level is not None:
-            raise InvalidInputError(f"--max-tv {args.max_tv} applies to the first-order chains; omit it with "
-                                    f"--markov-model {spec}")
-        if args.method != "exact" or args.relax:
-            raise InvalidInputError(f"--markov-model {spec} designs with the exact Δ(t) table: use --method exact "
-                                    "without --relax")
-    if args.privacy == "model-free" and (args.method != "exact" or args.relax):
-        raise InvalidInputError("--privacy model-free designs by exact enumeration over --horizon: use --method exact "
-                                "without --relax")
-
-
 def _cmd_sweep(args) -> int:
     from policyopt.studies.sweep import DEFAULT_TRADEOFF_RTOL, SweepSettings, jsonl_path, run_sweep
 
@@ -296,9 +163,9 @@ def _cmd_sweep(args) -> int:
         raise InvalidInputError(f"the sweep has {points} points (--max-penalty × --vary); at most {MAX_GRID_POINTS}")
     uses_data = args.chain is None and args.matrix is None
     level = max_tv_level(args, uses_data)
-    _check_guarantee_options(args, uses_data, level)
+    check_guarantee_options(args, uses_data, level)
     checks: dict = {}
-    models = _build_models(args, vary, checks, level)
+    models = build_models(args, vary, checks, level)
     settings = SweepSettings(
         max_age=args.max_age, max_interval=args.max_interval, releases=args.releases, method=args.method, relax=args.relax
     )
@@ -387,203 +254,8 @@ def _cmd_sweep(args) -> int:
     if args.json:
         print(json.dumps(summary, indent=2, ensure_ascii=False, allow_nan=False))
     else:
+        from policyopt.studies.sweep_text import format_summary
+
         per_model = len(args.max_penalty)
-        print(_format_summary(summary, [(r, models[r["point"] // per_model].verdict) for r in rows]))
+        print(format_summary(summary, [(r, models[r["point"] // per_model].verdict) for r in rows]))
     return 0
-
-
-def _span(lo, hi, *, digits: int = 6) -> str:
-    """``= a`` or ``from a to b`` (privacy upper bounds, rounded up)."""
-    return f"= {fmt_upper(hi, digits)}" if lo == hi else f"from {fmt_upper(lo, digits)} to {fmt_upper(hi, digits)}"
-
-
-def _points(n: int, total: int) -> str:
-    return "every point" if n == total else fmt_count(n, "point")
-
-
-def _why_not_trusted(verdicts, *, short: bool = False) -> str:
-    """Why a model-based number is not stated, once per distinct model verdict (`short`: without the p-values)."""
-    out = []
-    for v in verdicts:
-        why = " (see model check)" if short else f" ({v.why})"
-        if v.model is None:
-            text = f"no Markov model passed its checks{why}"
-        elif v.verdict == "refuted":
-            text = f"the Markov model {v.model} is refuted by the readings{why}"
-        elif v.verdict == "unchecked":
-            text = f"the Markov model {v.model} is not checked ({v.why})"
-        else:
-            text = f"the model {v.model} gives no finite risk for these schedules"
-        if text not in out:
-            out.append(text)
-    return "; ".join(out)
-
-
-def _trusted_text(verdicts) -> str:
-    out = []
-    for v in verdicts:
-        label = v.model if str(v.model).startswith("the ") else f"the Markov model {v.model}"
-        what = ("an assumption nobody checked against data" if v.verdict == "assumed" else
-                f"it passed its checks on held-out readings ({v.why})")
-        text = f"{label} — {what}"
-        if text not in out:
-            out.append(text)
-    return "; ".join(out)
-
-
-def _model_free_text(eps, pure, deltas, horizon: str) -> str:
-    """(ε, δ) over the horizon in words: the ε range at δ and the pure ε range (privacy numbers rounded up)."""
-    deltas = sorted(set(deltas))
-    dtext = f"δ = {deltas[0]:.3g}" if len(deltas) == 1 else f"δ from {deltas[0]:.3g} to {deltas[-1]:.3g} (by I)"
-    return (f"(ε, δ)-DP for each user's whole series over {horizon} with ε {_span(min(eps), max(eps), digits=4)} nats "
-            f"at {dtext}, whatever the correlation (PLD accountant; pure ε {_span(min(pure), max(pure), digits=4)} nats "
-            "by basic composition)")
-
-
-def _guarantee_line(s: dict, rows: list) -> str:
-    """The ``guarantee`` line, stated first: the model-free range where the rows state it (a refuted or unchecked
-    model), the model-based range where they state that (a model that passed or was given), each with why."""
-    total = len(rows)
-    parts = []
-    free = [(r, v) for r, v in rows if r["guarantee_kind"] == "model-free"]
-    based = [(r, v) for r, v in rows if r["guarantee_kind"] == "model-based"]
-    if free:
-        hs = sorted({r["model_free_horizon"] for r, _ in free})
-        htext = fmt_count(hs[0], "slot") if len(hs) == 1 else f"{hs[0]} to {fmt_count(hs[-1], 'slot')}"
-        text = _model_free_text([r["guarantee_epsilon"] for r, _ in free], [r["model_free_epsilon_pure"] for r, _ in free],
-                                [r["guarantee_delta"] for r, _ in free], htext)
-        parts.append(f"model-free at {_points(len(free), total)}: {text}, stated because "
-                     f"{_why_not_trusted([v for _, v in free])}")
-    if based:
-        peak = [r["guarantee_epsilon"] for r, _ in based if r["risk_kind"] == "peak"]
-        over = [r["guarantee_epsilon"] for r, _ in based if r["risk_kind"] != "peak"]
-        what = []
-        if peak:
-            what.append(f"ε* {_span(min(peak), max(peak))} nats (Zhang et al. 2024, Theorem 3, eq. (30))"
-                        + (f" at {fmt_count(len(peak), 'point')}" if over else ""))
-        if over:
-            what.append(f"the largest risk over {fmt_count(s['horizon'], 'slot')} {_span(min(over), max(over))} nats "
-                        f"(Theorem 3) at {fmt_count(len(over), 'point')} without a finite ε*")
-        parts.append(f"model-based at {_points(len(based), total)}: {'; '.join(what)}; if the readings follow "
-                     f"{_trusted_text([v for _, v in based])}")
-    if not parts:
-        return "guarantee    : none — no point of the grid has a schedule (see the status counts)"
-    return "guarantee    : " + "; ".join(parts)
-
-
-def _peak_risk_line(s: dict, rows: list) -> str:
-    """The ``peak risk ε*`` line: the stated ε* range (a trusted model's), the refuted model's printed on request
-    (``--accept-refuted``), and why ε* is not stated where it is withheld."""
-    trusted = [r["peak_risk"] for r, v in rows if r["peak_risk"] is not None and v.trusted]
-    accepted = [(r["peak_risk"], v) for r, v in rows if r["peak_risk"] is not None and not v.trusted]
-    withheld = [v for r, v in rows if r["risk_kind"] == "peak" and r["peak_risk"] is None]
-    parts = []
-    if trusted:
-        parts.append(f"{_span(min(trusted), max(trusted)).removeprefix('= ')} nats"
-                     + ("" if len(trusted) == len(rows) else
-                        f" ({'at every point with a schedule' if not (accepted or withheld) else 'at ' + fmt_count(len(trusted), 'point')})"))
-    if accepted:
-        e = [x for x, _ in accepted]
-        acc = s.get("accepted_refuted") or [{}]
-        parts.append(f"{_span(min(e), max(e)).removeprefix('= ')} nats at {fmt_count(len(accepted), 'point')} under the REFUTED model "
-                     f"{', '.join(str(v.model) for v in dict.fromkeys(v for _, v in accepted))}, printed on request "
-                     f"(--accept-refuted: {acc[0].get('reason')}); not a bound for these data")
-    if withheld and not accepted:
-        parts.append(f"not stated at {fmt_count(len(withheld), 'point')} — {_why_not_trusted(withheld, short=True)}, so no "
-                     "model-based ε* is a bound for the readings (the model-free guarantee above is); --accept-refuted "
-                     "REASON prints the refuted model's")
-    if parts:
-        return "peak risk ε* : " + "; ".join(parts)
-    if s["risk_kind_counts"].get("horizon"):
-        return "peak risk ε* : none — no point of the grid has a finite ε* (see horizon)"
-    return "peak risk ε* : none — no point of the grid has a schedule (see the status counts)"
-
-
-def _format_summary(s: dict, rows: list) -> str:
-    """The text summary; `rows` pairs each CSV row with its model's :class:`~policyopt.studies.sweep.ModelVerdict`."""
-    where = "serial" if s["scheduler"] is None and s["workers"] == 1 else (
-        f"Dask scheduler {s['scheduler']}" if s["scheduler"] else f"local Dask cluster, {s['workers']} workers"
-    )
-    f = s["max_penalty"]
-    lines = [
-        "policyopt sweep: optimal peak risk over the utility bound f̄ (Zhang et al. 2024, problem (28))",
-        _guarantee_line(s, rows),
-        f"grid         : {fmt_count(len(f), 'f̄ value')}"
-        + (f" from {fmt_value(f[0])} to {fmt_value(f[-1])}" if len(f) > 1 else f" ({fmt_value(f[0])})")
-        + "".join(f" × {fmt_count(len(v), 'value')} of {k}" for k, v in s["varied"].items()) + f" = {fmt_count(s['points'], 'point')} ({where})",
-        f"points       : {s['computed']} computed, {s['resumed']} resumed from the existing files",
-        "status       : " + ", ".join(f"{k} {v}" for k, v in sorted(s["status_counts"].items())),
-        _peak_risk_line(s, rows),
-    ]
-    if s["model_free_epsilon_min"] is not None and s["guarantee_kind_counts"].get("model-free", 0) < s["points"]:
-        with_mf = [r for r, _ in rows if r["model_free_epsilon"] is not None]
-        hs = sorted({r["model_free_horizon"] for r in with_mf})
-        htext = fmt_count(hs[0], "slot") if len(hs) == 1 else f"{hs[0]} to {fmt_count(hs[-1], 'slot')}"
-        lines.append("model free   : " + _model_free_text([r["model_free_epsilon"] for r in with_mf],
-                                                          [r["model_free_epsilon_pure"] for r in with_mf],
-                                                          [r["model_free_delta"] for r in with_mf], htext))
-    if s["max_tv_source"] != "chain":
-        lines.append(
-            f"Δ(t)         : {s['max_tv_source']}: the upper edge of the data's simultaneous band for t ≤ L = "
-            f"{s['empirical_max_lag']} slots, made non-increasing over the ages the box uses, 1 beyond them (as schedule "
-            f"--max-tv {s['max_tv_source']})"
-        )
-    n = s["risk_kind_counts"].get("horizon", 0)
-    if n:
-        by = {}
-        for r, _ in rows:
-            if r["risk_kind"] == "horizon":
-                by.setdefault(r["horizon_accounting"], []).append(r["horizon_risk"])
-        for acc, vals in by.items():
-            lo, hi = min(vals), max(vals)
-            if acc == "model-free":
-                lines.append(
-                    f"horizon      : {fmt_count(len(vals), 'point')} without a finite ε* (condition (31) fails) and no "
-                    f"trusted model: designed for the model-free (ε, δ) over {fmt_count(s['horizon'], 'slot')}, pure ε "
-                    + (f"≤ {fmt_upper(hi)} nats" if lo == hi else f"from {fmt_upper(lo)} to {fmt_upper(hi)} nats")
-                    + " (risk_kind horizon, horizon_accounting model-free, columns horizon_*)"
-                )
-            else:
-                refuted = list(dict.fromkeys(str(v.model or "chain") for r, v in rows
-                                             if r["risk_kind"] == "horizon" and r["horizon_accounting"] == acc
-                                             and not v.trusted))
-                lines.append(
-                    f"horizon      : {fmt_count(len(vals), 'point')} without a finite ε* (condition (31) fails): designed "
-                    f"for the largest risk over {s['horizon']} slots (Theorem 3), "
-                    + (f"≤ {fmt_upper(hi)} nats" if lo == hi else f"from {fmt_upper(lo)} to {fmt_upper(hi)} nats")
-                    + " (risk_kind horizon, columns horizon_*)"
-                    + (f" — under the REFUTED model {', '.join(refuted)}, printed on request (--accept-refuted); not a "
-                       "bound for these data" if refuted else "")
-                )
-    if s["no_tradeoff"]:
-        for r in s["no_tradeoff"]:
-            model = ", ".join(f"{k}={fmt_value(v) if isinstance(v, float) else v}" for k, v in r["model"].items()
-                              if v is not None and k in s["varied"])
-            lines.append(
-                f"no trade-off : f̄ ∈ [{fmt_value(r['from'])}, {fmt_value(r['to'])}]{' (' + model + ')' if model else ''}: raising f̄ does "
-                f"not lower ε* = {fmt_upper(r['peak_risk'])} nats (Corollary 3)"
-            )
-    else:
-        unknown = sum(1 for r, _ in rows if r["A"] is not None and r["peak_risk"] is None)
-        if unknown and s["peak_risk_min"] is None:
-            lines.append("no trade-off : not assessed — no ε* is stated (see peak risk ε*)")
-        elif unknown:
-            lines.append(f"no trade-off : none where ε* is stated; not assessed next to the {fmt_count(unknown, 'point')} "
-                         "whose ε* is not stated")
-        else:
-            lines.append("no trade-off : none on this grid (every step up in f̄ lowers ε*)")
-    lines.append(f"files        : {s['out']} (CSV), {s['jsonl']} (JSON lines)")
-    if s["plot"]:
-        lines.append(f"plot         : {s['plot']}")
-    for w in s["warnings"]:
-        lines.append(f"warning      : {w}")
-    if s.get("model_check"):
-        from policyopt.studies.markov_check import model_check_line
-
-        used = "" if s["max_tv_source"] == "chain" else (
-            f"; these designs use the data's Δ̃(t) ({s['max_tv_source']}), not the chains: only the first-order Markov "
-            "premise of Theorem 3 is taken from this check")
-        for check in s["model_check"]:
-            lines.append(f"model check  : K = {check['states']}: {model_check_line(check)}{used}")
-    lines.append(f"wall time    : {s['wall_time_s']:.3f} s")
-    return check_text("\n".join(lines))

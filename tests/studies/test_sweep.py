@@ -297,10 +297,10 @@ def test_tabulated_population_is_the_population():
 def test_progress_bar_only_when_asked(tmp_path, capsys):
     from policyopt.studies.sweep import SweepSettings, run_sweep
     from policyopt.cli.main import build_parser
-    from policyopt.cli.sweep import _build_models
+    from policyopt.app.sweep import build_models
 
     args = build_parser().parse_args(["sweep", *IID, "--max-penalty", "0.1,0.2", "--out", "x.csv"])
-    models = _build_models(args, {})
+    models = build_models(args, {})
     settings = SweepSettings(max_age=10, max_interval=10, releases=24)
     run_sweep(models, [0.1, 0.2], settings, tmp_path / "a.csv", progress=True)
     assert re.search(r"sweep: 100%.*2/2", capsys.readouterr().err)

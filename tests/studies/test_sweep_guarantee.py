@@ -218,12 +218,12 @@ def test_phase_model_passes_where_the_chain_is_refuted(data, capsys):
     import pickle
 
     from policyopt.cli.main import build_parser
-    from policyopt.cli.sweep import _build_models
+    from policyopt.app.sweep import build_models
     from policyopt.studies.sweep import SweepSettings, solve_point
 
     args = build_parser().parse_args(["sweep", *_model_args(data["daily"]), "--markov-model", "phase:24",
                                       "--max-penalty", F_GRID, "--out", str(out)])
-    (model,) = _build_models(args, {})
+    (model,) = build_models(args, {})
     assert model.markov is not None and model.markov.name == "phase:24" and model.verdict.verdict == "passed"
     copy = pickle.loads(pickle.dumps(model))
     settings = SweepSettings(max_age=6, max_interval=6, releases=24)

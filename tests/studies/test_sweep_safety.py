@@ -155,12 +155,12 @@ def test_resume_refused_across_versions_and_without_metadata(tmp_path, monkeypat
 
 def _run_quick(out):
     from policyopt.cli.main import build_parser
-    from policyopt.cli.sweep import _build_models
+    from policyopt.app.sweep import build_models
     from policyopt.studies.sweep import SweepSettings, run_sweep
 
     args = build_parser().parse_args(["sweep", *QUICK, "--out", str(out)])
     settings = SweepSettings(max_age=8, max_interval=8, releases=24)
-    return run_sweep(_build_models(args, {}), args.max_penalty, settings, out)
+    return run_sweep(build_models(args, {}), args.max_penalty, settings, out)
 
 
 @pytest.mark.slow
