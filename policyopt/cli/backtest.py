@@ -14,8 +14,6 @@ from policyopt.app.inputs import (
     DEFAULT_PENALTY_LEVEL,
     MAX_AGE_LIMIT,
     MAX_COUNT,
-    default_phase_period,
-    penalty_bound,
 )
 from policyopt.cli.options import (
     add_bound_options,
@@ -25,7 +23,6 @@ from policyopt.cli.options import (
     probability,
     value_range_arg,
 )
-from policyopt.errors import InvalidInputError
 
 __all__ = ["add_command", "run_backtest"]
 
@@ -93,84 +90,14 @@ def add_command(sub) -> None:
     cmd.set_defaults(handler=run_backtest)
 
 
-def _check_slot_length(schedule, slot_seconds: int | None, data: str) -> None:
-    """Refuse readings whose slot length (known from time stamps, or the bundled data's hour) is not the one the
-    schedule file was designed for (``deployment.slot_length``): its A, S̄ and ε_C would mean other spans of time."""
-    from policyopt.io import format_duration, parse_duration
-
-    designed = ((schedule.get("deployment") or {}).get("slot_length") if isinstance(schedule, dict) else None)
-    if slot_seconds is None or not isinstance(designed, str):
-        return
-    try:
-        want = parse_duration(designed, "the schedule's deployment.slot_length")
-    except InvalidInputError:
-        return  # an unreadable record is the schedule check's to report, not a slot-length mismatch
-    if want != slot_seconds:
-        raise InvalidInputError(
-            f"{data} has slots of {format_duration(slot_seconds)}, the --schedule was designed for slots of {designed}: "
-            "its A, S̄ and releases would fall at other times; replay it on readings of its slot length")
-
-
 def run_backtest(args) -> int:
-    """Handler of ``policyopt backtest``: read, replay, print text or JSON; exit code."""
+    """Handler of ``policyopt backtest``: the replay of :func:`policyopt.app.backtest.backtest_from_options`, printed
+    as text or JSON; exit code."""
+    from policyopt.app.backtest import backtest_from_options
     from policyopt.formatting import json_clean
-    from policyopt.studies.backtest import backtest, format_backtest, plot_backtest
-    from policyopt.studies.empirical_design import parse_max_tv_source
+    from policyopt.studies.backtest import format_backtest
 
-    if args.plot is not None:
-        from policyopt.studies.plots import check_plot_path, require_matplotlib
-
-        check_plot_path(args.plot, "--plot")
-        require_matplotlib("--plot")
-    schedule = None
-    if args.schedule is not None:
-        given = [o for o, v in (("--max-penalty", args.max_penalty), ("--max-rmse", args.max_rmse), ("--states", args.states),
-                                ("--max-tv", args.max_tv), ("--horizon", args.horizon)) if v is not None]
-        if given:
-            raise InvalidInputError(f"{', '.join(given)} applies to a design made here; the --schedule file carries its own")
-        try:
-            with open(args.schedule, encoding="utf-8") as fh:
-                schedule = json.load(fh)
-        except FileNotFoundError:
-            raise InvalidInputError(f"--schedule file not found: {args.schedule!r}") from None
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise InvalidInputError(f"--schedule {args.schedule!r} is not a JSON file of `policyopt schedule --json`: "
-                                    f"{' '.join(str(exc).split())}") from None
-        except RecursionError:
-            raise InvalidInputError(f"--schedule {args.schedule!r} is JSON nested too deeply; expected the output of "
-                                    "`policyopt schedule --json`") from None
-    max_tv = "model" if args.max_tv is None else args.max_tv
-    if parse_max_tv_source(max_tv)[0] == "model" and args.horizon is not None:
-        raise InvalidInputError(f"--horizon {args.horizon} applies to --max-tv empirical only; add it or omit --horizon")
-    bundled = args.data is None
-    slot_seconds = None
-    if bundled:
-        from policyopt.data import BUNDLED_SLOT_LENGTH, load_citylearn
-        from policyopt.io import parse_duration
-
-        df, unit = load_citylearn(), "kWh^2"
-        slot_seconds = parse_duration(BUNDLED_SLOT_LENGTH)
-        value_range = BUNDLED_VALUE_RANGE if args.value_range is None else args.value_range
-        users = (BUNDLED_USERS if schedule is None else None) if args.users is None else args.users
-        phase = BUNDLED_PHASE_PERIOD if args.phase_period is None else args.phase_period
-    else:
-        from policyopt.io import read_readings_timed
-
-        df, slot_seconds, _ = read_readings_timed(args.data, "--data")  # ISO 8601 time stamps give the slot length
-        unit = ""
-        value_range, users = args.value_range, args.users
-        phase = default_phase_period(False, slot_seconds) if args.phase_period is None else args.phase_period
-    if schedule is not None and args.value_range is None:
-        value_range = None  # the schedule's declared range (else the readings' own)
-    _check_slot_length(schedule, slot_seconds, "the bundled data" if bundled else f"--data {args.data!r}")
-    out = backtest(df, schedule, train_fraction=args.train_fraction, users=users, value_range=value_range,
-                   phase_period=phase, max_penalty=penalty_bound(args),
-                   states=BUNDLED_STATES if args.states is None else args.states, A_max=args.max_age,
-                   S_max=args.max_interval, level=args.level, seed=args.seed, unit=unit, max_tv=max_tv,
-                   horizon=args.horizon, delta=args.delta, slot_seconds=slot_seconds, ci_level=args.ci_level)
-    if args.plot is not None:
-        plot_backtest(out, args.plot, phase_period=phase)
-        out["plot"] = str(args.plot)
+    out = backtest_from_options(args)
     if args.json:
         out.pop("series")
         print(json.dumps(json_clean(out), indent=2, ensure_ascii=False, allow_nan=False))
