@@ -55,13 +55,15 @@ def fmt(value) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def check_int(value, name: str, lower: int, what: str | None = None) -> int:
-    """`value` as an int ≥ `lower` (Python or NumPy integer, not a bool).
+def check_int(value, name: str, lower: int, what: str | None = None, *, upper: int | None = None) -> int:
+    """`value` as an int ≥ `lower` and, when given, ≤ `upper` (Python or NumPy integer, not a bool).
 
     Parameters
     ----------
     what : str, optional
         What the integer counts (e.g. ``"slots"``), shown in parentheses in the message.
+    upper : int, optional
+        Largest value allowed.
 
     Raises
     ------
@@ -70,9 +72,11 @@ def check_int(value, name: str, lower: int, what: str | None = None) -> int:
     """
     import numpy as np
 
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < lower:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < lower or (
+            upper is not None and value > upper):
         unit = "" if what is None else f" ({what})"
-        raise InvalidInputError(f"`{name}` must be an integer ≥ {lower}{unit}, got {fmt(value)}")
+        span = f"≥ {lower}" if upper is None else f"from {lower} to {upper}"
+        raise InvalidInputError(f"`{name}` must be an integer {span}{unit}, got {fmt(value)}")
     return int(value)
 
 

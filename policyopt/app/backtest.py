@@ -56,10 +56,9 @@ def backtest_from_options(args) -> dict:
     from policyopt.studies.empirical_design import parse_max_tv_source
 
     if args.plot is not None:
-        from policyopt.studies.plots import check_plot_path, require_matplotlib
+        from policyopt.studies.plots import check_plot_option
 
-        check_plot_path(args.plot, "--plot")
-        require_matplotlib("--plot")
+        check_plot_option(args.plot)
     schedule = None
     if args.schedule is not None:
         given = [o for o, v in (("--max-penalty", args.max_penalty), ("--max-rmse", args.max_rmse), ("--states", args.states),

@@ -40,10 +40,9 @@ def check_from_options(args) -> dict:
     from policyopt.studies.check_model import check_model, plot_check
 
     if args.plot is not None:
-        from policyopt.studies.plots import check_plot_path, require_matplotlib
+        from policyopt.studies.plots import check_plot_option
 
-        check_plot_path(args.plot, "--plot")
-        require_matplotlib("--plot")
+        check_plot_option(args.plot)
     slot_seconds = check_slot_seconds(args)
     distributed = wants_distributed(args)
     data, source = None, None

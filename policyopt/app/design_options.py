@@ -25,7 +25,8 @@ from policyopt.app.inputs import (
     MAX_STATES,
     PENALTY_CHOICES,
 )
-from policyopt.errors import InvalidInputError, check_value_range, fmt
+from policyopt.errors import InvalidInputError, check_int, check_value_range, fmt
+from policyopt.models.posterior import check_level
 
 __all__ = ["DesignOptions", "METHOD_CHOICES", "PRIVACY_CHOICES"]
 
@@ -170,9 +171,11 @@ class DesignOptions:
 
     def __post_init__(self):
         for name, (lower, upper) in _INTS.items():
-            _check_int(getattr(self, name), name, lower, upper)
+            if getattr(self, name) is not None:
+                check_int(getattr(self, name), name, lower, upper=upper)
         for name in _LEVELS:
-            _check_level(getattr(self, name), name)
+            if getattr(self, name) is not None:
+                check_level(getattr(self, name), name)
         for name in _TEXTS:
             value = getattr(self, name)
             if value is not None and not isinstance(value, (str, os.PathLike)):
@@ -202,24 +205,6 @@ class DesignOptions:
         """The options of a parsed ``policyopt schedule`` command line (its other attributes, such as ``json``, are
         the command's own)."""
         return cls(**{f.name: getattr(namespace, f.name) for f in fields(cls) if hasattr(namespace, f.name)})
-
-
-def _check_int(value, name: str, lower: int, upper: int | None) -> None:
-    import numpy as np
-
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < lower or (
-            upper is not None and value > upper):
-        span = f"≥ {lower}" if upper is None else f"from {lower} to {upper}"
-        raise InvalidInputError(f"`{name}` must be an integer {span}, got {fmt(value)}")
-
-
-def _check_level(value, name: str) -> None:
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, Real) or not 0.0 < float(value) < 1.0:
-        raise InvalidInputError(f"`{name}` must be a number strictly between 0 and 1, got {fmt(value)}")
 
 
 def _check_float(value, name: str, lower: float, upper: float, *, lower_open: bool = True) -> None:

@@ -336,12 +336,11 @@ def _check_plot_options(options) -> None:
     if options.plot_epochs is not None and options.plot is None:
         raise InvalidInputError(f"--plot-epochs {options.plot_epochs} applies to --plot only; add --plot FILE or omit it")
     if options.plot is not None:
-        from policyopt.studies.plots import check_plot_path, require_matplotlib
+        from policyopt.studies.plots import check_plot_option
 
         if options.relax:
             raise InvalidInputError("--plot draws integer schedules (time in whole slots); omit --relax")
-        check_plot_path(options.plot, "--plot")
-        require_matplotlib("--plot")
+        check_plot_option(options.plot)
 
 
 def _markov_selection(options, dep, gs, post):

@@ -328,7 +328,6 @@ def interrupted(what: str) -> int:
 def check_plot(args) -> None:
     """``--plot FILE``: a writable image name and matplotlib, checked before any work."""
     if args.plot is not None:
-        from policyopt.studies.plots import check_plot_path, require_matplotlib
+        from policyopt.studies.plots import check_plot_option
 
-        check_plot_path(args.plot, "--plot")
-        require_matplotlib("--plot")
+        check_plot_option(args.plot)

@@ -149,10 +149,9 @@ def _cmd_sweep(args) -> int:
     if args.scheduler is not None and args.workers > 1:
         raise InvalidInputError(f"give either --workers {args.workers} (a local cluster) or --scheduler {args.scheduler}, not both")
     if args.plot is not None:
-        from policyopt.studies.plots import check_plot_path, require_matplotlib
+        from policyopt.studies.plots import check_plot_option
 
-        check_plot_path(args.plot, "--plot")
-        require_matplotlib("--plot")
+        check_plot_option(args.plot)
     from policyopt.studies.sweep import MAX_GRID_POINTS
 
     vary = _parse_vary(args.vary, args)

@@ -17,7 +17,7 @@ from pathlib import Path
 from policyopt.errors import BackendUnavailableError, InvalidInputError, fmt
 
 __all__ = ["plot_sweep", "plot_schedule", "schedule_trajectory", "auto_epochs", "short_source", "check_plot_path",
-           "require_matplotlib", "PLOT_FORMATS"]
+           "check_plot_option", "require_matplotlib", "PLOT_FORMATS"]
 
 #: File suffixes a plot can be written to.
 PLOT_FORMATS = (".png", ".pdf", ".svg")
@@ -78,6 +78,20 @@ def check_plot_path(path, option: str = "--plot") -> Path:
         raise InvalidInputError(f"{option} must name a .png, .pdf or .svg file, got {fmt(str(path))}")
     if not p.parent.is_dir():
         raise InvalidInputError(f"{option} {fmt(str(path))}: directory {fmt(str(p.parent))} does not exist")
+    return p
+
+
+def check_plot_option(path, option: str = "--plot") -> Path:
+    """A plot a command was asked for, checked before any work: the file name (:func:`check_plot_path`) and
+    matplotlib (:func:`require_matplotlib`).
+
+    Raises
+    ------
+    InvalidInputError
+        As :func:`check_plot_path` and :func:`require_matplotlib`.
+    """
+    p = check_plot_path(path, option)
+    require_matplotlib(option)
     return p
 
 
