@@ -133,8 +133,9 @@ def empirical_model(args, schedule, model):
     return replace(model, max_tv_source=source, max_tv_table=tuple(float(v) for v in table)), where
 
 
-def recorded_model(path):
-    """The model recorded in an existing ledger, or ``None`` (no file, or not a readable ledger: publish says why)."""
+def _ledger_record(path) -> tuple | None:
+    """(model, provenance text) recorded in an existing ledger, or ``None`` (no file, a new ledger, or not a readable
+    ledger: the publisher opens it again and says what is wrong in one line)."""
     import os
 
     from policyopt.deploy import Ledger
@@ -143,25 +144,25 @@ def recorded_model(path):
         return None
     try:
         with Ledger(path) as led:
-            return None if led.is_new else led.model
-    except Exception:  # noqa: BLE001 - the publisher opens it again and reports what is wrong in one line
+            return None if led.is_new else (led.model, led.meta().get("provenance", "{}"))
+    except Exception:  # noqa: BLE001 - reported by the publisher, which opens it again
         return None
+
+
+def recorded_model(path):
+    """The model recorded in an existing ledger, or ``None`` (see :func:`_ledger_record`)."""
+    record = _ledger_record(path)
+    return None if record is None else record[0]
 
 
 def refuse_a_switched_stream(args, foreign: str) -> None:
     """Refuse another stream than the design's data into a ledger created on the design's data (its recorded verdict
     speaks for that data): a production stream starts its own ledger, or ``--override`` says why."""
-    import os
-
-    from policyopt.deploy import Ledger
-
-    if not os.path.isfile(args.ledger):
-        return
+    record = _ledger_record(args.ledger)
     try:
-        with Ledger(args.ledger) as led:
-            prov = None if led.is_new else json.loads(led.meta().get("provenance", "{}"))
-    except Exception:  # noqa: BLE001 - the publisher opens it again and reports what is wrong in one line
-        return
+        prov = None if record is None else json.loads(record[1])
+    except ValueError:  # an unreadable record: the publisher reports it
+        prov = None
     if isinstance(prov, dict) and prov.get("stream_is_design_data") is not False:
         raise InvalidInputError(
             f"{foreign}, but --ledger {str(args.ledger)!r} was created on the design's data, whose model check it "
