@@ -10,11 +10,10 @@ import os
 import re
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
-#: The installed ``policyopt`` entry point of the interpreter running the tests.
-POLICYOPT = str(Path(sys.executable).with_name("policyopt"))
+import _warm_cli
+from _warm_cli import POLICYOPT  # noqa: F401 - the installed entry point, imported from here by the tests
 
 
 def strict_json(text: str):
@@ -81,15 +80,23 @@ def reads_only_bundled_data(args, cwd=None) -> bool:
     return True
 
 
+def _run(argv: list, env, cwd, timeout):
+    """``subprocess.run(argv)`` (text, captured); ``policyopt`` itself forked from the warm server
+    (:func:`_warm_cli.run`)."""
+    if argv[0] == POLICYOPT:
+        return _warm_cli.run(argv[1:], env=env, cwd=cwd, timeout=timeout)
+    return subprocess.run(argv, capture_output=True, text=True, env=env, cwd=cwd, timeout=timeout)
+
+
 def memo_run(argv: list, *, env: dict | None = None, cwd=None, timeout: float = 300, key_extra: str = ""):
-    """``subprocess.run(argv)`` (text, captured), run once per session for a command that
+    """``subprocess.run(argv)`` (text, captured; ``policyopt`` forked from the warm server), run once per session for a command that
     :func:`reads_only_bundled_data`: the installed policyopt is deterministic for one argument list, so a second
     test with the same command (and the same ``POLICYOPT_*`` environment) reads the first run's exit code, stdout
     and stderr from the store instead of starting the program again.  Any other command simply runs."""
     store = os.environ.get(MEMO_ENV)
     pure = store and argv[0] == POLICYOPT and reads_only_bundled_data(argv[1:], cwd)
     if not pure:
-        return subprocess.run(argv, capture_output=True, text=True, env=env, cwd=cwd, timeout=timeout)
+        return _run(argv, env, cwd, timeout)
     penv = sorted((k, v) for k, v in (env if env is not None else os.environ).items() if k.startswith("POLICYOPT_")
                   and k != MEMO_ENV)
     digest = hashlib.sha256(json.dumps([argv[1:], penv, key_extra]).encode()).hexdigest()
@@ -97,7 +104,7 @@ def memo_run(argv: list, *, env: dict | None = None, cwd=None, timeout: float = 
     if path.is_file():
         rec = json.loads(path.read_text(encoding="utf-8"))
         return subprocess.CompletedProcess(argv, rec["returncode"], rec["stdout"], rec["stderr"])
-    proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=cwd, timeout=timeout)
+    proc = _run(argv, env, cwd, timeout)
     if "Traceback" not in proc.stderr:
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(json.dumps({"returncode": proc.returncode, "stdout": proc.stdout, "stderr": proc.stderr}),

@@ -40,13 +40,15 @@ def stream(tmp_path_factory):
     d = tmp_path_factory.mktemp("progress")
     df = load_citylearn()
     df[df["time"] < 2000].to_csv(d / "first.csv", index=False)
-    df[df["time"] <= 1601].to_csv(d / "full.csv", index=False)
+    df[df["time"] <= 4001].to_csv(d / "full.csv", index=False)
     return d
 
 
 def _publish(d, ledger, *extra, terminal: bool):
-    """``publish`` of 1,601 hourly releases (several seconds: longer than the bars' delay) with stderr on a
-    pseudo-terminal or a pipe; (exit code, stdout, stderr)."""
+    """``publish`` of 4,001 hourly releases with stderr on a pseudo-terminal or a pipe; (exit code, stdout, stderr).
+
+    About 5 s of releasing on an idle machine, well past the bars' 2 s delay (1,601 releases sometimes finished
+    inside it)."""
     args = [POLICYOPT, "publish", "--A", "0", "--S-bar", "1", "--epsilon-c", "1", "--value-range", "0:48",
             "--model", f"data:{d / 'first.csv'}", "--data", str(d / "full.csv"), "--ledger", str(d / ledger), *extra]
     if not terminal:
@@ -77,8 +79,8 @@ def _publish(d, ledger, *extra, terminal: bool):
 @pytest.mark.slow
 def test_publish_shows_a_bar_on_a_terminal_only(stream):
     code, out, err = _publish(stream, "a.db", terminal=True)
-    # slots 0..1600 are due (the last complete slot is the stream's last minus one): 1,601 releases
-    assert code == 0 and err.startswith("\rpublishing: ") and re.search(r"\| \d+/1601 \[", err) and "releas" in err
+    # slots 0..4000 are due (the last complete slot is the stream's last minus one): 4,001 releases
+    assert code == 0 and err.startswith("\rpublishing: ") and re.search(r"\| \d+/4001 \[", err) and "releas" in err
     assert err.endswith("\r") and err.rstrip("\r").endswith(" " * 100)  # removed at the end (leave=False)
     # the same run with stderr in a pipe, and one with --json on the terminal: no bar, nothing on stderr
     code, out_pipe, err_pipe = _publish(stream, "b.db", terminal=False)

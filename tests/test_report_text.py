@@ -6,13 +6,13 @@ the commands that printed such text (issue 27) are run as a user runs them."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from _cli import POLICYOPT, strict_json
+from _cli import strict_json
+import _warm_cli  # noqa: E402
 from policyopt.formatting import check_text, fmt_count, fmt_range, text_problems
 
 READINGS = str(Path(__file__).resolve().parents[1] / "examples" / "readings.csv")
@@ -61,7 +61,7 @@ def test_text_problems_leaves_sentences_alone():
 
 
 def _run(*args, timeout=300):
-    proc = subprocess.run([POLICYOPT, *map(str, args)], capture_output=True, text=True, timeout=timeout)
+    proc = _warm_cli.run(args, timeout=timeout)
     assert proc.returncode == 0, proc.stderr
     assert text_problems(proc.stdout) == [], proc.stdout
     return proc.stdout
@@ -80,9 +80,8 @@ def test_no_tradeoff_is_a_sentence_and_an_unbounded_posterior_is_explained():
     assert "between" not in text
     cred = _line(text, "credible")
     assert "no finite posterior median of ε*" in cred and "condition (31) fails for 88.0% of the posterior draws" in cred
-    out = strict_json(subprocess.run([POLICYOPT, "schedule", "--data", READINGS, "--states", "4", "--penalty", "chain",
-                                      "--max-penalty", "0.5", "--json"], capture_output=True, text=True,
-                                     timeout=300).stdout)
+    out = strict_json(_warm_cli.run(["schedule", "--data", READINGS, "--states", "4", "--penalty", "chain",
+                                     "--max-penalty", "0.5", "--json"], timeout=300).stdout)
     assert out["credible"]["median"] is None and out["model"]["value_range_source"] == "data"
     assert "(from the data (NOT private))" in _line(text, "value range")
 

@@ -4,17 +4,17 @@ entry point: strict JSON, text, the plot, and one-line errors with exit 2."""
 from __future__ import annotations
 
 import re
-import subprocess
 
 import numpy as np
 import pytest
 
 from policyopt.formatting import fmt_count, text_problems
-from tests._cli import POLICYOPT, run_cli, strict_json
+from tests._cli import run_cli, strict_json
+import _warm_cli  # noqa: E402
 
 
 def run(*args, expect=0):
-    proc = subprocess.run([POLICYOPT, *map(str, args)], capture_output=True, text=True, timeout=300)
+    proc = _warm_cli.run(args, timeout=300)
     assert proc.returncode == expect, proc.stderr
     return proc
 

@@ -15,6 +15,7 @@ import mpmath as mp
 import pytest
 
 from _cli import POLICYOPT, strict_json
+import _warm_cli  # noqa: E402
 
 
 def run(*argv, timeout=120, **kw):
@@ -22,8 +23,11 @@ def run(*argv, timeout=120, **kw):
     prefix = []
     if argv and argv[0] == "--as-nobody":
         prefix, argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"], argv[1:]
-    proc = subprocess.run([*prefix, os.path.realpath(POLICYOPT), *map(str, argv)], capture_output=True, text=True,
-                          timeout=timeout, **kw)
+    if prefix:  # another user: the console script started under setpriv
+        proc = subprocess.run([*prefix, os.path.realpath(POLICYOPT), *map(str, argv)], capture_output=True, text=True,
+                              timeout=timeout, **kw)
+    else:
+        proc = _warm_cli.run(argv, timeout=timeout, **kw)
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc
 

@@ -45,6 +45,7 @@ from hypothesis import strategies as st
 from policyopt.cli.main import build_parser
 
 from _cli import default_sigint  # noqa: E402
+import _warm_cli  # noqa: E402
 
 PROGRAM = Path(sys.executable).with_name("policyopt")
 PROFILE = os.environ.get("POLICYOPT_FUZZ", "quick")
@@ -296,7 +297,7 @@ def argv_for(draw, cmd: str, workdir: Path):
 def run_program(argv, cwd, timeout=TIMEOUT):
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHONWARN")}
     env["MPLBACKEND"] = "Agg"
-    return subprocess.run([str(PROGRAM), *argv], capture_output=True, cwd=cwd, timeout=timeout, env=env)
+    return _warm_cli.run(argv, cwd=cwd, timeout=timeout, env=env, text=False)
 
 
 def contract_violation(argv, proc) -> str | None:

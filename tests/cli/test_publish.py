@@ -21,6 +21,7 @@ from policyopt.deploy.out_file import render_out
 from policyopt.formatting import text_problems
 
 from _cli import default_sigint  # noqa: E402
+import _warm_cli  # noqa: E402
 
 EXE = str(Path(sys.executable).with_name("policyopt"))
 CHAIN = "two-state:p=0.3,q=0.3"
@@ -37,7 +38,7 @@ def run(*args, env=None, timeout=180):
     e = dict(os.environ)
     e.pop("POLICYOPT_PUBLISH_PAUSE", None)
     e.update(env or {})
-    return subprocess.run([EXE, *map(str, args)], capture_output=True, text=True, env=e, timeout=timeout)
+    return _warm_cli.run(args, env=e, timeout=timeout)
 
 
 def start(*args, pause=None):

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+import _warm_cli  # noqa: E402
 
 EXE = Path(sys.executable).with_name("policyopt")
 
@@ -20,7 +20,7 @@ def _no_constants(name):
 
 
 def run(*args, expect=0):
-    proc = subprocess.run([str(EXE), "schedule", *args], capture_output=True, text=True, timeout=300)
+    proc = _warm_cli.run(["schedule", *args], timeout=300)
     assert proc.returncode == expect, proc.stderr
     return proc
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -12,7 +10,8 @@ import policyopt as po
 from policyopt.formatting import text_problems
 from policyopt.formatting import lag_ranges
 from policyopt.studies.check_model_text import format_check
-from tests._cli import POLICYOPT, run_cli, strict_json
+from tests._cli import run_cli, strict_json
+import _warm_cli  # noqa: E402
 
 FAST = ("--draws", "19", "--boot", "20")
 
@@ -144,7 +143,7 @@ def test_cli_csv_holdout_json(tmp_path):
     ],
 )
 def test_cli_bad_input_one_line_exit_2(args, message):
-    proc = subprocess.run([POLICYOPT, "check-model", *args], capture_output=True, text=True, timeout=120)
+    proc = _warm_cli.run(["check-model", *args], timeout=120)
     assert proc.returncode == 2
     assert proc.stdout == ""
     assert len(proc.stderr.strip().splitlines()) == 1 and message in proc.stderr
@@ -158,12 +157,9 @@ def test_lag_ranges():
 @pytest.mark.slow
 def test_schedule_says_whether_the_lags_its_design_uses_are_refuted():
     """The model check names the lags the chosen schedule's ε* rests on (A..A + S̄ − 1 and S̄) and which are refuted."""
-    import subprocess
+    from _cli import strict_json
 
-    from _cli import POLICYOPT, strict_json
-
-    run = subprocess.run([POLICYOPT, "schedule", "--max-penalty", "0.2", "--json"], capture_output=True, text=True,
-                         timeout=600)
+    run = _warm_cli.run(["schedule", "--max-penalty", "0.2", "--json"], timeout=600)
     assert run.returncode == 0, run.stderr
     out = strict_json(run.stdout)
     A, S = out["A"], out["S_bar"]
@@ -174,7 +170,7 @@ def test_schedule_says_whether_the_lags_its_design_uses_are_refuted():
     assert mc["design_lags_refuted"] == [t for t in mc["design_lags"] if pv[t - 1] <= 1 - level + 1e-12]
     assert mc["design_lags_refuted"]  # an aged design on the bundled homes rests on refuted lags
     assert mc["refuted"] and out["peak_risk"] is None and out["guarantee"]["kind"] == "model-free"
-    text = subprocess.run([POLICYOPT, "schedule", "--max-penalty", "0.2"], capture_output=True, text=True, timeout=600)
+    text = _warm_cli.run(["schedule", "--max-penalty", "0.2"], timeout=600)
     line = next(x for x in text.stdout.splitlines() if x.startswith("model check"))
     assert "chain REFUTED" in line
 
@@ -300,7 +296,7 @@ def test_a_phase_model_uses_the_day_of_the_slot_length(tmp_path):
     csv = _binary_csv(daily_habit(), 4, 24 * 60, 3, tmp_path / "d.csv")
     common = ("check-model", "--data", csv, "--states", 2, "--value-range", "0:1", "--max-lag", 30, "--draws", 9,
               "--boot", 20, "--markov-model", "phase")
-    proc = subprocess.run([POLICYOPT, *map(str, common)], capture_output=True, text=True, timeout=120)
+    proc = _warm_cli.run(common, timeout=120)
     assert proc.returncode == 2 and "--markov-model 'phase' needs a period" in proc.stderr
     out = strict_json(run_cli(*common, "--slot-length", "1h", "--json").stdout)
     assert out["model"] == "phase:24" and out["slot_seconds"] == 3600
@@ -318,7 +314,7 @@ def test_a_phase_model_uses_the_day_of_the_slot_length(tmp_path):
     ],
 )
 def test_cli_bad_model_options_one_line_exit_2(args, message):
-    proc = subprocess.run([POLICYOPT, "check-model", *args], capture_output=True, text=True, timeout=120)
+    proc = _warm_cli.run(["check-model", *args], timeout=120)
     assert proc.returncode == 2 and proc.stdout == ""
     assert len(proc.stderr.strip().splitlines()) == 1 and message in proc.stderr, proc.stderr
 

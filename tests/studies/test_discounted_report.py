@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import re
-import subprocess
 
 import numpy as np
 import pandas as pd
@@ -23,7 +22,8 @@ from policyopt.errors import InvalidInputError
 from policyopt.formatting import fmt_lower, fmt_upper, fmt_value, round_down
 from policyopt.io import read_readings_csv
 
-from _cli import POLICYOPT, TableCells, run_cli, strict_json  # noqa: E402
+from _cli import TableCells, run_cli, strict_json  # noqa: E402
+import _warm_cli  # noqa: E402
 
 
 
@@ -172,8 +172,8 @@ def test_data_without_every_hour_names_the_home_the_day_and_the_resolution(tmp_p
     rows = [(u, t, 0.5) for u in ("a", "b") for t in range(96) if not (u == "b" and t == 50)]
     path = tmp_path / "half.csv"
     pd.DataFrame(rows, columns=["user", "time", "value"]).to_csv(path, index=False)
-    proc = subprocess.run([POLICYOPT, "discounted", "--notion", "dp", "--epsilon", "1", "--horizon", "2", "--data",
-                           str(path)], capture_output=True, text=True, timeout=120)
+    proc = _warm_cli.run(["discounted", "--notion", "dp", "--epsilon", "1", "--horizon", "2", "--data", str(path)],
+                         timeout=120)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr == ("policyopt: error: `df` (--data): home 'b' has 23 of the 24 readings of day 2 (slots 48..71): "
                            "daily means need one reading per home in each of the 24 slots of every day (hourly kWh, "

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import subprocess
 
 import numpy as np
 import pandas as pd
@@ -12,7 +11,8 @@ import pytest
 import policyopt as po
 from policyopt.models.tabulated import TabulatedMaxTV
 from policyopt.studies.empirical_design import design_over_horizon, parse_max_tv_source
-from tests._cli import POLICYOPT, run_cli, strict_json
+from tests._cli import run_cli, strict_json
+import _warm_cli  # noqa: E402
 
 BOX = ("--max-age", "24", "--max-interval", "24")
 
@@ -100,7 +100,7 @@ def test_schedule_text_shows_the_model_check_line():
     ],
 )
 def test_bad_max_tv_options_one_line_exit_2(args, message):
-    proc = subprocess.run([POLICYOPT, "schedule", *args], capture_output=True, text=True, timeout=120)
+    proc = _warm_cli.run(["schedule", *args], timeout=120)
     assert proc.returncode == 2 and proc.stdout == ""
     assert len(proc.stderr.strip().splitlines()) == 1 and message in proc.stderr
 

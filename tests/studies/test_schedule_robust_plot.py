@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from policyopt.cli.main import main
 from policyopt.errors import InvalidInputError
 from policyopt.models.markov import MarkovChain, Population
 from policyopt.models.tabulated import TabulatedMaxTV
+import _warm_cli  # noqa: E402
 
 EXE = Path(sys.executable).with_name("policyopt")
 BOX = ["--max-age", "48", "--max-interval", "48"]  # band horizon H = max(48, 48) + 1 = 49 slots
@@ -166,21 +166,19 @@ def test_robust_plot_draws_the_band_the_design_used(tmp_path, capsys, monkeypatc
 def test_robust_plot_through_the_entry_point(tmp_path):
     """Installed `policyopt`: JSON names the Δ(t) drawn; the text report says the band was drawn."""
     svg = tmp_path / "r.svg"
-    proc = subprocess.run([str(EXE), "schedule", "--robust", "0.9", "--draws", "40", *BOX, "--plot", str(svg), "--json"],
-                          capture_output=True, text=True, timeout=300)
+    proc = _warm_cli.run(["schedule", "--robust", "0.9", "--draws", "40", *BOX, "--plot", str(svg), "--json"],
+                         timeout=300)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout, parse_constant=_no_constants)
     assert out["plot"] == str(svg) and svg.stat().st_size > 0
     assert out["plot_max_tv"].startswith("Δ(t) = the simultaneous posterior upper band, level 0.9 (--robust)")
     assert out["model"]["max_tv_source"] == "simultaneous posterior upper band of Δ(t) (level 0.9)"
-    proc = subprocess.run([str(EXE), "schedule", "--robust", "0.9", "--draws", "40", *BOX, "--plot", str(svg)],
-                          capture_output=True, text=True, timeout=300)
+    proc = _warm_cli.run(["schedule", "--robust", "0.9", "--draws", "40", *BOX, "--plot", str(svg)], timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert re.search(r"^plot        : .*r\.svg \(ε\(t\) and AoI\(t\) over the first epochs; ε\(t\) with the --robust Δ\(t\) "
                      r"band the design used\)$", proc.stdout, re.M), proc.stdout
     # without --robust the plot is of the point estimate, and says so
-    proc = subprocess.run([str(EXE), "schedule", *BOX, "--plot", str(svg), "--json"], capture_output=True, text=True,
-                          timeout=300)
+    proc = _warm_cli.run(["schedule", *BOX, "--plot", str(svg), "--json"], timeout=300)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout, parse_constant=_no_constants)
     assert out["plot_max_tv"] == "Δ(t) of the model (eq. (12), point estimate for data), as in the design"

@@ -16,6 +16,7 @@ from policyopt.studies import sweep as sweep_mod
 from policyopt.studies.sweep import lock_path, meta_path, read_sweep_csv
 
 from _cli import default_sigint  # noqa: E402
+import _warm_cli  # noqa: E402
 
 POLICYOPT = str(Path(sys.executable).with_name("policyopt"))
 
@@ -35,7 +36,7 @@ def strict_json(text: str):
 
 
 def cli(*args, cwd=None, timeout=300):
-    return subprocess.run([POLICYOPT, *args], capture_output=True, text=True, cwd=cwd, timeout=timeout)
+    return _warm_cli.run(args, cwd=cwd, timeout=timeout)
 
 
 def one_line_error(proc) -> str:

@@ -14,6 +14,7 @@ import pytest
 
 from policyopt.cli.main import main
 from policyopt.studies.sweep_store import COLUMNS, NONDETERMINISTIC, read_sweep_csv
+import _warm_cli  # noqa: E402
 
 EXE = Path(sys.executable).with_name("policyopt")
 # f̄ grid chosen around the trade-off ranges of the bundled pilot (source: `policyopt schedule --users I --json`,
@@ -28,7 +29,7 @@ def _no_constants(name):
 
 
 def cli(*args, expect=0) -> subprocess.CompletedProcess:
-    proc = subprocess.run([str(EXE), *args], capture_output=True, text=True, timeout=300)
+    proc = _warm_cli.run(args, timeout=300)
     assert proc.returncode == expect, proc.stderr
     return proc
 
