@@ -38,7 +38,7 @@ class GroupSearchSolver:
     """Exact search of P1 (Luo et al. 2025, eqs. 23–24) over the (Δ_k, D) frontiers of independent groups.
 
     A fresh instance per solve (``policyopt.registry.get_solver("groups", "fran-groups")``); it caches each
-    group's frontier for the problems it has seen and never mutates a problem.
+    group's frontier for the problems it has seen (once per distinct group sub-model) and never mutates a problem.
     """
 
     name = "groups"
@@ -46,7 +46,7 @@ class GroupSearchSolver:
     BOUNDS = ("sound", "paper")
 
     def __init__(self):
-        self._frontiers: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # problem -> {g: frontier}
+        self._frontiers: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # problem -> {sub-model: frontier}
 
     def frontier(self, problem: GroupedFRANProblem, g: int) -> dict:
         """(Δ_k, D) Pareto frontier of group `g` of `problem`: ``index`` (into the group's table), ``aoi`` (n, s_g),
@@ -65,7 +65,11 @@ class GroupSearchSolver:
         subs = problem.subproblems
         if isinstance(g, bool) or not isinstance(g, (int, np.integer)) or not 0 <= g < len(subs):
             raise InvalidInputError(f"`g` must be a group index in 0..{len(subs) - 1}, got {fmt(g)}")
-        key = int(g)
+        # Groups with the same sub-model (transitions, coupling, state values; the rest is the problem's) have the
+        # same table and frontier: computed once (a deployment of identical pairs costs one pair's exact Δ_k).
+        sub = subs[g].cmc
+        key = tuple((a.shape, a.dtype.str, a.tobytes()) for a in
+                    (np.asarray(sub.transitions), np.asarray(sub.coupling), np.asarray(sub.state_values)))
         cache = self._frontiers.setdefault(problem, {})
         if key not in cache:
             prob = subs[g]
