@@ -35,6 +35,7 @@ spectral bound (55) of Zhang et al. (2024) on the joint chain's Δ(t) is compute
 
 from __future__ import annotations
 
+import collections
 import math
 from functools import cached_property
 
@@ -43,6 +44,13 @@ import numpy as np
 from policyopt.errors import InvalidInputError, InvalidModelError, fmt
 from policyopt.models.cmc_spectral import SPECTRAL_FAILURE_PROBABILITY, JointOperator, SpectralCertificate, certify
 from policyopt.models.markov import ROW_SUM_TOL, MarkovChain, as_slots, validate_transition_matrix
+
+#: Exact Δ_k values kept by :meth:`CouplingMarkovChain._aged_distance_rational`, by (model content, ages, neighbours).
+_RATIONAL_DELTA: "collections.OrderedDict[tuple, float]" = collections.OrderedDict()
+_RATIONAL_CACHE_SIZE = 200_000
+#: Exact joint chains and stationary laws by model content (:meth:`CouplingMarkovChain._rational_joint`).
+_RATIONAL_JOINT: "collections.OrderedDict[tuple, tuple]" = collections.OrderedDict()
+_RATIONAL_JOINT_SIZE = 64
 
 __all__ = [
     "CouplingMarkovChain",
@@ -568,6 +576,11 @@ class CouplingMarkovChain:
         C = self.aged_kernel(ages)
         return self._one_entry_tv(C) if neighbours == "one" else _max_pair_tv(C, None)
 
+    def _content_key(self) -> tuple:
+        """What the exact Δ_k depends on: the states, the sequences and the bytes of λ and the P^(jk)."""
+        return (self.n_states, self.n_sequences, self._lam.shape, self._lam.tobytes(), self._T.shape,
+                self._T.tobytes())
+
     def _aged_distance_rational(self, ages, neighbours: str) -> float:
         """Δ_k of :meth:`aged_distance` in exact rational arithmetic, rounded up to a float.
 
@@ -576,10 +589,33 @@ class CouplingMarkovChain:
         elimination), the aged joint law W (the forward recursion of :meth:`aged_joint`), the kernel
         C[x, z] = W[z, x]/π(x) and the total variations are all exact, so no cancellation can occur.
         The result is the smallest float ≥ the exact Δ_k.
+
+        The value is a function of the model's numbers and (`ages`, `neighbours`) alone, so it is kept (least
+        recently used first out, :data:`_RATIONAL_CACHE_SIZE` values) for any chain with the same numbers: a sweep
+        of problem P1 over the MSE bound, or identical groups, compute each Δ_k once; the exact joint chain and
+        its stationary law likewise (:func:`_rational_joint`).
         """
+        key = (self._content_key(), tuple(ages), neighbours)
+        hit = _RATIONAL_DELTA.get(key)
+        if hit is not None:
+            _RATIONAL_DELTA.move_to_end(key)
+            return hit
+        value = self._aged_distance_rational_uncached(ages, neighbours)
+        _RATIONAL_DELTA[key] = value
+        while len(_RATIONAL_DELTA) > _RATIONAL_CACHE_SIZE:
+            _RATIONAL_DELTA.popitem(last=False)
+        return value
+
+    def _rational_joint(self):
+        """The exact joint chain P (N × N Fractions) and its stationary law π, kept per model content."""
+        key = self._content_key()
+        hit = _RATIONAL_JOINT.get(key)
+        if hit is not None:
+            _RATIONAL_JOINT.move_to_end(key)
+            return hit
         from fractions import Fraction
 
-        m, s, N = self.n_states, self.n_sequences, self.n_snapshots
+        s, N = self.n_sequences, self.n_snapshots
         X = self.snapshots.tolist()
 
         def rows(mat):
@@ -597,6 +633,18 @@ class CouplingMarkovChain:
                     v *= sum(lam[j][k] * T[j][k][X[x][k]][X[y][j]] for k in range(s))
                 P[x][y] = v
         pi = _rational_stationary(P)
+        _RATIONAL_JOINT[key] = (P, pi)
+        while len(_RATIONAL_JOINT) > _RATIONAL_JOINT_SIZE:
+            _RATIONAL_JOINT.popitem(last=False)
+        return P, pi
+
+    def _aged_distance_rational_uncached(self, ages, neighbours: str) -> float:
+        """:meth:`_aged_distance_rational` computed (no cache)."""
+        from fractions import Fraction
+
+        m, s, N = self.n_states, self.n_sequences, self.n_snapshots
+        X = self.snapshots.tolist()
+        P, pi = self._rational_joint()
 
         def step(W):
             """One step of the joint chain P (N × N, exact) applied to every row of W (rows of N Fractions)."""
