@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+import _warm_cli
 
 PROGRAM = Path(sys.executable).with_name("policyopt")
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -21,8 +22,10 @@ def _reject_constant(name):
 
 
 def run(*argv, cwd=None, timeout=300):
-    proc = subprocess.run([str(PROGRAM), *map(str, argv)], capture_output=True, cwd=cwd, timeout=timeout,
-                          env={"PATH": "/usr/bin:/bin", "MPLBACKEND": "Agg"})
+    """The installed entry point in a bare environment (no locale, no HOME), forked from a warm interpreter started
+    in that same environment (``tests/_warm_cli.py``)."""
+    proc = _warm_cli.run(argv, cwd=cwd, timeout=timeout, env={"PATH": "/usr/bin:/bin", "MPLBACKEND": "Agg"},
+                         text=False)
     return proc.returncode, proc.stdout.decode(), proc.stderr.decode()
 
 
