@@ -9,6 +9,9 @@ Privacy is measured in nats and time in slots.  Main entry points:
 * :func:`~policyopt.studies.schedule.design_schedule` — the optimal schedule with benchmarks;
 * :func:`~policyopt.app.schedule.design_deployment` — ``policyopt schedule`` from Python: the whole design on data
   (model check, guarantee, posterior checks, backtest), returning the command's report (→ :class:`DeploymentReport`);
+  likewise :func:`check_deployment_model` (``check-model``), :func:`backtest_deployment` (``backtest``) and
+  :func:`audit_ledger` (``ledger``), each returning the command's report (→ :class:`CommandReport`: ``to_dict()`` its
+  ``--json`` object, ``str()`` its text);
 * :mod:`policyopt.problems` / :mod:`policyopt.solvers` — formulations and back ends.
 
 The entry points of the other tasks are exported here too (imported on first use, so that
@@ -54,6 +57,13 @@ _LAZY = {
     "design_deployment": "policyopt.app.schedule",
     "DeploymentReport": "policyopt.app.schedule",
     "DesignOptions": "policyopt.app.design_options",
+    "CommandReport": "policyopt.app.report",
+    "check_deployment_model": "policyopt.app.check_model",
+    "CheckModelOptions": "policyopt.app.check_model",
+    "backtest_deployment": "policyopt.app.backtest",
+    "BacktestOptions": "policyopt.app.backtest",
+    "audit_ledger": "policyopt.app.ledger",
+    "LedgerOptions": "policyopt.app.ledger",
     "leakage": "policyopt.privacy.temporal",
     "supremum": "policyopt.privacy.temporal",
     "BudgetAllocationProblem": "policyopt.problems.tpl_budget",

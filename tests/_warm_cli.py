@@ -29,6 +29,7 @@ user's shell starts the program (slower; run it before a release).
 
 from __future__ import annotations
 
+import atexit
 import collections
 import json
 import os
@@ -119,8 +120,6 @@ def _child(main, request: dict) -> None:
             sys.excepthook(*sys.exc_info())
             status = 1
         threading._shutdown()  # the interpreter's exit steps, in its order
-        import atexit
-
         atexit._run_exitfuncs()
         for stream in (sys.stdout, sys.stderr):
             try:
@@ -238,6 +237,13 @@ _MAX_SERVERS = 3
 #: Held while a run uses the server (one run at a time); a run that finds it taken (a test running commands from
 #: several threads at once) is exec'ed, so runs meant to overlap still do.
 _LOCK = threading.Lock()
+
+
+@atexit.register
+def _close_all() -> None:
+    """End this process's servers when it exits (their pipes closed)."""
+    while _SERVERS:
+        _SERVERS.popitem()[1].close()
 
 
 def _server(env: dict) -> _Server:

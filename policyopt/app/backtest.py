@@ -8,18 +8,160 @@ It takes `args`, the parsed ``backtest`` options (``schedule``, ``data``, ``trai
 from __future__ import annotations
 
 import json
+import os
+from dataclasses import dataclass
 
 from policyopt.app.inputs import (
     BUNDLED_PHASE_PERIOD,
     BUNDLED_STATES,
     BUNDLED_USERS,
     BUNDLED_VALUE_RANGE,
+    DEFAULT_MAX_AGE,
+    DEFAULT_MAX_INTERVAL,
+    DEFAULT_PENALTY_LEVEL,
+    MAX_AGE_LIMIT,
+    MAX_COUNT,
+    MAX_HORIZON,
     default_phase_period,
     penalty_bound,
 )
+from policyopt.app.option_fields import CommandOptions
+from policyopt.app.report import CommandReport
 from policyopt.errors import InvalidInputError
 
-__all__ = ["backtest_from_options", "check_slot_length"]
+__all__ = ["BacktestOptions", "backtest_deployment", "backtest_from_options", "backtest_report", "check_slot_length"]
+
+#: ``--train-fraction`` default: the first half of the time range trains, the second is replayed.
+DEFAULT_TRAIN_FRACTION = 0.5
+
+
+@dataclass(frozen=True)
+class BacktestOptions(CommandOptions):
+    """The options of ``policyopt backtest`` (:func:`backtest_deployment`): each attribute the option of the same
+    name (``train_fraction`` is ``--train-fraction``) with its default; ``None`` is the command's default.
+
+    Attributes
+    ----------
+    schedule : str or os.PathLike, optional
+        A ``policyopt schedule --json`` file to replay; without one a schedule is designed on the training part.
+    data : str or os.PathLike, optional
+        Long CSV or Parquet readings (default: the bundled CityLearn pilot).
+    train_fraction : float
+        First fraction of the time range held for training, in (0, 1) (default 0.5).
+    users : int, optional
+        Deployment size I, 1 to 10⁹ (default: the schedule's; for a design here the bundled pilot's or the readings').
+    value_range : (float, float), optional
+        Public range (LO, HI) of one reading.
+    phase_period : int, optional
+        Slots per cycle of the worst-phase numbers and of a design here, 1 to 10⁵.
+    max_penalty, max_rmse : float, optional
+        The bound f̄ of a design here (> 0, ≤ 1e300), or its root R (f̄ = R², in [1e-150, 1e150]); not both.
+    max_tv : str, optional
+        ``model`` (default) or ``empirical[:LEVEL]`` (a design here against the data's Δ(t) band).
+    horizon : int, optional
+        Slots of the model-free guarantee, 1 to 10⁷ (with ``max_tv`` empirical).
+    delta : float, optional
+        δ of the model-free (ε, δ) guarantee, in (0, 1).
+    states : int, optional
+        Quantile states of a design here, 2 to 200.
+    max_age, max_interval : int
+        Search box of a design here, slots (defaults 168).
+    level : float
+        Two-sided level of the MSE interval, in (0, 1) (default 0.95).
+    ci_level : float, optional
+        Level of the releases' error bars whose coverage is measured, in (0, 1) (default 0.95).
+    seed : int
+        Seed of the bootstrap resampling, ≥ 0 (default 0; simulation only).
+    plot : str or os.PathLike, optional
+        Draw the realised error over the held-out time into this .png, .pdf or .svg file.
+
+    Raises
+    ------
+    InvalidInputError
+        A value of the wrong type or out of its range, naming the keyword and showing the value.
+    """
+
+    COMMAND = "backtest"
+    RULES = {
+        "schedule": ("text",), "data": ("text",), "train_fraction": ("level",), "users": ("int", 1, MAX_COUNT),
+        "value_range": ("range",), "phase_period": ("int", 1, MAX_AGE_LIMIT),
+        "max_penalty": ("float", 0.0, 1e300, True), "max_rmse": ("float", 1e-150, 1e150, False),
+        "max_tv": ("text",), "horizon": ("int", 1, MAX_HORIZON), "delta": ("level",), "states": ("int", 2, 200),
+        "max_age": ("int", 0, MAX_AGE_LIMIT), "max_interval": ("int", 1, MAX_AGE_LIMIT), "level": ("level",),
+        "ci_level": ("level",), "seed": ("int", 0, None), "plot": ("text",),
+    }
+
+    schedule: str | os.PathLike | None = None
+    data: str | os.PathLike | None = None
+    train_fraction: float = DEFAULT_TRAIN_FRACTION
+    users: int | None = None
+    value_range: tuple | None = None
+    phase_period: int | None = None
+    max_penalty: float | None = None
+    max_rmse: float | None = None
+    max_tv: str | None = None
+    horizon: int | None = None
+    delta: float | None = None
+    states: int | None = None
+    max_age: int = DEFAULT_MAX_AGE
+    max_interval: int = DEFAULT_MAX_INTERVAL
+    level: float = DEFAULT_PENALTY_LEVEL
+    ci_level: float | None = None
+    seed: int = 0
+    plot: str | os.PathLike | None = None
+
+    def __post_init__(self):
+        for name in ("train_fraction", "max_age", "max_interval", "level", "seed"):
+            if getattr(self, name) is None:
+                raise InvalidInputError(f"`{name}` has a default ({getattr(type(self), name)!r}); give a value or omit it")
+        if self.max_penalty is not None and self.max_rmse is not None:
+            raise InvalidInputError("give `max_penalty` or `max_rmse`, not both")
+        super().__post_init__()
+
+
+def backtest_report(args) -> CommandReport:
+    """``policyopt backtest`` of parsed options (`args`: :class:`BacktestOptions` or the command line's namespace):
+    the report the command prints (:func:`backtest_from_options`); the held-out ``series`` is in ``extras``."""
+    from policyopt.formatting import json_clean
+    from policyopt.studies.backtest import format_backtest
+
+    out = backtest_from_options(args)
+    series = out.pop("series")
+    return CommandReport("backtest", json_clean(out), format_backtest(out), extras={"series": series})
+
+
+def backtest_deployment(**options) -> CommandReport:
+    """Replay a schedule on held-out readings as ``policyopt backtest`` does, and return its report.
+
+    Parameters
+    ----------
+    **options
+        The attributes of :class:`BacktestOptions`, by keyword (``schedule``, ``data``, ``train_fraction``,
+        ``users``, ``max_penalty`` or ``max_rmse``, ``max_tv``, ...), each the ``backtest`` option of the same name
+        with its default.
+
+    Returns
+    -------
+    CommandReport
+        ``to_dict()`` is the command's ``--json`` object (its wall time aside) and ``str()`` its text: the realised
+        MSE of the released value on the held-out time with its block-bootstrap interval against f̄, the design's
+        Δ(t) against the held-out readings', the releases' error-bar coverage and the model-free guarantee;
+        ``extras["series"]`` holds the held-out times, ages and realised MSE.
+
+    Raises
+    ------
+    InvalidInputError
+        An unknown keyword, a value of the wrong type or out of range, or bad data or schedule (cross-option
+        messages name the command-line options, as the command prints them).
+
+    Examples
+    --------
+    >>> import policyopt as po
+    >>> report = po.backtest_deployment(max_rmse=0.19, max_age=24, max_interval=24)
+    >>> report.fields["train_fraction"]
+    0.5
+    """
+    return backtest_report(BacktestOptions.from_keywords("backtest_deployment", options))
 
 
 def check_slot_length(schedule, slot_seconds: int | None, data: str) -> None:

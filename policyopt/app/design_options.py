@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, fields
-from numbers import Real
 
 from policyopt.app.inputs import (
     DEFAULT_MAX_AGE,
@@ -25,6 +24,7 @@ from policyopt.app.inputs import (
     MAX_STATES,
     PENALTY_CHOICES,
 )
+from policyopt.app.option_fields import check_float
 from policyopt.errors import InvalidInputError, check_int, check_value_range, fmt
 from policyopt.models.posterior import check_level
 
@@ -186,9 +186,9 @@ class DesignOptions:
         if self.max_penalty is not None and self.max_rmse is not None:
             raise InvalidInputError(f"give `max_penalty` ({fmt(self.max_penalty)}) or `max_rmse` ({fmt(self.max_rmse)}), "
                                     "not both")
-        _check_float(self.max_penalty, "max_penalty", 0.0, 1e300)
-        _check_float(self.max_rmse, "max_rmse", 1e-150, 1e150, lower_open=False)
-        _check_float(self.smoothing, "smoothing", 0.0, math.inf, lower_open=False)
+        check_float(self.max_penalty, "max_penalty", 0.0, 1e300)
+        check_float(self.max_rmse, "max_rmse", 1e-150, 1e150, lower_open=False)
+        check_float(self.smoothing, "smoothing", 0.0, math.inf, lower_open=False)
         if self.value_range is not None:
             object.__setattr__(self, "value_range", check_value_range(self.value_range, "value_range"))
         for name, choices in (("method", METHOD_CHOICES), ("penalty", PENALTY_CHOICES), ("privacy", PRIVACY_CHOICES)):
@@ -206,15 +206,3 @@ class DesignOptions:
         the command's own)."""
         return cls(**{f.name: getattr(namespace, f.name) for f in fields(cls) if hasattr(namespace, f.name)})
 
-
-def _check_float(value, name: str, lower: float, upper: float, *, lower_open: bool = True) -> None:
-    if value is None:
-        return
-    bad = isinstance(value, bool) or not isinstance(value, Real)
-    if not bad:
-        v = float(value)
-        bad = not math.isfinite(v) or v > upper or (v <= lower if lower_open else v < lower)
-    if bad:
-        low = f"> {lower:g}" if lower_open else f"≥ {lower:g}"
-        high = "" if math.isinf(upper) else f" and ≤ {upper:g}"
-        raise InvalidInputError(f"`{name}` must be a finite number {low}{high}, got {fmt(value)}")

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import json
-
+from policyopt.app.backtest import DEFAULT_TRAIN_FRACTION
 from policyopt.app.inputs import (
     BUNDLED_PHASE_PERIOD,
     BUNDLED_STATES,
@@ -25,8 +24,6 @@ from policyopt.cli.options import (
 )
 
 __all__ = ["add_command", "run_backtest"]
-
-DEFAULT_TRAIN_FRACTION = 0.5
 
 
 def _fraction(text):
@@ -93,14 +90,8 @@ def add_command(sub) -> None:
 def run_backtest(args) -> int:
     """Handler of ``policyopt backtest``: the replay of :func:`policyopt.app.backtest.backtest_from_options`, printed
     as text or JSON; exit code."""
-    from policyopt.app.backtest import backtest_from_options
-    from policyopt.formatting import json_clean
-    from policyopt.studies.backtest import format_backtest
+    from policyopt.app.backtest import BacktestOptions, backtest_report
 
-    out = backtest_from_options(args)
-    if args.json:
-        out.pop("series")
-        print(json.dumps(json_clean(out), indent=2, ensure_ascii=False, allow_nan=False))
-    else:
-        print(format_backtest(out))
+    report = backtest_report(BacktestOptions.from_namespace(args))
+    print(report.to_json() if args.json else str(report))
     return 0

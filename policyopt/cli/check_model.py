@@ -6,8 +6,6 @@ The work is done by :func:`policyopt.studies.check_model.check_model`; this modu
 
 from __future__ import annotations
 
-import json
-
 from policyopt.app.inputs import (
     BUNDLED_STATES,
     BUNDLED_VALUE_RANGE,
@@ -93,16 +91,10 @@ def add_command(sub) -> None:
 
 
 def run_check_model(args) -> int:
-    """Handler of ``policyopt check-model``: the check of :func:`policyopt.app.check_model.check_from_options`, printed
-    as text or JSON; exit code."""
-    from policyopt.app.check_model import check_from_options
-    from policyopt.formatting import json_clean
-    from policyopt.studies.check_model_text import format_check
+    """Handler of ``policyopt check-model``: the report of :func:`policyopt.app.check_model.check_report`, printed as
+    text or JSON; exit code."""
+    from policyopt.app.check_model import CheckModelOptions, check_report
 
-    out = check_from_options(args)
-    out = json_clean(out)
-    if args.json:
-        print(json.dumps(out, indent=2, ensure_ascii=False, allow_nan=False))
-    else:
-        print(format_check(out))
+    report = check_report(CheckModelOptions.from_namespace(args))
+    print(report.to_json() if args.json else str(report))
     return 0
