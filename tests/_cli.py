@@ -126,6 +126,15 @@ def run_any(*args, timeout: float = 180) -> subprocess.CompletedProcess:
     return memo_run([POLICYOPT, *map(str, args)], env=env, timeout=timeout)
 
 
+def without_times(obj):
+    """`obj` (a JSON value) without its wall times: keys ending in ``_s`` are seconds of one run."""
+    if isinstance(obj, dict):
+        return {k: without_times(v) for k, v in obj.items() if not k.endswith("_s")}
+    if isinstance(obj, list):
+        return [without_times(v) for v in obj]
+    return obj
+
+
 def ok_json(*args):
     """The strict JSON object of ``policyopt ARGS --json`` (exit 0 asserted)."""
     res = run_any(*args, "--json")

@@ -82,6 +82,7 @@ class BacktestOptions(CommandOptions):
     """
 
     COMMAND = "backtest"
+    VALUED = ("train_fraction", "max_age", "max_interval", "level", "seed")
     RULES = {
         "schedule": ("text",), "data": ("text",), "train_fraction": ("level",), "users": ("int", 1, MAX_COUNT),
         "value_range": ("range",), "phase_period": ("int", 1, MAX_AGE_LIMIT),
@@ -111,9 +112,6 @@ class BacktestOptions(CommandOptions):
     plot: str | os.PathLike | None = None
 
     def __post_init__(self):
-        for name in ("train_fraction", "max_age", "max_interval", "level", "seed"):
-            if getattr(self, name) is None:
-                raise InvalidInputError(f"`{name}` has a default ({getattr(type(self), name)!r}); give a value or omit it")
         if self.max_penalty is not None and self.max_rmse is not None:
             raise InvalidInputError("give `max_penalty` or `max_rmse`, not both")
         super().__post_init__()

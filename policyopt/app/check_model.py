@@ -77,6 +77,7 @@ class CheckModelOptions(CommandOptions):
     """
 
     COMMAND = "check-model"
+    VALUED = ("level", "markov_model", "min_pairs", "draws", "boot", "smoothing", "seed")
     RULES = {
         "data": ("text",), "states": ("int", 2, MAX_STATES), "value_range": ("range",), "max_lag": ("int", 1, None),
         "level": ("level",), "holdout": ("level",), "markov_model": ("text",), "slot_length": ("text",),
@@ -102,11 +103,6 @@ class CheckModelOptions(CommandOptions):
     workers: int | None = None
     scheduler: str | None = None
 
-    def __post_init__(self):
-        for name in ("level", "markov_model", "min_pairs", "draws", "boot", "smoothing", "seed"):
-            if getattr(self, name) is None:
-                raise InvalidInputError(f"`{name}` has a default ({getattr(type(self), name)!r}); give a value or omit it")
-        super().__post_init__()
 
 
 def check_report(args) -> CommandReport:

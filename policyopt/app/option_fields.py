@@ -73,14 +73,19 @@ class CommandOptions:
 
     ``RULES`` maps each field to its rule: ``("int", lower, upper)`` (``upper`` None: no limit), ``("level",)``
     (strictly between 0 and 1), ``("float", lower, upper, lower_open)``, ``("range",)`` (a value range LO < HI),
-    ``("text",)`` (a path or a specification), ``("choice", names)`` or ``("bool",)``; ``None`` is always allowed and
-    means the command's default.  ``COMMAND`` is the sub-command's name.
+    ``("text",)`` (a path or a specification), ``("choice", names)`` or ``("bool",)``; ``None`` means the command's
+    default, except for the fields in ``VALUED``, whose default is a value.  ``COMMAND`` is the sub-command's name.
     """
 
     COMMAND: str = ""
     RULES: dict = {}
+    #: Fields whose default is a value, not None: None is refused for them (it would not mean the default).
+    VALUED: tuple = ()
 
     def __post_init__(self):
+        for name in self.VALUED:
+            if getattr(self, name) is None:
+                raise InvalidInputError(f"`{name}` has a default ({getattr(type(self), name)!r}); give a value or omit it")
         for name, rule in self.RULES.items():
             _check_rule(self, name, rule)
 

@@ -12,7 +12,7 @@ import dataclasses
 import math
 
 import pytest
-from _cli import ok_json, run_cli
+from _cli import ok_json, run_cli, without_times as _without_times
 
 import policyopt as po
 from policyopt.app.backtest import BacktestOptions
@@ -22,15 +22,6 @@ from policyopt.errors import InvalidInputError
 
 CSV = "user,time,value\n" + "".join(f"u{u},{t},{((t * 7 + u * 3) % 5) * 0.4 + (t // 24 % 2) * 0.1:.2f}\n"
                                     for t in range(600) for u in range(3))
-
-
-def _without_times(obj):
-    """`obj` without its wall times (keys ending in ``_s``: seconds of this run)."""
-    if isinstance(obj, dict):
-        return {k: _without_times(v) for k, v in obj.items() if not k.endswith("_s")}
-    if isinstance(obj, list):
-        return [_without_times(v) for v in obj]
-    return obj
 
 
 def _lines(text: str) -> list[str]:

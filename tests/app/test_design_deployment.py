@@ -11,7 +11,7 @@ import math
 from pathlib import Path
 
 import pytest
-from _cli import ok_json, run_cli
+from _cli import ok_json, run_cli, without_times as _without_times
 
 import policyopt as po
 from policyopt.app.design_options import DesignOptions
@@ -35,15 +35,6 @@ CASES = {
         dict(data=str(EXAMPLES / "readings.csv"), states=3, max_age=12, max_interval=12, max_tv="empirical"),
     ),
 }
-
-
-def _without_times(obj):
-    """`obj` without its wall times (keys ending in ``_s``: seconds of this run)."""
-    if isinstance(obj, dict):
-        return {k: _without_times(v) for k, v in obj.items() if not k.endswith("_s")}
-    if isinstance(obj, list):
-        return [_without_times(v) for v in obj]
-    return obj
 
 
 def _without_wall_time(text: str) -> list[str]:
