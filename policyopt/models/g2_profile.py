@@ -207,6 +207,11 @@ def _g2_kernel(x, mask, K, k, P, phase0, lags, logs, bit_ratio, stat, df, pairs)
     x (U, T) states, −1 missing; mask (U, ≥ T): slot t of user u is missing also where mask[u, t] < 0.  K ≤ 32767
     states, context order k, period P (1: no phase), phase0 (U,) the phase of column 0, lags (L,) in k..T − 2,
     logs[i] = ln i (logs[0] unused), bit_ratio as BITSET_COST_RATIO.  Nothing is raised (numba).
+
+    One function on purpose, the project's one body over 120 lines: split into nine compiled helpers inlined by numba
+    (``inline="always"``; counts bit for bit the same on 180 random cases), the bit-set path ran 9–14 % slower
+    (0.434–0.452 s against 0.396 s for 2,000 users × 2,190 slots × 168 lags, K = 3, best of 9, same session) — the
+    helpers' tuple returns and the per-context calls cost what the loop body gains nothing from.
     """
     U, T = x.shape
     L = lags.size
