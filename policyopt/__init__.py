@@ -9,8 +9,8 @@ Privacy is measured in nats and time in slots.  Main entry points:
 * :func:`~policyopt.studies.schedule.design_schedule` — the optimal schedule with benchmarks;
 * :func:`~policyopt.app.schedule.design_deployment` — ``policyopt schedule`` from Python: the whole design on data
   (model check, guarantee, posterior checks, backtest), returning the command's report (→ :class:`DeploymentReport`);
-  likewise :func:`check_deployment_model` (``check-model``), :func:`backtest_deployment` (``backtest``) and
-  :func:`audit_ledger` (``ledger``), each returning the command's report (→ :class:`CommandReport`: ``to_dict()`` its
+  likewise :func:`check_deployment_model` (``check-model``), :func:`backtest_deployment` (``backtest``),
+  :func:`publish_releases` (``publish``) and :func:`audit_ledger` (``ledger``), each returning the command's report (→ :class:`CommandReport`: ``to_dict()`` its
   ``--json`` object, ``str()`` its text);
 * :mod:`policyopt.problems` / :mod:`policyopt.solvers` — formulations and back ends.
 
@@ -63,6 +63,8 @@ _LAZY = {
     "backtest_deployment": "policyopt.app.backtest",
     "BacktestOptions": "policyopt.app.backtest",
     "audit_ledger": "policyopt.app.ledger",
+    "publish_releases": "policyopt.app.publish",
+    "PublishOptions": "policyopt.app.publish",
     "LedgerOptions": "policyopt.app.ledger",
     "leakage": "policyopt.privacy.temporal",
     "supremum": "policyopt.privacy.temporal",

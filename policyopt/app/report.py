@@ -1,8 +1,8 @@
 """The report of one command run from Python: :class:`CommandReport`.
 
 Each command's Python call (:func:`policyopt.check_deployment_model` for ``check-model``,
-:func:`policyopt.backtest_deployment` for ``backtest``, :func:`policyopt.audit_ledger` for ``ledger``) runs the code
-the command runs and returns one of these: ``to_dict()`` is the command's ``--json`` object, ``str()`` its text,
+:func:`policyopt.backtest_deployment` for ``backtest``, :func:`policyopt.publish_releases` for ``publish``,
+:func:`policyopt.audit_ledger` for ``ledger``) runs the code the command runs and returns one of these: ``to_dict()`` is the command's ``--json`` object, ``str()`` its text,
 and a notebook shows it as a table (``_repr_html_``).  The command line prints exactly these two.
 """
 
@@ -21,15 +21,15 @@ class CommandReport:
     Attributes
     ----------
     command : str
-        The sub-command (``"check-model"``, ``"backtest"``, ``"ledger"``).
+        The sub-command (``"check-model"``, ``"backtest"``, ``"publish"``, ``"ledger"``).
     fields : dict
         The command's ``--json`` object (documented field by field in the CLI reference); read it with
         :meth:`to_dict`.
     text : str
         The text the command prints (without the final newline).
     allow_nan : bool
-        Whether the command's JSON may hold NaN (only ``ledger``, whose trajectory holds none in practice, was ever
-        printed without the check; kept as it printed).
+        Whether the command's JSON may hold NaN (``publish`` and ``ledger`` print theirs without the check, as they
+        always have; their numbers are finite in practice).
     extras : dict
         What the command computes but does not print (``backtest``: ``series``, the held-out time, ages and realised
         MSE, for a plot).

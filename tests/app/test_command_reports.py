@@ -12,7 +12,7 @@ import dataclasses
 import math
 
 import pytest
-from _cli import ok_json, run_cli, without_times as _without_times
+from _cli import ok_json, run_cli, strict_json, without_times as _without_times
 
 import policyopt as po
 from policyopt.app.backtest import BacktestOptions
@@ -115,3 +115,37 @@ def test_unknown_keywords_and_missing_ledger_are_refused():
         CheckModelOptions(level=None)
     with pytest.raises(InvalidInputError, match="not both"):
         BacktestOptions(max_penalty=0.01, max_rmse=0.1)
+
+
+def _noise_free(obj):
+    """A publish report without what the Laplace noise draws (each release's value and error bars)."""
+    if isinstance(obj, dict):
+        return {k: _noise_free(v) for k, v in obj.items() if k not in ("value", "ci_low", "ci_high")}
+    if isinstance(obj, list):
+        return [_noise_free(v) for v in obj]
+    return obj
+
+
+def test_publish_from_python_is_the_command(tmp_path, monkeypatch):
+    """The same releases due, skips, accounting and text (the noise aside): one ledger by the command, one by Python,
+    each in its own folder under the same relative names."""
+    import _warm_cli
+
+    argv = ["--A", "0", "--S-bar", "50", "--epsilon-c", "1", "--value-range", "0:2", "--model",
+            "two-state:p=0.1,q=0.1", "--data", "s.csv", "--ledger", "l.db"]
+    for name in ("cli", "python"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "s.csv").write_text(CSV)
+    cli = _warm_cli.run(["publish", *argv, "--json"], cwd=tmp_path / "cli", timeout=300)
+    assert cli.returncode == 0, cli.stderr
+    monkeypatch.chdir(tmp_path / "python")
+    report = po.publish_releases("l.db", A=0, S_bar=50, epsilon_c=1.0, value_range=(0, 2),
+                                 model="two-state:p=0.1,q=0.1", data="s.csv")
+    results = [_noise_free(_without_times(strict_json(cli.stdout))), _noise_free(_without_times(report.to_dict()))]
+    assert results[0] == results[1]
+    assert report.fields["released"] == 12 and report.command == "publish"  # slots 0, 50, ..., 550
+    again = po.publish_releases("l.db", A=0, S_bar=50, epsilon_c=1.0, value_range=(0, 2),
+                                model="two-state:p=0.1,q=0.1", data="s.csv")
+    assert again.fields["released"] == 0 and "nothing due" in str(again)  # resumed: no release redrawn
+    with pytest.raises(InvalidInputError, match="`ledger` is required"):
+        po.PublishOptions(A=0)
