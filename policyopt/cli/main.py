@@ -9,6 +9,7 @@ starts fast.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 
 from policyopt import progress
@@ -86,6 +87,12 @@ def main(argv=None) -> int:
     """
     import warnings
 
+    with _noting_interrupts() as interrupts:
+        return _main(argv, interrupts, warnings)
+
+
+def _main(argv, interrupts: list, warnings) -> int:
+    """:func:`main` with Ctrl-C noted in `interrupts` (an error raised after one is reported as the interruption)."""
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
@@ -110,15 +117,49 @@ def main(argv=None) -> int:
     except BrokenPipeError:  # output piped into e.g. `head`: not an error of the input
         _silence_stdio()
         return 0
-    except (PolicyOptError, OSError) as exc:
-        _quiet_print(f"policyopt: error: {_one_line(exc)}")
-        return 2
-    except RecursionError:
-        _quiet_print("policyopt: internal error: input nested too deeply for an unguarded reader (please report)")
-        return 1
-    except Exception as exc:  # noqa: BLE001 - the last line of defence: a bug, reported on one line
+    except Exception as exc:  # noqa: BLE001 - classified below, each on one line
+        if interrupts:  # Ctrl-C came first: what failed after it is its consequence (a library converting the
+            _quiet_print("policyopt: interrupted")  # KeyboardInterrupt into its own error, an import left half done)
+            return 130
+        if isinstance(exc, (PolicyOptError, OSError)):
+            _quiet_print(f"policyopt: error: {_one_line(exc)}")
+            return 2
+        if isinstance(exc, RecursionError):
+            _quiet_print("policyopt: internal error: input nested too deeply for an unguarded reader (please report)")
+            return 1
+        # the last line of defence: a bug, reported on one line
         _quiet_print(f"policyopt: internal error: {type(exc).__name__}: {_one_line(exc)[:500]} (please report)")
         return 1
+
+
+@contextlib.contextmanager
+def _noting_interrupts():
+    """Note every SIGINT (Ctrl-C) in the yielded list while raising KeyboardInterrupt as Python's own handler does.
+
+    A KeyboardInterrupt can be turned into another error on its way out: pybind11 reports it as the ImportError of the
+    extension module it interrupted (scipy's HiGHS core, imported lazily by OpenDP), and the next import of that
+    module then fails with "type … is already registered".  With the interrupt noted, :func:`main` reports such an
+    error as the interruption (exit 130), not as a bug.  Only Python's default handler is replaced (an ignored SIGINT
+    stays ignored), only in the main thread, and it is restored on exit (for calls of :func:`main` in a process).
+    """
+    import signal
+    import threading
+
+    noted: list = []
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        yield noted
+        return
+
+    def handler(signum, frame):
+        noted.append(signum)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, handler)
+    try:
+        yield noted
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _stderr_is_terminal() -> bool:

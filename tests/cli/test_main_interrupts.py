@@ -1,0 +1,63 @@
+"""Ctrl-C that a library turns into its own error is still reported as the interruption (exit 130, one line).
+
+pybind11 reports a KeyboardInterrupt raised while an extension module initialises as that module's ImportError, and
+the next import of the module then fails with "type … is already registered" (seen when Ctrl-C met OpenDP's lazy
+import of scipy's HiGHS core during ``publish``).  :func:`policyopt.cli.main.main` notes every SIGINT, so an error
+raised after one is reported as ``policyopt: interrupted`` with exit code 130, and a bug without one still as a bug.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+from _cli import main_output
+
+
+def _handler_that_loses_the_interrupt(interrupt: bool):
+    def handler(args):
+        if interrupt:
+            try:
+                os.kill(os.getpid(), signal.SIGINT)  # delivered at once to this (the main) thread
+            except KeyboardInterrupt:
+                pass  # swallowed by a library, as pybind11 does
+        raise ImportError('generic_type: type "ObjSense" is already registered!')
+
+    return handler
+
+
+def test_an_error_after_ctrl_c_is_the_interruption(monkeypatch):
+    import policyopt.cli.check_data as module
+
+    monkeypatch.setattr(module, "run_check_data", _handler_that_loses_the_interrupt(True))
+    code, out, err = main_output("check-data")
+    assert (code, out, err) == (130, "", "policyopt: interrupted\n")
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored for this process
+
+
+def test_the_same_error_without_ctrl_c_is_a_bug(monkeypatch):
+    import policyopt.cli.check_data as module
+
+    monkeypatch.setattr(module, "run_check_data", _handler_that_loses_the_interrupt(False))
+    code, out, err = main_output("check-data")
+    assert code == 1 and out == ""
+    assert err == 'policyopt: internal error: ImportError: generic_type: type "ObjSense" is already registered! ' \
+                  "(please report)\n"
+
+
+def test_an_ignored_sigint_stays_ignored(monkeypatch):
+    """A program started with SIGINT ignored (``nohup``, a background job) keeps it ignored while main runs."""
+    seen = []
+    import policyopt.cli.check_data as module
+
+    def handler(args):
+        seen.append(signal.getsignal(signal.SIGINT))
+        return 0
+
+    monkeypatch.setattr(module, "run_check_data", handler)
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        code, _, _ = main_output("check-data")
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert code == 0 and seen == [signal.SIG_IGN]
