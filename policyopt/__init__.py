@@ -10,7 +10,8 @@ Privacy is measured in nats and time in slots.  Main entry points:
 * :func:`~policyopt.app.schedule.design_deployment` — ``policyopt schedule`` from Python: the whole design on data
   (model check, guarantee, posterior checks, backtest), returning the command's report (→ :class:`DeploymentReport`);
   likewise :func:`check_deployment_model` (``check-model``), :func:`backtest_deployment` (``backtest``),
-  :func:`publish_releases` (``publish``) and :func:`audit_ledger` (``ledger``), each returning the command's report (→ :class:`CommandReport`: ``to_dict()`` its
+  :func:`publish_releases` (``publish``), :func:`audit_ledger` (``ledger``) and :func:`sweep_designs` (``sweep``),
+  each returning the command's report (→ :class:`CommandReport`: ``to_dict()`` its
   ``--json`` object, ``str()`` its text);
 * :mod:`policyopt.problems` / :mod:`policyopt.solvers` — formulations and back ends.
 
@@ -64,6 +65,8 @@ _LAZY = {
     "BacktestOptions": "policyopt.app.backtest",
     "audit_ledger": "policyopt.app.ledger",
     "publish_releases": "policyopt.app.publish",
+    "sweep_designs": "policyopt.app.sweep",
+    "SweepOptions": "policyopt.app.sweep",
     "PublishOptions": "policyopt.app.publish",
     "LedgerOptions": "policyopt.app.ledger",
     "leakage": "policyopt.privacy.temporal",

@@ -85,6 +85,12 @@ class DeploymentReport:
 
         return with_data_lines(format_report(self.fields), self.fields)
 
+    def _repr_html_(self) -> str:
+        """The text as a table for notebooks (:func:`policyopt.app.report.text_html`)."""
+        from policyopt.app.report import text_html
+
+        return text_html(str(self))
+
     def __repr__(self) -> str:
         s = self.schedule
         return (f"DeploymentReport(status={self.status!r}, A={s['A']!r}, S_bar={s['S_bar']!r}, "

@@ -10,11 +10,201 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import os
+import re
+import time
+from dataclasses import dataclass, field
 
-from policyopt.app.inputs import deployment_penalty, load_deployment
+from policyopt.app.design_options import METHOD_CHOICES, PRIVACY_CHOICES
+from policyopt.app.inputs import (
+    DEFAULT_MAX_AGE,
+    DEFAULT_MAX_INTERVAL,
+    DEFAULT_RELEASES,
+    MAX_AGE_LIMIT,
+    MAX_COUNT,
+    MAX_HORIZON,
+    MAX_STATES,
+    PENALTY_CHOICES,
+    deployment_penalty,
+    load_deployment,
+)
+from policyopt.app.option_fields import CommandOptions
+from policyopt.app.report import CommandReport
 from policyopt.errors import InvalidInputError, fmt
 
-__all__ = ["build_models", "check_guarantee_options"]
+__all__ = ["build_models", "check_guarantee_options", "check_vary", "SweepOptions", "sweep_designs", "sweep_report",
+           "VARY_PARAMETERS", "MAX_WORKERS"]
+
+#: Largest ``workers`` (processes of a local Dask cluster).
+MAX_WORKERS = 256
+
+#: A Dask scheduler address: PROTOCOL://HOST:PORT (HOST a name, an IPv4 address or a bracketed IPv6 address), or an
+#: in-process address inproc://HOST/PID/N.
+_SCHEDULER_ADDRESS = re.compile(r"^((tcp|tls|ws|wss|ucx)://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):[0-9]{1,5}"
+                                r"|inproc://[A-Za-z0-9._-]+/[0-9]+/[0-9]+)$")
+
+#: Parameters ``vary`` (``--vary``) accepts: name → (integer?, lower bound, what it applies to).
+VARY_PARAMETERS = {
+    "p": (False, None, "--chain"),
+    "q": (False, None, "--chain"),
+    "users": (True, 1, "every model source (with data: the deployment size I, the pilot fitted once)"),
+    "states": (True, 2, "data (--data or the bundled data)"),
+}
+
+
+@dataclass(frozen=True)
+class SweepOptions(CommandOptions):
+    """The options of ``policyopt sweep`` (:func:`sweep_designs`): the model options of ``schedule``
+    (:class:`~policyopt.app.design_options.DesignOptions`: ``data``, ``chain``, ``matrix``, ``states``, ``users``,
+    ``value_range``, ``max_age``, ``max_interval``, ...), then the grid and where it goes.
+
+    Attributes
+    ----------
+    max_penalty : sequence of float
+        The bounds f̄ (> 0, strictly increasing): the innermost grid.
+    vary : mapping of str to sequence, optional
+        Model parameters also swept (their product, f̄ innermost): ``p``, ``q`` (a two-state `chain`), ``users``
+        (deployment size I), ``states`` (data), each to its strictly increasing values.
+    out : str or os.PathLike
+        CSV of one row per point (JSON lines beside it, ``.jsonl``); an existing pair is resumed.
+    plot : str or os.PathLike, optional
+        Draw the trade-off curves into this .png, .pdf or .svg file.
+    workers : int
+        Points on a local Dask cluster of this many processes when > 1 (default 1: serial; at most 256).
+    scheduler : str, optional
+        Points on an existing Dask cluster (its address).
+    tradeoff_rtol : float, optional
+        Relative tolerance under which ε* counts as not lowered between neighbouring f̄ (≥ 0; default 1e-9).
+    wait : bool
+        Wait for another sweep writing `out` (default: refuse).
+
+    Raises
+    ------
+    InvalidInputError
+        No `max_penalty` or `out`, or a value of the wrong type or out of its range (naming the keyword).
+    """
+
+    COMMAND = "sweep"
+    VALUED = ("max_age", "max_interval", "releases", "method", "relax", "workers", "wait")
+    RULES = {
+        "data": ("text",), "chain": ("text",), "matrix": ("text",), "states": ("int", 2, MAX_STATES),
+        "users": ("int", 1, MAX_COUNT), "value_range": ("range",), "max_age": ("int", 0, MAX_AGE_LIMIT),
+        "max_interval": ("int", 1, MAX_AGE_LIMIT), "releases": ("int", 1, MAX_COUNT),
+        "smoothing": ("float", 0.0, float("inf"), False), "method": ("choice", METHOD_CHOICES),
+        "relax": ("bool",), "penalty": ("choice", PENALTY_CHOICES), "phase_period": ("int", 1, MAX_AGE_LIMIT),
+        "penalty_level": ("level",), "max_tv": ("text",), "horizon": ("int", 1, MAX_HORIZON),
+        "markov_model": ("text",), "delta": ("level",), "privacy": ("choice", PRIVACY_CHOICES),
+        "accept_refuted": ("text",), "out": ("text",), "plot": ("text",), "workers": ("int", 1, MAX_WORKERS),
+        "scheduler": ("text",), "tradeoff_rtol": ("float", 0.0, float("inf"), False), "wait": ("bool",),
+    }
+
+    data: str | os.PathLike | None = None
+    chain: str | None = None
+    matrix: str | os.PathLike | None = None
+    states: int | None = None
+    users: int | None = None
+    value_range: tuple | None = None
+    max_age: int = DEFAULT_MAX_AGE
+    max_interval: int = DEFAULT_MAX_INTERVAL
+    releases: int = DEFAULT_RELEASES
+    smoothing: float | None = None
+    method: str = "exact"
+    relax: bool = False
+    penalty: str | None = None
+    phase_period: int | None = None
+    penalty_level: float | None = None
+    max_tv: str | None = None
+    horizon: int | None = None
+    markov_model: str | None = None
+    delta: float | None = None
+    privacy: str | None = None
+    accept_refuted: str | None = None
+    max_penalty: tuple | None = None
+    vary: dict = field(default_factory=dict)
+    out: str | os.PathLike | None = None
+    plot: str | os.PathLike | None = None
+    workers: int = 1
+    scheduler: str | None = None
+    tradeoff_rtol: float | None = None
+    wait: bool = False
+
+    def __post_init__(self):
+        from policyopt.studies.sweep import parse_grid
+
+        for name in ("max_penalty", "out"):
+            if getattr(self, name) is None:
+                raise InvalidInputError(f"`{name}` is required")
+        values = self.max_penalty
+        if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+            raise InvalidInputError(f"`max_penalty` must be a sequence of numbers, got {fmt(values)}")
+        object.__setattr__(self, "max_penalty", parse_grid(",".join(map(_number, values)), "`max_penalty`", lower=0.0))
+        if not isinstance(self.vary, dict):
+            raise InvalidInputError(f"`vary` must be a mapping of parameter name to values, got {fmt(self.vary)}")
+        super().__post_init__()
+
+
+def _number(value) -> str:
+    """A grid value as the text :func:`~policyopt.studies.sweep.parse_grid` reads (``repr``; a bool is refused)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidInputError(f"a grid value must be a number, got {fmt(value)}")
+    return repr(value)
+
+
+def check_vary(vary: dict, args) -> dict:
+    """The ``vary`` mapping ({name: values}) checked against the model options of `args`: known names, the model
+    source each applies to, not also given as an option, each grid strictly increasing within its bounds (the caps
+    of ``users`` and ``states``); the checked values.
+
+    Raises
+    ------
+    InvalidInputError
+        As above, naming ``--vary NAME`` as the command line does.
+    """
+    from policyopt.studies.sweep import parse_grid
+
+    out: dict = {}
+    uses_data = args.chain is None and args.matrix is None
+    for name, values in vary.items():
+        if name not in VARY_PARAMETERS:
+            raise InvalidInputError(f"--vary {fmt(name)}: expected NAME=START:STOP:N with NAME one of "
+                                    f"{', '.join(VARY_PARAMETERS)}")
+        integer, lower, applies = VARY_PARAMETERS[name]
+        ok = {"p": args.chain is not None, "q": args.chain is not None, "users": True, "states": uses_data}[name]
+        if not ok:
+            raise InvalidInputError(f"--vary {name} applies to {applies} only")
+        if name in ("users", "states") and getattr(args, name) is not None:
+            raise InvalidInputError(f"give either --{name} or --vary {name}=..., not both")
+        if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+            raise InvalidInputError(f"--vary {name} must be a sequence of numbers, got {fmt(values)}")
+        cap = {"users": MAX_COUNT, "states": MAX_STATES}.get(name)  # the caps of --users / --states
+        out[name] = parse_grid(",".join(map(_number, values)), f"--vary {name}", integer=integer, lower=lower,
+                               upper=cap)
+    return out
+
+
+def sweep_designs(**options) -> CommandReport:
+    """Solve the schedule problem over a grid of f̄ (and model parameters) as ``policyopt sweep`` does, resumable,
+    and return its summary.
+
+    Parameters
+    ----------
+    **options
+        The attributes of :class:`SweepOptions`, by keyword: ``max_penalty`` (the f̄ grid) and ``out`` (the CSV) are
+        required; ``vary`` ({name: values}) and the model options are ``schedule``'s.
+
+    Returns
+    -------
+    CommandReport
+        ``to_dict()`` is the command's ``--json`` summary (its wall time aside) and ``str()`` its text;
+        ``extras["rows"]`` the CSV's rows (typed) and ``extras["records"]`` the JSON lines.
+
+    Raises
+    ------
+    InvalidInputError
+        An unknown keyword, a bad value, options that do not go together (named as on the command line), an `out`
+        another sweep is writing.
+    """
+    return sweep_report(SweepOptions.from_keywords("sweep_designs", options))
 
 
 def build_models(args, vary: dict, checks: dict | None = None, level: float | None = None) -> list:
@@ -146,3 +336,134 @@ def check_guarantee_options(args, uses_data: bool, level: float | None) -> None:
     if args.privacy == "model-free" and (args.method != "exact" or args.relax):
         raise InvalidInputError("--privacy model-free designs by exact enumeration over --horizon: use --method exact "
                                 "without --relax")
+
+
+def sweep_report(args) -> CommandReport:
+    """``policyopt sweep`` of parsed options (`args`: :class:`SweepOptions` or the command line's namespace with
+    ``vary`` already a mapping, :func:`check_vary`): every point solved (or resumed from ``out``) and the summary
+    the command prints.
+
+    Raises
+    ------
+    InvalidInputError
+        Bad options (naming the command-line option), a grid over :data:`~policyopt.studies.sweep.MAX_GRID_POINTS`,
+        an ``out`` another sweep is writing (without ``wait``), and the errors of the models' fits.
+    """
+    from policyopt.app.inputs import max_tv_level
+    from policyopt.progress import showing
+    from policyopt.studies.sweep import DEFAULT_TRADEOFF_RTOL, SweepSettings, jsonl_path, run_sweep
+
+    start = time.perf_counter()
+    jsonl_path(args.out)  # a .csv name, checked before any work
+    if args.scheduler is not None and not _SCHEDULER_ADDRESS.match(args.scheduler):
+        raise InvalidInputError(f"--scheduler {fmt(args.scheduler)} is not a Dask scheduler address; expected "
+                                "PROTOCOL://HOST:PORT such as tcp://127.0.0.1:8786")
+    if args.scheduler is not None and args.workers > 1:
+        raise InvalidInputError(f"give either --workers {args.workers} (a local cluster) or --scheduler {args.scheduler}, not both")
+    if args.plot is not None:
+        from policyopt.studies.plots import check_plot_option
+
+        check_plot_option(args.plot)
+    from policyopt.studies.sweep import MAX_GRID_POINTS
+
+    vary = check_vary(args.vary, args)
+    points = len(args.max_penalty)
+    for values in vary.values():
+        points *= len(values)
+    if points > MAX_GRID_POINTS:
+        raise InvalidInputError(f"the sweep has {points} points (--max-penalty × --vary); at most {MAX_GRID_POINTS}")
+    uses_data = args.chain is None and args.matrix is None
+    level = max_tv_level(args, uses_data)
+    check_guarantee_options(args, uses_data, level)
+    checks: dict = {}
+    models = build_models(args, vary, checks, level)
+    settings = SweepSettings(
+        max_age=args.max_age, max_interval=args.max_interval, releases=args.releases, method=args.method, relax=args.relax
+    )
+    rtol = DEFAULT_TRADEOFF_RTOL if args.tradeoff_rtol is None else args.tradeoff_rtol
+    input_files = {"--data": args.data, "--matrix": args.matrix}
+    if args.data is None and args.chain is None and args.matrix is None:
+        from policyopt.data import CITYLEARN_PATH
+
+        input_files["bundled data"] = CITYLEARN_PATH
+    result = run_sweep(
+        models,
+        args.max_penalty,
+        settings,
+        args.out,
+        workers=args.workers,
+        scheduler=args.scheduler,
+        progress=showing(),
+        tradeoff_rtol=rtol,
+        input_files=input_files,
+        wait=args.wait,
+    )
+    if args.plot is not None:
+        from policyopt.studies.plots import plot_sweep
+
+        plot_sweep(result.rows, args.plot)
+    rows = result.rows
+    statuses: dict = {}
+    for r in rows:
+        statuses[r["status"]] = statuses.get(r["status"], 0) + 1
+    risks = [r["peak_risk"] for r in rows if r["peak_risk"] is not None]
+    horizon_risks = [r["horizon_risk"] for r in rows if r["risk_kind"] == "horizon"]
+    kinds: dict = {}
+    guarantee_kinds: dict = {}
+    for r in rows:
+        if r["risk_kind"] is not None:
+            kinds[r["risk_kind"]] = kinds.get(r["risk_kind"], 0) + 1
+        if r["guarantee_kind"] is not None:
+            guarantee_kinds[r["guarantee_kind"]] = guarantee_kinds.get(r["guarantee_kind"], 0) + 1
+    mf = [r["model_free_epsilon"] for r in rows if r["model_free_epsilon"] is not None]
+    mf_pure = [r["model_free_epsilon_pure"] for r in rows if r["model_free_epsilon_pure"] is not None]
+    warnings, accepted, settings_seen = [], [], []
+    for rec in result.records:
+        rep = rec["report"]
+        warnings += [w for w in rep.get("warnings") or [] if w not in warnings]
+        if rep.get("accepted_refuted") and rep["accepted_refuted"] not in accepted:
+            accepted.append(rep["accepted_refuted"])
+    for m in models:
+        if m.guarantee.to_dict() not in settings_seen:
+            settings_seen.append(m.guarantee.to_dict())
+    emp = models[0].empirical
+    summary = {
+        "out": str(result.csv_path),
+        "jsonl": str(result.jsonl_path),
+        "points": len(rows),
+        "computed": result.computed,
+        "resumed": result.resumed,
+        "models": len(models),
+        "varied": vary,
+        "max_penalty": list(args.max_penalty),
+        "status_counts": statuses,
+        "guarantee_kind_counts": guarantee_kinds,
+        "model_free_epsilon_min": min(mf) if mf else None,
+        "model_free_epsilon_max": max(mf) if mf else None,
+        "model_free_epsilon_pure_min": min(mf_pure) if mf_pure else None,
+        "model_free_epsilon_pure_max": max(mf_pure) if mf_pure else None,
+        "peak_risk_min": min(risks) if risks else None,
+        "peak_risk_max": max(risks) if risks else None,
+        "peak_risk_withheld": sum(1 for r in rows if r["risk_kind"] == "peak" and r["peak_risk"] is None),
+        "no_tradeoff": result.no_tradeoff,
+        "max_tv_source": "chain" if emp is None else emp.spec,
+        "horizon": models[0].inputs["horizon"],
+        "empirical_max_lag": None if emp is None else emp.estimate.max_lag,
+        "risk_kind_counts": kinds,
+        "horizon_risk_min": min(horizon_risks) if horizon_risks else None,
+        "horizon_risk_max": max(horizon_risks) if horizon_risks else None,
+        "guarantee_settings": settings_seen,
+        "accepted_refuted": accepted or None,
+        "warnings": warnings,
+        "tradeoff_rtol": rtol,
+        "workers": args.workers,
+        "scheduler": args.scheduler,
+        "plot": args.plot,
+        "model_check": [checks[k] for k in checks] or None,
+        "wall_time_s": time.perf_counter() - start,
+    }
+    from policyopt.studies.sweep_text import format_summary
+
+    per_model = len(args.max_penalty)
+    text = format_summary(summary, [(r, models[r["point"] // per_model].verdict) for r in rows])
+    return CommandReport("sweep", summary, text, extras={"rows": rows, "records": result.records})

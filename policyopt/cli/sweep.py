@@ -2,25 +2,21 @@
 
 Registered in :func:`policyopt.cli.main.build_parser` by :func:`add_command`.  The model options are
 the ``schedule`` command's (one shared definition, :func:`policyopt.cli.options.add_model_options`);
-the models are built by :func:`policyopt.app.sweep.build_models`, the work is done by
-:func:`policyopt.studies.sweep.run_sweep`, the text by :func:`policyopt.studies.sweep_text.format_summary` and the
-figure by :func:`policyopt.studies.plots.plot_sweep`.
+the run is :func:`policyopt.app.sweep.sweep_report` (from Python :func:`policyopt.sweep_designs`: the models by
+:func:`policyopt.app.sweep.build_models`, the points by :func:`policyopt.studies.sweep.run_sweep`, the text by
+:func:`policyopt.studies.sweep_text.format_summary`, the figure by :func:`policyopt.studies.plots.plot_sweep`); this
+module parses the options and prints.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import re
-import time
 
-from policyopt.progress import showing
 from policyopt.app.inputs import (
     MAX_COUNT,
     MAX_STATES,
-    max_tv_level,
 )
-from policyopt.app.sweep import build_models, check_guarantee_options
+from policyopt.app.sweep import MAX_WORKERS, VARY_PARAMETERS
 from policyopt.cli.options import (
     add_guarantee_options,
     add_max_tv_options,
@@ -32,21 +28,6 @@ from policyopt.errors import InvalidInputError, fmt
 
 __all__ = ["add_command", "VARY_PARAMETERS"]
 
-#: Largest --workers (processes of a local Dask cluster).
-MAX_WORKERS = 256
-
-#: A Dask scheduler address: PROTOCOL://HOST:PORT (HOST a name, an IPv4 address or a bracketed IPv6 address), or an
-#: in-process address inproc://HOST/PID/N.
-_SCHEDULER_ADDRESS = re.compile(r"^((tcp|tls|ws|wss|ucx)://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):[0-9]{1,5}"
-                                r"|inproc://[A-Za-z0-9._-]+/[0-9]+/[0-9]+)$")
-
-#: Parameters ``--vary`` accepts: name → (integer?, lower bound, what it applies to).
-VARY_PARAMETERS = {
-    "p": (False, None, "--chain"),
-    "q": (False, None, "--chain"),
-    "users": (True, 1, "every model source (with data: the deployment size I, the pilot fitted once)"),
-    "states": (True, 2, "data (--data or the bundled data)"),
-}
 
 
 def _grid_arg(name):
@@ -112,8 +93,10 @@ def add_command(sub) -> None:
     cmd.set_defaults(handler=_cmd_sweep)
 
 
-def _parse_vary(items, args) -> dict:
-    """{name: values} from the --vary options, checked against the model options."""
+def _parse_vary(items) -> dict:
+    """{name: values} from the --vary options (``NAME=START:STOP:N`` or ``NAME=V1,V2,...``), each grid parsed as
+    :func:`policyopt.studies.sweep.parse_grid` reads it; what applies to which model is checked below the command line
+    (:func:`policyopt.app.sweep.check_vary`)."""
     from policyopt.studies.sweep import parse_grid
 
     out: dict = {}
@@ -126,135 +109,20 @@ def _parse_vary(items, args) -> dict:
             )
         if name in out:
             raise InvalidInputError(f"--vary {name} given twice")
-        integer, lower, applies = VARY_PARAMETERS[name]
-        uses_data = args.chain is None and args.matrix is None
-        ok = {"p": args.chain is not None, "q": args.chain is not None, "users": True, "states": uses_data}[name]
-        if not ok:
-            raise InvalidInputError(f"--vary {name} applies to {applies} only")
-        if name in ("users", "states") and getattr(args, name) is not None:
-            raise InvalidInputError(f"give either --{name} or --vary {name}=..., not both")
-        cap = {"users": MAX_COUNT, "states": MAX_STATES}.get(name)  # the caps of --users / --states
-        out[name] = parse_grid(spec, f"--vary {name}", integer=integer, lower=lower, upper=cap)
+        integer, lower, _ = VARY_PARAMETERS[name]
+        out[name] = parse_grid(spec, f"--vary {name}", integer=integer, lower=lower)
     return out
 
 
 def _cmd_sweep(args) -> int:
-    from policyopt.studies.sweep import DEFAULT_TRADEOFF_RTOL, SweepSettings, jsonl_path, run_sweep
+    """Handler of ``policyopt sweep``: the summary of :func:`policyopt.app.sweep.sweep_report`, printed as text or
+    JSON; exit code."""
+    import dataclasses
 
-    start = time.perf_counter()
-    jsonl_path(args.out)  # a .csv name, checked before any work
-    if args.scheduler is not None and not _SCHEDULER_ADDRESS.match(args.scheduler):
-        raise InvalidInputError(f"--scheduler {fmt(args.scheduler)} is not a Dask scheduler address; expected "
-                                "PROTOCOL://HOST:PORT such as tcp://127.0.0.1:8786")
-    if args.scheduler is not None and args.workers > 1:
-        raise InvalidInputError(f"give either --workers {args.workers} (a local cluster) or --scheduler {args.scheduler}, not both")
-    if args.plot is not None:
-        from policyopt.studies.plots import check_plot_option
+    from policyopt.app.sweep import SweepOptions, sweep_report
 
-        check_plot_option(args.plot)
-    from policyopt.studies.sweep import MAX_GRID_POINTS
-
-    vary = _parse_vary(args.vary, args)
-    points = len(args.max_penalty)
-    for values in vary.values():
-        points *= len(values)
-    if points > MAX_GRID_POINTS:
-        raise InvalidInputError(f"the sweep has {points} points (--max-penalty × --vary); at most {MAX_GRID_POINTS}")
-    uses_data = args.chain is None and args.matrix is None
-    level = max_tv_level(args, uses_data)
-    check_guarantee_options(args, uses_data, level)
-    checks: dict = {}
-    models = build_models(args, vary, checks, level)
-    settings = SweepSettings(
-        max_age=args.max_age, max_interval=args.max_interval, releases=args.releases, method=args.method, relax=args.relax
-    )
-    rtol = DEFAULT_TRADEOFF_RTOL if args.tradeoff_rtol is None else args.tradeoff_rtol
-    input_files = {"--data": args.data, "--matrix": args.matrix}
-    if args.data is None and args.chain is None and args.matrix is None:
-        from policyopt.data import CITYLEARN_PATH
-
-        input_files["bundled data"] = CITYLEARN_PATH
-    result = run_sweep(
-        models,
-        args.max_penalty,
-        settings,
-        args.out,
-        workers=args.workers,
-        scheduler=args.scheduler,
-        progress=showing(),
-        tradeoff_rtol=rtol,
-        input_files=input_files,
-        wait=args.wait,
-    )
-    if args.plot is not None:
-        from policyopt.studies.plots import plot_sweep
-
-        plot_sweep(result.rows, args.plot)
-    rows = result.rows
-    statuses: dict = {}
-    for r in rows:
-        statuses[r["status"]] = statuses.get(r["status"], 0) + 1
-    risks = [r["peak_risk"] for r in rows if r["peak_risk"] is not None]
-    horizon_risks = [r["horizon_risk"] for r in rows if r["risk_kind"] == "horizon"]
-    kinds: dict = {}
-    guarantee_kinds: dict = {}
-    for r in rows:
-        if r["risk_kind"] is not None:
-            kinds[r["risk_kind"]] = kinds.get(r["risk_kind"], 0) + 1
-        if r["guarantee_kind"] is not None:
-            guarantee_kinds[r["guarantee_kind"]] = guarantee_kinds.get(r["guarantee_kind"], 0) + 1
-    mf = [r["model_free_epsilon"] for r in rows if r["model_free_epsilon"] is not None]
-    mf_pure = [r["model_free_epsilon_pure"] for r in rows if r["model_free_epsilon_pure"] is not None]
-    warnings, accepted, settings_seen = [], [], []
-    for rec in result.records:
-        rep = rec["report"]
-        warnings += [w for w in rep.get("warnings") or [] if w not in warnings]
-        if rep.get("accepted_refuted") and rep["accepted_refuted"] not in accepted:
-            accepted.append(rep["accepted_refuted"])
-    for m in models:
-        if m.guarantee.to_dict() not in settings_seen:
-            settings_seen.append(m.guarantee.to_dict())
-    emp = models[0].empirical
-    summary = {
-        "out": str(result.csv_path),
-        "jsonl": str(result.jsonl_path),
-        "points": len(rows),
-        "computed": result.computed,
-        "resumed": result.resumed,
-        "models": len(models),
-        "varied": vary,
-        "max_penalty": list(args.max_penalty),
-        "status_counts": statuses,
-        "guarantee_kind_counts": guarantee_kinds,
-        "model_free_epsilon_min": min(mf) if mf else None,
-        "model_free_epsilon_max": max(mf) if mf else None,
-        "model_free_epsilon_pure_min": min(mf_pure) if mf_pure else None,
-        "model_free_epsilon_pure_max": max(mf_pure) if mf_pure else None,
-        "peak_risk_min": min(risks) if risks else None,
-        "peak_risk_max": max(risks) if risks else None,
-        "peak_risk_withheld": sum(1 for r in rows if r["risk_kind"] == "peak" and r["peak_risk"] is None),
-        "no_tradeoff": result.no_tradeoff,
-        "max_tv_source": "chain" if emp is None else emp.spec,
-        "horizon": models[0].inputs["horizon"],
-        "empirical_max_lag": None if emp is None else emp.estimate.max_lag,
-        "risk_kind_counts": kinds,
-        "horizon_risk_min": min(horizon_risks) if horizon_risks else None,
-        "horizon_risk_max": max(horizon_risks) if horizon_risks else None,
-        "guarantee_settings": settings_seen,
-        "accepted_refuted": accepted or None,
-        "warnings": warnings,
-        "tradeoff_rtol": rtol,
-        "workers": args.workers,
-        "scheduler": args.scheduler,
-        "plot": args.plot,
-        "model_check": [checks[k] for k in checks] or None,
-        "wall_time_s": time.perf_counter() - start,
-    }
-    if args.json:
-        print(json.dumps(summary, indent=2, ensure_ascii=False, allow_nan=False))
-    else:
-        from policyopt.studies.sweep_text import format_summary
-
-        per_model = len(args.max_penalty)
-        print(format_summary(summary, [(r, models[r["point"] // per_model].verdict) for r in rows]))
+    names = {f.name for f in dataclasses.fields(SweepOptions)}
+    given = {k: v for k, v in vars(args).items() if k in names and k != "vary"}
+    report = sweep_report(SweepOptions(**given, vary=_parse_vary(args.vary)))
+    print(report.to_json() if args.json else str(report))
     return 0

@@ -18,6 +18,8 @@ import policyopt as po
 from policyopt.app.backtest import BacktestOptions
 from policyopt.app.check_model import CheckModelOptions
 from policyopt.app.ledger import LedgerOptions
+from policyopt.app.publish import PublishOptions
+from policyopt.app.sweep import SweepOptions
 from policyopt.errors import InvalidInputError
 
 CSV = "user,time,value\n" + "".join(f"u{u},{t},{((t * 7 + u * 3) % 5) * 0.4 + (t // 24 % 2) * 0.1:.2f}\n"
@@ -69,14 +71,19 @@ def test_ledger_from_python_is_the_command(tmp_path):
 
 
 @pytest.mark.parametrize("cls, command", [(CheckModelOptions, "check-model"), (BacktestOptions, "backtest"),
-                                          (LedgerOptions, "ledger")])
+                                          (LedgerOptions, "ledger"), (PublishOptions, "publish"),
+                                          (SweepOptions, "sweep")])
 def test_options_are_the_command_lines_with_its_defaults(cls, command):
-    """Every option of the command is a field with the parser's default, and every field an option."""
+    """Every option of the command is a field with the parser's default, and every field an option (sweep's
+    ``vary`` is the parsed mapping of its repeated ``--vary`` texts: empty by default)."""
     from policyopt.cli.main import build_parser
 
     sub = build_parser()._subparsers._group_actions[0].choices[command]
     dests = {a.dest: a.default for a in sub._actions if a.dest not in ("help", "json")}
-    fields = {f.name: f.default for f in dataclasses.fields(cls)}
+    fields = {f.name: (f.default_factory() if f.default is dataclasses.MISSING else f.default)
+              for f in dataclasses.fields(cls)}
+    if command == "sweep":
+        assert dests.pop("vary") == [] and fields.pop("vary") == {}
     assert fields == dests
 
 
@@ -149,3 +156,22 @@ def test_publish_from_python_is_the_command(tmp_path, monkeypatch):
     assert again.fields["released"] == 0 and "nothing due" in str(again)  # resumed: no release redrawn
     with pytest.raises(InvalidInputError, match="`ledger` is required"):
         po.PublishOptions(A=0)
+
+
+def test_sweep_from_python_is_the_command(tmp_path):
+    argv = ["--chain", "two-state:p=0.1,q=0.1", "--max-penalty", "0.01,0.02,0.05", "--vary", "users=50,100",
+            "--max-age", "12", "--max-interval", "12"]
+    cli = ok_json("sweep", *argv, "--out", tmp_path / "a.csv")
+    report = po.sweep_designs(chain="two-state:p=0.1,q=0.1", max_penalty=[0.01, 0.02, 0.05], vary={"users": [50, 100]},
+                              max_age=12, max_interval=12, out=str(tmp_path / "b.csv"))
+    strip = lambda d: {k: v for k, v in _without_times(d).items() if k not in ("out", "jsonl")}  # noqa: E731
+    assert strip(report.to_dict()) == strip(cli) and report.fields["points"] == 6
+    assert len(report.extras["rows"]) == 6 and report.fields["varied"] == {"users": [50, 100]}
+    text = run_cli("sweep", *argv, "--out", tmp_path / "a.csv").stdout  # resumed: every point read back
+    assert [ln for ln in _lines(str(report)) if "b.csv" not in ln and "computed" not in ln] == \
+        [ln for ln in _lines(text) if "a.csv" not in ln and "computed" not in ln]
+    with pytest.raises(InvalidInputError, match="--vary states applies to data"):
+        po.sweep_designs(chain="two-state:p=0.1,q=0.1", max_penalty=[0.01], vary={"states": [2, 3]},
+                         out=str(tmp_path / "c.csv"))
+    with pytest.raises(InvalidInputError, match="`max_penalty` is required"):
+        SweepOptions(out="x.csv")

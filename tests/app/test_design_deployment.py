@@ -64,6 +64,8 @@ def test_report_fields_and_summary():
     d["A"] = -1  # to_dict() is a copy
     assert report.to_dict()["A"] == report.schedule["A"] >= 0
     assert "peak risk   : ε* = " in str(report) and math.isfinite(report.fields["peak_risk"])
+    html = report._repr_html_()  # a notebook's table: a row per line of the text, the label a header cell
+    assert html.count("<tr>") == len(str(report).splitlines()) and "<th style='text-align:left'>peak risk</th>" in html
 
 
 @pytest.mark.parametrize("keywords, phrase", [

@@ -68,7 +68,7 @@ def _strip(rows):
 def bench() -> None:
     """Run the sweep benchmark and print one line per measurement."""
     from policyopt.cli.main import build_parser
-    from policyopt.app.sweep import build_models
+    from policyopt.app.sweep import build_models, check_vary
     from policyopt.cli.sweep import _parse_vary
     from policyopt.studies.sweep import SweepSettings, parse_grid, run_sweep
 
@@ -119,7 +119,7 @@ def bench() -> None:
             # a sweep worth distributing: the same f̄ grid for 10 deployment sizes (2000 points)
             big_args = build_parser().parse_args(["sweep", "--max-penalty", f"{F_LO}:{F_HI}:{N_POINTS}", "--vary",
                                                   BIG_USERS, "--out", "x.csv"])
-            big_models = build_models(big_args, _parse_vary(big_args.vary, big_args))
+            big_models = build_models(big_args, check_vary(_parse_vary(big_args.vary), big_args))
             start = time.perf_counter()
             big_serial = run_sweep(big_models, grid, settings, tmp / "big_serial.csv")
             t_big_serial = time.perf_counter() - start
