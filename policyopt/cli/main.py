@@ -136,10 +136,10 @@ def _main(argv, interrupts: list, warnings) -> int:
 def _noting_interrupts():
     """Note every SIGINT (Ctrl-C) in the yielded list while raising KeyboardInterrupt as Python's own handler does.
 
-    A KeyboardInterrupt can be turned into another error on its way out: pybind11 reports it as the ImportError of the
-    extension module it interrupted (scipy's HiGHS core, imported lazily by OpenDP), and the next import of that
-    module then fails with "type … is already registered".  With the interrupt noted, :func:`main` reports such an
-    error as the interruption (exit 130), not as a bug.  Only Python's default handler is replaced (an ignored SIGINT
+    A KeyboardInterrupt can come back as another error: an import it interrupts is left half done (OpenDP's lazy
+    import, which loads scipy's HiGHS core), and a later import of the same module fails (seen: ImportError "type
+    ObjSense is already registered"; OpenDP's own "'private_pca' is already registered").  With the interrupt noted,
+    :func:`main` reports such an error as the interruption (exit 130), not as a bug.  Only Python's default handler is replaced (an ignored SIGINT
     stays ignored), only in the main thread, and it is restored on exit (for calls of :func:`main` in a process).
     """
     import signal

@@ -1,8 +1,7 @@
 """Ctrl-C that a library turns into its own error is still reported as the interruption (exit 130, one line).
 
-pybind11 reports a KeyboardInterrupt raised while an extension module initialises as that module's ImportError, and
-the next import of the module then fails with "type … is already registered" (seen when Ctrl-C met OpenDP's lazy
-import of scipy's HiGHS core during ``publish``).  :func:`policyopt.cli.main.main` notes every SIGINT, so an error
+An import that Ctrl-C interrupts is left half done, and a later import of the same module fails ("type ObjSense is
+already registered", seen when Ctrl-C met OpenDP's lazy import of scipy's HiGHS core during ``publish``).  :func:`policyopt.cli.main.main` notes every SIGINT, so an error
 raised after one is reported as ``policyopt: interrupted`` with exit code 130, and a bug without one still as a bug.
 """
 
