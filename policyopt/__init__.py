@@ -10,8 +10,8 @@ Privacy is measured in nats and time in slots.  Main entry points:
 * :func:`~policyopt.app.schedule.design_deployment` — ``policyopt schedule`` from Python: the whole design on data
   (model check, guarantee, posterior checks, backtest), returning the command's report (→ :class:`DeploymentReport`);
   likewise :func:`check_deployment_model` (``check-model``), :func:`backtest_deployment` (``backtest``),
-  :func:`publish_releases` (``publish``), :func:`audit_ledger` (``ledger``) and :func:`sweep_designs` (``sweep``),
-  each returning the command's report (→ :class:`CommandReport`: ``to_dict()`` its
+  :func:`publish_releases` (``publish``), :func:`audit_ledger` (``ledger``), :func:`sweep_designs` (``sweep``),
+  :func:`temporal_leakage` (``tpl``) and :func:`allocate_tpl_budgets` (``tpl-budget``), each returning the command's report (→ :class:`CommandReport`: ``to_dict()`` its
   ``--json`` object, ``str()`` its text);
 * :mod:`policyopt.problems` / :mod:`policyopt.solvers` — formulations and back ends.
 
@@ -66,6 +66,10 @@ _LAZY = {
     "audit_ledger": "policyopt.app.ledger",
     "publish_releases": "policyopt.app.publish",
     "sweep_designs": "policyopt.app.sweep",
+    "temporal_leakage": "policyopt.app.tpl",
+    "TplOptions": "policyopt.app.tpl",
+    "allocate_tpl_budgets": "policyopt.app.tpl",
+    "TplBudgetOptions": "policyopt.app.tpl",
     "SweepOptions": "policyopt.app.sweep",
     "PublishOptions": "policyopt.app.publish",
     "LedgerOptions": "policyopt.app.ledger",

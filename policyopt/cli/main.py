@@ -13,14 +13,15 @@ import contextlib
 import sys
 
 from policyopt import progress
-from policyopt.cli import backtest, check_data, check_model, discounted, fran, ledger, publish, schedule, sweep, tpl
+from policyopt.cli import (backtest, check_data, check_model, discounted, fran, ledger, publish, schedule, sweep, tpl,
+                           tpl_budget)
 from policyopt.cli.options import OneLineParser
 from policyopt.errors import PolicyOptError
 
 __all__ = ["main", "build_parser"]
 
 #: The sub-command modules, in the order ``policyopt --help`` lists them; each exposes ``add_command(sub)``.
-COMMANDS = (schedule, tpl, discounted, fran, sweep, publish, ledger, backtest, check_model, check_data)
+COMMANDS = (schedule, tpl, tpl_budget, discounted, fran, sweep, publish, ledger, backtest, check_model, check_data)
 
 
 def _version() -> str:

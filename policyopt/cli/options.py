@@ -46,6 +46,7 @@ __all__ = [
     "add_bound_options",
     "add_max_tv_options",
     "add_guarantee_options",
+    "add_tpl_source",
     "add_distributed_options",
     "add_ledger_model_options",
     "add_markov_model_option",
@@ -331,3 +332,34 @@ def check_plot(args) -> None:
         from policyopt.studies.plots import check_plot_option
 
         check_plot_option(args.plot)
+
+
+def add_tpl_source(cmd) -> None:
+    """Matrix / data source and guarantee options shared by ``tpl`` and ``tpl-budget``."""
+    from policyopt.studies.tpl_report import MAX_TPL_Z_STATES
+
+    cmd.add_argument("--pb", metavar="M", help="backward matrix P_B: CSV/NPY file or inline rows \"0.8,0.2;0.2,0.8\"")
+    cmd.add_argument("--pf", metavar="M", help="forward matrix P_F: CSV/NPY file or inline rows")
+    cmd.add_argument("--data", metavar="CSV", help="estimate P_B, P_F per user from readings (bundled data by default)")
+    cmd.add_argument("--states", type=int_at_least("--states", 2, MAX_STATES), metavar="K",
+                     help=f"quantile states for data (default {DEFAULT_STATES}, at most {MAX_STATES})")
+    cmd.add_argument("--value-range", type=value_range_arg("--value-range"), metavar="LO:HI",
+                     help="public range of one reading (data units): readings are clipped into it before the quantile "
+                     "states are set (data only; default: no clipping)")
+    cmd.add_argument("--slot-length", metavar="DUR", default=None,
+                     help="length of one slot of --data, e.g. 30min, 1h: the model check's lags are a week of slots "
+                     "and the w-event windows a day and a week (data only; the bundled data: 1h; unknown: 168 lags, "
+                     "windows of 24 and 168 steps)")
+    cmd.add_argument("--markov-model", metavar="MODEL", default=None,
+                     help="the Markov model of the readings the leakage assumes the adversary knows: chain (first-order "
+                     "chain over the quantile states), order:K (the state is the last K states), hmm:R (R hidden "
+                     "regimes) or auto (the simplest of chain, order:2, hmm:2, order:3, hmm:3 that passes); checked "
+                     "against the readings on held-out time (Markov test and Δ(t) check at lags up to a week, level "
+                     "0.95) before BPL/FPL/TPL are stated; for order:K and hmm:R they are computed on the augmented "
+                     f"chain Z (at most {MAX_TPL_Z_STATES} states); phase chains are time-inhomogeneous and refused "
+                     "(data only; default chain)")
+    add_guarantee_options(cmd, design=False, markov=False)
+    cmd.add_argument("--accept-refuted", metavar="REASON", default=None,
+                     help="compute and print a refuted model's BPL/FPL/TPL anyway, marked, with this reason recorded; "
+                     "the guarantee stated first stays the model-free one (data only)")
+    cmd.add_argument("--json", action="store_true", help="print one JSON object instead of text")

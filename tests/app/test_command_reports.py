@@ -20,6 +20,7 @@ from policyopt.app.check_model import CheckModelOptions
 from policyopt.app.ledger import LedgerOptions
 from policyopt.app.publish import PublishOptions
 from policyopt.app.sweep import SweepOptions
+from policyopt.app.tpl import TplBudgetOptions, TplOptions
 from policyopt.errors import InvalidInputError
 
 CSV = "user,time,value\n" + "".join(f"u{u},{t},{((t * 7 + u * 3) % 5) * 0.4 + (t // 24 % 2) * 0.1:.2f}\n"
@@ -72,7 +73,8 @@ def test_ledger_from_python_is_the_command(tmp_path):
 
 @pytest.mark.parametrize("cls, command", [(CheckModelOptions, "check-model"), (BacktestOptions, "backtest"),
                                           (LedgerOptions, "ledger"), (PublishOptions, "publish"),
-                                          (SweepOptions, "sweep")])
+                                          (SweepOptions, "sweep"), (TplOptions, "tpl"),
+                                          (TplBudgetOptions, "tpl-budget")])
 def test_options_are_the_command_lines_with_its_defaults(cls, command):
     """Every option of the command is a field with the parser's default, and every field an option (sweep's
     ``vary`` is the parsed mapping of its repeated ``--vary`` texts: empty by default)."""
@@ -175,3 +177,20 @@ def test_sweep_from_python_is_the_command(tmp_path):
                          out=str(tmp_path / "c.csv"))
     with pytest.raises(InvalidInputError, match="`max_penalty` is required"):
         SweepOptions(out="x.csv")
+
+
+def test_tpl_and_tpl_budget_from_python_are_the_commands(tmp_path):
+    """Matrices as arrays and budgets as numbers in Python; inline rows and a file on the command line."""
+    pb, pf = [[0.8, 0.2], [0.2, 0.8]], [[0.8, 0.2], [0.1, 0.9]]
+    budgets = tmp_path / "b.txt"
+    budgets.write_text("0.1,0.2,0.1,0.3\n")
+    cli = ["--pb", "0.8,0.2;0.2,0.8", "--pf", "0.8,0.2;0.1,0.9"]
+    _same(po.temporal_leakage(pb=pb, pf=pf, budgets=[0.1, 0.2, 0.1, 0.3]), "tpl", [*cli, "--budgets", budgets])
+    _same(po.temporal_leakage(pb=pb, pf=pf, epsilon=0.1, horizon=10), "tpl", [*cli, "--epsilon", "0.1", "--horizon", "10"])
+    report = po.allocate_tpl_budgets(pb=pb, pf=pf, alpha=1.0, horizon=5)
+    _same(report, "tpl-budget", [*cli, "--alpha", "1", "--horizon", "5"])
+    assert report.fields["method"] == "quantification"
+    with pytest.raises(InvalidInputError, match="`budgets` must be 1 to"):
+        po.temporal_leakage(pb=pb, pf=pf, budgets=[0.1, -1.0])
+    with pytest.raises(InvalidInputError, match="`alpha` is required"):
+        TplBudgetOptions(horizon=5)
