@@ -11,7 +11,8 @@ Privacy is measured in nats and time in slots.  Main entry points:
   (model check, guarantee, posterior checks, backtest), returning the command's report (→ :class:`DeploymentReport`);
   likewise :func:`check_deployment_model` (``check-model``), :func:`backtest_deployment` (``backtest``),
   :func:`publish_releases` (``publish``), :func:`audit_ledger` (``ledger``), :func:`sweep_designs` (``sweep``),
-  :func:`temporal_leakage` (``tpl``) and :func:`allocate_tpl_budgets` (``tpl-budget``), each returning the command's report (→ :class:`CommandReport`: ``to_dict()`` its
+  :func:`temporal_leakage` (``tpl``), :func:`allocate_tpl_budgets` (``tpl-budget``) and :func:`check_readings`
+  (``check-data``), each returning the command's report (→ :class:`CommandReport`: ``to_dict()`` its
   ``--json`` object, ``str()`` its text);
 * :mod:`policyopt.problems` / :mod:`policyopt.solvers` — formulations and back ends.
 
@@ -67,6 +68,8 @@ _LAZY = {
     "publish_releases": "policyopt.app.publish",
     "sweep_designs": "policyopt.app.sweep",
     "temporal_leakage": "policyopt.app.tpl",
+    "check_readings": "policyopt.app.check_data",
+    "CheckDataOptions": "policyopt.app.check_data",
     "TplOptions": "policyopt.app.tpl",
     "allocate_tpl_budgets": "policyopt.app.tpl",
     "TplBudgetOptions": "policyopt.app.tpl",

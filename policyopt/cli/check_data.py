@@ -1,13 +1,11 @@
 """``policyopt check-data``: can these readings support a design?  Span, slot length, ragged meters, gaps, sparse
 quantile states, and what to change.
 
-The work is done by :func:`policyopt.studies.data_check.check_data`; this module parses options, reads the data and
-prints.
+The check is :func:`policyopt.app.check_data.data_check_report` (from Python :func:`policyopt.check_readings`); this
+module parses options and prints.
 """
 
 from __future__ import annotations
-
-import json
 
 from policyopt.app.inputs import (
     BUNDLED_STATES,
@@ -18,9 +16,7 @@ from policyopt.cli.options import (
     int_at_least,
     value_range_arg,
 )
-from policyopt.errors import InvalidInputError
-
-__all__ = ["add_command", "run_check_data", "load_readings"]
+__all__ = ["add_command", "run_check_data"]
 
 
 def add_command(sub) -> None:
@@ -60,59 +56,11 @@ def add_command(sub) -> None:
     cmd.set_defaults(handler=run_check_data)
 
 
-def load_readings(args):
-    """(readings, source in words, slot seconds or None, where the slot length came from or None) of the options.
-
-    Raises
-    ------
-    InvalidInputError
-        A bad ``--slot-length`` (or one other than 1h for the bundled data); a missing or malformed ``--data``.
-    """
-    from policyopt.io import (format_duration, has_timestamps, is_parquet_source, parquet_has_timestamps, parse_duration,
-                              read_readings)
-
-    given = None if args.slot_length is None else parse_duration(args.slot_length, "--slot-length")
-    how = None if given is None else "given"
-    if args.data is None:
-        from policyopt.data import BUNDLED_SLOT_LENGTH, load_citylearn
-
-        bundled = parse_duration(BUNDLED_SLOT_LENGTH)
-        if given is not None and given != bundled:
-            raise InvalidInputError(f"--slot-length {args.slot_length} is not the bundled data's slot ({BUNDLED_SLOT_LENGTH})")
-        return (load_citylearn(), "bundled CityLearn 2022 pilot, 17 homes, hourly kWh", bundled,
-                "bundled" if given is None else how)
-    parquet = is_parquet_source(args.data)
-    if parquet_has_timestamps(args.data, "--data") if parquet else has_timestamps(args.data, "--data"):
-        from policyopt.io import read_timestamped_csv, read_timestamped_parquet
-
-        reader = read_timestamped_parquet if parquet else read_timestamped_csv
-        df, seconds, origin = reader(args.data, "--data", given)
-        source = f"data {args.data} (ISO 8601 time stamps: slot k is {origin} + k·{format_duration(seconds)})"
-        return df, source, seconds, how or "time stamps"
-    return read_readings(args.data), f"data {args.data}", given, how
-
-
 def run_check_data(args) -> int:
-    """Handler of ``policyopt check-data``: read the data, check it, print text or JSON; exit code."""
-    from policyopt.formatting import json_clean
-    from policyopt.models.estimation import DEFAULT_STATES
-    from policyopt.studies.data_check import check_data, format_data_check
+    """Handler of ``policyopt check-data``: the report of :func:`policyopt.app.check_data.data_check_report`,
+    printed as text or JSON; exit code."""
+    from policyopt.app.check_data import CheckDataOptions, data_check_report
 
-    df, source, seconds, how = load_readings(args)
-    bundled = args.data is None
-    states = args.states if args.states is not None else BUNDLED_STATES if bundled else DEFAULT_STATES
-    value_range = BUNDLED_VALUE_RANGE if bundled and args.value_range is None else args.value_range
-    try:
-        out = check_data(df, states=states, value_range=value_range, slot_seconds=seconds, slot_length_source=how,
-                         source=source)
-    except InvalidInputError as exc:  # name the option, not the Python argument
-        text = str(exc)
-        if text.startswith("`n_states`="):
-            raise InvalidInputError("--states " + text[len("`n_states`="):]) from None
-        raise
-    out = json_clean(out)
-    if args.json:
-        print(json.dumps(out, indent=2, ensure_ascii=False, allow_nan=False))
-    else:
-        print(format_data_check(out))
+    report = data_check_report(CheckDataOptions.from_namespace(args))
+    print(report.to_json() if args.json else str(report))
     return 0

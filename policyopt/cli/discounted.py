@@ -1,6 +1,7 @@
 """``policyopt discounted``: Laplace schedules under ε-DP and discounted DP (Farokhi 2020).
 
-Registered in :func:`policyopt.cli.main.build_parser` through :func:`add_command`.
+Registered in :func:`policyopt.cli.main.build_parser` through :func:`add_command`; the work is
+:func:`policyopt.app.discounted.discounted_from_options`, this module parses options and prints.
 """
 
 from __future__ import annotations
@@ -8,27 +9,19 @@ from __future__ import annotations
 import json
 import sys
 
+from policyopt.app.discounted import (
+    AUTO_DUAL_FROM_T,
+    MAX_BETA,
+    MAX_CERTIFIED_HYPERBOLIC_T,
+    MAX_CLIP,
+    MAX_EPSILON,
+    MAX_HORIZON,
+    MAX_OPTIMAL_T,
+    MIN_EPSILON,
+)
 from policyopt.cli.options import int_at_least, positive_float
-from policyopt.errors import InvalidInputError
 
-__all__ = ["add_command", "run", "MAX_OPTIMAL_T", "MAX_CVXPY_HYPERBOLIC_T", "AUTO_DUAL_FROM_T"]
-
-#: Largest horizon T of any schedule (a few float arrays of length T).
-MAX_HORIZON = 1_000_000
-#: Range of --epsilon, nats (outside it b_t = Δf/ε-type scales under- or overflow: all-zero or infinite noise).
-MIN_EPSILON, MAX_EPSILON = 1e-6, 1000.0
-#: Largest --clip (kWh per home and day) and --beta.
-MAX_CLIP = 1e100
-MAX_BETA = 1e100
-#: Largest hyperbolic horizon: the printed loss uses the direct O(T²) sum, whose error bound is proved (~7 s here).
-MAX_CERTIFIED_HYPERBOLIC_T = 50_000
-#: Largest horizon for ``--schedule optimal`` (solve time of either back end).
-MAX_OPTIMAL_T = 50_000
-#: Largest hyperbolic horizon for ``--solver cvxpy`` (dense T×T constraint: ~60 s at T = 2000).
-MAX_CVXPY_HYPERBOLIC_T = 2000
-#: ``--solver auto`` uses the dual back end for hyperbolic horizons above this.
-AUTO_DUAL_FROM_T = 1000
-
+__all__ = ["add_command", "run"]
 
 def add_command(sub) -> None:
     """Add the ``discounted`` sub-command to the argparse subparsers `sub`.
@@ -75,70 +68,18 @@ def add_command(sub) -> None:
     cmd.set_defaults(handler=run)
 
 
-def _parameter(args) -> dict:
-    """The notion's keyword (alpha/beta) after checking that the right one was given."""
-    if args.notion == "dp":
-        if args.alpha is not None or args.beta is not None:
-            raise InvalidInputError("--notion dp takes neither --alpha nor --beta")
-        return {}
-    if args.notion == "exponential":
-        if args.beta is not None:
-            raise InvalidInputError(f"--notion exponential takes --alpha, not --beta (got --beta {args.beta:g})")
-        if args.alpha is None:
-            raise InvalidInputError("--notion exponential needs --alpha A (discount factor in (0, 1))")
-        if args.alpha >= 1 and args.schedule != "optimal":
-            raise InvalidInputError(
-                f"--alpha must be < 1 for the corollary schedule (got {args.alpha:g}; α = 1 is ε-DP: use --notion dp)"
-            )
-        if args.alpha > 1:
-            raise InvalidInputError(f"--alpha must be in (0, 1], got {args.alpha:g}")
-        return {"alpha": args.alpha}
-    if args.alpha is not None:
-        raise InvalidInputError(f"--notion hyperbolic takes --beta, not --alpha (got --alpha {args.alpha:g})")
-    if args.beta is None:
-        raise InvalidInputError("--notion hyperbolic needs --beta B (discounting coefficient > 0)")
-    return {"beta": args.beta}
-
-
 def run(args) -> int:
-    """Handler of ``policyopt discounted``; prints text or JSON and returns the exit code.
+    """Handler of ``policyopt discounted``: the report of :func:`policyopt.app.discounted.discounted_from_options`,
+    its warnings on stderr, then text or JSON; exit code.
 
     Raises
     ------
     InvalidInputError
         On inconsistent options (turned into one line on stderr by :func:`policyopt.cli.main`).
     """
-    from policyopt.studies.discounted_report import design_discounted
+    from policyopt.app.discounted import discounted_from_options
 
-    par = _parameter(args)
-    T = args.horizon
-    solver = args.solver
-    if args.schedule != "optimal" and solver != "auto":
-        raise InvalidInputError(f"--solver {solver} applies to --schedule optimal only")
-    if args.schedule == "optimal":
-        if solver == "auto":
-            solver = "dual" if args.notion == "hyperbolic" and T > AUTO_DUAL_FROM_T else "cvxpy"
-        if T > MAX_OPTIMAL_T:
-            raise InvalidInputError(
-                f"--horizon {T} is too large for --schedule optimal (at most {MAX_OPTIMAL_T}); use --schedule corollary"
-            )
-        if solver == "cvxpy" and args.notion == "hyperbolic" and T > MAX_CVXPY_HYPERBOLIC_T:
-            raise InvalidInputError(
-                f"--horizon {T} is too large for --solver cvxpy with --notion hyperbolic (at most "
-                f"{MAX_CVXPY_HYPERBOLIC_T}: the constraint matrix is dense); use --solver dual"
-            )
-    if args.notion == "hyperbolic" and T > MAX_CERTIFIED_HYPERBOLIC_T:
-        raise InvalidInputError(
-            f"--horizon {T} is too large for --notion hyperbolic (at most {MAX_CERTIFIED_HYPERBOLIC_T}): the printed "
-            "loss must be certified, and only the direct O(T²) sum is (the FFT sum's error bound is an estimate)"
-        )
-    df, source = None, None
-    if args.data is not None:
-        from policyopt.io import read_readings_csv
-
-        df, source = read_readings_csv(args.data), f"data {args.data}"
-    report = design_discounted(args.notion, args.epsilon, T, schedule=args.schedule, solver=args.solver, data=df,
-                               clip=args.clip, source=source, **par)
+    report = discounted_from_options(args)
     for w in report.warnings:
         print(f"policyopt: warning: {w}", file=sys.stderr)
     if args.json:

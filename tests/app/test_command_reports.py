@@ -16,6 +16,7 @@ from _cli import ok_json, run_cli, strict_json, without_times as _without_times
 
 import policyopt as po
 from policyopt.app.backtest import BacktestOptions
+from policyopt.app.check_data import CheckDataOptions
 from policyopt.app.check_model import CheckModelOptions
 from policyopt.app.ledger import LedgerOptions
 from policyopt.app.publish import PublishOptions
@@ -74,7 +75,7 @@ def test_ledger_from_python_is_the_command(tmp_path):
 @pytest.mark.parametrize("cls, command", [(CheckModelOptions, "check-model"), (BacktestOptions, "backtest"),
                                           (LedgerOptions, "ledger"), (PublishOptions, "publish"),
                                           (SweepOptions, "sweep"), (TplOptions, "tpl"),
-                                          (TplBudgetOptions, "tpl-budget")])
+                                          (TplBudgetOptions, "tpl-budget"), (CheckDataOptions, "check-data")])
 def test_options_are_the_command_lines_with_its_defaults(cls, command):
     """Every option of the command is a field with the parser's default, and every field an option (sweep's
     ``vary`` is the parsed mapping of its repeated ``--vary`` texts: empty by default)."""
@@ -194,3 +195,11 @@ def test_tpl_and_tpl_budget_from_python_are_the_commands(tmp_path):
         po.temporal_leakage(pb=pb, pf=pf, budgets=[0.1, -1.0])
     with pytest.raises(InvalidInputError, match="`alpha` is required"):
         TplBudgetOptions(horizon=5)
+
+
+def test_check_data_from_python_is_the_command(tmp_path):
+    data = tmp_path / "r.csv"
+    data.write_text(CSV)
+    report = po.check_readings(data=str(data), states=2)
+    _same(report, "check-data", ["--data", data, "--states", "2"])
+    assert report.fields["users"] == 3 and report.fields["slots"] == 600
