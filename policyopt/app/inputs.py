@@ -343,9 +343,8 @@ def readings_penalty(dep: Deployment, *, design: str = "point"):
         _MOMENTS.clear()
         _MOMENTS[key] = (dep.readings, readings_moments(dep.readings, dep.horizon, value_range=dep.value_range,
                                                         phase_period=dep.phase_period))
-    moments = _MOMENTS[key][1]
-    return ReadingsMSEPenalty(moments, users=dep.users, unit=dep.unit, design=design, level=dep.penalty_level,
-                              seed=dep.seed)
+    return ReadingsMSEPenalty.from_readings(dep.readings, dep.horizon, moments=_MOMENTS[key][1], users=dep.users,
+                                            unit=dep.unit, design=design, level=dep.penalty_level, seed=dep.seed)
 
 
 def wants_distributed(options) -> bool:

@@ -107,7 +107,7 @@ def empirical_model(args, schedule, model):
     """
     from dataclasses import replace
 
-    from policyopt.studies.empirical_design import (box_last_age, empirical_max_tv_table, estimate_up_to,
+    from policyopt.studies.empirical_design import (box_last_age, empirical_design, empirical_max_tv_table,
                                                     parse_max_tv_source)
 
     if getattr(args, "max_tv", None) is None:
@@ -126,7 +126,8 @@ def empirical_model(args, schedule, model):
         return recorded, "the ledger's record (estimated when it was created)"
     last = box_last_age(schedule.A, schedule.S_bar)
     fitted, readings = model.fit("--model")
-    est, _ = estimate_up_to(fitted, readings, last, level, what=f"--A {schedule.A} with --S-bar {schedule.S_bar}")
+    est = empirical_design(fitted, readings, schedule.A, schedule.S_bar, level,
+                           what=f"--A {schedule.A} with --S-bar {schedule.S_bar}").estimate
     table = empirical_max_tv_table(est, last)
     where = (f"--max-tv {args.max_tv}: upper edge of the {level:g} block-bootstrap band of Δ(t) estimated from "
              f"{model.spec} ({est.method}, L = {est.max_lag} slots), non-increasing, t ≤ {last}; 1 beyond")

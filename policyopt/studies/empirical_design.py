@@ -240,7 +240,7 @@ class EmpiricalDesign:
 
 
 def empirical_design(fitted, readings, A_max: int, S_max: int, level: float, *, horizon: int | None = None,
-                     seed: int = 0) -> EmpiricalDesign:
+                     seed: int = 0, what: str | None = None) -> EmpiricalDesign:
     """Estimate Δ(t) from `readings` once for the box A ≤ `A_max`, S̄ ≤ `S_max` (:func:`estimate_up_to`).
 
     Parameters
@@ -257,10 +257,15 @@ def empirical_design(fitted, readings, A_max: int, S_max: int, level: float, *, 
         H of the horizon design (slots); default the data's length T.
     seed : int
         Seed of the block bootstrap.
+    what : str, optional
+        The box in the words of its options, for the message when the data are too short (default ``--max-age A_max
+        with --max-interval S_max``; ``publish`` names its schedule's ``--A``, ``--S-bar``).
 
     Returns
     -------
     EmpiricalDesign
+        The one place the data's Δ̃(t) is built: ``schedule``, every ``sweep`` point, ``backtest``'s design on the
+        training readings and ``publish --max-tv empirical`` (its schedule's A and S̄ as the box) use it.
 
     Raises
     ------
@@ -269,7 +274,7 @@ def empirical_design(fitted, readings, A_max: int, S_max: int, level: float, *, 
     """
     need = box_last_age(A_max, S_max)
     est, T = estimate_up_to(fitted, readings, need, level, seed=seed,
-                            what=f"--max-age {int(A_max)} with --max-interval {int(S_max)}")
+                            what=what or f"--max-age {int(A_max)} with --max-interval {int(S_max)}")
     return EmpiricalDesign(estimate=est, source=empirical_source(est, A_max, S_max), level=float(level), slots=int(T),
                            horizon=int(T) if horizon is None else int(horizon))
 

@@ -566,10 +566,10 @@ def design_schedule(
     mf_horizon, mf_delta = horizon, delta  # `horizon` below is the envelope's
     start = time.perf_counter()
     if penalty is None and data is not None:
-        from policyopt.utility.readings_penalty import ReadingsMSEPenalty, readings_moments
+        from policyopt.utility.readings_penalty import ReadingsMSEPenalty
 
-        moments = readings_moments(data, A_max + S_max + 1, value_range=value_range, phase_period=phase_period)
-        penalty = ReadingsMSEPenalty(moments, users=moments.n_users if users is None else users)
+        penalty = ReadingsMSEPenalty.from_readings(data, A_max + S_max + 1, users=users, value_range=value_range,
+                                                   phase_period=phase_period)
     if penalty is None:
         if not isinstance(population, Population):
             raise InvalidInputError(

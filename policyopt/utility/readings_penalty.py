@@ -644,6 +644,26 @@ class ReadingsMSEPenalty(MSEPenalty):
         state["_shared"] = {}
         return state
 
+    @classmethod
+    def from_readings(cls, readings, max_age: int, *, users: int | None = None, value_range=None,
+                      phase_period: int | None = None, moments: ReadingsMoments | None = None, **options):
+        """The readings penalty of long readings (user, time, value) over ages 0..`max_age`: their
+        :func:`readings_moments`, then the penalty of I = `users` (default: the readings' own users).
+
+        The one place a design on readings builds its MSE model: ``schedule`` (:func:`policyopt.design_schedule` with
+        ``data``, and the deployment of ``policyopt schedule``), ``sweep`` and ``backtest``'s design on the training
+        readings.  `moments`, when given, are these readings' moments computed before (a caller's cache); `options`
+        are the other keywords of the class (``unit``, ``design``, ``level``, ``seed``).
+
+        Raises
+        ------
+        InvalidInputError
+            Bad readings or options (as :func:`readings_moments` and the class raise them).
+        """
+        if moments is None:
+            moments = readings_moments(readings, max_age, value_range=value_range, phase_period=phase_period)
+        return cls(moments, users=moments.n_users if users is None else users, **options)
+
     def with_users(self, users: int) -> "ReadingsMSEPenalty":
         """The same readings for another deployment size I; moments and bootstrap replicates are shared.
 
