@@ -194,6 +194,11 @@ def design_from_options(options: DesignOptions) -> DeploymentReport:
         horizon=gs.horizon,
         delta=gs.delta,
         verdict=None,  # the guarantee follows the model check below (_state_guarantee)
+        empirical=empirical,
+        # Theorem 3 over the horizon only when its first-order premise passed (or its refutation is accepted): else the
+        # horizon is designed model-free (_state_guarantee) and the O(H)-per-cell enumeration is not run
+        horizon_design=(selection is None or gs.accept_refuted is not None
+                        or (selection.chosen is not None and not selection.chosen.markov_test["refuted"])),
     )
     out = report.to_dict()
     if options.max_rmse is not None:
@@ -209,16 +214,6 @@ def design_from_options(options: DesignOptions) -> DeploymentReport:
     elif markov_source is not None:  # the deployment line says "model.max_tv_source says which"
         m["max_tv_source"] = (f"Δ_Z(t) of the Markov model {markov_source.name} (point estimate, fitted on every design "
                               "reading)")
-    if empirical is not None:
-        from policyopt.studies.empirical_design import add_empirical_design
-
-        # Theorem 3 over the horizon only when its first-order premise passed (or its refutation is accepted): else the
-        # horizon is designed model-free (_state_guarantee) and the O(H)-per-cell enumeration is not run
-        chosen = None if selection is None else selection.chosen
-        premise = (selection is None or gs.accept_refuted is not None
-                   or (chosen is not None and not chosen.markov_test["refuted"]))
-        add_empirical_design(out, empirical, penalty, max_penalty, options.max_age, options.max_interval,
-                             horizon_design=premise)
     chains_designed = empirical is None and markov_source is None  # the fitted chains are the design's Δ(t)
     chains_trusted = selection is None or selection.passed or gs.accept_refuted is not None
     _rows_and_credible(out, dep, post, rng, warnings, options.relax, chains_designed, chains_trusted, markov_source,

@@ -476,7 +476,7 @@ def backtest(data, schedule: dict | None = None, *, train_fraction: float = 0.5,
     replayed = "schedule"  # or "horizon_design" (replayable_design)
     if designed_here:
         from policyopt.models.estimation import fit_population
-        from policyopt.studies.empirical_design import add_empirical_design, empirical_design, parse_max_tv_source
+        from policyopt.studies.empirical_design import empirical_design, parse_max_tv_source
         from policyopt.studies.schedule import design_schedule
 
         kind, tv_level = parse_max_tv_source(max_tv)
@@ -491,10 +491,8 @@ def backtest(data, schedule: dict | None = None, *, train_fraction: float = 0.5,
         emp = (None if kind == "model" else
                empirical_design(fitted, train, A_max, S_max, tv_level, horizon=horizon, seed=seed))
         report = design_schedule(fitted.population if emp is None else emp.source, max_penalty=max_penalty, A_max=A_max,
-                                 S_max=S_max, penalty=pen)
+                                 S_max=S_max, penalty=pen, empirical=emp)
         sched = report.to_dict()
-        if emp is not None:
-            add_empirical_design(sched, emp, pen, max_penalty, A_max, S_max)
         raw = sched
         sched, replayed = replayable_design(sched)
         if sched["A"] is None or (sched["status"] not in ("optimal", "feasible") and replayed == "schedule"):

@@ -208,6 +208,11 @@ class ScheduleReport:
     certified : dict
         ``solution`` and ``no_aging``: the outputs of :func:`certify_peak_risk` (the reported,
         rounded-up peak risks); a missing entry is rounded up by one float step only.
+    guarantee_args : dict or None
+        What :func:`policyopt.studies.guarantee.apply_guarantee` is called with (None: no guarantee fields).
+    empirical_fields : dict or None
+        With a design against the data's Δ̃(t) band: ``max_tv_source`` (into ``model``), ``empirical_max_tv`` and
+        ``horizon_design``, computed once by :func:`design_schedule`.
     """
 
     solution: Solution
@@ -219,6 +224,7 @@ class ScheduleReport:
     extra: dict = field(default_factory=dict)
     certified: dict = field(default_factory=dict)
     guarantee_args: dict | None = None
+    empirical_fields: dict | None = None
 
     def __repr__(self) -> str:
         """A short multi-line summary: arrays by shape and range, long mappings by their keys."""
@@ -254,7 +260,12 @@ class ScheduleReport:
             from policyopt.studies.guarantee import apply_guarantee
 
             apply_guarantee(out, **self.guarantee_args)
-        return json_clean(out)
+        out = json_clean(out)
+        if self.empirical_fields is not None:  # the design against the data's Δ̃(t) band (design_schedule(empirical=))
+            e = dict(self.empirical_fields)
+            out["model"]["max_tv_source"] = e.pop("max_tv_source")
+            out.update(e)
+        return out
 
     @property
     def peak_risk(self) -> float | None:
@@ -484,6 +495,8 @@ def design_schedule(
     horizon: int | None = None,
     delta: float | None = None,
     verdict: tuple | str | None = "assumed",
+    empirical=None,
+    horizon_design: bool = True,
 ) -> ScheduleReport:
     """Optimal stationary schedule (A, S̄, ε_C) for a population, with both benchmarks.
 
@@ -544,6 +557,14 @@ def design_schedule(
         8760).  Default ``"assumed"``: the Δ(t) source is the caller's assumption ("the given chain", "the given
         chains" or "the given Δ(t) source"): :func:`design_schedule` checks no model against data (``policyopt
         schedule`` does, and passes its verdict).  ``None``: no guarantee fields.
+    empirical : policyopt.studies.empirical_design.EmpiricalDesign, optional
+        The data's Δ̃(t) band the design is against (``--max-tv empirical``; `population` is then its ``source``): the
+        report gets ``empirical_max_tv``, ``model.max_tv_source`` and ``horizon_design``, the Theorem 3 design over
+        the band's horizon when no schedule has a finite ε* (:func:`~policyopt.studies.empirical_design.add_empirical_design`,
+        problem (H1)–(H2) of :mod:`policyopt.problems.horizon`) — unless `horizon_design` is false (the caller found
+        the first-order premise refuted and designs the horizon model-free).
+    horizon_design : bool
+        With `empirical`: run the Theorem 3 horizon design when no finite ε* exists (default).
 
     Returns
     -------
@@ -657,7 +678,7 @@ def design_schedule(
                  "horizon": UNKNOWN_SLOT_HORIZON if mf_horizon is None else int(mf_horizon),
                  "delta": default_delta(int(model["users"])) if mf_delta is None else float(mf_delta),
                  "windows": default_windows(None)}
-    return ScheduleReport(
+    report = ScheduleReport(
         solution=solution,
         no_aging=no_aging,
         noise_only=noise_only,
@@ -668,6 +689,17 @@ def design_schedule(
         extra=extra,
         guarantee_args=gargs,
     )
+    if empirical is None:
+        return report
+    from dataclasses import replace
+
+    from policyopt.studies.empirical_design import add_empirical_design
+
+    fields = add_empirical_design(report.to_dict(), empirical, penalty, max_penalty, A_max, S_max,
+                                  horizon_design=horizon_design)
+    return replace(report, wall_time_s=time.perf_counter() - start,
+                   empirical_fields={"max_tv_source": fields["model"]["max_tv_source"],
+                                     **{k: fields[k] for k in ("empirical_max_tv", "horizon_design")}})
 
 
 def _model_free_solution(problem, penalty, horizon: int, delta: float | None) -> tuple[Solution, dict]:

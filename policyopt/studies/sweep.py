@@ -423,13 +423,10 @@ def solve_point(model: SweepModel, max_penalty: float, settings: SweepSettings) 
         horizon=gs.horizon,
         delta=gs.delta,
         verdict=None,  # the guarantee follows the model check, after the horizon design (below)
+        empirical=emp,
+        horizon_design=verdict.trusted or gs.accept_refuted is not None,
     ).to_dict()
     model_peak = report["peak_risk"]  # the model's ε* of the row's schedule, before the guarantee decides on stating it
-    if emp is not None:
-        from policyopt.studies.empirical_design import add_empirical_design
-
-        add_empirical_design(report, emp, model.penalty, f_bar, settings.max_age, settings.max_interval,
-                             horizon_design=verdict.trusted or gs.accept_refuted is not None)
     if report["A"] is None and report.get("max_penalty") is not None and report.get("status") != "relaxed":
         # no schedule with a finite ε*: `schedule`'s rule — Theorem 3 over the horizon under a model that passed its
         # checks (or was given, or whose refutation is accepted on request), else the model-free design (the releases
