@@ -123,9 +123,12 @@ def backtest_report(args) -> CommandReport:
     from policyopt.formatting import json_clean
     from policyopt.studies.backtest import format_backtest
 
+    from policyopt.studies.data_check import with_data_check
+
     out = backtest_from_options(args)
     series = out.pop("series")
-    return CommandReport("backtest", json_clean(out), format_backtest(out), extras={"series": series})
+    return CommandReport("backtest", json_clean(out), with_data_check(format_backtest(out), out),
+                         extras={"series": series})
 
 
 def backtest_deployment(**options) -> CommandReport:
@@ -233,7 +236,7 @@ def backtest_from_options(args) -> dict:
     else:
         from policyopt.io import read_readings_timed
 
-        df, slot_seconds, _ = read_readings_timed(args.data, "--data")  # ISO 8601 time stamps give the slot length
+        df, slot_seconds, origin = read_readings_timed(args.data, "--data")  # ISO 8601 stamps give the slot length
         unit = ""
         value_range, users = args.value_range, args.users
         phase = default_phase_period(False, slot_seconds) if args.phase_period is None else args.phase_period
@@ -245,6 +248,13 @@ def backtest_from_options(args) -> dict:
                    states=BUNDLED_STATES if args.states is None else args.states, A_max=args.max_age,
                    S_max=args.max_interval, level=args.level, seed=args.seed, unit=unit, max_tv=max_tv,
                    horizon=args.horizon, delta=args.delta, slot_seconds=slot_seconds, ci_level=args.ci_level)
+    if not bundled:  # what check-data says of --data opens the report
+        from policyopt.studies.data_check import readings_check
+
+        recorded = ((schedule or {}).get("model") or {}).get("states") if isinstance(schedule, dict) else None
+        states = args.states if args.states is not None else recorded if isinstance(recorded, int) else BUNDLED_STATES
+        out["data_check"] = readings_check(df, states=states, value_range=value_range, slot_seconds=slot_seconds,
+                                           time_stamps=origin is not None, source=f"data {args.data}")
     if args.plot is not None:
         plot_backtest(out, args.plot, phase_period=phase)
         out["plot"] = str(args.plot)

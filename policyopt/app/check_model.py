@@ -111,8 +111,10 @@ def check_report(args) -> CommandReport:
     from policyopt.formatting import json_clean
     from policyopt.studies.check_model_text import format_check
 
+    from policyopt.studies.data_check import with_data_check
+
     out = json_clean(check_from_options(args))
-    return CommandReport("check-model", out, format_check(out))
+    return CommandReport("check-model", out, with_data_check(format_check(out), out))
 
 
 def check_deployment_model(**options) -> CommandReport:
@@ -215,6 +217,12 @@ def check_from_options(args) -> dict:
             raise InvalidInputError("--max-lag " + text[len("`max_lag`="):]) from None
         raise
     out = report.to_dict()
+    if data is not None:  # --data read in memory: what check-data says of it opens the report
+        from policyopt.studies.data_check import readings_check
+
+        out["data_check"] = readings_check(data, states=out["states"], value_range=args.value_range,
+                                           slot_seconds=slot_seconds, slot_length_given=args.slot_length is not None,
+                                           time_stamps=origin is not None, source=f"data {args.data}")
     if distributed:
         out["distributed"] = {"workers": args.workers, "scheduler": args.scheduler, "partitions": stats["partitions"],
                               "fit_s": stats["fit_seconds"], "markov_test_s": stats["markov_test_seconds"],

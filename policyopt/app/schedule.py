@@ -83,7 +83,9 @@ class DeploymentReport:
         from policyopt.studies.deployment_text import with_data_lines
         from policyopt.studies.schedule_text import format_report
 
-        return with_data_lines(format_report(self.fields), self.fields)
+        from policyopt.studies.data_check import with_data_check
+
+        return with_data_check(with_data_lines(format_report(self.fields), self.fields), self.fields)
 
     def _repr_html_(self) -> str:
         """The text as a table for notebooks (:func:`policyopt.app.report.text_html`)."""
@@ -218,6 +220,12 @@ def design_from_options(options: DesignOptions) -> DeploymentReport:
     chains_trusted = selection is None or selection.passed or gs.accept_refuted is not None
     _rows_and_credible(out, dep, post, rng, warnings, options.relax, chains_designed, chains_trusted, markov_source,
                        empirical)
+    if options.data is not None and not wants_distributed(options) and dep.readings is not None:
+        from policyopt.studies.data_check import readings_check
+
+        out["data_check"] = readings_check(dep.readings, states=m["states"], value_range=dep.value_range,
+                                           slot_seconds=dep.slot_seconds, slot_length_given=options.slot_length is not None,
+                                           time_stamps=dep.time_origin is not None, source=f"data {options.data}")
     out["deployment"] = deployment_record(options, dep, post.get("robust"), None if empirical is None else empirical.level,
                                           None if markov_source is None else markov_source.name,
                                           DEFAULT_SEED if post.get("seed") is None else post["seed"])

@@ -42,7 +42,7 @@ from policyopt.models.empirical import DEFAULT_MIN_PAIRS
 from policyopt.models.estimation import DEFAULT_MIN_ROW_TRANSITIONS, Quantizer, fit_population, validate_readings
 from policyopt.utility.readings_penalty import MIN_BOOTSTRAP_PERIODS
 
-__all__ = ["check_data", "format_data_check", "row_counts", "suggest_states", "DAY_SECONDS", "RAGGED_SHARE",
+__all__ = ["check_data", "format_data_check", "data_check_lines", "with_data_check", "readings_check", "row_counts", "suggest_states", "DAY_SECONDS", "RAGGED_SHARE",
            "FALLBACK_PERIOD", "DEFAULT_SPLIT"]
 
 #: Seconds in a day: a day of slots is DAY_SECONDS / slot length.
@@ -402,3 +402,49 @@ def format_data_check(d: dict) -> str:
     lines += [f"warning     : {w}" for w in d["warnings"]]
     lines.append(f"wall time   : {d['wall_time_s']:.3f} s")
     return check_text("\n".join(lines))
+
+
+def data_check_lines(d: dict) -> list[str]:
+    """The data-check section that opens the text of ``schedule``, ``check-model`` and ``backtest`` on ``--data``: one
+    ``data check`` line (readings, span, slot length, ragged meters, gaps, sparse (user, state) rows and the states
+    that leave none) and a ``data advice`` line per suggestion of :func:`check_data`'s result `d` (the command's JSON
+    ``data_check``; ``policyopt check-data`` prints the whole of it)."""
+    slot = ("slot length unknown" if d["slot_length"] is None else
+            f"slots of {d['slot_length']} ({d['slot_length_source']})"
+            + ("" if d["phase_period"] is None else f", a day of {fmt_count(d['phase_period'], 'slot')}"))
+    ragged = (f"{fmt_count(len(d['ragged']), 'ragged meter')} ({_names(d['ragged'])})" if d["ragged"]
+              else "no ragged meter")
+    sparse = (f"{fmt_count(len(d['sparse_rows']), '(user, state) row')} with fewer than {d['min_pairs']} transitions at "
+              f"{d['states']} states" if d["sparse_rows"] else f"no (user, state) row under {d['min_pairs']} transitions "
+              f"at {d['states']} states")
+    states = ("" if not d["sparse_rows"] else
+              f"; --states {d['suggested_states']} leaves none" if d["suggested_states"] is not None else
+              "; no number of states leaves none")
+    lines = [f"data check  : {fmt_count(d['readings'], 'reading')} of {fmt_count(d['users'], 'user')} over "
+             f"{fmt_count(d['slots'], 'slot')}, {slot}; {ragged}; {fmt_count(d['gaps'], 'slot')} missing inside the "
+             f"meters' spans; {sparse}{states} (policyopt check-data for the whole check)"]
+    return lines + [f"data advice : {s}" for s in d["suggestions"]]
+
+
+def with_data_check(text: str, out: dict) -> str:
+    """`text` (a command's report) with the lines of :func:`data_check_lines` after its title and the guarantee it
+    states first (``guarantee`` and ``model free`` lines: every data run states its guarantee first) when `out` (the
+    command's JSON) has a ``data_check``; else `text` unchanged."""
+    if not out.get("data_check"):
+        return text
+    lines = text.split("\n")
+    at = 1
+    while at < len(lines) and lines[at].startswith(("guarantee   :", "model free  :")):
+        at += 1
+    return "\n".join(lines[:at] + data_check_lines(out["data_check"]) + lines[at:])
+
+
+def readings_check(df, *, states: int, value_range=None, slot_seconds: int | None = None,
+                   slot_length_given: bool = False, time_stamps: bool = False, source: str = "`data`") -> dict:
+    """:func:`check_data` of the readings a command was given with ``--data``, as the JSON-ready ``data_check`` of
+    its report (the slot length's source named ``given`` or ``time stamps``)."""
+    from policyopt.formatting import json_clean
+
+    how = "given" if slot_length_given and slot_seconds is not None else "time stamps" if time_stamps else None
+    return json_clean(check_data(df, states=states, value_range=value_range, slot_seconds=slot_seconds,
+                                 slot_length_source=how, source=source))

@@ -64,12 +64,13 @@ def meters(tmp_path_factory):
 
 
 def _numbers(out: dict) -> dict:
-    """The report without what may differ between runs: timing, how it ran, the data's name, and the Markov test's G²
-    sums (compared to rounding by :func:`_same`: the Dask path adds the users' G² in another order)."""
+    """The report without what may differ between runs: timing, how it ran, the data's name, the data check (of
+    readings held in memory: the serial path's only), and the Markov test's G² sums (compared to rounding by
+    :func:`_same`: the Dask path adds the users' G² in another order)."""
     def without_g2(mt):
         return {k: v for k, v in mt.items() if k != "statistic"}
 
-    out = {k: v for k, v in out.items() if k not in ("wall_time_s", "distributed", "source")}
+    out = {k: v for k, v in out.items() if k not in ("wall_time_s", "distributed", "source", "data_check")}
     out["markov_test"] = without_g2(out["markov_test"])
     out["models"] = [{**m, "markov_test": without_g2(m["markov_test"])} for m in out["models"]]
     return out

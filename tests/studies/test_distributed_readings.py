@@ -84,7 +84,7 @@ def test_files_with_disjoint_time_ranges_add_up_slot_by_slot(tmp_path):
         _close(getattr(dist, name), getattr(serial, name), scale=True)
 
 
-SKIP = {"wall_time_s", "credible", "distributed", "row_transitions", "min_row_transitions", "sparse_states",
+SKIP = {"wall_time_s", "credible", "distributed", "data_check", "row_transitions", "min_row_transitions", "sparse_states",
         "max_tv_witnesses", "warnings"}
 
 
