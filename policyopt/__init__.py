@@ -102,6 +102,7 @@ _LAZY = {
     "empirical_design": "policyopt.studies.empirical_design",
     "EmpiricalDesign": "policyopt.studies.empirical_design",
     "EmpiricalMaxTV": "policyopt.models.empirical",
+    "ScheduleDesign": "policyopt.io.schedule_design",
 }
 
 

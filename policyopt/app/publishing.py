@@ -205,9 +205,9 @@ def publish_plan(args):
     import os
 
     from policyopt.deploy import ModelSpec, ScheduleSpec
-    from policyopt.deploy.ledger import read_schedule_json
     from policyopt.deploy.model import same_source
     from policyopt.io import data_digest
+    from policyopt.io.schedule_design import ScheduleDesign
 
     given = args.model is not None or args.states is not None or args.smoothing is not None
     direct = [args.A, args.S_bar, args.epsilon_c]
@@ -219,7 +219,8 @@ def publish_plan(args):
     if args.schedule is not None:
         if any(v is not None for v in direct):
             raise InvalidInputError("give either --schedule FILE or --A/--S-bar/--epsilon-c, not both")
-        sched_json = read_schedule_json(args.schedule)
+        read = ScheduleDesign.read(args.schedule).check_publishable()  # the schedule file, read once
+        sched_json = read.to_dict()
         design = sched_json.get("deployment")
         if design is None and not given:
             raise InvalidInputError(
@@ -234,7 +235,7 @@ def publish_plan(args):
             refuse_unless_override(
                 args, f"--value-range {args.value_range[0]:g}:{args.value_range[1]:g} is not the range --schedule "
                 f"{args.schedule!r} was designed with ({declared[0]:g}:{declared[1]:g})", "omit --value-range")
-        schedule = ScheduleSpec.from_json_file(args.schedule, value_range=args.value_range, origin=args.start)
+        schedule = ScheduleSpec.from_design(read, value_range=args.value_range, origin=args.start)
     else:
         if any(v is None for v in direct):
             missing = [n for n, v in zip(("--A", "--S-bar", "--epsilon-c"), direct) if v is None]

@@ -548,9 +548,10 @@ def _replay(out: dict, dep) -> dict | None:
     """``--backtest F``: the design (made on the first F of the time range) replayed on the rest of the readings by
     :func:`policyopt.studies.backtest.backtest` (its JSON without the per-slot series; where no finite ε* exists,
     the horizon design is replayed, ``replayed`` says which); ``None`` without an integer schedule to replay."""
-    from policyopt.studies.backtest import backtest, replayable_design
+    from policyopt.io.schedule_design import ScheduleDesign
+    from policyopt.studies.backtest import backtest
 
-    design, _ = replayable_design(out)
+    design = ScheduleDesign.from_json(out).fields
     A, S = design.get("A"), design.get("S_bar")
     if A is None or not float(A).is_integer() or not float(S).is_integer():
         return None

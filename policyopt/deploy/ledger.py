@@ -50,8 +50,8 @@ Berry, Huang, "Age-Dependent Differential Privacy", IEEE Trans. Inf. Theory, 202
 peak (Proposition 3, eq. (30)) and the guarantee that needs no model
 (:func:`~policyopt.deploy.ledger_risk.model_free_of_rows`) are :mod:`policyopt.deploy.ledger_risk`, which
 :meth:`Ledger.risk` and :meth:`Ledger.model_free` apply to the rows; the schedule and its JSON
-(:class:`~policyopt.deploy.schedule_spec.ScheduleSpec`, :func:`~policyopt.deploy.schedule_spec.read_schedule_json`)
-are :mod:`policyopt.deploy.schedule_spec`; one row (:class:`~policyopt.deploy.ledger_row.LedgerRow`), the digest
+(:class:`~policyopt.deploy.schedule_spec.ScheduleSpec`, read from a
+:class:`~policyopt.io.schedule_design.ScheduleDesign`) are :mod:`policyopt.deploy.schedule_spec`; one row (:class:`~policyopt.deploy.ledger_row.LedgerRow`), the digest
 of its readings and the checks that make a row whose recorded spending is not what its budget gives a
 corrupted ledger are :mod:`policyopt.deploy.ledger_row`.  Every name of ``__all__`` is importable from here.
 """
@@ -89,11 +89,10 @@ from policyopt.deploy.schedule_spec import (
     MAX_VALUE,
     PUBLISHABLE_STATUSES,
     ScheduleSpec,
-    read_schedule_json,
 )
 from policyopt.errors import InvalidInputError, PolicyOptError
 
-__all__ = ["SCHEMA_VERSION", "APPLICATION_ID", "ScheduleSpec", "read_schedule_json", "input_digest",
+__all__ = ["SCHEMA_VERSION", "APPLICATION_ID", "ScheduleSpec", "input_digest",
            "EMPTY_INPUT_SHA256", "LedgerRow", "LedgerRisk", "Ledger", "LedgerLockedError", "model_free_of_rows",
            "SPENT_REL_TOL", "designed_risks", "schedule_discrepancies", "recorded_discrepancies", "DESIGN_REL_TOL",
            # constants that moved with their concept, still importable from here

@@ -4,9 +4,10 @@
 Privacy", IEEE Trans. Inf. Theory, 2024, Proposition 3: publishing times S_n = origin + A + (n − 1)·S̄ (slots), a
 constant aging A and a per-release budget ε_C, with the public value range the readings are clipped to.  It checks
 its parameters (ε_C ≤ :data:`MAX_EPSILON_C`, a range within :data:`MAX_VALUE`), and its :attr:`ScheduleSpec.id`
-names the fields that fix the mechanism a ledger records.  :func:`read_schedule_json` reads and checks the JSON
-printed by ``policyopt schedule --json``: a status of :data:`PUBLISHABLE_STATUSES` and whole-number A and S̄, or the
-``horizon_design`` of a design for which no schedule has a finite ε*.
+names the fields that fix the mechanism a ledger records.  :meth:`ScheduleSpec.from_design` builds it from the
+JSON printed by ``policyopt schedule --json``, read once as a :class:`~policyopt.io.schedule_design.ScheduleDesign`
+(checked there: a status of :data:`PUBLISHABLE_STATUSES` and whole-number A and S̄, or the ``horizon_design`` of a
+design for which no schedule has a finite ε*).
 
 The ledger that records a schedule's releases is :mod:`policyopt.deploy.ledger`.
 """
@@ -17,23 +18,21 @@ import hashlib
 import json
 import math
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 import numpy as np
 
 from policyopt.deploy.model import int_param, is_number
 from policyopt.errors import InvalidInputError, fmt
 from policyopt.formatting import fmt_count
+from policyopt.io.schedule_design import PUBLISHABLE_STATUSES, ScheduleDesign
 
-__all__ = ["ScheduleSpec", "read_schedule_json", "PUBLISHABLE_STATUSES", "MAX_EPSILON_C", "MAX_VALUE"]
+__all__ = ["ScheduleSpec", "PUBLISHABLE_STATUSES", "MAX_EPSILON_C", "MAX_VALUE"]
 
 #: Largest per-release budget ε_C (nats): beyond it e^{ε_C} overflows a float and the Laplace noise is below the
 #: resolution of any released value, i.e. no privacy at all.
 MAX_EPSILON_C = 700.0
 #: Largest ``|LO|``, ``|HI|`` of the value range: OpenDP's float-safe sensitivity bound must stay finite.
 MAX_VALUE = 1e300
-#: Statuses of a schedule JSON that carry a schedule one may publish.
-PUBLISHABLE_STATUSES = ("optimal", "feasible", "unbounded")
 
 
 @dataclass(frozen=True)
@@ -178,108 +177,46 @@ class ScheduleSpec:
         Raises
         ------
         InvalidInputError
-            Whatever :func:`read_schedule_json` raises, and no `value_range` when the schedule
-            declares none (its design used the data's own range, which is not public).
+            Whatever :meth:`~policyopt.io.schedule_design.ScheduleDesign.read` and
+            :meth:`~policyopt.io.schedule_design.ScheduleDesign.check_publishable` raise, and no `value_range` when
+            the schedule declares none (its design used the data's own range, which is not public).
         """
-        data = read_schedule_json(path, option)
+        return cls.from_design(ScheduleDesign.read(path, option), value_range=value_range, origin=origin)
+
+    @classmethod
+    def from_design(cls, design: ScheduleDesign, *, value_range=None, origin: int | None = None) -> "ScheduleSpec":
+        """The schedule a publisher runs for `design` (its own A, S̄, ε_C, or its horizon design over H slots).
+
+        Parameters
+        ----------
+        design : policyopt.io.schedule_design.ScheduleDesign
+            A ``policyopt schedule --json`` object, read once (checked here to be publishable).
+        value_range : tuple of float, optional
+            The public range readings are clipped to (default: the design's declared ``deployment.value_range``).
+        origin : int, optional
+            First input slot (default: fixed by the publisher from the stream).
+
+        Raises
+        ------
+        InvalidInputError
+            What :meth:`~policyopt.io.schedule_design.ScheduleDesign.check_publishable` raises, and no `value_range`
+            when the design declares none (it used the data's own range, which is not public).
+        """
+        data = design.check_publishable().fields
         if value_range is None:
             declared = (data.get("deployment") or {}).get("value_range")
             if declared is None:
                 raise InvalidInputError(
-                    f"{option} {str(path)!r} declares no public value range (it was designed on the data's own range, "
+                    f"{design.where} declares no public value range (it was designed on the data's own range, "
                     "which is not private): give --value-range LO:HI"
                 )
             value_range = tuple(declared)
         peak = data.get("peak_risk")
-        hd = _horizon_design(data)
+        hd = design.horizon_design
         horizon = None if hd is None else hd["horizon"]
         risk = None if hd is None else hd.get("horizon_risk")
         return cls(int(data["A"]), int(data["S_bar"]), data["epsilon_c"], value_range, origin,
-                   source=f"{option} {str(path)!r}", designed_peak_risk=peak if is_number(peak) else None,
+                   source=design.where, designed_peak_risk=peak if is_number(peak) else None,
                    horizon=horizon, designed_horizon_risk=risk if is_number(risk) else None,
                    horizon_accounting=None if hd is None else ("model-free" if hd.get("accounting") == "model-free"
                                                                else "theorem-3"))
-
-
-def _horizon_design(data: dict) -> dict | None:
-    """The schedule JSON's ``horizon_design`` when it is the schedule (no finite ε*, the design over H slots)."""
-    hd = data.get("horizon_design")
-    if data.get("status") not in PUBLISHABLE_STATUSES and isinstance(hd, dict) and hd.get("status") == "optimal":
-        return hd
-    return None
-
-
-def read_schedule_json(path, option: str = "--schedule") -> dict:
-    """The JSON object printed by ``policyopt schedule --json``, checked to hold a publishable schedule.
-
-    Parameters
-    ----------
-    path : str or Path
-    option : str
-        Name shown in messages.
-
-    Returns
-    -------
-    dict
-        The parsed object (with ``deployment`` when written by this policyopt).
-
-    Raises
-    ------
-    InvalidInputError
-        Missing file, not JSON, no ``status``/``A``/``S_bar``/``epsilon_c``, a status other
-        than optimal/feasible/unbounded (e.g. infeasible: there is no schedule), or a
-        non-integer A/S̄ (a ``--relax`` design).
-
-    Notes
-    -----
-    A ``schedule --max-tv empirical`` design for which no schedule has a finite ε* (status
-    ``infeasible``, ``A`` null) carries its schedule in ``horizon_design`` (status ``optimal``):
-    the object returned then has that design's ``A``, ``S_bar`` and ``epsilon_c``.
-    """
-    p = Path(path)
-    if not p.is_file():
-        raise InvalidInputError(f"{option} file not found: {str(p)!r}")
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InvalidInputError(
-            f"{option} {str(p)!r} is not JSON ({exc}); expected the output of `policyopt schedule --json`"
-        ) from None
-    except RecursionError:
-        raise InvalidInputError(
-            f"{option} {str(p)!r} is JSON nested too deeply; expected the output of `policyopt schedule --json`"
-        ) from None
-    if not isinstance(data, dict) or "status" not in data:
-        raise InvalidInputError(
-            f"{option} {str(p)!r} has no `status`; expected the output of `policyopt schedule --json`"
-        )
-    status = data["status"]
-    hd = _horizon_design(data)
-    if hd is not None:
-        if not is_number(hd.get("horizon")) or not is_number(hd.get("epsilon_c")):
-            raise InvalidInputError(f"{option} {str(p)!r}: `horizon_design` lacks its horizon or ε_C")
-        data = dict(data, A=hd.get("A"), S_bar=hd.get("S_bar"), epsilon_c=hd["epsilon_c"])
-    elif status not in PUBLISHABLE_STATUSES:
-        why = str(data.get("message") or "")[:120]
-        raise InvalidInputError(
-            f"{option} {str(p)!r} has status {status!r}: there is no schedule to publish"
-            + (f" ({why})" if why else "") + "; design a feasible schedule first"
-        )
-    missing = [k for k in ("A", "S_bar", "epsilon_c") if data.get(k) is None]
-    if missing:
-        raise InvalidInputError(
-            f"{option} {str(p)!r} lacks {missing}; expected the output of `policyopt schedule --json`"
-        )
-    for k in ("A", "S_bar"):
-        v = data[k]
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v != int(v):
-            raise InvalidInputError(
-                f"{option} {str(p)!r}: `{k}` = {fmt(v)} is not a whole number of slots (a --relax design?); "
-                "round it and pass --A/--S-bar/--epsilon-c"
-            )
-    dep = data.get("deployment")
-    if dep is not None and (not isinstance(dep, dict) or not isinstance(dep.get("model"), dict)):
-        raise InvalidInputError(
-            f"{option} {str(p)!r}: `deployment` has no `model`; expected the output of `policyopt schedule --json`"
-        )
-    return data

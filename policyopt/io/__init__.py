@@ -2,8 +2,8 @@
 
 Every failure raises :class:`~policyopt.errors.InvalidInputError` with the file name and,
 for CSV, the line number (the header is line 1).  The file checks are :mod:`policyopt.io.files`, the Parquet readers
-:mod:`policyopt.io.parquet`, slot lengths and date-times :mod:`policyopt.io.time_stamps`; every name of ``__all__``
-is importable from here.
+:mod:`policyopt.io.parquet`, slot lengths and date-times :mod:`policyopt.io.time_stamps`, a ``policyopt schedule
+--json`` object read once :mod:`policyopt.io.schedule_design`; every name of ``__all__`` is importable from here.
 """
 
 from __future__ import annotations
@@ -31,9 +31,12 @@ from policyopt.io.time_stamps import (
     read_timestamped_csv,
     read_timestamped_parquet,
 )
+from policyopt.io.schedule_design import PUBLISHABLE_STATUSES, ScheduleDesign
 from policyopt.models.markov import MarkovChain
 
 __all__ = [
+    "ScheduleDesign",
+    "PUBLISHABLE_STATUSES",
     "read_readings_csv",
     "read_matrix",
     "parse_matrix_arg",

@@ -45,8 +45,8 @@ from policyopt.utility.readings_penalty import (
     slot_terms,
 )
 
-__all__ = ["backtest", "split_slot", "replay_errors", "format_backtest", "plot_backtest", "schedule_from_json",
-           "replayable_design", "design_verdict", "verdict_text", "EMPIRICAL_PREMISE"]
+__all__ = ["backtest", "split_slot", "replay_errors", "format_backtest", "plot_backtest",
+           "design_verdict", "verdict_text", "EMPIRICAL_PREMISE"]
 
 #: The first-order chains as the accounting of ``publish``/``ledger`` names them, with the Δ(t) of an empirical design.
 EMPIRICAL_PREMISE = "chain (the first-order Markov premise of Theorem 3; Δ(t) from the data's band)"
@@ -70,58 +70,6 @@ def split_slot(times: np.ndarray, train_fraction: float) -> int:
         raise InvalidInputError(f"`train_fraction` = {train_fraction!r} leaves no slot to train on or to hold out "
                                 f"(slots {t0}..{t1})")
     return split
-
-
-def replayable_design(obj: dict) -> tuple[dict, str]:
-    """The schedule a ``policyopt schedule --json`` object asks to run, and which: (`obj`, ``"schedule"``), or, when it
-    has no finite ε* (``A`` null) but an optimal ``horizon_design`` (``--max-tv empirical``), `obj` with that design's
-    A, S̄, ε_C and penalty, and ``"horizon_design"``."""
-    hd = obj.get("horizon_design")
-    if obj.get("A") is not None or not isinstance(hd, dict) or hd.get("status") != "optimal":
-        return obj, "schedule"
-    return {**obj, "A": hd["A"], "S_bar": hd["S_bar"], "epsilon_c": hd["epsilon_c"], "penalty": hd.get("penalty")}, \
-        "horizon_design"
-
-
-def schedule_from_json(obj: dict, source: str = "--schedule") -> dict:
-    """A, S̄, ε_C, f̄ and the deployment (I, value range) of a ``policyopt schedule --json`` object.
-
-    Raises
-    ------
-    InvalidInputError
-        If the object has no integer schedule (A, S_bar, epsilon_c) or no max_penalty.
-    """
-    if not isinstance(obj, dict):
-        raise InvalidInputError(f"{source} must hold the JSON object of `policyopt schedule --json`, got {type(obj).__name__}")
-    A, S, eps, f_bar = obj.get("A"), obj.get("S_bar"), obj.get("epsilon_c"), obj.get("max_penalty")
-    ok = (isinstance(A, int) and not isinstance(A, bool) and A >= 0 and isinstance(S, int) and not isinstance(S, bool)
-          and S >= 1 and isinstance(eps, (int, float)) and not isinstance(eps, bool) and math.isfinite(eps) and eps > 0)
-    if not ok:
-        raise InvalidInputError(f"{source} has no integer schedule to replay (A={A!r}, S_bar={S!r}, epsilon_c={eps!r}; "
-                                f"status {obj.get('status')!r})")
-    if not (isinstance(f_bar, (int, float)) and not isinstance(f_bar, bool) and math.isfinite(f_bar) and f_bar > 0):
-        raise InvalidInputError(f"{source} has no positive `max_penalty` (f̄), got {f_bar!r}")
-    m = obj.get("model") or {}
-    vr = m.get("value_range") if m.get("value_range_declared") else None
-    return {"A": A, "S_bar": S, "epsilon_c": float(eps), "max_penalty": float(f_bar), "users": m.get("users"),
-            "value_range": None if vr is None else (float(vr[0]), float(vr[1])), "promised": obj.get("penalty"),
-            "unit": m.get("penalty_unit") or "", "penalty": m.get("penalty"), "states": m.get("states"),
-            "smoothing": m.get("smoothing"), "design_max_tv": _design_max_tv(obj)}
-
-
-def _design_max_tv(obj: dict) -> dict:
-    """The Δ(t) values a ``schedule --json`` object says its design used, by lag: the empirical table of
-    ``--max-tv empirical`` (``empirical_max_tv.max_tv_used``) or the chains' values at A and S̄
-    (``model.max_tv_witnesses``).  Empty when the object records neither."""
-    emp = obj.get("empirical_max_tv")
-    if isinstance(emp, dict) and isinstance(emp.get("max_tv_used"), list):
-        return {"source": "the data's upper band (--max-tv empirical)", "values": dict(enumerate(emp["max_tv_used"]))}
-    wit = (obj.get("model") or {}).get("max_tv_witnesses")
-    if isinstance(wit, list):
-        vals = {w["t"]: w["max_tv"] for w in wit if isinstance(w, dict) and isinstance(w.get("t"), int)
-                and isinstance(w.get("max_tv"), (int, float))}
-        return {"source": "the design's chains", "values": vals}
-    return {"source": None, "values": {}}
 
 
 def _check_why(m: dict) -> str:
@@ -336,12 +284,13 @@ def _given_schedule(schedule, users, unit: str, *, max_penalty, horizon, max_tv:
         given.append(f"`max_tv` = {max_tv!r}")
     if given:
         raise InvalidInputError(f"{', '.join(given)} applies to a design made here; a given schedule carries its own")
+    from policyopt.io.schedule_design import ScheduleDesign
+
     tv_source = ((schedule.get("deployment") or {}).get("model") or {}).get("max_tv_source") \
         if isinstance(schedule, dict) else None
-    raw, replayed = schedule, "schedule"
-    if isinstance(schedule, dict):
-        schedule, replayed = replayable_design(schedule)
-    sched = schedule_from_json(schedule)
+    raw = schedule
+    design = ScheduleDesign.from_json(schedule)  # the schedule file, read once
+    sched, replayed = design.replay_fields(), design.replayed
     verdict = design_verdict(raw)
     I = users if users is not None else sched["users"]
     if I is None:
@@ -473,9 +422,10 @@ def backtest(data, schedule: dict | None = None, *, train_fraction: float = 0.5,
     times_all = df["time"].to_numpy()
     split = split_slot(times_all, train_fraction)
     designed_here = schedule is None
-    replayed = "schedule"  # or "horizon_design" (replayable_design)
+    replayed = "schedule"  # or "horizon_design" (ScheduleDesign.replayed)
     if designed_here:
         from policyopt.models.estimation import fit_population
+        from policyopt.io.schedule_design import ScheduleDesign
         from policyopt.studies.empirical_design import empirical_design, parse_max_tv_source
         from policyopt.studies.schedule import design_schedule
 
@@ -494,13 +444,14 @@ def backtest(data, schedule: dict | None = None, *, train_fraction: float = 0.5,
                                  S_max=S_max, penalty=pen, empirical=emp)
         sched = report.to_dict()
         raw = sched
-        sched, replayed = replayable_design(sched)
+        design = ScheduleDesign.from_json(sched, "the schedule designed on the training readings")
+        sched, replayed = design.to_dict(), design.replayed
         if sched["A"] is None or (sched["status"] not in ("optimal", "feasible") and replayed == "schedule"):
             raise InvalidInputError(f"the design on the first {train_fraction:g} of the readings has no schedule to replay "
                                     f"(status {sched['status']}): {sched['message']}")
         tv_source = "chain" if emp is None else emp.spec
         verdict = _design_here_verdict(train, fitted, value_range, A_max, S_max, slot_seconds, seed, smoothing, emp)
-        sched = schedule_from_json(sched, "the schedule designed on the training readings")
+        sched = design.replay_fields()
         sched["value_range"] = value_range
         if emp is None:
             sched["design_max_tv"] = {"source": "the chains fitted on the training readings",
