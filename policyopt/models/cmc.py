@@ -35,22 +35,14 @@ spectral bound (55) of Zhang et al. (2024) on the joint chain's Δ(t) is compute
 
 from __future__ import annotations
 
-import collections
-import math
 from functools import cached_property
 
 import numpy as np
 
 from policyopt.errors import InvalidInputError, InvalidModelError, fmt
+from policyopt.models.cmc_exact import exact_aged_distance
 from policyopt.models.cmc_spectral import SPECTRAL_FAILURE_PROBABILITY, JointOperator, SpectralCertificate, certify
 from policyopt.models.markov import ROW_SUM_TOL, MarkovChain, as_slots, validate_transition_matrix
-
-#: Exact Δ_k values kept by :meth:`CouplingMarkovChain._aged_distance_rational`, by (model content, ages, neighbours).
-_RATIONAL_DELTA: "collections.OrderedDict[tuple, float]" = collections.OrderedDict()
-_RATIONAL_CACHE_SIZE = 200_000
-#: Exact joint chains and stationary laws by model content (:meth:`CouplingMarkovChain._rational_joint`).
-_RATIONAL_JOINT: "collections.OrderedDict[tuple, tuple]" = collections.OrderedDict()
-_RATIONAL_JOINT_SIZE = 64
 
 __all__ = [
     "CouplingMarkovChain",
@@ -570,116 +562,11 @@ class CouplingMarkovChain:
         if self.n_snapshots ** 3 * (max(ages) + 1) <= EXACT_RATIONAL_WORK:
             # exact rational arithmetic: a tiny Δ_k is a difference of nearly equal rows, which floats
             # get wrong by ~u absolutely (issue 26: 1.4 % below the exact value at Δ_k ≈ 1e-16)
-            return self._aged_distance_rational(ages, neighbours)
+            return exact_aged_distance(self, ages, neighbours)
         if neighbours == "any" and len(set(ages)) == 1:
             return float(self.joint_chain.max_tv(ages[0]))
         C = self.aged_kernel(ages)
         return self._one_entry_tv(C) if neighbours == "one" else _max_pair_tv(C, None)
-
-    def _content_key(self) -> tuple:
-        """What the exact Δ_k depends on: the states, the sequences and the bytes of λ and the P^(jk)."""
-        return (self.n_states, self.n_sequences, self._lam.shape, self._lam.tobytes(), self._T.shape,
-                self._T.tobytes())
-
-    def _aged_distance_rational(self, ages, neighbours: str) -> float:
-        """Δ_k of :meth:`aged_distance` in exact rational arithmetic, rounded up to a float.
-
-        The float inputs (P^(jk), λ) are taken as exact rationals (:class:`fractions.Fraction`) and
-        each row renormalised to sum exactly to 1; the joint chain, its stationary law (Gaussian
-        elimination), the aged joint law W (the forward recursion of :meth:`aged_joint`), the kernel
-        C[x, z] = W[z, x]/π(x) and the total variations are all exact, so no cancellation can occur.
-        The result is the smallest float ≥ the exact Δ_k.
-
-        The value is a function of the model's numbers and (`ages`, `neighbours`) alone, so it is kept (least
-        recently used first out, :data:`_RATIONAL_CACHE_SIZE` values) for any chain with the same numbers: a sweep
-        of problem P1 over the MSE bound, or identical groups, compute each Δ_k once; the exact joint chain and
-        its stationary law likewise (:func:`_rational_joint`).
-        """
-        key = (self._content_key(), tuple(ages), neighbours)
-        hit = _RATIONAL_DELTA.get(key)
-        if hit is not None:
-            _RATIONAL_DELTA.move_to_end(key)
-            return hit
-        value = self._aged_distance_rational_uncached(ages, neighbours)
-        _RATIONAL_DELTA[key] = value
-        while len(_RATIONAL_DELTA) > _RATIONAL_CACHE_SIZE:
-            _RATIONAL_DELTA.popitem(last=False)
-        return value
-
-    def _rational_joint(self):
-        """The exact joint chain P (N × N Fractions) and its stationary law π, kept per model content."""
-        key = self._content_key()
-        hit = _RATIONAL_JOINT.get(key)
-        if hit is not None:
-            _RATIONAL_JOINT.move_to_end(key)
-            return hit
-        from fractions import Fraction
-
-        s, N = self.n_sequences, self.n_snapshots
-        X = self.snapshots.tolist()
-
-        def rows(mat):
-            """A float matrix as exact rationals, each row renormalised to sum to exactly 1 (list of lists of Fraction)."""
-            out = [[Fraction(float(v)) for v in row] for row in np.asarray(mat)]
-            return [[v / sum(row) for v in row] for row in out]
-
-        lam = rows(self._lam)
-        T = [[rows(self._T[j, k]) for k in range(s)] for j in range(s)]
-        P = [[Fraction(1)] * N for _ in range(N)]
-        for x in range(N):
-            for y in range(N):
-                v = Fraction(1)
-                for j in range(s):
-                    v *= sum(lam[j][k] * T[j][k][X[x][k]][X[y][j]] for k in range(s))
-                P[x][y] = v
-        pi = _rational_stationary(P)
-        _RATIONAL_JOINT[key] = (P, pi)
-        while len(_RATIONAL_JOINT) > _RATIONAL_JOINT_SIZE:
-            _RATIONAL_JOINT.popitem(last=False)
-        return P, pi
-
-    def _aged_distance_rational_uncached(self, ages, neighbours: str) -> float:
-        """:meth:`_aged_distance_rational` computed (no cache)."""
-        from fractions import Fraction
-
-        m, s, N = self.n_states, self.n_sequences, self.n_snapshots
-        X = self.snapshots.tolist()
-        P, pi = self._rational_joint()
-
-        def step(W):
-            """One step of the joint chain P (N × N, exact) applied to every row of W (rows of N Fractions)."""
-            return [[sum(r[i] * P[i][y] for i in range(N) if r[i]) for y in range(N)] for r in W]
-
-        W, order = [list(pi)], []
-        levels = sorted(set(ages), reverse=True)
-        for idx, a in enumerate(levels):
-            for c in [i for i in range(s) if ages[i] == a]:
-                W = [[r[x] if X[x][c] == b else Fraction(0) for x in range(N)] for r in W for b in range(m)]
-                order.append(c)
-            nxt = levels[idx + 1] if idx + 1 < len(levels) else 0
-            for _ in range(a - nxt):
-                W = step(W)
-        # row r of W is z in recording order: digit i (base m, most significant first) is sequence order[i]
-        def z_index(r):
-            """Joint-state index z (base m, sequence 0 most significant) of row r of W, whose digits are in ``order``."""
-            digits = [(r // m ** (s - 1 - i)) % m for i in range(s)]
-            seq = [0] * s
-            for i, c in enumerate(order):
-                seq[c] = digits[i]
-            return sum(v * m ** (s - 1 - j) for j, v in enumerate(seq))
-
-        C = [[Fraction(0)] * N for _ in range(N)]
-        for r in range(N):
-            z = z_index(r)
-            for x in range(N):
-                C[x][z] = W[r][x] / pi[x]
-        pairs = (self.neighbour_pairs().tolist() if neighbours == "one"
-                 else [(a, b) for a in range(N) for b in range(a + 1, N)])
-        best = max((sum(abs(C[a][z] - C[b][z]) for z in range(N)) / 2 for a, b in pairs), default=Fraction(0))
-        f = float(best)
-        if Fraction(f) < best:
-            f = math.nextafter(f, math.inf)
-        return min(1.0, f)
 
     def _one_entry_tv(self, C: np.ndarray) -> float:
         """Max TV between rows of C (indexed by snapshots) over pairs differing in one sequence."""
@@ -834,36 +721,6 @@ def _ages(aoi, s: int) -> tuple[int, ...]:
     if arr.shape != (s,):
         raise InvalidInputError(f"`aoi` must hold one age per sequence ({s}), got {fmt(aoi)}")
     return tuple(int(a) for a in as_slots(arr, "aoi"))
-
-
-def _rational_stationary(P) -> list:
-    """The stationary law of an exactly stochastic rational matrix `P` (list of lists of Fractions).
-
-    Solves π(P − I) = 0, Σπ = 1 by Gaussian elimination in exact arithmetic.
-
-    Raises
-    ------
-    InvalidModelError
-        If the solution is not unique (a reducible chain).
-    """
-    from fractions import Fraction
-
-    n = len(P)
-    # equations: columns y of (P − I)ᵀ for y < n−1, and Σπ = 1
-    A = [[P[x][y] - (1 if x == y else 0) for x in range(n)] + [Fraction(0)] for y in range(n - 1)]
-    A.append([Fraction(1)] * n + [Fraction(1)])
-    for col in range(n):
-        piv = next((r for r in range(col, n) if A[r][col] != 0), None)
-        if piv is None:
-            raise InvalidModelError("the joint chain is reducible: its stationary distribution is not unique")
-        A[col], A[piv] = A[piv], A[col]
-        inv = 1 / A[col][col]
-        A[col] = [v * inv for v in A[col]]
-        for r in range(n):
-            if r != col and A[r][col] != 0:
-                f = A[r][col]
-                A[r] = [a - f * b for a, b in zip(A[r], A[col])]
-    return [A[r][n] for r in range(n)]
 
 
 def _max_pair_tv(C: np.ndarray, pairs=None, chunk: int = 4096) -> float:

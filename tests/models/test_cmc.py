@@ -319,17 +319,17 @@ def test_aged_distance_is_bounded_by_the_joint_chain_at_the_youngest_age(s, m, s
 def test_exact_distance_is_kept_by_model_content_and_equals_a_fresh_computation():
     """Δ_k in exact arithmetic is kept by the model's numbers: a second chain with the same numbers (a sweep over
     l̄ builds one per problem) reads it, and every kept value equals the computation without the caches."""
-    from policyopt.models import cmc as module
+    from policyopt.models import cmc_exact as module
 
     a = two_binary_cmc(0.2, 0.35, 0.6)
     b = two_binary_cmc(0.2, 0.35, 0.6)
     for ages in ([0, 0], [1, 3], [2, 2], [4, 0]):
         first = a.aged_distance(ages)
-        key = (a._content_key(), tuple(ages), "one")
-        assert module._RATIONAL_DELTA[key] == first and b._content_key() == a._content_key()
+        key = (module.content_key(a), tuple(ages), "one")
+        assert module._RATIONAL_DELTA[key] == first and module.content_key(b) == module.content_key(a)
         assert b.aged_distance(ages) == first
         module._RATIONAL_JOINT.clear()
-        assert b._aged_distance_rational_uncached(ages, "one") == first
+        assert module.exact_aged_distance_uncached(b, ages, "one") == first
     other = two_binary_cmc(0.2, 0.35, 0.61)  # other numbers: its own value
-    assert other._content_key() != a._content_key()
+    assert module.content_key(other) != module.content_key(a)
     assert other.aged_distance([1, 3]) != a.aged_distance([1, 3])
