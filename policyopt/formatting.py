@@ -85,13 +85,8 @@ def fmt_value(x, digits: int = 6) -> str:
     return "—" if x is None else f"{x:.{digits}g}"
 
 
-def fmt_upper(x, digits: int = 6) -> str:
-    """Format a privacy bound rounded *up* to `digits` significant digits (never understated).
-
-    The float is converted exactly (``repr`` round-trips) to a :class:`decimal.Decimal` and quantized with
-    ``ROUND_CEILING``, so the printed number is ≥ the computed bound.  ``None`` prints as an em dash;
-    zero and non-finite values print unchanged.
-    """
+def _fmt_rounded(x, digits: int, rounding: str) -> str:
+    """`x` (exactly, as a Decimal) quantized to `digits` significant digits in the direction `rounding`."""
     if x is None:
         return "—"
     d = Decimal(repr(float(x)))
@@ -101,19 +96,23 @@ def fmt_upper(x, digits: int = 6) -> str:
     return f"{float(d.quantize(step, rounding=ROUND_CEILING)):.{digits}g}"
 
 
+def fmt_upper(x, digits: int = 6) -> str:
+    """Format a privacy bound rounded *up* to `digits` significant digits (never understated).
+
+    The float is converted exactly (``repr`` round-trips) to a :class:`decimal.Decimal` and quantized with
+    ``ROUND_CEILING``, so the printed number is ≥ the computed bound.  ``None`` prints as an em dash;
+    zero and non-finite values print unchanged.
+    """
+    return _fmt_rounded(x, digits, ROUND_CEILING)
+
+
 def fmt_lower(x, digits: int = 6) -> str:
     """Format a lower bound rounded *down* to `digits` significant digits (never overstated).
 
     The mirror of :func:`fmt_upper` (``ROUND_FLOOR``).  ``None`` prints as an em dash; zero and non-finite
     values print unchanged.
     """
-    if x is None:
-        return "—"
-    d = Decimal(repr(float(x)))
-    if d == 0 or not d.is_finite():
-        return f"{x:.{digits}g}"
-    step = Decimal(1).scaleb(d.adjusted() - (digits - 1))
-    return f"{float(d.quantize(step, rounding=ROUND_FLOOR)):.{digits}g}"
+    return _fmt_rounded(x, digits, ROUND_FLOOR)
 
 
 def fmt_count(n, unit: str, plural: str | None = None) -> str:

@@ -11,11 +11,8 @@ import json
 import os
 from dataclasses import dataclass
 
+from policyopt.app import inputs
 from policyopt.app.inputs import (
-    BUNDLED_PHASE_PERIOD,
-    BUNDLED_STATES,
-    BUNDLED_USERS,
-    BUNDLED_VALUE_RANGE,
     DEFAULT_MAX_AGE,
     DEFAULT_MAX_INTERVAL,
     DEFAULT_PENALTY_LEVEL,
@@ -230,9 +227,9 @@ def backtest_from_options(args) -> dict:
 
         df, unit = load_citylearn(), "kWh^2"
         slot_seconds = parse_duration(BUNDLED_SLOT_LENGTH)
-        value_range = BUNDLED_VALUE_RANGE if args.value_range is None else args.value_range
-        users = (BUNDLED_USERS if schedule is None else None) if args.users is None else args.users
-        phase = BUNDLED_PHASE_PERIOD if args.phase_period is None else args.phase_period
+        value_range = inputs.BUNDLED_VALUE_RANGE if args.value_range is None else args.value_range
+        users = (inputs.BUNDLED_USERS if schedule is None else None) if args.users is None else args.users
+        phase = inputs.BUNDLED_PHASE_PERIOD if args.phase_period is None else args.phase_period
     else:
         from policyopt.io import read_readings_timed
 
@@ -245,14 +242,14 @@ def backtest_from_options(args) -> dict:
     check_slot_length(schedule, slot_seconds, "the bundled data" if bundled else f"--data {args.data!r}")
     out = backtest(df, schedule, train_fraction=args.train_fraction, users=users, value_range=value_range,
                    phase_period=phase, max_penalty=penalty_bound(args),
-                   states=BUNDLED_STATES if args.states is None else args.states, A_max=args.max_age,
+                   states=inputs.BUNDLED_STATES if args.states is None else args.states, A_max=args.max_age,
                    S_max=args.max_interval, level=args.level, seed=args.seed, unit=unit, max_tv=max_tv,
                    horizon=args.horizon, delta=args.delta, slot_seconds=slot_seconds, ci_level=args.ci_level)
     if not bundled:  # what check-data says of --data opens the report
         from policyopt.studies.data_check import readings_check
 
         recorded = ((schedule or {}).get("model") or {}).get("states") if isinstance(schedule, dict) else None
-        states = args.states if args.states is not None else recorded if isinstance(recorded, int) else BUNDLED_STATES
+        states = args.states if args.states is not None else recorded if isinstance(recorded, int) else inputs.BUNDLED_STATES
         out["data_check"] = readings_check(df, states=states, value_range=value_range, slot_seconds=slot_seconds,
                                            time_stamps=origin is not None, source=f"data {args.data}")
     if args.plot is not None:

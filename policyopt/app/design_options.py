@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 from policyopt.app.inputs import (
     DEFAULT_MAX_AGE,
@@ -24,40 +24,61 @@ from policyopt.app.inputs import (
     MAX_STATES,
     PENALTY_CHOICES,
 )
-from policyopt.app.option_fields import check_float
-from policyopt.errors import InvalidInputError, check_int, check_value_range, fmt
-from policyopt.models.posterior import check_level
+from policyopt.app.option_fields import CommandOptions
+from policyopt.errors import InvalidInputError, fmt
 
-__all__ = ["DesignOptions", "METHOD_CHOICES", "PRIVACY_CHOICES"]
+__all__ = ["DesignOptions", "ModelOptions", "MODEL_RULES", "METHOD_CHOICES", "PRIVACY_CHOICES"]
 
 #: ``method``: exact = problem (28) with the exact Δ(t); heuristic/cvxpy/pyomo = problem (39); all = every back end.
 METHOD_CHOICES = ("exact", "heuristic", "cvxpy", "pyomo", "all")
 #: ``privacy``: what the design minimises.
 PRIVACY_CHOICES = ("model-based", "model-free")
 
-# name → (lower, upper) of the integer options (upper None: no limit beyond the type)
-_INTS = {
-    "states": (2, MAX_STATES),
-    "users": (1, MAX_COUNT),
-    "max_age": (0, MAX_AGE_LIMIT),
-    "max_interval": (1, MAX_AGE_LIMIT),
-    "releases": (1, MAX_COUNT),
-    "phase_period": (1, MAX_AGE_LIMIT),
-    "min_row_transitions": (1, None),
-    "draws": (2, MAX_DRAWS),
-    "seed": (0, None),
-    "horizon": (1, MAX_HORIZON),
-    "plot_epochs": (1, MAX_PLOT_EPOCHS),
-    "workers": (1, MAX_LOCAL_WORKERS),
+#: The rules (:class:`~policyopt.app.option_fields.CommandOptions`) of the options every design on a model shares.
+MODEL_RULES = {
+    "data": ("text",), "chain": ("text",), "matrix": ("text",), "states": ("int", 2, MAX_STATES),
+    "users": ("int", 1, MAX_COUNT), "value_range": ("range",), "max_age": ("int", 0, MAX_AGE_LIMIT),
+    "max_interval": ("int", 1, MAX_AGE_LIMIT), "releases": ("int", 1, MAX_COUNT),
+    "smoothing": ("float", 0.0, math.inf, False), "method": ("choice", METHOD_CHOICES), "relax": ("bool",),
+    "penalty": ("choice", PENALTY_CHOICES), "phase_period": ("int", 1, MAX_AGE_LIMIT), "penalty_level": ("level",),
+    "max_tv": ("text",), "horizon": ("int", 1, MAX_HORIZON), "markov_model": ("text",), "delta": ("level",),
+    "privacy": ("choice", PRIVACY_CHOICES), "accept_refuted": ("text",),
 }
-# levels and probabilities: strictly between 0 and 1
-_LEVELS = ("penalty_level", "credible", "robust", "delta", "backtest")
-# text options (a path or a specification)
-_TEXTS = ("data", "chain", "matrix", "slot_length", "max_tv", "markov_model", "accept_refuted", "plot", "scheduler")
 
 
 @dataclass(frozen=True)
-class DesignOptions:
+class ModelOptions(CommandOptions):
+    """The options every design on a model shares — its source, the deployment, the penalty, the search box and the
+    guarantee (rules :data:`MODEL_RULES`): the fields ``data`` … ``accept_refuted`` of :class:`DesignOptions`, which
+    documents them, and of :class:`~policyopt.app.sweep.SweepOptions`."""
+
+    RULES = MODEL_RULES
+
+    data: str | os.PathLike | None = None
+    chain: str | None = None
+    matrix: str | os.PathLike | None = None
+    states: int | None = None
+    users: int | None = None
+    value_range: tuple | None = None
+    max_age: int = DEFAULT_MAX_AGE
+    max_interval: int = DEFAULT_MAX_INTERVAL
+    releases: int = DEFAULT_RELEASES
+    smoothing: float | None = None
+    method: str = "exact"
+    relax: bool = False
+    penalty: str | None = None
+    phase_period: int | None = None
+    penalty_level: float | None = None
+    max_tv: str | None = None
+    horizon: int | None = None
+    markov_model: str | None = None
+    delta: float | None = None
+    privacy: str | None = None
+    accept_refuted: str | None = None
+
+
+@dataclass(frozen=True)
+class DesignOptions(ModelOptions):
     """What one deployment design is asked: the model source, the deployment, the bound and the search box.
 
     Every attribute is the keyword of :func:`policyopt.design_deployment` and the ``policyopt schedule`` option of
@@ -134,21 +155,15 @@ class DesignOptions:
         `data`, `chain`, `matrix`; both `max_penalty` and `max_rmse`.
     """
 
-    data: str | os.PathLike | None = None
-    chain: str | None = None
-    matrix: str | os.PathLike | None = None
-    states: int | None = None
-    users: int | None = None
-    value_range: tuple | None = None
-    max_age: int = DEFAULT_MAX_AGE
-    max_interval: int = DEFAULT_MAX_INTERVAL
-    releases: int = DEFAULT_RELEASES
-    smoothing: float | None = None
-    method: str = "exact"
-    relax: bool = False
-    penalty: str | None = None
-    phase_period: int | None = None
-    penalty_level: float | None = None
+    COMMAND = "schedule"
+    RULES = {
+        **MODEL_RULES, "max_penalty": ("float", 0.0, 1e300, True), "max_rmse": ("float", 1e-150, 1e150, False),
+        "min_row_transitions": ("int", 1, None), "credible": ("level",), "robust": ("level",),
+        "draws": ("int", 2, MAX_DRAWS), "seed": ("int", 0, None), "slot_length": ("text",), "backtest": ("level",),
+        "plot": ("text",), "plot_epochs": ("int", 1, MAX_PLOT_EPOCHS), "workers": ("int", 1, MAX_LOCAL_WORKERS),
+        "scheduler": ("text",),
+    }
+
     max_penalty: float | None = None
     max_rmse: float | None = None
     min_row_transitions: int | None = None
@@ -157,12 +172,6 @@ class DesignOptions:
     draws: int | None = None
     seed: int | None = None
     slot_length: str | None = None
-    max_tv: str | None = None
-    horizon: int | None = None
-    markov_model: str | None = None
-    delta: float | None = None
-    privacy: str | None = None
-    accept_refuted: str | None = None
     backtest: float | None = None
     plot: str | os.PathLike | None = None
     plot_epochs: int | None = None
@@ -170,39 +179,15 @@ class DesignOptions:
     scheduler: str | None = None
 
     def __post_init__(self):
-        for name, (lower, upper) in _INTS.items():
-            if getattr(self, name) is not None:
-                check_int(getattr(self, name), name, lower, upper=upper)
-        for name in _LEVELS:
-            if getattr(self, name) is not None:
-                check_level(getattr(self, name), name)
-        for name in _TEXTS:
-            value = getattr(self, name)
-            if value is not None and not isinstance(value, (str, os.PathLike)):
-                raise InvalidInputError(f"`{name}` must be text (a path or a specification), got {fmt(value)}")
+        super().__post_init__()
         given = [n for n in ("data", "chain", "matrix") if getattr(self, n) is not None]
         if len(given) > 1:
             raise InvalidInputError(f"give one model source, not {' and '.join(f'`{n}`' for n in given)}")
         if self.max_penalty is not None and self.max_rmse is not None:
             raise InvalidInputError(f"give `max_penalty` ({fmt(self.max_penalty)}) or `max_rmse` ({fmt(self.max_rmse)}), "
                                     "not both")
-        check_float(self.max_penalty, "max_penalty", 0.0, 1e300)
-        check_float(self.max_rmse, "max_rmse", 1e-150, 1e150, lower_open=False)
-        check_float(self.smoothing, "smoothing", 0.0, math.inf, lower_open=False)
-        if self.value_range is not None:
-            object.__setattr__(self, "value_range", check_value_range(self.value_range, "value_range"))
-        for name, choices in (("method", METHOD_CHOICES), ("penalty", PENALTY_CHOICES), ("privacy", PRIVACY_CHOICES)):
-            value = getattr(self, name)
-            if value is not None and value not in choices:
-                raise InvalidInputError(f"`{name}` must be one of {', '.join(choices)}, got {fmt(value)}")
         if self.method is None:
             raise InvalidInputError("`method` must be one of " + ", ".join(METHOD_CHOICES) + ", got None")
         if not isinstance(self.relax, bool):
             raise InvalidInputError(f"`relax` must be True or False, got {fmt(self.relax)}")
-
-    @classmethod
-    def from_namespace(cls, namespace) -> "DesignOptions":
-        """The options of a parsed ``policyopt schedule`` command line (its other attributes, such as ``json``, are
-        the command's own)."""
-        return cls(**{f.name: getattr(namespace, f.name) for f in fields(cls) if hasattr(namespace, f.name)})
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import time
 from dataclasses import dataclass
 
-from policyopt.app.option_fields import CommandOptions
 from policyopt.app.publishing import (
+    ACCOUNTING_RULES,
+    AccountingOptions,
     given_model,
     guarantee_lines,
     ledger_guarantee_settings,
@@ -49,7 +49,7 @@ class Interrupted(KeyboardInterrupt):
 
 
 @dataclass(frozen=True)
-class LedgerOptions(CommandOptions):
+class LedgerOptions(AccountingOptions):
     """The options of ``policyopt ledger`` (:func:`audit_ledger`): each attribute the option of the same name
     (``ci_level`` is ``--ci-level``); ``None`` is the command's default.
 
@@ -80,22 +80,9 @@ class LedgerOptions(CommandOptions):
     """
 
     COMMAND = "ledger"
-    RULES = {
-        "ledger": ("text",), "at": ("int", 0, None), "model": ("text",), "states": ("int", 2, None),
-        "smoothing": ("float", 0.0, float("inf"), False), "override": ("text",), "delta": ("level",),
-        "markov_model": ("text",), "ci_level": ("level",), "plot": ("text",),
-    }
+    RULES = {**ACCOUNTING_RULES, "at": ("int", 0, None)}
 
-    ledger: str | os.PathLike | None = None
     at: int | None = None
-    model: str | None = None
-    states: int | None = None
-    smoothing: float | None = None
-    override: str | None = None
-    delta: float | None = None
-    markov_model: str | None = None
-    ci_level: float | None = None
-    plot: str | os.PathLike | None = None
 
     def __post_init__(self):
         if self.ledger is None:

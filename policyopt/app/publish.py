@@ -16,8 +16,9 @@ import time
 from dataclasses import dataclass
 
 from policyopt.app.ledger import Interrupted
-from policyopt.app.option_fields import CommandOptions
 from policyopt.app.publishing import (
+    ACCOUNTING_RULES,
+    AccountingOptions,
     designed_sensitivity,
     guarantee_lines,
     ledger_guarantee_settings,
@@ -38,7 +39,7 @@ __all__ = ["PublishOptions", "publish_releases", "publish_report"]
 
 
 @dataclass(frozen=True)
-class PublishOptions(CommandOptions):
+class PublishOptions(AccountingOptions):
     """The options of ``policyopt publish`` (:func:`publish_releases`): each attribute the option of the same name
     (``S_bar`` is ``--S-bar``, ``epsilon_c`` ``--epsilon-c``); ``None`` is the command's default.
 
@@ -82,14 +83,11 @@ class PublishOptions(CommandOptions):
 
     COMMAND = "publish"
     RULES = {
-        "schedule": ("text",), "A": ("int", 0, None), "S_bar": ("int", 1, None),
+        **ACCOUNTING_RULES, "schedule": ("text",), "A": ("int", 0, None), "S_bar": ("int", 1, None),
         "epsilon_c": ("float", 0.0, float("inf"), True), "data": ("text",), "trial": ("text",),
-        "slot_length": ("text",), "resample": ("text",), "value_range": ("range",), "ledger": ("text",),
-        "out": ("text",), "through": ("int", 0, None), "start": ("int", 0, None),
-        "max_risk": ("float", 0.0, float("inf"), True), "max_tv": ("text",), "model": ("text",),
-        "states": ("int", 2, None), "smoothing": ("float", 0.0, float("inf"), False), "override": ("text",),
-        "workers": ("int", 1, None), "scheduler": ("text",), "delta": ("level",), "markov_model": ("text",),
-        "ci_level": ("level",), "plot": ("text",),
+        "slot_length": ("text",), "resample": ("text",), "value_range": ("range",), "out": ("text",),
+        "through": ("int", 0, None), "start": ("int", 0, None), "max_risk": ("float", 0.0, float("inf"), True),
+        "max_tv": ("text",), "workers": ("int", 1, None), "scheduler": ("text",),
     }
 
     schedule: str | os.PathLike | None = None
@@ -101,22 +99,13 @@ class PublishOptions(CommandOptions):
     slot_length: str | None = None
     resample: str | None = None
     value_range: tuple | None = None
-    ledger: str | os.PathLike | None = None
     out: str | os.PathLike | None = None
     through: int | None = None
     start: int | None = None
     max_risk: float | None = None
     max_tv: str | None = None
-    model: str | None = None
-    states: int | None = None
-    smoothing: float | None = None
-    override: str | None = None
     workers: int | None = None
     scheduler: str | None = None
-    delta: float | None = None
-    markov_model: str | None = None
-    ci_level: float | None = None
-    plot: str | os.PathLike | None = None
 
     def __post_init__(self):
         if self.ledger is None:

@@ -16,16 +16,47 @@ The functions take `args`, the parsed ``publish``/``ledger`` options (attribute 
 from __future__ import annotations
 
 import json
+import os
+from dataclasses import dataclass
 
 from policyopt.app.inputs import markov_spec_option
+from policyopt.app.option_fields import CommandOptions
 from policyopt.errors import InvalidInputError
 
 __all__ = [
-    "designed_sensitivity", "given_model", "guarantee_lines", "ledger_guarantee_settings", "load_stream",
+    "AccountingOptions", "ACCOUNTING_RULES", "designed_sensitivity", "given_model", "guarantee_lines", "ledger_guarantee_settings", "load_stream",
     "markov_accounting", "model_name", "not_a_bound", "options_verdict", "publish_model_check", "publish_plan",
     "recorded_model", "recorded_verdict", "refuse_unless_override", "releases_guarantee", "row_dicts", "same_model",
     "span_text",
 ]
+
+
+#: The rules of the options ``publish`` and ``ledger`` share (:class:`AccountingOptions`).
+ACCOUNTING_RULES = {
+    "ledger": ("text",), "model": ("text",), "states": ("int", 2, None),
+    "smoothing": ("float", 0.0, float("inf"), False), "override": ("text",), "delta": ("level",),
+    "markov_model": ("text",), "ci_level": ("level",), "plot": ("text",),
+}
+
+
+@dataclass(frozen=True)
+class AccountingOptions(CommandOptions):
+    """The options ``publish`` and ``ledger`` share: the ledger, the model its releases are accounted with (``model``,
+    ``states``, ``smoothing``, ``override``, ``markov_model``), the model-free δ, the error bars' level and the plot
+    (rules :data:`ACCOUNTING_RULES`; documented by :class:`~policyopt.app.ledger.LedgerOptions` and
+    :class:`~policyopt.app.publish.PublishOptions`)."""
+
+    RULES = ACCOUNTING_RULES
+
+    ledger: str | os.PathLike | None = None
+    model: str | None = None
+    states: int | None = None
+    smoothing: float | None = None
+    override: str | None = None
+    delta: float | None = None
+    markov_model: str | None = None
+    ci_level: float | None = None
+    plot: str | os.PathLike | None = None
 
 
 def markov_accounting(args, model, slot_seconds):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 from policyopt.app.design_options import DesignOptions
 from policyopt.app.inputs import (
@@ -32,7 +32,7 @@ from policyopt.app.inputs import (
     penalty_bound,
     wants_distributed,
 )
-from policyopt.errors import InvalidInputError, fmt
+from policyopt.errors import InvalidInputError
 
 __all__ = ["DeploymentReport", "design_deployment", "design_from_options", "deployment_record"]
 
@@ -129,12 +129,7 @@ def design_deployment(**options) -> DeploymentReport:
     >>> report.status
     'optimal'
     """
-    known = {f.name for f in fields(DesignOptions)}
-    unknown = sorted(set(options) - known)
-    if unknown:
-        raise InvalidInputError(f"design_deployment got unknown keyword{'s' if len(unknown) > 1 else ''} "
-                                f"{', '.join(map(fmt, unknown))}; the keywords are the fields of DesignOptions")
-    return design_from_options(DesignOptions(**options))
+    return design_from_options(DesignOptions.from_keywords("design_deployment", options))
 
 
 def design_from_options(options: DesignOptions) -> DeploymentReport:

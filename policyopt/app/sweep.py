@@ -15,20 +15,8 @@ import re
 import time
 from dataclasses import dataclass, field
 
-from policyopt.app.design_options import METHOD_CHOICES, PRIVACY_CHOICES
-from policyopt.app.inputs import (
-    DEFAULT_MAX_AGE,
-    DEFAULT_MAX_INTERVAL,
-    DEFAULT_RELEASES,
-    MAX_AGE_LIMIT,
-    MAX_COUNT,
-    MAX_HORIZON,
-    MAX_STATES,
-    PENALTY_CHOICES,
-    deployment_penalty,
-    load_deployment,
-)
-from policyopt.app.option_fields import CommandOptions
+from policyopt.app.design_options import MODEL_RULES, ModelOptions
+from policyopt.app.inputs import MAX_COUNT, MAX_STATES, deployment_penalty, load_deployment
 from policyopt.app.report import CommandReport
 from policyopt.errors import InvalidInputError, fmt
 
@@ -53,7 +41,7 @@ VARY_PARAMETERS = {
 
 
 @dataclass(frozen=True)
-class SweepOptions(CommandOptions):
+class SweepOptions(ModelOptions):
     """The options of ``policyopt sweep`` (:func:`sweep_designs`): the model options of ``schedule``
     (:class:`~policyopt.app.design_options.DesignOptions`: ``data``, ``chain``, ``matrix``, ``states``, ``users``,
     ``value_range``, ``max_age``, ``max_interval``, ...), then the grid and where it goes.
@@ -87,38 +75,10 @@ class SweepOptions(CommandOptions):
     COMMAND = "sweep"
     VALUED = ("max_age", "max_interval", "releases", "method", "relax", "workers", "wait")
     RULES = {
-        "data": ("text",), "chain": ("text",), "matrix": ("text",), "states": ("int", 2, MAX_STATES),
-        "users": ("int", 1, MAX_COUNT), "value_range": ("range",), "max_age": ("int", 0, MAX_AGE_LIMIT),
-        "max_interval": ("int", 1, MAX_AGE_LIMIT), "releases": ("int", 1, MAX_COUNT),
-        "smoothing": ("float", 0.0, float("inf"), False), "method": ("choice", METHOD_CHOICES),
-        "relax": ("bool",), "penalty": ("choice", PENALTY_CHOICES), "phase_period": ("int", 1, MAX_AGE_LIMIT),
-        "penalty_level": ("level",), "max_tv": ("text",), "horizon": ("int", 1, MAX_HORIZON),
-        "markov_model": ("text",), "delta": ("level",), "privacy": ("choice", PRIVACY_CHOICES),
-        "accept_refuted": ("text",), "out": ("text",), "plot": ("text",), "workers": ("int", 1, MAX_WORKERS),
-        "scheduler": ("text",), "tradeoff_rtol": ("float", 0.0, float("inf"), False), "wait": ("bool",),
+        **MODEL_RULES, "out": ("text",), "plot": ("text",), "workers": ("int", 1, MAX_WORKERS), "scheduler": ("text",),
+        "tradeoff_rtol": ("float", 0.0, float("inf"), False), "wait": ("bool",),
     }
 
-    data: str | os.PathLike | None = None
-    chain: str | None = None
-    matrix: str | os.PathLike | None = None
-    states: int | None = None
-    users: int | None = None
-    value_range: tuple | None = None
-    max_age: int = DEFAULT_MAX_AGE
-    max_interval: int = DEFAULT_MAX_INTERVAL
-    releases: int = DEFAULT_RELEASES
-    smoothing: float | None = None
-    method: str = "exact"
-    relax: bool = False
-    penalty: str | None = None
-    phase_period: int | None = None
-    penalty_level: float | None = None
-    max_tv: str | None = None
-    horizon: int | None = None
-    markov_model: str | None = None
-    delta: float | None = None
-    privacy: str | None = None
-    accept_refuted: str | None = None
     max_penalty: tuple | None = None
     vary: dict = field(default_factory=dict)
     out: str | os.PathLike | None = None

@@ -17,7 +17,7 @@ from policyopt.app.option_fields import CommandOptions
 from policyopt.app.report import CommandReport
 from policyopt.errors import InvalidInputError, fmt
 
-__all__ = ["tpl_model", "TplOptions", "TplBudgetOptions", "leakage_report", "budget_report", "temporal_leakage",
+__all__ = ["tpl_model", "TplModelOptions", "TplOptions", "TplBudgetOptions", "leakage_report", "budget_report", "temporal_leakage",
            "allocate_tpl_budgets", "MAX_HORIZON", "MAX_BUDGET_HORIZON", "MAX_OPTIMAL_HORIZON", "MAX_BUDGET",
            "MIN_ALPHA", "BUDGET_METHODS"]
 
@@ -42,7 +42,25 @@ _MODEL_RULES = {
 
 
 @dataclass(frozen=True)
-class TplOptions(CommandOptions):
+class TplModelOptions(CommandOptions):
+    """The model options ``tpl`` and ``tpl-budget`` share (``pb``, ``pf``, ``data``, ``states``, ``value_range``,
+    ``slot_length``, ``markov_model``, ``delta``, ``accept_refuted``; documented by :class:`TplOptions`)."""
+
+    RULES = _MODEL_RULES
+
+    pb: object = None
+    pf: object = None
+    data: str | os.PathLike | None = None
+    states: int | None = None
+    value_range: tuple | None = None
+    slot_length: str | None = None
+    markov_model: str | None = None
+    delta: float | None = None
+    accept_refuted: str | None = None
+
+
+@dataclass(frozen=True)
+class TplOptions(TplModelOptions):
     """The options of ``policyopt tpl`` (:func:`temporal_leakage`): each attribute the option of the same name;
     ``None`` is the command's default.
 
@@ -80,22 +98,13 @@ class TplOptions(CommandOptions):
     COMMAND = "tpl"
     RULES = {**_MODEL_RULES, "epsilon": ("float", 0.0, MAX_BUDGET, True), "horizon": ("int", 1, MAX_HORIZON)}
 
-    pb: object = None
-    pf: object = None
-    data: str | os.PathLike | None = None
-    states: int | None = None
-    value_range: tuple | None = None
-    slot_length: str | None = None
-    markov_model: str | None = None
-    delta: float | None = None
-    accept_refuted: str | None = None
     epsilon: float | None = None
     horizon: int | None = None
     budgets: object = None
 
 
 @dataclass(frozen=True)
-class TplBudgetOptions(CommandOptions):
+class TplBudgetOptions(TplModelOptions):
     """The options of ``policyopt tpl-budget`` (:func:`allocate_tpl_budgets`): the model options of
     :class:`TplOptions` (``pb``, ``pf``, ``data``, ``states``, ``value_range``, ``slot_length``, ``markov_model``,
     ``delta``, ``accept_refuted``), then the target.
@@ -120,15 +129,6 @@ class TplBudgetOptions(CommandOptions):
     RULES = {**_MODEL_RULES, "alpha": ("float", MIN_ALPHA, MAX_BUDGET, False),
              "horizon": ("int", 1, MAX_BUDGET_HORIZON), "method": ("choice", BUDGET_METHODS)}
 
-    pb: object = None
-    pf: object = None
-    data: str | os.PathLike | None = None
-    states: int | None = None
-    value_range: tuple | None = None
-    slot_length: str | None = None
-    markov_model: str | None = None
-    delta: float | None = None
-    accept_refuted: str | None = None
     alpha: float | None = None
     horizon: int | None = None
     method: str = "quantification"

@@ -3,17 +3,7 @@
 from __future__ import annotations
 
 from policyopt.app.backtest import DEFAULT_TRAIN_FRACTION
-from policyopt.app.inputs import (
-    BUNDLED_PHASE_PERIOD,
-    BUNDLED_STATES,
-    BUNDLED_USERS,
-    BUNDLED_VALUE_RANGE,
-    DEFAULT_MAX_AGE,
-    DEFAULT_MAX_INTERVAL,
-    DEFAULT_PENALTY_LEVEL,
-    MAX_AGE_LIMIT,
-    MAX_COUNT,
-)
+from policyopt.app import inputs
 from policyopt.cli.options import (
     add_bound_options,
     add_guarantee_options,
@@ -33,6 +23,8 @@ def _fraction(text):
 
 def add_command(sub) -> None:
     """Register the ``backtest`` sub-command on the sub-parsers `sub`."""
+    lo, hi = inputs.BUNDLED_VALUE_RANGE
+    cap = inputs.MAX_AGE_LIMIT  # the largest --phase-period, --max-age, --max-interval
     cmd = sub.add_parser(
         "backtest",
         help="replay a schedule on held-out readings: the realised MSE of the released value for I users, with its "
@@ -44,7 +36,7 @@ def add_command(sub) -> None:
             "deployment of I users drawn like the readings' users (cross(a) + (self(a) - cross(a))/I at each slot's "
             "AoI, plus the Laplace noise 2(Δf/ε_C)^2, Δf = (HI-LO)/I), in the readings' unit squared, with a circular "
             "block-bootstrap interval, against f̄.  Without --data: the bundled CityLearn 2022 year (17 homes, hourly "
-            f"kWh), I = {BUNDLED_USERS}, range {BUNDLED_VALUE_RANGE[0]:g}:{BUNDLED_VALUE_RANGE[1]:g} kWh.  The report "
+            f"kWh), I = {inputs.BUNDLED_USERS}, range {lo:g}:{hi:g} kWh.  The report "
             "states first the guarantee the evidence supports: the design's ε* only when its Markov model passed its "
             "checks on held-out readings (or was given without data), else the model-free (ε, δ) of the replay's "
             "releases over the held-out span (PLD accountant of dp_accounting)."
@@ -56,26 +48,27 @@ def add_command(sub) -> None:
     cmd.add_argument("--train-fraction", type=_fraction, default=DEFAULT_TRAIN_FRACTION, metavar="F",
                      help=f"first fraction of the time range held for training; the rest is replayed (default "
                      f"{DEFAULT_TRAIN_FRACTION})")
-    cmd.add_argument("--users", type=int_at_least("--users", 1, MAX_COUNT), metavar="I",
+    cmd.add_argument("--users", type=int_at_least("--users", 1, inputs.MAX_COUNT), metavar="I",
                      help="deployment size (default: the schedule's; for a design here the bundled pilot's "
-                     f"{BUNDLED_USERS} or the readings' users)")
+                     f"{inputs.BUNDLED_USERS} or the readings' users)")
     cmd.add_argument("--value-range", type=value_range_arg("--value-range"), metavar="LO:HI",
                      help="public range of one reading (default: the schedule's declared range; the bundled pilot's "
-                     f"{BUNDLED_VALUE_RANGE[0]:g}:{BUNDLED_VALUE_RANGE[1]:g} kWh; else the readings' own, not private)")
-    cmd.add_argument("--phase-period", type=int_at_least("--phase-period", 1, MAX_AGE_LIMIT), default=None, metavar="P",
-                     help=f"slots per cycle for the worst-phase numbers and a design here (default {BUNDLED_PHASE_PERIOD} "
+                     f"{lo:g}:{hi:g} kWh; else the readings' own, not private)")
+    cmd.add_argument("--phase-period", type=int_at_least("--phase-period", 1, cap), default=None, metavar="P",
+                     help="slots per cycle for the worst-phase numbers and a design here (default "
+                     f"{inputs.BUNDLED_PHASE_PERIOD} "
                      "for the bundled year; for --data a day of slots when its time stamps give the slot length, else 1)")
     add_bound_options(cmd)
     add_max_tv_options(cmd)
     add_guarantee_options(cmd, design=False, markov=False)
     cmd.add_argument("--states", type=int_at_least("--states", 2, 200), default=None, metavar="K",
-                     help=f"quantile states of the chains (Δ(t)) of a design here (default {BUNDLED_STATES})")
-    cmd.add_argument("--max-age", type=int_at_least("--max-age", 0, MAX_AGE_LIMIT), default=DEFAULT_MAX_AGE, metavar="A_MAX",
-                     help=f"search box of a design here (default {DEFAULT_MAX_AGE})")
-    cmd.add_argument("--max-interval", type=int_at_least("--max-interval", 1, MAX_AGE_LIMIT), default=DEFAULT_MAX_INTERVAL,
-                     metavar="S_MAX", help=f"search box of a design here (default {DEFAULT_MAX_INTERVAL})")
-    cmd.add_argument("--level", type=probability("--level"), default=DEFAULT_PENALTY_LEVEL, metavar="LEVEL",
-                     help=f"two-sided level of the interval (default {DEFAULT_PENALTY_LEVEL})")
+                     help=f"quantile states of the chains (Δ(t)) of a design here (default {inputs.BUNDLED_STATES})")
+    cmd.add_argument("--max-age", type=int_at_least("--max-age", 0, cap), default=inputs.DEFAULT_MAX_AGE, metavar="A_MAX",
+                     help=f"search box of a design here (default {inputs.DEFAULT_MAX_AGE})")
+    cmd.add_argument("--max-interval", type=int_at_least("--max-interval", 1, cap), default=inputs.DEFAULT_MAX_INTERVAL,
+                     metavar="S_MAX", help=f"search box of a design here (default {inputs.DEFAULT_MAX_INTERVAL})")
+    cmd.add_argument("--level", type=probability("--level"), default=inputs.DEFAULT_PENALTY_LEVEL, metavar="LEVEL",
+                     help=f"two-sided level of the interval (default {inputs.DEFAULT_PENALTY_LEVEL})")
     cmd.add_argument("--ci-level", type=probability("--ci-level"), metavar="LEVEL",
                      help="level of the releases' error bars whose coverage is measured on the held-out time (default 0.95; "
                      "as `publish --ci-level`)")
