@@ -324,6 +324,30 @@ class FittedMarkovModel(abc.ABC):
         self.n_states = int(n_states)
         self.transitions = None if transitions is None else dict(transitions)
 
+    def _init_counts(self, counts, shape: tuple, smoothing=None) -> None:
+        """Set ``counts`` (float, checked to have `shape`, or None) and ``smoothing`` (float or None) of a count fit.
+
+        Parameters
+        ----------
+        counts : array_like or None
+            Observed transition counts (posterior draws), shape `shape`, e.g. (U, K, K); None: built from parameters.
+        shape : tuple of int
+            The shape `counts` must have.
+        smoothing : float, optional
+            The pseudo-count s of the fit.
+
+        Raises
+        ------
+        InvalidInputError
+            `counts` not of shape `shape`.
+        """
+        if counts is not None:
+            counts = np.asarray(counts, dtype=float)
+            if counts.shape != shape:
+                raise InvalidInputError(f"`counts` must have shape {shape}, got {counts.shape}")
+        self.counts = counts
+        self.smoothing = None if smoothing is None else float(smoothing)
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, n_users={self.n_users}, n_states={self.n_states})"
 
@@ -645,12 +669,7 @@ class ChainModel(FittedMarkovModel):
         U = len(population.chains)
         self._init_common(users, U, K, transitions)
         self.population = population
-        if counts is not None:
-            counts = np.asarray(counts, dtype=float)
-            if counts.shape != (U, K, K):
-                raise InvalidInputError(f"`counts` must have shape {(U, K, K)}, got {counts.shape}")
-        self.counts = counts
-        self.smoothing = None if smoothing is None else float(smoothing)
+        self._init_counts(counts, (U, K, K), smoothing)
 
     @classmethod
     def from_fitted(cls, fitted) -> "ChainModel":

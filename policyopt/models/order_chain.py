@@ -118,12 +118,7 @@ class OrderChainModel(FittedMarkovModel):
         self.order = k
         self.conditionals = arr
         self.conditionals.setflags(write=False)
-        if counts is not None:
-            counts = np.asarray(counts, dtype=float)
-            if counts.shape != arr.shape:
-                raise InvalidInputError(f"`counts` must have shape {arr.shape}, got {counts.shape}")
-        self.counts = counts
-        self.smoothing = None if smoothing is None else float(smoothing)
+        self._init_counts(counts, arr.shape, smoothing)
 
     @property
     def n_z(self) -> int:

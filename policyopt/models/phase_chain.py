@@ -31,7 +31,7 @@ from functools import cached_property
 
 import numpy as np
 
-from policyopt.errors import InvalidInputError, InvalidModelError, check_int
+from policyopt.errors import InvalidModelError, check_int
 from policyopt.models.markov import Population
 from policyopt.models.tv_kernels import (
     RESCALE_EVERY,
@@ -220,12 +220,7 @@ class PhaseChainModel(FittedMarkovModel):
         self.matrices.setflags(write=False)
         self.period = P
         self.starts = check_starts(starts, U)
-        if counts is not None:
-            counts = np.asarray(counts, dtype=float)
-            if counts.shape != arr.shape:
-                raise InvalidInputError(f"`counts` must have shape {arr.shape}, got {counts.shape}")
-        self.counts = counts
-        self.smoothing = None if smoothing is None else float(smoothing)
+        self._init_counts(counts, arr.shape, smoothing)
         mu = periodic_marginals(arr)
         if not np.all(mu > 0):
             u, phi, x = (int(v) for v in np.argwhere(~(mu > 0))[0])
