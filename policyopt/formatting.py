@@ -93,7 +93,7 @@ def _fmt_rounded(x, digits: int, rounding: str) -> str:
     if d == 0 or not d.is_finite():
         return f"{x:.{digits}g}"
     step = Decimal(1).scaleb(d.adjusted() - (digits - 1))
-    return f"{float(d.quantize(step, rounding=ROUND_CEILING)):.{digits}g}"
+    return f"{float(d.quantize(step, rounding=rounding)):.{digits}g}"
 
 
 def fmt_upper(x, digits: int = 6) -> str:
