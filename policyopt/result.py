@@ -16,7 +16,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-__all__ = ["Status", "Termination", "Solution", "summarize", "result_repr"]
+__all__ = ["Status", "Termination", "Solution", "summarize", "result_repr", "no_incumbent"]
 
 
 def summarize(v, width: int = 72) -> str:
@@ -267,3 +267,30 @@ class Solution:
             for k, v in rows
         )
         return f"<table class='policyopt-solution'>{body}</table>"
+
+
+def no_incumbent(proven: bool, *, method: str, backend: str, backend_version: str, wall_time_s: float, message: str,
+                 values: Mapping[str, Any], objective_name: str | None = None,
+                 termination: Termination | None = None) -> Solution:
+    """A :class:`Solution` without incumbent: ``decision``, ``objective`` and ``bound`` are ``None``.
+
+    Parameters
+    ----------
+    proven : bool
+        Whether the back end proved that no point satisfies the constraints: status ``infeasible``
+        (termination ``infeasible`` by default), else status ``unknown`` (termination ``completed`` by default).
+    method, backend, backend_version, wall_time_s, message, values, objective_name
+        As the fields of :class:`Solution`.
+    termination : Termination, optional
+        Overrides the default termination above.
+
+    Returns
+    -------
+    Solution
+    """
+    if termination is None:
+        termination = Termination.INFEASIBLE if proven else Termination.COMPLETED
+    status = Status.INFEASIBLE if proven else Status.UNKNOWN
+    return Solution(status=status, termination=termination, decision=None, objective=None, bound=None, method=method,
+                    backend=backend, backend_version=backend_version, wall_time_s=wall_time_s, message=message,
+                    values=values, objective_name=objective_name)

@@ -28,7 +28,7 @@ from policyopt.models.markov import Population
 from policyopt.utility.penalty import Penalty, check_epsilon_c, check_max_penalty
 from policyopt.result import result_repr
 
-__all__ = ["ScheduleProblem", "Schedule", "ScheduleEvaluation", "MaxTVSource"]
+__all__ = ["ScheduleProblem", "Schedule", "ScheduleEvaluation", "MaxTVSource", "ScheduleBox"]
 
 
 @runtime_checkable
@@ -101,13 +101,117 @@ class ScheduleEvaluation:
         return result_repr(self)
 
 
+class ScheduleBox:
+    """What the problems over stationary schedules (A, S̄, ε_C) in an integer box share.
+
+    :class:`ScheduleProblem`, :class:`~policyopt.problems.model_free.ModelFreeProblem` and
+    :class:`~policyopt.problems.horizon.HorizonDesignProblem` optimise a stationary policy (Definition 12 of
+    Zhang et al. 2024) over A ∈ {0..A_max}, S̄ ∈ {1..S_max} (slots) and ε_C > 0 (nats) under the utility
+    bound max_{a = A..A+S̄−1} f(a, ε_C) ≤ f̄ of eq. (27) ((28b), (M2), (H2)).  A subclass sets ``penalty``
+    (a :class:`~policyopt.utility.penalty.Penalty`), ``max_penalty`` (f̄), ``A_max`` and ``S_max``, and names its
+    back ends' family in :mod:`policyopt.registry` by ``solver_family``.
+    """
+
+    variables = ("A", "S_bar", "epsilon_c")
+    integrality = {"A": "integer", "S_bar": "integer", "epsilon_c": "continuous"}
+    is_convex = False
+    #: The problem's key of ``policyopt.registry.BACKENDS``.
+    solver_family = "schedule"
+
+    def solve(self, method: str = "exact", **options):
+        """Solve with a back end of the problem's ``solver_family``; the problem is not modified.
+
+        Parameters
+        ----------
+        method : str
+            A back end registered for the family.  ``"exact"`` (default) is the enumeration that proves the global
+            optimum over the integer box: :class:`policyopt.solvers.exact.ExactScheduleSolver`,
+            :class:`policyopt.solvers.model_free.ModelFreeSolver` (over S̄, with proven pruning) or
+            :class:`policyopt.solvers.horizon.HorizonEnumeration`.
+        **options
+            Passed to the back end.
+
+        Returns
+        -------
+        :class:`~policyopt.result.Solution`
+
+        Raises
+        ------
+        InvalidInputError
+            If `method` is not a back end of the family.
+        """
+        from policyopt.registry import get_solver  # by name: a problem never imports a solver
+
+        return get_solver(method, self.solver_family).solve(self, **options)
+
+    @property
+    def bounds(self) -> dict:
+        """Variable bounds: A in [0, A_max], S_bar in [1, S_max], epsilon_c in (0, inf)."""
+        return {"A": (0, self.A_max), "S_bar": (1, self.S_max), "epsilon_c": (0.0, math.inf)}
+
+    def epoch_penalty(self, A: int, S_bar: int, epsilon_c: float) -> float:
+        """The largest penalty over the ages an epoch goes through, max_{a = A..A+S̄−1} f(a, ε_C).
+
+        The left side of the utility bound of Zhang et al. (2024), eq. (27) / constraint (28b).
+
+        Parameters
+        ----------
+        A : int
+            Aging, slots (≥ 0, already checked).
+        S_bar : int
+            Inter-publish time, slots (≥ 1, already checked).
+        epsilon_c : float
+            Budget per release, nats (> 0, already checked).
+
+        Returns
+        -------
+        float
+            In the penalty's unit.
+        """
+        return float(np.max(self.penalty.value(np.arange(A, A + S_bar), epsilon_c)))
+
+    def penalty_violations(self, label: str, penalty: float) -> list[str]:
+        """``[]`` when `penalty` ≤ f̄, else the one violation ``"<label> fails: penalty … > f̄ = …"``.
+
+        Parameters
+        ----------
+        label : str
+            The constraint's number in its source, e.g. ``"(28b)"``.
+        penalty : float
+            :meth:`epoch_penalty` of the candidate, in the penalty's unit.
+
+        Returns
+        -------
+        list of str
+        """
+        if not penalty <= self.max_penalty:
+            return [f"{label} fails: penalty {penalty:.6g} > f̄ = {self.max_penalty:.6g}"]
+        return []
+
+    def box_violations(self, A: int, S_bar: int) -> list[str]:
+        """``[]`` when A ≤ A_max and S̄ ≤ S_max, else the one violation ``"outside the box: …"``.
+
+        Parameters
+        ----------
+        A, S_bar : int
+            The candidate's aging and inter-publish time, slots.
+
+        Returns
+        -------
+        list of str
+        """
+        if A > self.A_max or S_bar > self.S_max:
+            return [f"outside the box: A = {A} (A_max = {self.A_max}), S̄ = {S_bar} (S_max = {self.S_max})"]
+        return []
+
+
 def _check_bound(value, name: str, lower: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < lower:
         raise InvalidInputError(f"`{name}` must be an integer ≥ {lower} (slots), got {fmt(value)}")
     return int(value)
 
 
-class ScheduleProblem:
+class ScheduleProblem(ScheduleBox):
     """Peak age-dependent risk minimisation over stationary schedules, problem (28) via Theorem 4.
 
     Parameters
@@ -143,9 +247,6 @@ class ScheduleProblem:
     Zhang et al. (2024), (28), Theorem 4, Proposition 3.
     """
 
-    variables = ("A", "S_bar", "epsilon_c")
-    integrality = {"A": "integer", "S_bar": "integer", "epsilon_c": "continuous"}
-    is_convex = False
     objective = "peak risk ε* of eq. (30), nats"
     constraints = (
         "(31) Δ(S̄)·exp(ε_C) < 1",
@@ -174,11 +275,6 @@ class ScheduleProblem:
             f"ScheduleProblem(users={self.population.n_users}, penalty={self.penalty.name}, "
             f"max_penalty={self.max_penalty!r}, A_max={self.A_max}, S_max={self.S_max})"
         )
-
-    @property
-    def bounds(self) -> dict:
-        """Variable bounds: A in [0, A_max], S_bar in [1, S_max], epsilon_c in (0, inf)."""
-        return {"A": (0, self.A_max), "S_bar": (1, self.S_max), "epsilon_c": (0.0, math.inf)}
 
     @property
     def max_tv_table(self) -> np.ndarray:
@@ -231,15 +327,12 @@ class ScheduleProblem:
         if A > top or S_bar > top:
             raise InvalidInputError(f"`A`={A} / `S_bar`={S_bar} beyond the problem's table (max {top} slots)")
         eps = check_epsilon_c(epsilon_c)
-        pen = float(np.max(self.penalty.value(np.arange(A, A + S_bar), eps)))
+        pen = self.epoch_penalty(A, S_bar, eps)
         u = float(log_condition_log(self._log_max_tv[S_bar], eps))
         cond = math.exp(u) if u < 709 else math.inf
         risk = float(peak_risk_values_log(self._log_max_tv[A], self._log_max_tv[S_bar], eps)) if u < 0 else None
-        violations = []
-        if not u < 0:
-            violations.append(f"(31) fails: Δ(S̄)·e^ε_C = {cond:.6g} ≥ 1")
-        if not pen <= self.max_penalty:
-            violations.append(f"(28b) fails: penalty {pen:.6g} > f̄ = {self.max_penalty:.6g}")
+        violations = [] if u < 0 else [f"(31) fails: Δ(S̄)·e^ε_C = {cond:.6g} ≥ 1"]
+        violations += self.penalty_violations("(28b)", pen)
         return ScheduleEvaluation(
             schedule=Schedule(A, S_bar, eps),
             peak_risk=risk,
@@ -249,26 +342,3 @@ class ScheduleProblem:
             feasible=not violations,
             violations=tuple(violations),
         )
-
-    def solve(self, method: str = "exact", **options):
-        """Solve with a back end from :mod:`policyopt.solvers`; the problem is not modified.
-
-        Parameters
-        ----------
-        method : str
-            ``"exact"`` (global optimum over the integer box).
-        **options
-            Passed to the back end.
-
-        Returns
-        -------
-        policyopt.result.Solution
-
-        Raises
-        ------
-        InvalidInputError
-            If `method` is unknown.
-        """
-        from policyopt.registry import get_solver
-
-        return get_solver(method).solve(self, **options)

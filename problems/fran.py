@@ -56,7 +56,7 @@ from policyopt.errors import InfeasibleProblemError, InvalidInputError, check_in
 from policyopt.privacy.fran import PaperBoundWarning, Query, exact_leakage, paper_leakage, sound_leakage
 from policyopt.result import result_repr
 
-__all__ = ["FRANProblem", "FRANEvaluation", "BOUNDS", "DISTANCES", "AOI_VECTOR_LIMIT"]
+__all__ = ["FRANProblem", "FRANEvaluation", "BOUNDS", "DISTANCES", "AOI_VECTOR_LIMIT", "min_feasible_epsilon"]
 
 #: Leakage bounds P1 can minimise.
 BOUNDS = ("sound", "paper", "exact")
@@ -72,6 +72,36 @@ _METHODS = {
     "cvxpy": "CvxpyInnerSolver",
     "scip": "ScipSolver",
 }
+
+
+def min_feasible_epsilon(distortion, max_mse: float, sensitivity, output_dim: int):
+    """Smallest ε_C meeting the MSE bound (24) of Luo et al. (2025): Δf·sqrt(2d/(l̄ − D)); ``inf`` where D ≥ l̄.
+
+    With the MSE (22), l_MSE = D + d·2(Δf/ε_C)² ≤ l̄ holds iff ε_C ≥ Δf·sqrt(2d/(l̄ − D)) (for D < l̄).
+    Shared by :meth:`FRANProblem.min_epsilon` and
+    :meth:`~policyopt.problems.fran_groups.GroupedFRANProblem.min_epsilon`.
+
+    Parameters
+    ----------
+    distortion : float or array_like
+        Aging distortion D(A_t), squared query units; any shape.
+    max_mse : float
+        l̄ > 0, squared query units.
+    sensitivity : float
+        Δf, the query's sensitivity (query units).
+    output_dim : int
+        d, the query's output dimension.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        ε_C in nats: a float for a scalar `distortion`, else an array of its shape (``inf`` where D ≥ l̄).
+    """
+    D = np.asarray(distortion, dtype=float)
+    slack = max_mse - D
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where(slack > 0, sensitivity * np.sqrt(2.0 * output_dim / np.where(slack > 0, slack, 1.0)), np.inf)
+    return float(out) if out.ndim == 0 else out
 
 
 @dataclass(frozen=True)
@@ -420,11 +450,7 @@ class FRANProblem:
         -------
         float or numpy.ndarray, nats.
         """
-        D = np.asarray(distortion, dtype=float)
-        slack = self.max_mse - D
-        with np.errstate(divide="ignore", invalid="ignore"):
-            out = np.where(slack > 0, self.sensitivity * np.sqrt(2.0 * self.output_dim / np.where(slack > 0, slack, 1.0)), np.inf)
-        return float(out) if out.ndim == 0 else out
+        return min_feasible_epsilon(distortion, self.max_mse, self.sensitivity, self.output_dim)
 
     def mse(self, distortion, epsilon_c):
         """l_MSE (22) = D + d·2(Δf/ε_C)² (squared query units)."""

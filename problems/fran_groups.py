@@ -40,7 +40,7 @@ from policyopt.models.cmc import CouplingMarkovChain
 from policyopt.errors import InvalidInputError, InvalidModelError, check_int, fmt
 from policyopt.privacy.fran import Query, paper_leakage, sound_leakage
 
-from policyopt.problems.fran import AOI_VECTOR_LIMIT, FRANProblem
+from policyopt.problems.fran import AOI_VECTOR_LIMIT, FRANProblem, min_feasible_epsilon
 
 __all__ = ["GroupedFRANProblem", "coupling_groups", "GROUP_METHODS"]
 
@@ -162,11 +162,7 @@ class GroupedFRANProblem:
 
     def min_epsilon(self, distortion):
         """Smallest ε_C meeting (24) for aging distortion D: Δf·sqrt(2d/(l̄ − D)); ``inf`` if D ≥ l̄ (nats)."""
-        D = np.asarray(distortion, dtype=float)
-        slack = self.max_mse - D
-        with np.errstate(divide="ignore", invalid="ignore"):
-            out = np.where(slack > 0, self.sensitivity * np.sqrt(2.0 * self.output_dim / np.where(slack > 0, slack, 1.0)), np.inf)
-        return float(out) if out.ndim == 0 else out
+        return min_feasible_epsilon(distortion, self.max_mse, self.sensitivity, self.output_dim)
 
     def leakage_from(self, distance, epsilon_c):
         """ε_S from Δ_k and ε_C with the problem's bound (nats)."""

@@ -26,13 +26,12 @@ then the smaller S̄.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from policyopt.errors import InvalidInputError, check_int, fmt
-from policyopt.problems.age_dependent import Schedule
+from policyopt.problems.age_dependent import Schedule, ScheduleBox
 from policyopt.result import result_repr
 from policyopt.utility.penalty import Penalty, check_epsilon_c, check_max_penalty
 
@@ -70,7 +69,7 @@ class HorizonEvaluation:
         return result_repr(self, first=("schedule",))
 
 
-class HorizonDesignProblem:
+class HorizonDesignProblem(ScheduleBox):
     """Smallest largest risk over H slots among stationary schedules meeting a utility bound: problem (H1)–(H2).
 
     Parameters
@@ -98,9 +97,7 @@ class HorizonDesignProblem:
     Zhang et al. (2024), Theorem 3 (eq. (25)), eqs. (27), (31).
     """
 
-    variables = ("A", "S_bar", "epsilon_c")
-    integrality = {"A": "integer", "S_bar": "integer", "epsilon_c": "continuous"}
-    is_convex = False
+    solver_family = "horizon"
     objective = "the largest age-dependent risk over the horizon (Theorem 3), nats"
     constraints = ("(H2) max_{a=A..A+S̄−1} f(a, ε_C) ≤ f̄",)
 
@@ -119,11 +116,6 @@ class HorizonDesignProblem:
     def __repr__(self) -> str:
         return (f"HorizonDesignProblem(penalty={self.penalty.name}, max_penalty={self.max_penalty!r}, "
                 f"horizon={self.horizon}, A_max={self.A_max}, S_max={self.S_max})")
-
-    @property
-    def bounds(self) -> dict:
-        """Variable bounds: A in [0, A_max], S_bar in [1, S_max], epsilon_c in (0, inf)."""
-        return {"A": (0, self.A_max), "S_bar": (1, self.S_max), "epsilon_c": (0.0, math.inf)}
 
     def releases(self, A: int, S_bar: int) -> int:
         """N, the publications A + (n − 1)·S̄ ≤ H (0 when A > H)."""
@@ -158,31 +150,6 @@ class HorizonDesignProblem:
             raise InvalidInputError(f"A = {A} publishes nothing within the horizon H = {self.horizon} slots")
         times = A + S_bar * np.arange(n)
         risk = float(np.max(compose(times, A, eps, self.composition_source(), horizon=self.horizon).risk))
-        pen = float(np.max(self.penalty.value(np.arange(A, A + S_bar), eps)))
-        violations = []
-        if not pen <= self.max_penalty:
-            violations.append(f"(H2) fails: penalty {pen:.6g} > f̄ = {self.max_penalty:.6g}")
-        if A > self.A_max or S_bar > self.S_max:
-            violations.append(f"outside the box: A = {A} (A_max = {self.A_max}), S̄ = {S_bar} (S_max = {self.S_max})")
+        pen = self.epoch_penalty(A, S_bar, eps)
+        violations = self.penalty_violations("(H2)", pen) + self.box_violations(A, S_bar)
         return HorizonEvaluation(Schedule(A, S_bar, eps), risk, n, pen, not violations, tuple(violations))
-
-    def solve(self, method: str = "exact", **options):
-        """Solve with a back end of the ``"horizon"`` family; the problem is not modified.
-
-        Parameters
-        ----------
-        method : str
-            ``"exact"`` (enumeration of the box, :class:`policyopt.solvers.horizon.HorizonEnumeration`).
-
-        Returns
-        -------
-        policyopt.result.Solution
-
-        Raises
-        ------
-        InvalidInputError
-            If `method` is unknown.
-        """
-        from policyopt.registry import get_solver  # by name: a problem never imports a solver
-
-        return get_solver(method, "horizon").solve(self, **options)

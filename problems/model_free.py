@@ -41,14 +41,13 @@ the search minimises; (ii) is a statement about the exact ε(δ), which that bou
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from policyopt.errors import InvalidInputError, check_int, fmt
 from policyopt.privacy.model_free import ModelFreeGuarantee, check_delta, check_windows, model_free_guarantee
-from policyopt.problems.age_dependent import Schedule
+from policyopt.problems.age_dependent import Schedule, ScheduleBox
 from policyopt.result import result_repr
 from policyopt.utility.penalty import Penalty, check_epsilon_c, check_max_penalty
 
@@ -89,7 +88,7 @@ class ModelFreeEvaluation:
         return result_repr(self)
 
 
-class ModelFreeProblem:
+class ModelFreeProblem(ScheduleBox):
     """Smallest model-free (ε, δ) over stationary schedules meeting a utility bound: problem (M1)–(M2).
 
     Parameters
@@ -128,9 +127,7 @@ class ModelFreeProblem:
     Papadias, "Differentially Private Event Sequences over Infinite Streams", PVLDB 7(12), 2014.
     """
 
-    variables = ("A", "S_bar", "epsilon_c")
-    integrality = {"A": "integer", "S_bar": "integer", "epsilon_c": "continuous"}
-    is_convex = False
+    solver_family = "model-free"
     objective = "ε(δ) of the ⌈H/S̄⌉ Laplace releases over the horizon (PLD accountant, ≤ k·ε_C), nats"
     constraints = ("(M2) max_{a=A..A+S̄−1} f(a, ε_C) ≤ f̄",)
 
@@ -149,11 +146,6 @@ class ModelFreeProblem:
     def __repr__(self) -> str:
         return (f"ModelFreeProblem(penalty={self.penalty.name}, max_penalty={self.max_penalty!r}, "
                 f"horizon={self.horizon}, delta={self.delta!r}, A_max={self.A_max}, S_max={self.S_max})")
-
-    @property
-    def bounds(self) -> dict:
-        """Variable bounds: A in [0, A_max], S_bar in [1, S_max], epsilon_c in (0, inf)."""
-        return {"A": (0, self.A_max), "S_bar": (1, self.S_max), "epsilon_c": (0.0, math.inf)}
 
     def releases(self, S_bar) -> int | np.ndarray:
         """k(S̄) = ⌈H/S̄⌉ releases over the horizon, for one S̄ or an array of them (slots ≥ 1)."""
@@ -187,13 +179,9 @@ class ModelFreeProblem:
         A = check_int(A, "A", 0, "slots")
         S_bar = check_int(S_bar, "S_bar", 1, "slots")
         eps = check_epsilon_c(epsilon_c)
-        pen = float(np.max(self.penalty.value(np.arange(A, A + S_bar), eps)))  # (M2): max over the epoch's ages
+        pen = self.epoch_penalty(A, S_bar, eps)  # (M2): max over the epoch's ages
         guarantee = model_free_guarantee(eps, horizon=self.horizon, delta=self.delta, S_bar=S_bar, windows=self.windows)
-        violations = []
-        if not pen <= self.max_penalty:
-            violations.append(f"(M2) fails: penalty {pen:.6g} > f̄ = {self.max_penalty:.6g}")
-        if A > self.A_max or S_bar > self.S_max:
-            violations.append(f"outside the box: A = {A} (A_max = {self.A_max}), S̄ = {S_bar} (S_max = {self.S_max})")
+        violations = self.penalty_violations("(M2)", pen) + self.box_violations(A, S_bar)
         return ModelFreeEvaluation(
             schedule=Schedule(A, S_bar, eps),
             guarantee=guarantee,
@@ -203,26 +191,3 @@ class ModelFreeProblem:
             feasible=not violations,
             violations=tuple(violations),
         )
-
-    def solve(self, method: str = "exact", **options):
-        """Solve with a back end of the ``"model-free"`` family; the problem is not modified.
-
-        Parameters
-        ----------
-        method : str
-            ``"exact"`` (enumeration over S̄ with proven pruning, :class:`policyopt.solvers.model_free.ModelFreeSolver`).
-        **options
-            Passed to the back end.
-
-        Returns
-        -------
-        policyopt.result.Solution
-
-        Raises
-        ------
-        InvalidInputError
-            If `method` is unknown.
-        """
-        from policyopt.registry import get_solver  # by name: a problem never imports a solver
-
-        return get_solver(method, "model-free").solve(self, **options)

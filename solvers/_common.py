@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 
 from policyopt.problems.geometric import GeometricScheduleProblem
-from policyopt.result import Solution, Status, Termination
+from policyopt.result import Solution, Status, Termination, no_incumbent
 
 __all__ = ["geometric_solution", "geometric_infeasible", "cvxpy_available", "KKT_TOL"]
 
@@ -206,8 +206,6 @@ def geometric_infeasible(
     termination ``infeasible`` by default) or just found nothing (status ``unknown``,
     termination ``completed`` by default).
     """
-    if termination is None:
-        termination = Termination.INFEASIBLE if proven else Termination.COMPLETED
     floor, s_at, eps_at = problem.min_penalty()
     if math.isinf(floor):
         why = f"no S̄ ≤ {problem.S_max:g} satisfies (39b) for any ε_C > 0"
@@ -218,17 +216,6 @@ def geometric_infeasible(
         )
     out = {"max_penalty": problem.max_penalty, "min_penalty": floor, "formulation": problem.formulation}
     out.update(values or {})
-    return Solution(
-        status=Status.INFEASIBLE if proven else Status.UNKNOWN,
-        termination=termination,
-        decision=None,
-        objective=None,
-        bound=None,
-        method=method,
-        backend=backend,
-        backend_version=backend_version,
-        wall_time_s=wall_time_s,
-        message=f"{message}; {why}",
-        values=out,
-        objective_name="peak_risk",
-    )
+    return no_incumbent(proven, method=method, backend=backend, backend_version=backend_version,
+                        wall_time_s=wall_time_s, message=f"{message}; {why}", values=out, objective_name="peak_risk",
+                        termination=termination)

@@ -539,19 +539,25 @@ class CvxpySolver:
         start = time.perf_counter()
         cp = _import_cvxpy()
         version = f"cvxpy {cp.__version__}"
-        lo, hi = _feasible_range(problem)
-        if lo is None:
+
+        def nothing_found(solver: str, message: str, **extra) -> Solution:
+            """No feasible point found, infeasibility not proven: status ``unknown``, termination ``completed``."""
             return geometric_infeasible(
                 problem,
                 proven=False,
                 method=self.name,
                 backend="cvxpy",
-                backend_version=f"{version} / none (numpy screen)",
+                backend_version=f"{version} / {solver}",
                 wall_time_s=time.perf_counter() - start,
-                message="no ε_C in (0, ε_max] leaves a feasible (A, S̄) (numpy screen of the inner problem); "
-                "cvxpy proved nothing about the nonconvex problem",
+                message=message,
                 termination=Termination.COMPLETED,
+                **extra,
             )
+
+        lo, hi = _feasible_range(problem)
+        if lo is None:
+            return nothing_found("none (numpy screen)", "no ε_C in (0, ε_max] leaves a feasible (A, S̄) (numpy screen "
+                                 "of the inner problem); cvxpy proved nothing about the nonconvex problem")
 
         inner = _build_inner(problem)
         copies = {SOLVER_SEQUENCE[0][0]: inner.problem}
@@ -592,18 +598,9 @@ class CvxpySolver:
             "n_inner_failures": n_failed,
         }
         if not usable:
-            return geometric_infeasible(
-                problem,
-                proven=False,
-                method=self.name,
-                backend="cvxpy",
-                backend_version=f"{version} / {SOLVER_SEQUENCE[0][0]}",
-                wall_time_s=time.perf_counter() - start,
-                message=f"cvxpy found no feasible inner problem on the ε_C search ({n_failed} solver failures); "
-                "infeasibility of the nonconvex problem is not proven",
-                termination=Termination.COMPLETED,
-                values=search,
-            )
+            return nothing_found(SOLVER_SEQUENCE[0][0], f"cvxpy found no feasible inner problem on the ε_C search "
+                                 f"({n_failed} solver failures); infeasibility of the nonconvex problem is not proven",
+                                 values=search)
         best = min(usable, key=lambda r: (r.log_ratio, r.epsilon_c))
         kkt = kkt_report(problem, best.epsilon_c, best.x, best.duals)
         A, S = best.decision

@@ -20,11 +20,11 @@ from policyopt.errors import InvalidInputError, fmt
 from policyopt.utility.penalty import window_max
 from policyopt.problems.age_dependent import ScheduleProblem
 from policyopt.problems.geometric import GeometricScheduleProblem
-from policyopt.result import Solution, Status, Termination
+from policyopt.result import Solution, Status, Termination, no_incumbent
 
 from ._common import geometric_infeasible, geometric_solution
 
-__all__ = ["ExactScheduleSolver"]
+__all__ = ["ExactScheduleSolver", "penalty_infeasible"]
 
 _REL_TOL = 1e-12
 
@@ -247,26 +247,56 @@ class ExactScheduleSolver:
                 f"(A = {where[0]}, S̄ = {where[1]}; an infimum under (31)); raise f̄ above it "
                 f"or enlarge the box (A_max = {A_max}, S_max = {S_max})"
             )
-        proven = bool(getattr(pen, "monotone_in_epsilon", True))
-        if not proven:
-            msg = (
-                f"no feasible schedule found: penalty {pen.name!r} is not proven non-increasing in ε_C, so "
-                "infeasibility is not proven (budgets were scanned on a grid); " + msg
-            )
-        return Solution(
-            status=Status.INFEASIBLE if proven else Status.UNKNOWN,
-            termination=Termination.INFEASIBLE if proven else Termination.COMPLETED,
-            decision=None,
-            objective=None,
-            bound=None,
+        return penalty_infeasible(
+            pen,
+            msg,
             method=self.name,
             backend="numpy",
             backend_version=np.__version__,
             wall_time_s=time.perf_counter() - start,
-            message=msg,
             values={"max_penalty": f_bar, "min_penalty": best},
             objective_name="peak_risk",
         )
+
+
+def penalty_infeasible(penalty, message: str, *, method: str, backend: str, backend_version: str, wall_time_s: float,
+                       values: dict, objective_name: str) -> Solution:
+    """The outcome of a schedule enumeration in which no (A, S̄) of the box meets f̄.
+
+    Infeasibility is proven when `penalty` is proven non-increasing in ε_C (its ``monotone_in_epsilon``, True
+    when absent), since then each schedule's smallest feasible budget is exact: status and termination
+    ``infeasible``.  Otherwise the budgets came from a grid scan and a feasible budget between grid points
+    cannot be excluded: status ``unknown``, termination ``completed``, and `message` is prefixed to say so.
+    Shared by :class:`ExactScheduleSolver` and :class:`~policyopt.solvers.model_free.ModelFreeSolver`.
+
+    Parameters
+    ----------
+    penalty : Penalty
+        The problem's penalty f(t, ε_C); only ``name`` and ``monotone_in_epsilon`` are read.
+    message : str
+        Why no schedule is feasible (the smallest achievable penalty and where).
+    method, backend, backend_version : str
+        As in :class:`~policyopt.result.Solution`.
+    wall_time_s : float
+        Seconds spent in the solver.
+    values : dict
+        The Solution's ``values`` (``max_penalty``, ``min_penalty``, ...).
+    objective_name : str
+        The Solution's ``objective_name`` (e.g. ``"peak_risk"``).
+
+    Returns
+    -------
+    Solution
+        Without incumbent: ``decision``, ``objective`` and ``bound`` are ``None``.
+    """
+    proven = bool(getattr(penalty, "monotone_in_epsilon", True))
+    if not proven:
+        message = (
+            f"no feasible schedule found: penalty {penalty.name!r} is not proven non-increasing in ε_C, so "
+            "infeasibility is not proven (budgets were scanned on a grid); " + message
+        )
+    return no_incumbent(proven, method=method, backend=backend, backend_version=backend_version,
+                        wall_time_s=wall_time_s, message=message, values=values, objective_name=objective_name)
 
 
 def _nanmin(a) -> float:

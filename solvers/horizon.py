@@ -109,7 +109,7 @@ class HorizonEnumeration:
         margin = 16.0 * (n + 2) * UNIT_ROUNDOFF
         upper = round_up(max(value, check), rel=margin)
         lower = round_down(min(value, check), rel=margin)  # every cell was evaluated: the optimum is at least this
-        pen = float(np.max(problem.penalty.value(np.arange(a, a + s), ec)))  # the epoch's largest penalty
+        pen = problem.epoch_penalty(a, s, ec)  # the epoch's largest penalty
         values.update(penalty=pen, releases=n, composition_check=check)
         return Solution(status=Status.OPTIMAL, termination=Termination.COMPLETED,
                         decision={"A": a, "S_bar": s, "epsilon_c": ec}, objective=upper, bound=lower,

@@ -24,6 +24,8 @@ from policyopt.problems.model_free import ModelFreeProblem
 from policyopt.result import Solution, Status, Termination
 from policyopt.utility.penalty import window_max
 
+from .exact import penalty_infeasible
+
 __all__ = ["ModelFreeSolver"]
 
 
@@ -155,24 +157,16 @@ class ModelFreeSolver:
         floor = window_max(np.asarray(pen.noiseless(np.arange(A_max + S_max)), dtype=float), A_max, S_max)
         i, j = np.unravel_index(int(np.argmin(floor)), floor.shape)
         best = float(floor[i, j])
-        proven = bool(getattr(pen, "monotone_in_epsilon", True))
         msg = (f"infeasible: no (A, S̄) with A ≤ {A_max}, S̄ ≤ {S_max} meets f̄ = {f_bar:.6g} at any ε_C; the smallest "
                f"achievable penalty is {best:.6g} (A = {int(i)}, S̄ = {int(j) + 1}; an infimum as ε_C → ∞, the "
                "staleness alone); raise f̄ above it or enlarge the box")
-        if not proven:
-            msg = (f"no feasible schedule found: penalty {pen.name!r} is not proven non-increasing in ε_C, so "
-                   "infeasibility is not proven (budgets were scanned on a grid); " + msg)
-        return Solution(
-            status=Status.INFEASIBLE if proven else Status.UNKNOWN,
-            termination=Termination.INFEASIBLE if proven else Termination.COMPLETED,
-            decision=None,
-            objective=None,
-            bound=None,
+        return penalty_infeasible(
+            pen,
+            msg,
             method=self.name,
             backend="dp_accounting",
             backend_version=dp_accounting_version(),
             wall_time_s=time.perf_counter() - start,
-            message=msg,
             values={"max_penalty": f_bar, "min_penalty": best, "delta": problem.delta, "horizon": problem.horizon},
             objective_name="epsilon",
         )
