@@ -28,8 +28,10 @@ from policyopt.errors import BackendUnavailableError, InvalidInputError, fmt
 from policyopt.problems.discounted import DiscountedScheduleProblem
 from policyopt.result import Solution, Status, Termination
 from policyopt.solvers._common import cvxpy_available
+from policyopt.solvers.scipy_backend import scipy_available, scipy_versions
 
-__all__ = ["DiscountedCvxpySolver", "DiscountedDualSolver", "DiscountedReducedSolver", "kkt_report", "recovered_multipliers", "STATUS_MAP", "KKT_TOL", "PROOF_GAP"]
+__all__ = ["DiscountedCvxpySolver", "DiscountedDualSolver", "DiscountedReducedSolver", "kkt_report", "recovered_multipliers",
+           "check_discounted_problem", "STATUS_MAP", "KKT_TOL", "PROOF_GAP"]
 
 #: Tolerance of the relative, pointwise KKT residuals.  The optimality proof is the duality gap
 #: (≤ ``PROOF_GAP``); near the optimum the objective is quadratic in the error of r, so a gap g
@@ -197,6 +199,41 @@ def _certify(backend, problem, r, lam, start, *, status, term, form, notes, labe
     )
 
 
+#: Default of :func:`check_discounted_problem`'s `max_iterations`: no iteration limit to check.
+_NO_LIMIT = object()
+
+
+def check_discounted_problem(problem, who: str, *, max_iterations=_NO_LIMIT) -> DiscountedScheduleProblem:
+    """Check the arguments of a discounted back end's ``solve``.
+
+    Parameters
+    ----------
+    problem : object
+        Must be a :class:`~policyopt.problems.discounted.DiscountedScheduleProblem`.
+    who : str
+        The back end named in the message (``"cvxpy"``, ``"dual"``, ``"reduced"``).
+    max_iterations : int, optional
+        An iteration limit to check (a Python int ≥ 1, ``bool`` refused); omitted: none is checked.
+
+    Returns
+    -------
+    DiscountedScheduleProblem
+        `problem` itself.
+
+    Raises
+    ------
+    InvalidInputError
+        If `problem` is not a DiscountedScheduleProblem (checked first), or `max_iterations` is
+        given and is not an integer ≥ 1 (None included).
+    """
+    if not isinstance(problem, DiscountedScheduleProblem):
+        raise InvalidInputError(f"the discounted {who} solver handles DiscountedScheduleProblem, got {fmt(problem)}")
+    if max_iterations is not _NO_LIMIT and (isinstance(max_iterations, bool) or not isinstance(max_iterations, int)
+                                            or max_iterations < 1):
+        raise InvalidInputError(f"`max_iterations` must be an integer ≥ 1, got {fmt(max_iterations)}")
+    return problem
+
+
 def _comparison(problem: DiscountedScheduleProblem, obj: float) -> dict:
     """Objective of the corollary schedule (same ε, T, max Δf, weights) and the saving."""
     try:
@@ -208,10 +245,13 @@ def _comparison(problem: DiscountedScheduleProblem, obj: float) -> dict:
 
 
 class _Base:
-    """Result helpers shared by the two back ends."""
+    """Capabilities and result helpers shared by the discounted back ends (convex, never a MIP)."""
 
     name = ""
     BACKEND = ""
+    MIP_CAPABLE = False
+    NONCONVEX_CAPABLE = False
+    SUPPORTED_PROBLEMS = (DiscountedScheduleProblem,)
 
     @staticmethod
     def _versions() -> str:
@@ -249,10 +289,7 @@ class DiscountedCvxpySolver(_Base):
 
     name = "discounted-cvxpy"
     BACKEND = "cvxpy"
-    MIP_CAPABLE = False
-    NONCONVEX_CAPABLE = False
     REQUIRED_MODULES = ("cvxpy", "clarabel")
-    SUPPORTED_PROBLEMS = (DiscountedScheduleProblem,)
 
     @staticmethod
     def available() -> tuple[bool, str]:
@@ -294,8 +331,7 @@ class DiscountedCvxpySolver(_Base):
         RuntimeError
             If the returned schedule fails its own verification (a bug).
         """
-        if not isinstance(problem, DiscountedScheduleProblem):
-            raise InvalidInputError(f"the discounted cvxpy solver handles DiscountedScheduleProblem, got {fmt(problem)}")
+        check_discounted_problem(problem, "cvxpy")
         ok, why = self.available()
         if not ok:
             raise BackendUnavailableError(why)
@@ -347,25 +383,10 @@ class DiscountedDualSolver(_Base):
 
     name = "discounted-dual"
     BACKEND = "scipy"
-    MIP_CAPABLE = False
-    NONCONVEX_CAPABLE = False
     REQUIRED_MODULES = ("scipy",)
-    SUPPORTED_PROBLEMS = (DiscountedScheduleProblem,)
-
-    @staticmethod
-    def _versions() -> str:
-        import scipy
-
-        return f"numpy {np.__version__}; scipy {scipy.__version__}"
-
-    @staticmethod
-    def available() -> tuple[bool, str]:
-        """(True, "") if scipy.optimize imports, else (False, reason); never raises."""
-        try:
-            import scipy.optimize  # noqa: F401
-        except Exception as exc:  # noqa: BLE001
-            return False, f"scipy is not importable ({exc}); `pip install scipy`"
-        return True, ""
+    _versions = staticmethod(scipy_versions)
+    #: (True, "") if scipy.optimize imports, else (False, reason); never raises.
+    available = staticmethod(scipy_available)
 
     def solve(self, problem: DiscountedScheduleProblem, *, max_iterations: int = 50_000) -> Solution:
         """Solve the dual with L-BFGS-B and certify the recovered primal schedule.
@@ -389,10 +410,7 @@ class DiscountedDualSolver(_Base):
         RuntimeError
             If the returned schedule fails its own verification (a bug).
         """
-        if not isinstance(problem, DiscountedScheduleProblem):
-            raise InvalidInputError(f"the discounted dual solver handles DiscountedScheduleProblem, got {fmt(problem)}")
-        if isinstance(max_iterations, bool) or not isinstance(max_iterations, int) or max_iterations < 1:
-            raise InvalidInputError(f"`max_iterations` must be an integer ≥ 1, got {fmt(max_iterations)}")
+        check_discounted_problem(problem, "dual", max_iterations=max_iterations)
         from scipy import fft as sfft
         from scipy.optimize import minimize
 
@@ -495,10 +513,7 @@ class DiscountedReducedSolver(DiscountedDualSolver):
         RuntimeError
             If the returned schedule fails its own verification (a bug).
         """
-        if not isinstance(problem, DiscountedScheduleProblem):
-            raise InvalidInputError(f"the discounted reduced solver handles DiscountedScheduleProblem, got {fmt(problem)}")
-        if isinstance(max_iterations, bool) or not isinstance(max_iterations, int) or max_iterations < 1:
-            raise InvalidInputError(f"`max_iterations` must be an integer ≥ 1, got {fmt(max_iterations)}")
+        check_discounted_problem(problem, "reduced", max_iterations=max_iterations)
         if not np.all(problem.sensitivity > 0):
             return DiscountedDualSolver().solve(problem, max_iterations=max_iterations)
         from scipy import fft as sfft

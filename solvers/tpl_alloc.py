@@ -66,6 +66,8 @@ from policyopt.problems.tpl_budget import TPL_RTOL, BudgetAllocationProblem
 from policyopt.result import Solution, Status, Termination
 from policyopt.privacy.tpl_loss import scalar_piecewise
 from policyopt.privacy.tpl_supremum import supremum
+from policyopt.solvers.scipy_backend import scipy_available
+from policyopt.solvers.scipy_backend import scipy_versions as backend_versions
 
 __all__ = ["UpperBoundAllocator", "QuantificationAllocator", "upper_bound_budget", "quantification_budgets",
            "verify_budgets", "check_budget_problem", "backend_versions", "PROOF_GAP", "XTOL", "RTOL"]
@@ -102,13 +104,6 @@ def _sup_max(users, eps: float) -> float:
             return math.inf
         out = max(out, s.value)
     return out
-
-
-def backend_versions() -> str:
-    """Versions of the numerical back ends (numpy, scipy) as one string for a Solution's ``backend_version``."""
-    import scipy
-
-    return f"numpy {np.__version__}; scipy {scipy.__version__}"
 
 
 def _feasible_end(f, root: float, lo: float, *, max_steps: int = 64) -> float:
@@ -154,15 +149,8 @@ class _Base:
     NONCONVEX_CAPABLE = True
     REQUIRED_MODULES = ("numpy", "scipy")
     SUPPORTED_PROBLEMS = (BudgetAllocationProblem,)
-
-    @staticmethod
-    def available() -> tuple[bool, str]:
-        """(True, "") if scipy imports, else (False, reason); never raises."""
-        try:
-            import scipy.optimize  # noqa: F401
-        except Exception as exc:  # noqa: BLE001
-            return False, f"scipy is not importable ({exc}); `pip install scipy`"
-        return True, ""
+    #: (True, "") if scipy imports, else (False, reason); never raises.
+    available = staticmethod(scipy_available)
 
     def _solution(self, problem, budgets, start, message, values):
         verify_budgets(problem, budgets, f"method {self.name!r}")

@@ -261,11 +261,7 @@ def corollary16_schedule(epsilon, beta, horizon, sensitivity=1.0) -> np.ndarray:
     InvalidInputError
         If an argument is out of range (β = 0 included: use Corollary 8).
     """
-    eps = check_positive(epsilon, "epsilon", "nats")
-    b = check_beta(beta, allow_zero=False)
-    T = check_horizon(horizon)
-    d = _sensitivity_iv(sensitivity)
-    return d * corollary16_constant(b) / eps * np.sqrt(np.arange(1, T + 1, dtype=float))
+    return _sqrt_schedule(corollary16_constant, epsilon, beta, horizon, sensitivity)
 
 
 def corollary16_paper_schedule(epsilon, beta, horizon, sensitivity=1.0) -> np.ndarray:
@@ -282,11 +278,16 @@ def corollary16_paper_schedule(epsilon, beta, horizon, sensitivity=1.0) -> np.nd
     InvalidInputError
         If an argument is out of range.
     """
+    return _sqrt_schedule(corollary16_paper_constant, epsilon, beta, horizon, sensitivity)
+
+
+def _sqrt_schedule(constant, epsilon, beta, horizon, sensitivity) -> np.ndarray:
+    """b_k = Δf √k · constant(β) / ε, k = 1..T (the form of Corollary 16, eq. 14), arguments validated."""
     eps = check_positive(epsilon, "epsilon", "nats")
     b = check_beta(beta, allow_zero=False)
     T = check_horizon(horizon)
     d = _sensitivity_iv(sensitivity)
-    return d * corollary16_paper_constant(b) / eps * np.sqrt(np.arange(1, T + 1, dtype=float))
+    return d * constant(b) / eps * np.sqrt(np.arange(1, T + 1, dtype=float))
 
 
 def corollary16_check(beta, horizon, *, constant: str = "corrected", method: str = "auto") -> dict:

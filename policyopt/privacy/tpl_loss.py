@@ -346,6 +346,10 @@ class LossFunction:
         return self._built()["cand"]
 
     @property
+    def _seg(self) -> np.ndarray:
+        return self._built()["seg"]
+
+    @property
     def _zero_cand(self) -> np.ndarray:
         env = self._built()
         if env["zero_cand"] is None:
@@ -353,25 +357,24 @@ class LossFunction:
         return env["zero_cand"]
 
     @property
-    def _seg(self) -> np.ndarray:
-        return self._built()["seg"]
-
-    @property
     def breakpoints(self) -> np.ndarray:
         """Start of each segment of the piecewise L (Algorithm 4), shape (m,), nats; built on first use."""
         return self._built()["breakpoints"]
 
+    def _segment_column(self, col: int) -> np.ndarray:
+        """Column `col` of the candidate rows (Q, Q̄, D, D̄, Q − D) of eq. (25) at each segment, shape (m,)."""
+        env = self._built()
+        return env["cand"][env["seg"], col] if env["seg"].size else np.zeros(0)
+
     @property
     def segment_Q(self) -> np.ndarray:
         """q⁺ of the sub-function of each segment (eq. 25), shape (m,)."""
-        env = self._built()
-        return env["cand"][env["seg"], 0] if env["seg"].size else np.zeros(0)
+        return self._segment_column(0)
 
     @property
     def segment_D(self) -> np.ndarray:
         """d⁺ of the sub-function of each segment (eq. 25), shape (m,)."""
-        env = self._built()
-        return env["cand"][env["seg"], 2] if env["seg"].size else np.zeros(0)
+        return self._segment_column(2)
 
     def restrict(self, alpha_max: float) -> "LossFunction":
         """Declare that L will be evaluated on [0, `alpha_max`] by the recursions (a speed hint).
