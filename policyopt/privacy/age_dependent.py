@@ -35,6 +35,7 @@ __all__ = [
     "risk_after_aging_log",
     "risk_after_aging_upper",
     "compose",
+    "compose_schedule",
     "Composition",
     "peak_risk",
     "PeakRisk",
@@ -273,6 +274,77 @@ def _max_tv_table(max_tv, n: int) -> np.ndarray:
     return _check_max_tv(table)
 
 
+def compose_schedule(publish_times, ages, epsilon_c, horizon=None):
+    """Validated inputs of Theorem 3: times, agings, budgets, input time stamps and horizon of :func:`compose`.
+
+    Parameters
+    ----------
+    publish_times : array_like of int, shape (N,)
+        Publishing times S_1 < S_2 < ... (slots).
+    ages : int or array_like of int, shape (N,)
+        Agings A_n ≥ 0 (slots), a scalar broadcast to every publication.
+    epsilon_c : float or array_like, shape (N,)
+        Per-query classical budgets ε_{C,n} ≥ 0 (nats), a scalar broadcast to every publication.
+    horizon : int, optional
+        Last slot T of the trajectory (default: the last publishing time).
+
+    Returns
+    -------
+    S : numpy.ndarray of int, shape (N,)
+        Publishing times.
+    A : numpy.ndarray of int, shape (N,)
+        Agings.
+    eps : numpy.ndarray of float, shape (N,)
+        Budgets ε_{C,n} (nats).
+    tau : numpy.ndarray of int, shape (N,)
+        Input time stamps S_n − A_n (slots), ≥ 0 and non-decreasing.
+    T : int
+        Last slot of the trajectory, ≥ S_N.
+
+    Raises
+    ------
+    InvalidInputError
+        If the times are not strictly increasing non-negative integers, if an input time stamp
+        S_n − A_n is negative or smaller than the previous one (Theorem 3's proof needs them
+        non-decreasing), if shapes disagree or if `horizon` precedes the last publication.
+
+    References
+    ----------
+    Zhang, Wei, Berry, Huang, "Age-Dependent Differential Privacy", IEEE Trans. Inf. Theory,
+    2024, Theorem 3.
+    """
+    S = as_slots(np.atleast_1d(publish_times), "publish_times")
+    if S.ndim != 1 or S.size == 0:
+        raise InvalidInputError(f"`publish_times` must be a non-empty 1-D sequence, got {fmt(publish_times)}")
+    if np.any(np.diff(S) <= 0):
+        raise InvalidInputError(f"`publish_times` must be strictly increasing, got {fmt(S.tolist())}")
+    n = S.size
+    A = np.broadcast_to(as_slots(ages, "ages"), (n,)) if np.ndim(ages) == 0 else as_slots(ages, "ages")
+    if A.shape != (n,):
+        raise InvalidInputError(f"`ages` must have one entry per publication ({n}), got {fmt(ages)}")
+    eps = _check_epsilon(epsilon_c)
+    eps = np.broadcast_to(eps, (n,)) if eps.ndim == 0 else eps
+    if eps.shape != (n,):
+        raise InvalidInputError(f"`epsilon_c` must have one entry per publication ({n}), got {fmt(epsilon_c)}")
+    tau = S - A
+    if np.any(tau < 0):
+        k = int(np.flatnonzero(tau < 0)[0])
+        raise InvalidInputError(
+            f"input time stamp S_n − A_n = {int(tau[k])} of publication {k} is negative "
+            f"(`publish_times`[{k}]={int(S[k])}, `ages`[{k}]={int(A[k])}); the process starts at slot 0"
+        )
+    if np.any(np.diff(tau) < 0):
+        k = int(np.flatnonzero(np.diff(tau) < 0)[0]) + 1
+        raise InvalidInputError(
+            f"input time stamps S_n − A_n must be non-decreasing (Theorem 3), but publication {k} "
+            f"uses slot {int(tau[k])} after publication {k - 1} used slot {int(tau[k - 1])}"
+        )
+    T = int(S[-1]) if horizon is None else int(as_slots([horizon], "horizon")[0])
+    if T < S[-1]:
+        raise InvalidInputError(f"`horizon`={T} is before the last publication at slot {int(S[-1])}")
+    return S, A, eps, tau, T
+
+
 def compose(
     publish_times,
     ages,
@@ -332,35 +404,8 @@ def compose(
     Zhang, Wei, Berry, Huang, "Age-Dependent Differential Privacy", IEEE Trans. Inf. Theory,
     2024, Theorem 3 (eq. 25), AoI Definition 11 (eq. 24).
     """
-    S = as_slots(np.atleast_1d(publish_times), "publish_times")
-    if S.ndim != 1 or S.size == 0:
-        raise InvalidInputError(f"`publish_times` must be a non-empty 1-D sequence, got {fmt(publish_times)}")
-    if np.any(np.diff(S) <= 0):
-        raise InvalidInputError(f"`publish_times` must be strictly increasing, got {fmt(S.tolist())}")
+    S, A, eps, tau, T = compose_schedule(publish_times, ages, epsilon_c, horizon)
     n = S.size
-    A = np.broadcast_to(as_slots(ages, "ages"), (n,)) if np.ndim(ages) == 0 else as_slots(ages, "ages")
-    if A.shape != (n,):
-        raise InvalidInputError(f"`ages` must have one entry per publication ({n}), got {fmt(ages)}")
-    eps = _check_epsilon(epsilon_c)
-    eps = np.broadcast_to(eps, (n,)) if eps.ndim == 0 else eps
-    if eps.shape != (n,):
-        raise InvalidInputError(f"`epsilon_c` must have one entry per publication ({n}), got {fmt(epsilon_c)}")
-    tau = S - A
-    if np.any(tau < 0):
-        k = int(np.flatnonzero(tau < 0)[0])
-        raise InvalidInputError(
-            f"input time stamp S_n − A_n = {int(tau[k])} of publication {k} is negative "
-            f"(`publish_times`[{k}]={int(S[k])}, `ages`[{k}]={int(A[k])}); the process starts at slot 0"
-        )
-    if np.any(np.diff(tau) < 0):
-        k = int(np.flatnonzero(np.diff(tau) < 0)[0]) + 1
-        raise InvalidInputError(
-            f"input time stamps S_n − A_n must be non-decreasing (Theorem 3), but publication {k} "
-            f"uses slot {int(tau[k])} after publication {k - 1} used slot {int(tau[k - 1])}"
-        )
-    T = int(S[-1]) if horizon is None else int(as_slots([horizon], "horizon")[0])
-    if T < S[-1]:
-        raise InvalidInputError(f"`horizon`={T} is before the last publication at slot {int(S[-1])}")
     times = np.arange(T + 1)
     epoch = np.searchsorted(S, times, side="right") - 1  # index n with S_n ≤ t < S_{n+1}
     live = epoch >= 0

@@ -1,7 +1,7 @@
 """``compose`` evaluates Δ only up to the largest lag Theorem 3 needs, with the results of the all-ages evaluation.
 
-Reference: ``tests/_compose_ref.compose_all_ages``, the implementation of ``compose`` before the change (verbatim),
-which evaluated Δ at every age up to the horizon.  Theorem 3 of Zhang, Wei, Berry, Huang, "Age-Dependent Differential
+Reference: ``tests/_compose_ref.compose_all_ages``, a second formulation of Theorem 3 (epoch by epoch) with Δ at
+every age up to the horizon, as ``compose`` evaluated it before.  Theorem 3 of Zhang, Wei, Berry, Huang, "Age-Dependent Differential
 Privacy", IEEE Trans. Inf. Theory, 2024, eq. (25).
 """
 
