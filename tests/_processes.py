@@ -12,6 +12,8 @@ Readings are binary (LO = 0, HI = 1): 1 is "home"/"on", 0 is "away"/"off".
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from policyopt.errors import InvalidInputError, fmt
@@ -26,6 +28,7 @@ __all__ = [
     "daily_habit",
     "weekly_routine",
     "DAILY_SHAPES",
+    "write_readings",
 ]
 
 
@@ -258,3 +261,31 @@ def weekly_routine(noise: float = 0.045, routines: int = 2, switch: float = 1e-5
     shapes = np.where(patterns == 1, 1.0 - n, n)
     return _habit_process(shapes, s if routines > 1 else 0.0,
                           f"weekly routine noise={n:g}, routines={int(routines)}, switch={s:g}")
+
+
+def write_readings(folder, processes, users: int, slots: int, seed: int = 1) -> dict:
+    """Simulate each process once and write its readings to ``folder/NAME.csv`` (for the CLI's ``--data``).
+
+    Parameters
+    ----------
+    folder : str or pathlib.Path
+        An existing folder (e.g. ``tmp_path_factory.mktemp(...)``).
+    processes : mapping of str to callable
+        Name → a factory returning a :class:`~_exact_risk.BinaryHMM` (called once per name).
+    users, slots : int
+        Size of each simulated data set (users × slots).
+    seed : int
+        Seed of ``np.random.default_rng`` (a fresh generator per process, so each file is the same whatever the
+        order or the set of processes).
+
+    Returns
+    -------
+    dict of str to pathlib.Path
+        Name → the CSV written (long table: user, time, value; no index column).
+    """
+    paths = {}
+    for name, make in processes.items():
+        path = Path(folder) / f"{name}.csv"
+        make().simulate(users, slots, np.random.default_rng(seed)).to_csv(path, index=False)
+        paths[name] = path
+    return paths

@@ -110,6 +110,38 @@ def _load() -> str:
     return "load average " + ", ".join(f"{v:.2f}" for v in os.getloadavg())
 
 
+def _rss(stats: dict, what: str) -> None:
+    """Report each worker's peak RSS (``{worker: MiB}``) against WORKER_MIB_TARGET, labelled `what`."""
+    for w, mib in sorted(stats.items()):
+        report(f"{what}: peak RSS of worker {w}", mib, "MiB", WORKER_MIB_TARGET)
+
+
+def _on_cluster(workers: int, job):
+    """Run ``job(client)`` on a fresh LocalCluster of `workers` workers (``dask_client``), timed.
+
+    Parameters
+    ----------
+    workers : int
+        Dask workers of the cluster.
+    job : callable
+        Called once with the cluster's ``distributed.Client``.
+
+    Returns
+    -------
+    (float, float, object)
+        Cluster start-up seconds, the job's seconds with the cluster up (without its shutdown), and its result.
+    """
+    from policyopt.studies.distributed import dask_client
+
+    start = time.perf_counter()
+    with dask_client(workers=workers) as client:
+        t_up = time.perf_counter() - start
+        start = time.perf_counter()
+        out = job(client)
+        t_job = time.perf_counter() - start
+    return t_up, t_job, out
+
+
 def _agree(label, a_tv, b_tv, a_stale, b_stale, a_env, b_env, a_edges, b_edges) -> bool:
     """Print and return whether two fits agree (edges exact; Δ, staleness, envelope to 1e-12 relative)."""
     a_tv, b_tv = np.exp(np.asarray(a_tv)), np.exp(np.asarray(b_tv))
@@ -185,12 +217,8 @@ def run(n_users: int, users_per_file: int, workers: int, slots: int = 168) -> in
               f"(edges {serial.timings['edges_s']:.1f} s, state values {serial.timings['state_values_s']:.1f} s, "
               f"chains + Δ + staleness {serial.timings['chains_s']:.1f} s); peak RSS of this process {rss_self:.0f} MiB; {_load()}")
 
-        start = time.perf_counter()
-        with dask_client(workers=workers) as client:
-            t_up = time.perf_counter() - start
-            start = time.perf_counter()
-            dist = fit_partitions(paths, 12, smoothing=0.01, horizon=horizon, n_staleness=n_stale, client=client)
-            t_dask = time.perf_counter() - start
+        t_up, t_dask, dist = _on_cluster(workers, lambda client: fit_partitions(
+            paths, 12, smoothing=0.01, horizon=horizon, n_staleness=n_stale, client=client))
         print(f"Dask ({workers} workers): {t_dask:.1f} s with the cluster up (start-up {t_up:.1f} s)  "
               f"(edges {dist.timings['edges_s']:.1f} s, state values {dist.timings['state_values_s']:.1f} s, "
               f"chains + Δ + staleness {dist.timings['chains_s']:.1f} s); {_load()}")
@@ -288,16 +316,13 @@ def run_readings_check(n_users: int, users_per_file: int, workers: int, slots: i
                   + (f"; model check arrays and summary equal {same}" if with_check else " (model check skipped)")
                   + f"  {'OK' if good else 'MISMATCH'}")
 
-        start = time.perf_counter()
-        with dask_client(workers=workers) as client:
-            t_up = time.perf_counter() - start
-            moments, rstats = readings_moments_partitions(paths, L, client=client)
+        t_up, _, (moments, rstats) = _on_cluster(
+            workers, lambda client: readings_moments_partitions(paths, L, client=client))
         pen = ReadingsMSEPenalty(moments, users=moments.n_users)
         print(f"readings penalty on Dask: {rstats['seconds']:.1f} s with the cluster up (start-up {t_up:.1f} s); "
               f"{moments.n_users} users, {moments.slots} slots; staleness at ages 1, 3, 8, {L}: "
               + ", ".join(f"{pen.staleness(a):.6g}" for a in (1, 3, 8, L)) + f"; {_load()}")
-        for w, mib in sorted(rstats["peak_rss_mib"].items()):
-            report(f"readings penalty: peak RSS of worker {w}", mib, "MiB", WORKER_MIB_TARGET)
+        _rss(rstats["peak_rss_mib"], "readings penalty")
         print(f"peak RSS of this process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0:.0f} MiB")
         if not with_check:
             return 0 if ok else 1
@@ -307,16 +332,13 @@ def run_readings_check(n_users: int, users_per_file: int, workers: int, slots: i
         with dask_client(workers=workers) as client:  # the model the check tests: the chains of these files' users
             fit = fit_partitions(check_paths, 12, smoothing=0.01, horizon=horizon, n_staleness=n_stale, client=client)
         print(f"chains of the checked users (fit_partitions): {time.perf_counter() - start:.1f} s with cluster start-up")
-        start = time.perf_counter()
-        with dask_client(workers=workers) as client:
-            t_up = time.perf_counter() - start
-            check, cstats = check_partitions(check_paths, fit, CHECK_A_MAX, CHECK_S_MAX, client=client, seed=0)
+        t_up, _, (check, cstats) = _on_cluster(
+            workers, lambda client: check_partitions(check_paths, fit, CHECK_A_MAX, CHECK_S_MAX, client=client, seed=0))
         s = check.summary()
         print(f"model check on Dask: {cstats['seconds']:.1f} s with the cluster up (start-up {t_up:.1f} s); "
               f"{check.info['users']} users, lags 1..{s['max_lag']}, {s['draws']} simulated data sets; refuted {s['refuted']} "
               f"at {s['refuted_count']} lags ({s['refuted_lag_ranges']}); {_load()}")
-        for w, mib in sorted(cstats["peak_rss_mib"].items()):
-            report(f"model check: peak RSS of worker {w}", mib, "MiB", WORKER_MIB_TARGET)
+        _rss(cstats["peak_rss_mib"], "model check")
     return 0 if ok else 1
 
 
@@ -366,10 +388,8 @@ def run_check_model(n_users: int, users_per_file: int, workers: int, slots: int 
               f"reports equal (band, draws, verdict) {same}  {'OK' if same else 'MISMATCH'}")
     with tempfile.TemporaryDirectory(prefix="policyopt-meters-") as tmp:
         paths = _generate(tmp, n_users, users_per_file, slots)
-        start = time.perf_counter()
-        with dask_client(workers=workers) as client:
-            t_up = time.perf_counter() - start
-            report_, stats = check_model_partitions(paths, client=client, **kw)
+        t_up, _, (report_, stats) = _on_cluster(
+            workers, lambda client: check_model_partitions(paths, client=client, **kw))
         out = report_.to_dict()
         rows = out["lags"]
         shown = sorted({1, 2, len(rows) // 2, len(rows)})
@@ -383,8 +403,7 @@ def run_check_model(n_users: int, users_per_file: int, workers: int, slots: int 
             print(f"  lag {t}: chains' Δ {r['model_max_tv']:.4g}, direct Δ̂ {r['empirical_max_tv']:.4g}, band "
                   f"[{r['empirical_lower']:.4g}, {r['empirical_upper']:.4g}] ({r['users_without_claim']} users without "
                   f"claim), p = {r['p_value']:.3g}")
-        for w, mib in sorted(stats["peak_rss_mib"].items()):
-            report(f"check-model: peak RSS of worker {w}", mib, "MiB", WORKER_MIB_TARGET)
+        _rss(stats["peak_rss_mib"], "check-model")
     return 0 if ok else 1
 
 
@@ -396,11 +415,6 @@ def _sample_dir(stmp, n_users: int, files: int, slots: int) -> str:
     """The first min(`n_users`, N) meters of the generator as `files` Parquet files in `stmp`."""
     write_meters(stmp, n_users, users_per_file=max(1, -(-n_users // files)), slots=slots)
     return stmp
-
-
-def _rss(stats: dict, what: str) -> None:
-    for w, mib in sorted(stats.items()):
-        report(f"{what}: peak RSS of worker {w}", mib, "MiB", WORKER_MIB_TARGET)
 
 
 def run_markov_check(n_users: int, users_per_file: int, workers: int, slots: int = 168,
@@ -469,21 +483,15 @@ def run_markov_check(n_users: int, users_per_file: int, workers: int, slots: int
     with tempfile.TemporaryDirectory(prefix="policyopt-meters-") as tmp:
         paths = _generate(tmp, n_users, users_per_file, slots)
         load0 = _load()
-        start = time.perf_counter()
-        with dask_client(workers=workers) as client:
-            t_up = time.perf_counter() - start
-            start = time.perf_counter()
-            fit = fit_partitions(paths, 12, smoothing=0.01, horizon=169, n_staleness=2, client=client)
-            t_fit = time.perf_counter() - start
+        t_up, t_fit, fit = _on_cluster(workers, lambda client: fit_partitions(
+            paths, 12, smoothing=0.01, horizon=169, n_staleness=2, client=client))
         print(f"chains' fit (fit_partitions) on Dask: {t_fit:.1f} s with the cluster up (start-up {t_up:.1f} s); "
               f"{fit.population.n_users} users kept of {fit.users}, {fit.readings} readings; {load0} before, {_load()} after")
         _rss(fit.peak_rss_mib, "chains' fit")
         load0 = _load()
-        start = time.perf_counter()
-        with dask_client(workers=workers) as client:
-            t_up = time.perf_counter() - start
-            check_paths = paths if check_users is None else paths[: max(1, -(-check_users // users_per_file))]
-            check, stats = held_out_check_partitions(check_paths, fit, client=client, **kw)
+        check_paths = paths if check_users is None else paths[: max(1, -(-check_users // users_per_file))]
+        t_up, _, (check, stats) = _on_cluster(
+            workers, lambda client: held_out_check_partitions(check_paths, fit, client=client, **kw))
         mt, mv = check.markov_test, check.max_tv_check
         print(f"held-out Markov check on Dask: {stats['seconds']:.1f} s with the cluster up (start-up {t_up:.1f} s); "
               f"{check.info['users']} users ({len(check_paths)} files), fitted on {check.info['fit_slots']} slots, tested on {check.info['test_slots']}; "
@@ -554,12 +562,10 @@ def run_model_fit(n_users: int, users_per_file: int, workers: int, slots: int = 
         print(f"chains' fit (fit_partitions, the shared edges): {time.perf_counter() - start:.1f} s with cluster start-up")
         for spec in specs:
             load0 = _load()
-            start = time.perf_counter()
-            with dask_client(workers=workers) as client:
-                t_up = time.perf_counter() - start
-                cap = (spec_users or {}).get(spec)
-                spec_paths = paths if cap is None else paths[: max(1, -(-cap // users_per_file))]
-                res = markov_model_partitions(spec_paths, spec, fit, horizon=horizon, client=client)
+            cap = (spec_users or {}).get(spec)
+            spec_paths = paths if cap is None else paths[: max(1, -(-cap // users_per_file))]
+            t_up, _, res = _on_cluster(
+                workers, lambda client: markov_model_partitions(spec_paths, spec, fit, horizon=horizon, client=client))
             shown = sorted({1, 2, horizon // 2, horizon})
             print(f"{spec} on Dask: {res.seconds:.1f} s with the cluster up (start-up {t_up:.1f} s); {res.users} users "
                   f"({res.partitions} files), "

@@ -53,6 +53,7 @@ import resource
 import sys
 import time
 import tracemalloc
+from pathlib import Path
 
 SEED = 2026
 USERS, SLOTS, K_MAIN, LAGS, DRAWS = 17, 8760, 3, 168, 19
@@ -60,6 +61,8 @@ N_SETS, N_SETS_K12, N_POWER, N_POWER_K12 = 200, 100, 50, 10
 BIG_USERS, GROUP = 10_000, 100
 FIT_SPECS = ("chain", "order:2", "phase:24")  # the model fits of (b)
 RATE_TARGET, COUNT_TARGET_S, MEMORY_TARGET_MIB = 0.10, 600.0, 1024.0
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the reference chain fit in _markov_data.py
 
 
 def report(label: str, value: float, unit: str, target: float, *, le: bool = False) -> None:
@@ -73,18 +76,6 @@ def sticky_chains(np, rng, U: int, K: int):
     """U random sticky row-stochastic matrices (K, K): s I + (1 − s) Dirichlet(1) rows, s ~ U(0.5, 0.9)."""
     s = rng.uniform(0.5, 0.9, size=(U, 1, 1))
     return s * np.eye(K)[None] + (1 - s) * rng.dirichlet(np.ones(K), size=(U, K))
-
-
-def fit_half(np, x, K: int, smoothing: float = 0.01):
-    """First-order chains from transition counts + smoothing, row-normalised (eq. (28) of Cao et al. 2019)."""
-    out = []
-    for row in x:
-        c = np.zeros((K, K))
-        ok = (row[:-1] >= 0) & (row[1:] >= 0)
-        np.add.at(c, (row[:-1][ok], row[1:][ok]), 1.0)
-        c += smoothing
-        out.append(c / c.sum(axis=1, keepdims=True))
-    return out
 
 
 def order2_series(np, rng, U: int, T: int, K: int):
@@ -111,12 +102,13 @@ def weekly_series(np, rng, U: int, T: int, K: int):
 
 def held_out_test(np, x, K: int, name: str):
     """Fit on the first half, simulate R sets from the fitted chains over the second half, test there."""
+    from _markov_data import fit_chains
     from policyopt.models.empirical import simulate_chain_states, user_streams
     from policyopt.models.markov_test import markov_test
 
     U, T = x.shape
     half = T // 2
-    chains = fit_half(np, x[:, :half], K)
+    chains = fit_chains(x[:, :half], K)
     test = x[:, half:]
     streams = user_streams([f"{name}-u{u}" for u in range(U)], SEED)
     sims = simulate_chain_states(chains, np.full(U, T - half), test[:, 0], DRAWS, streams)

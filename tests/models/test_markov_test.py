@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import policyopt.models.markov_test as mt
+from _markov_data import fit_chains
 from policyopt.errors import InvalidInputError
 from policyopt.models.empirical import simulate_chain_states, user_streams
 from policyopt.models.markov_test import (
@@ -54,19 +55,6 @@ def loop_g2(series, K, lags, k=1, period=None, starts=None, observed=None):
         dfs.append(D)
         pairs.append(N)
     return np.array(stat), np.array(dfs), np.array(pairs)
-
-
-def fit_chains(x, K, smoothing=0.01):
-    """First-order chains per user: transition counts between consecutive observed slots + smoothing, row-normalised
-    (as policyopt.models.estimation.fit_population does, eq. (28) of Cao et al. 2019)."""
-    out = []
-    for row in x:
-        c = np.zeros((K, K))
-        ok = (row[:-1] >= 0) & (row[1:] >= 0)
-        np.add.at(c, (row[:-1][ok], row[1:][ok]), 1.0)
-        c += smoothing
-        out.append(c / c.sum(axis=1, keepdims=True))
-    return out
 
 
 def simulate_like(x, matrices, R, seed):

@@ -1,4 +1,4 @@
-"""The data check opens ``schedule``, ``check-model`` and ``backtest`` on ``--data`` (issue 33, item 1): the same
+"""The data check opens ``schedule``, ``check-model``, ``backtest`` and ``publish`` on ``--data`` (issue 33, item 1): the same
 object as ``policyopt check-data --json`` (its wall time aside) as ``data_check``, and its lines right after the
 guarantee the report states first."""
 
@@ -40,4 +40,27 @@ def test_data_check_opens_the_report(command, tmp_path):
 
 def test_the_bundled_data_has_no_data_check():
     out = ok_json("schedule", "--privacy", "model-free", "--max-rmse", "0.19", "--max-age", "24", "--max-interval", "24")
+    assert "data_check" not in out
+
+
+def test_publish_checks_its_csv_stream(tmp_path):
+    """publish on a CSV stream: the check of the stream at the accounting model's states and the schedule's range."""
+    data = tmp_path / "m.csv"
+    data.write_text(CSV)
+    sched = tmp_path / "s.json"
+    sched.write_text(run_cli("schedule", "--data", data, *COMMANDS["schedule"], "--json").stdout)
+    argv = ["--schedule", sched, "--data", data, "--trial", "a pilot stream", "--through", 100]
+    out = ok_json("publish", *argv, "--ledger", tmp_path / "a.db")
+    check = ok_json("check-data", "--data", data, "--states", "3", "--value-range", "0:5")
+    assert "3 states" in out["model"] and out["schedule"]["value_range"] == [0.0, 5.0]
+    assert without_times(out["data_check"]) == without_times(check)
+    lines = run_cli("publish", *argv, "--ledger", tmp_path / "b.db").stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("data check  :"))
+    assert all(line.startswith(("guarantee   :", "model free  :")) for line in lines[1:at])
+    assert lines[at + 1 + len(check["suggestions"])].startswith("schedule    :")
+
+
+def test_publish_without_data_has_no_data_check(tmp_path):
+    out = ok_json("publish", "--A", 0, "--S-bar", 4, "--epsilon-c", 0.34, "--value-range", "0:48", "--ledger",
+                  tmp_path / "l.db", "--through", 40)
     assert "data_check" not in out

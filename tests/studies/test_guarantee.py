@@ -7,7 +7,6 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
-import numpy as np
 import pytest
 
 import _exact_risk as E
@@ -26,13 +25,7 @@ PROCESSES = {"first_order": lambda: P.first_order_chain(0.05, 0.1), "order2": la
 @pytest.fixture(scope="module")
 def csv(tmp_path_factory):
     """Simulated binary readings of each process (seed 1), written once."""
-    folder = tmp_path_factory.mktemp("guarantee")
-    paths = {}
-    for name, make in PROCESSES.items():
-        path = folder / f"{name}.csv"
-        make().simulate(USERS, SLOTS, np.random.default_rng(1)).to_csv(path, index=False)
-        paths[name] = path
-    return paths
+    return P.write_readings(tmp_path_factory.mktemp("guarantee"), PROCESSES, USERS, SLOTS, seed=1)
 
 
 @lru_cache(maxsize=None)

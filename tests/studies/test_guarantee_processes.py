@@ -28,7 +28,6 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
-import numpy as np
 import pytest
 
 import _exact_risk as E
@@ -53,13 +52,8 @@ SETTINGS = {"default": (), "empirical": ("--max-tv", "empirical")}
 @pytest.fixture(scope="module")
 def csv(tmp_path_factory):
     """Simulated binary readings of each process (seed 1), written once."""
-    folder = tmp_path_factory.mktemp("guarantee_processes")
-    paths = {}
-    for name, make in PROCESSES.items():
-        path = folder / f"{name}.csv"
-        make().simulate(USERS, SLOTS, np.random.default_rng(1)).to_csv(path, index=False)
-        paths[name] = str(path)
-    return paths
+    paths = P.write_readings(tmp_path_factory.mktemp("guarantee_processes"), PROCESSES, USERS, SLOTS, seed=1)
+    return {name: str(path) for name, path in paths.items()}
 
 
 @lru_cache(maxsize=None)

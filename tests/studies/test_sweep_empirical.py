@@ -37,6 +37,27 @@ def _model_args(data):
             "--max-interval", 6, "--penalty", "chain"]
 
 
+def _table_delta(report):
+    """Δ̃(t) of the table `report`'s design used (``empirical_max_tv.max_tv_used``), 50 digits; 1 beyond its end."""
+    table = [mpmath.mpf(v) for v in report["empirical_max_tv"]["max_tv_used"]]
+    return lambda t: table[t] if t < len(table) else mpmath.mpf(1)
+
+
+def _leak(d, e):  # Theorem 1 (eq. (14)): ln(1 + Δ(e^ε − 1))
+    return mpmath.log(1 + d * mpmath.expm1(e))
+
+
+def _assert_horizon_risk_bounds_theorem_3(hd, delta):
+    """The horizon design `hd` spans the run and its printed risk is Theorem 3's recursion (eq. (25)) over its N
+    releases, peak at the last publication, with Δ = `delta` in 50 digits, rounded up (by less than 1e-9 relative)."""
+    ec, prior = mpmath.mpf(hd["epsilon_c"]), mpmath.mpf(0)
+    for _ in range(hd["releases"] - 1):
+        prior = _leak(delta(hd["S_bar"]), ec + prior)
+    exact = _leak(delta(hd["A"]), ec + prior)
+    assert hd["releases"] == (SLOTS - hd["A"]) // hd["S_bar"] + 1
+    assert hd["horizon_risk"] >= exact and hd["horizon_risk"] - exact < 1e-9 * exact
+
+
 def _raw(path):
     with open(path, newline="", encoding="utf-8") as fh:
         return list(csv.DictReader(fh))
@@ -102,14 +123,7 @@ def test_printed_risks_are_upper_bounds_of_theorem_3(serial):
     recursion under the table used (50 digits), rounded up; the model-free guarantee is stated first all the same."""
     _, out, summary = serial
     records = [json.loads(line) for line in out.with_suffix(".jsonl").read_text().splitlines()]
-    table = [mpmath.mpf(v) for v in records[0]["report"]["empirical_max_tv"]["max_tv_used"]]
-
-    def delta(t):
-        return table[t] if t < len(table) else mpmath.mpf(1)
-
-    def leak(d, e):  # Theorem 1 (eq. (14)): ln(1 + Δ(e^ε − 1))
-        return mpmath.log(1 + d * mpmath.expm1(e))
-
+    delta = _table_delta(records[0]["report"])
     horizon_risks = []
     for rec in records:
         rep = rec["report"]
@@ -119,13 +133,8 @@ def test_printed_risks_are_upper_bounds_of_theorem_3(serial):
             exact = mpmath.log(1 + delta(rep["A"]) * mpmath.expm1(ec) / (1 - delta(rep["S_bar"]) * mpmath.exp(ec)))
             assert rep["peak_risk"] >= exact and rep["peak_risk"] - exact < 1e-9 * exact
             continue
-        hd = rep["horizon_design"]  # Theorem 3's recursion over the N releases, peak at the last publication
-        ec, prior = mpmath.mpf(hd["epsilon_c"]), mpmath.mpf(0)
-        for _ in range(hd["releases"] - 1):
-            prior = leak(delta(hd["S_bar"]), ec + prior)
-        exact = leak(delta(hd["A"]), ec + prior)
-        assert hd["releases"] == (SLOTS - hd["A"]) // hd["S_bar"] + 1
-        assert hd["horizon_risk"] >= exact and hd["horizon_risk"] - exact < 1e-9 * exact
+        hd = rep["horizon_design"]
+        _assert_horizon_risk_bounds_theorem_3(hd, delta)
         # the model-free guarantee of the horizon design's releases: ⌈H/S̄⌉ of ε_C, pure ε by basic composition
         mf = rep["model_free"]
         assert mf["releases"] == math.ceil(SLOTS / hd["S_bar"]) and mf["epsilon"] <= mf["epsilon_pure"]
@@ -235,25 +244,13 @@ def test_python_run_sweep_with_an_empirical_design(serial, tmp_path):
                     "horizon_S_bar", "horizon_epsilon_c", "horizon_risk", "horizon_releases", "horizon_accounting"):
             assert got[key] == ref[key], key
         assert got["guarantee_kind"] == "model-based" and got["model_verdict"] == "assumed"
-    table = [mpmath.mpf(v) for v in res.records[0]["report"]["empirical_max_tv"]["max_tv_used"]]
-
-    def delta(t):
-        return table[t] if t < len(table) else mpmath.mpf(1)
-
-    def leak(d, e):  # Theorem 1 (eq. (14)): ln(1 + Δ(e^ε − 1))
-        return mpmath.log(1 + d * mpmath.expm1(e))
-
+    delta = _table_delta(res.records[0]["report"])
     for row, rec in zip(res.rows, res.records):
         if row["risk_kind"] != "horizon":
             continue
-        hd = rec["report"]["horizon_design"]  # Theorem 3's recursion over the N releases, peak at the last publication
+        hd = rec["report"]["horizon_design"]
         assert hd.get("accounting", "theorem-3") == row["horizon_accounting"] == "theorem-3"
-        ec, prior = mpmath.mpf(hd["epsilon_c"]), mpmath.mpf(0)
-        for _ in range(hd["releases"] - 1):
-            prior = leak(delta(hd["S_bar"]), ec + prior)
-        exact = leak(delta(hd["A"]), ec + prior)
-        assert hd["releases"] == (SLOTS - hd["A"]) // hd["S_bar"] + 1
-        assert hd["horizon_risk"] >= exact and hd["horizon_risk"] - exact < 1e-9 * exact
+        _assert_horizon_risk_bounds_theorem_3(hd, delta)
         assert row["guarantee_epsilon"] == hd["horizon_risk"]
     # without a verdict: unchecked, so ε* is not stated and the guarantee is the model-free one
     plain = SweepModel(fit.population, pen, {"source": "python"}, inputs, empirical=design)

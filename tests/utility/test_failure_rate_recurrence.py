@@ -5,24 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from _failure_rate_ref import PerCountFailureRate
 from policyopt import Population, two_state_chain
 from policyopt.errors import InvalidInputError
 from policyopt.utility.failure_rate import FailureRatePenalty
 from policyopt.studies.schedule import design_schedule
-
-
-class PerCountFailureRate(FailureRatePenalty):
-    """The evaluation path of main before the recurrences: per age, the interval algebra over all I + 1 counts."""
-
-    def value(self, t, epsilon_c):
-        ts, e = np.broadcast_arrays(np.asarray(t), np.asarray(epsilon_c, dtype=float))
-        out = np.empty(ts.shape)
-        ft, fe, fo = ts.reshape(-1), e.reshape(-1), out.reshape(-1)
-        for tv in np.unique(ft):
-            sel = ft == tv
-            given = self.conditional_value(int(tv), fe[sel])
-            fo[sel] = given[:, self.x0] if self.x0 is not None else given @ np.exp(self._log_prior)
-        return float(out) if out.ndim == 0 else out
 
 
 CASES = [(0.1, 0.1, 20), (0.05, 0.3, 7), (0.8, 0.8, 6), (0.3, 0.2, 1), (0.5, 0.5, 2), (0.02, 0.01, 33)]
