@@ -236,11 +236,10 @@ def _publish(args, start, schedule, model, provenance, client, as_designed: bool
     accounting model is the schedule file's own, whose recorded numbers the publisher then checks."""
     from policyopt.deploy import Publisher
     from policyopt.deploy.error_bars import intervals_summary
+    from policyopt.deploy.stream import ParquetStream
 
     readings, slot_seconds = load_stream(args, provenance, client)
     if args.through is not None:
-        from policyopt.deploy.stream import ParquetStream
-
         t_min, t_max = readings.span() if isinstance(readings, ParquetStream) else (
             int(readings["time"].min()), int(readings["time"].max()))
         if not t_min <= args.through <= t_max:
@@ -308,7 +307,29 @@ def _publish(args, start, schedule, model, provenance, client, as_designed: bool
         plot_releases(row_dicts(rep.rows, rep.intervals), out["intervals"], args.plot, truth=truth,
                       title=f"publish: A = {s.A}, S̄ = {s.S_bar}, ε_C = {s.epsilon_c:.4g} nats")
         out.update(plot=str(args.plot), plot_truth=truth is not None, wall_time_s=time.perf_counter() - start)
+    if args.data is not None and not isinstance(readings, ParquetStream):  # a Parquet stream is never read whole
+        out["data_check"] = _stream_check(args, readings, model, rep, slot_seconds, out["warnings"])
+        out["wall_time_s"] = time.perf_counter() - start
     lines = _publish_lines(args, rep, out, privacy, model, check_note, designed_sens, used_sens)
     lines.append(f"wall time   : {out['wall_time_s']:.3f} s")
-    return CommandReport("publish", out, check_text("\n".join(lines)), allow_nan=True)
+    from policyopt.studies.data_check import with_data_check
+
+    return CommandReport("publish", out, with_data_check(check_text("\n".join(lines)), out), allow_nan=True)
+
+
+def _stream_check(args, readings, model, rep, slot_seconds, warnings: list) -> dict | None:
+    """The data check of a CSV stream (:func:`policyopt.studies.data_check.readings_check`) at the accounting model's
+    states (the data default when it has none) and the schedule's public range; ``None`` with a warning when the
+    check cannot run on these readings (e.g. fewer distinct values than states)."""
+    from policyopt.app.inputs import DEFAULT_STATES
+    from policyopt.studies.data_check import readings_check
+
+    states = model.states if isinstance(model.states, int) else DEFAULT_STATES
+    try:
+        return readings_check(readings, states=states, value_range=rep.schedule.value_range, slot_seconds=slot_seconds,
+                              slot_length_given=args.slot_length is not None,
+                              time_stamps=rep.provenance.get("time_origin") is not None, source=f"data {args.data}")
+    except InvalidInputError as exc:
+        warnings.append(f"data check not run on the stream: {exc}")
+        return None
 
