@@ -88,15 +88,20 @@ def test_robust_order2_designs_against_the_band_of_delta_z(csv):
     assert rob["guarantee"]["epsilon"] >= plain["guarantee"]["epsilon"]
 
 
+def _small_model(csv, spec: str, *, users: int, slots: int):
+    """The model `spec` fitted for a design on the first `users` users' first `slots` slots of `csv` (binary)."""
+    df = pd.read_csv(csv)
+    small = df[df["user"].isin(sorted(df["user"].unique())[:users]) & (df["time"] < slots)]
+    fitted = fit_population(small, 2, value_range=(0.0, 1.0))
+    return fit_for_design(spec, small, fitted.quantizer, fitted.users, value_range=(0.0, 1.0), smoothing=0.01,
+                          seed=0, default_period=24)
+
+
 def test_robust_band_is_the_empirical_quantile_of_the_draws(csv):
     """With one age beyond Δ_Z(1) = 1 (order 2 on binary states: Z holds X_{t−1}), no inflation is needed for the
     band to hold simultaneously, so at t = 2 it is the empirical level quantile of the draws (or the point estimate,
     if larger); over a longer horizon it is that quantile plus the one inflation the info reports."""
-    df = pd.read_csv(csv)
-    small = df[df["user"].isin(sorted(df["user"].unique())[:5]) & (df["time"] < 1500)]
-    fitted = fit_population(small, 2, value_range=(0.0, 1.0))
-    model = fit_for_design("order:2", small, fitted.quantizer, fitted.users, value_range=(0.0, 1.0), smoothing=0.01,
-                           seed=0, default_period=24)
+    model = _small_model(csv, "order:2", users=5, slots=1500)
     M, level = 1000, 0.8
     src, info = robust_source(model, 2, level=level, draws=M, rng=np.random.default_rng(7))
     draws = model.log_max_tv_draws(np.arange(3), M, np.random.default_rng(7))
@@ -194,11 +199,7 @@ def test_hmm_band_is_a_parametric_bootstrap_band(csv):
     """``hmm:R``: the draws of Δ_Z behind the band are the parametric bootstrap of
     :meth:`~policyopt.models.hidden_regime.HiddenRegimeModel.log_max_tv_draws` (its default), and the band and the
     credible result say so."""
-    df = pd.read_csv(csv)
-    small = df[df["user"].isin(sorted(df["user"].unique())[:3]) & (df["time"] < 600)]
-    fitted = fit_population(small, 2, value_range=(0.0, 1.0))
-    model = fit_for_design("hmm:2", small, fitted.quantizer, fitted.users, value_range=(0.0, 1.0), smoothing=0.01,
-                           seed=0, default_period=24)
+    model = _small_model(csv, "hmm:2", users=3, slots=600)
     src, info = robust_source(model, 6, level=0.75, draws=4, rng=np.random.default_rng(3))
     draws = model.log_max_tv_draws(np.arange(7), 4, np.random.default_rng(3))  # method="bootstrap"
     expected, _ = simultaneous_upper_band(draws, 0.75, np.asarray(model.log_max_tv(np.arange(7))))
