@@ -111,7 +111,8 @@ class DesignOptions(ModelOptions):
     relax : bool
         Continuous relaxation of A and S̄ for the problem (39) back ends.
     penalty : str, optional
-        ``readings`` (default with data), ``readings-upper`` or ``chain``.
+        ``readings-auto`` (default with data: the upper end of the bootstrap band when it reaches 0 at some age, else
+        the point estimate), ``readings``, ``readings-upper`` or ``chain``.
     phase_period : int, optional
         Slots per cycle of the readings penalty (default: a day of slots when the slot length is known, else 1).
     penalty_level : float, optional

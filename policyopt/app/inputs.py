@@ -17,7 +17,7 @@ from policyopt.errors import InvalidInputError
 from policyopt.models.estimation import DEFAULT_SMOOTHING, DEFAULT_STATES
 
 __all__ = [
-    "BUNDLED_PHASE_PERIOD", "BUNDLED_STATES", "BUNDLED_USERS", "BUNDLED_VALUE_RANGE", "DEFAULT_BOOTSTRAP_SEED",
+    "BUNDLED_PHASE_PERIOD", "PENALTY_DESIGNS", "BUNDLED_STATES", "BUNDLED_USERS", "BUNDLED_VALUE_RANGE", "DEFAULT_BOOTSTRAP_SEED",
     "DEFAULT_CREDIBLE", "DEFAULT_DRAWS", "DEFAULT_MAX_AGE", "DEFAULT_MAX_INTERVAL", "DEFAULT_PENALTY_LEVEL",
     "DEFAULT_PLOT_EPOCHS", "DEFAULT_RELEASES", "DEFAULT_SEED", "DEFAULT_SMOOTHING", "DEFAULT_STATES", "DEFAULT_USERS",
     "MAX_AGE_LIMIT", "MAX_COUNT", "MAX_DRAWS", "MAX_HORIZON", "MAX_LOCAL_WORKERS", "MAX_PLOT_EPOCHS", "MAX_STATES",
@@ -49,8 +49,12 @@ MAX_HORIZON = 10**7
 
 #: Slots per day of the bundled hourly readings: the readings penalty's phase period.
 BUNDLED_PHASE_PERIOD = 24
-#: Choices of --penalty: readings (point estimate), readings-upper (bootstrap band's upper end), chain (eqs. (48)-(49)).
-PENALTY_CHOICES = ("readings", "readings-upper", "chain")
+#: Choices of --penalty: readings (point estimate), readings-upper (bootstrap band's upper end), readings-auto (the
+#: upper end when the band reaches 0 at some age, else the point estimate: the default with readings), chain (eqs.
+#: (48)-(49)).
+PENALTY_CHOICES = ("readings", "readings-upper", "readings-auto", "chain")
+#: The design of :class:`~policyopt.utility.readings_penalty.ReadingsMSEPenalty` each readings choice asks for.
+PENALTY_DESIGNS = {"readings": "point", "readings-upper": "upper", "readings-auto": "auto"}
 #: Two-sided level of the readings penalty's band.
 DEFAULT_PENALTY_LEVEL = 0.95
 #: Seed of the readings penalty's bootstrap when the command has no --seed.
@@ -144,7 +148,7 @@ class Deployment:
     backtest : float or None
         F of ``--backtest`` (the training fraction of the time range), or None.
     penalty_kind : str
-        ``readings``, ``readings-upper`` or ``chain`` (see :data:`PENALTY_CHOICES`).
+        ``readings``, ``readings-upper``, ``readings-auto`` or ``chain`` (see :data:`PENALTY_CHOICES`).
     phase_period, penalty_level, horizon, seed
         The readings penalty's phase period (slots), band level, largest age (slots) and bootstrap seed.
     slot_seconds : int or None
@@ -281,11 +285,11 @@ def load_deployment(options) -> Deployment:
         "clipped_readings": fitted.clipped,
         "value_range_source": "declared" if value_range is not None else "data",
     }
-    kind = "readings" if kind is None else kind
+    kind = "readings-auto" if kind is None else kind
     if kind == "chain":
         for opt in ("phase_period", "penalty_level"):
             if getattr(options, opt, None) is not None:
-                raise InvalidInputError(f"--{opt.replace('_', '-')} applies to --penalty readings|readings-upper only; "
+                raise InvalidInputError(f"--{opt.replace('_', '-')} applies to --penalty readings|readings-upper|readings-auto only; "
                                         "omit it with --penalty chain")
     phase = getattr(options, "phase_period", None)
     phase = default_phase_period(bundled, slot_seconds) if phase is None else phase
@@ -301,9 +305,9 @@ def load_deployment(options) -> Deployment:
 def deployment_penalty(dep: Deployment, population=None, *, kind: str | None = None):
     """The MSE penalty of the deployment's released mean (I users, declared or data range).
 
-    With readings and ``dep.penalty_kind`` (or `kind`) ``readings``/``readings-upper``: the
+    With readings and ``dep.penalty_kind`` (or `kind`) ``readings``/``readings-upper``/``readings-auto``: the
     :class:`~policyopt.utility.readings_penalty.ReadingsMSEPenalty` estimated from them (worst phase,
-    point estimate or the bootstrap band's upper end); otherwise the chain penalty
+    point estimate, the bootstrap band's upper end, or the upper end when the band reaches 0: :data:`PENALTY_DESIGNS`); otherwise the chain penalty
     :class:`~policyopt.utility.penalty.MSEPenalty` of eqs. (48)–(49).  `population` replaces
     ``dep.population`` for the chain penalty (e.g. a tabulated copy with the same chains).
     """
@@ -311,7 +315,7 @@ def deployment_penalty(dep: Deployment, population=None, *, kind: str | None = N
 
     kind = dep.penalty_kind if kind is None else kind
     if kind != "chain" and dep.readings is not None:
-        return readings_penalty(dep, design="upper" if kind == "readings-upper" else "point")
+        return readings_penalty(dep, design=PENALTY_DESIGNS[kind])
     return MSEPenalty(dep.population if population is None else population, unit=dep.unit, users=dep.users,
                       value_range=dep.value_range)
 
@@ -375,7 +379,7 @@ def load_distributed_model(options):
     The population is a :class:`~policyopt.models.tabulated.TabulatedMaxTV` (with ``n_states``); the penalty the
     :class:`~policyopt.utility.readings_penalty.ReadingsMSEPenalty` of the readings' per-slot sums added up
     over the files (:func:`~policyopt.studies.distributed_checks.readings_moments_partitions`; ``--penalty
-    readings``/``readings-upper``, the default) or, with ``--penalty chain``, a
+    readings``/``readings-upper``/``readings-auto``, the default) or, with ``--penalty chain``, a
     :class:`~policyopt.utility.tabulated_penalty.TabulatedMSEPenalty`, tabulated over the ages the schedule search
     needs; the numbers equal those of the serial path (tested).  ``extra``: ``chain_penalty`` (the chain
     model's tabulated penalty, for the comparison with the readings') and ``model_check``: the held-out check of the
@@ -402,11 +406,11 @@ def load_distributed_model(options):
                                 "draw it from a serial run")
     states = DEFAULT_STATES if options.states is None else options.states
     smoothing = DEFAULT_SMOOTHING if options.smoothing is None else options.smoothing
-    kind = "readings" if getattr(options, "penalty", None) is None else options.penalty
+    kind = "readings-auto" if getattr(options, "penalty", None) is None else options.penalty
     if kind == "chain":
         for opt in ("phase_period", "penalty_level"):
             if getattr(options, opt, None) is not None:
-                raise InvalidInputError(f"--{opt.replace('_', '-')} applies to --penalty readings|readings-upper only; "
+                raise InvalidInputError(f"--{opt.replace('_', '-')} applies to --penalty readings|readings-upper|readings-auto only; "
                                         "omit it with --penalty chain")
     readings_stats = None
     with dask_client(workers=options.workers, scheduler=options.scheduler) as client:
@@ -430,7 +434,7 @@ def load_distributed_model(options):
             )
             level, seed = getattr(options, "penalty_level", None), getattr(options, "seed", None)
             penalty = ReadingsMSEPenalty(moments, users=fit.population.n_users, unit="",
-                                         design="upper" if kind == "readings-upper" else "point",
+                                         design=PENALTY_DESIGNS[kind],
                                          level=DEFAULT_PENALTY_LEVEL if level is None else level,
                                          seed=DEFAULT_BOOTSTRAP_SEED if seed is None else seed)
         from policyopt.io import parse_duration

@@ -197,8 +197,10 @@ def add_penalty_options(cmd) -> None:
     """``--penalty``, ``--phase-period``, ``--penalty-level``: which MSE the design bounds (shared by schedule, sweep, backtest)."""
     cmd.add_argument("--penalty", choices=PENALTY_CHOICES, default=None,
                      help="the MSE f̄ bounds: readings = estimated from the clipped readings, E[(m_{t-a} - m_t)^2] = "
-                     "cross(a) + (self(a) - cross(a))/I at the worst phase (default with data); readings-upper = the upper "
-                     "end of its block-bootstrap band; chain = the chain model of Zhang et al. eqs. (48)-(49) (independent "
+                     "cross(a) + (self(a) - cross(a))/I at the worst phase, its point estimate; readings-upper = the upper "
+                     "end of its block-bootstrap band (--penalty-level); readings-auto = the upper end when that band's lower "
+                     "end is 0 at some age 1..A_MAX+S_MAX+1 (the pilot cannot tell the staleness there from 0), else the "
+                     "point estimate (default with data); chain = the chain model of Zhang et al. eqs. (48)-(49) (independent "
                      "users, quantile-state values; the only choice for --chain/--matrix)")
     cmd.add_argument("--phase-period", type=int_at_least("--phase-period", 1, MAX_AGE_LIMIT), default=None, metavar="P",
                      help=f"slots per cycle of the readings penalty (hour of day: 24 for hourly data); the design uses the "

@@ -437,7 +437,7 @@ def backtest(data, schedule: dict | None = None, *, train_fraction: float = 0.5,
         fitted = fit_population(train, states, smoothing=smoothing, value_range=value_range, source="training readings")
         I = fitted.population.n_users if users is None else users
         pen = ReadingsMSEPenalty.from_readings(train, A_max + S_max + 1, users=I, value_range=value_range,
-                                               phase_period=phase_period, unit=unit)
+                                               phase_period=phase_period, unit=unit, design="auto")
         emp = (None if kind == "model" else
                empirical_design(fitted, train, A_max, S_max, tv_level, horizon=horizon, seed=seed))
         report = design_schedule(fitted.population if emp is None else emp.source, max_penalty=max_penalty, A_max=A_max,

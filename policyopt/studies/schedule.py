@@ -463,7 +463,8 @@ def _mse_fields(model: dict, extra: dict, penalty: MSEPenalty, population, chain
         from policyopt.studies.deployment import penalty_comparison
 
         model["readings_penalty"] = {
-            "design": penalty.design, "level": penalty.level, "phase_period": penalty.moments.phase_period,
+            "design": penalty.design, "design_requested": penalty.design_requested,
+            "design_reason": penalty.design_reason, "level": penalty.level, "phase_period": penalty.moments.phase_period,
             "readings_users": penalty.moments.n_users, "slots": penalty.moments.slots,
             "clipped_readings": penalty.moments.clipped, "bootstrap": penalty.bootstrap_info(),
             "terms": {str(a): {k: v for k, v in penalty.summary(a).items() if k in ("self", "cross")}
@@ -527,7 +528,9 @@ def design_schedule(
     relax : bool
         Continuous relaxation of A and S̄ for the (39) back ends (required by ``cvxpy``).
     data : pandas.DataFrame, optional
-        Readings (columns user, time, value) for the default readings penalty; ignored with `penalty`.
+        Readings (columns user, time, value) for the default readings penalty (``design="auto"`` of
+        :class:`~policyopt.utility.readings_penalty.ReadingsMSEPenalty`: its bootstrap band's upper end when the band
+        reaches 0 at some age, else the point estimate, as ``policyopt schedule``); ignored with `penalty`.
     users : int, optional
         Deployment size I of the readings penalty (default: the readings' users).
     value_range : (float, float), optional
@@ -590,7 +593,7 @@ def design_schedule(
         from policyopt.utility.readings_penalty import ReadingsMSEPenalty
 
         penalty = ReadingsMSEPenalty.from_readings(data, A_max + S_max + 1, users=users, value_range=value_range,
-                                                   phase_period=phase_period)
+                                                   phase_period=phase_period, design="auto")
     if penalty is None:
         if not isinstance(population, Population):
             raise InvalidInputError(

@@ -125,6 +125,10 @@ def _bound_lines(r: dict, m: dict, unit: str, vunit: str) -> list[str]:
         lines.append(
             f"MSE model   : from the readings: cross(a) + (self(a) − cross(a))/I at the worst of {rp['phase_period']} phases"
             + (f", designed against the {100 * rp['level']:g}% band's upper end" if rp.get("design") == "upper" else ", point estimate")
+            + (f" ({rp['design_reason']}; --penalty readings for the point estimate)"
+               if rp.get("design_requested") == "auto" and rp.get("design") == "upper" else
+               f" ({rp['design_reason']})" if rp.get("design_requested") == "auto"
+               and str(rp.get("design_reason", "")).startswith("no band") else "")
         )
     return lines
 

@@ -558,8 +558,12 @@ class ReadingsMSEPenalty(MSEPenalty):
         Deployment size I ≥ 1.
     unit : str
         Penalty unit (e.g. ``"kWh^2"``).
-    design : {"point", "upper"}
-        Design against the point estimate (default) or the upper end of the bootstrap band.
+    design : {"point", "upper", "auto"}
+        Design against the point estimate (default), the upper end of the bootstrap band, or (``"auto"``) the
+        upper end wherever the pilot cannot tell the staleness from 0: when the band's lower end is 0 at some age
+        1..L, the point estimate there is no promise at the band's level, so the whole table is the band's upper
+        end; otherwise (and without a band: fewer than :data:`MIN_BOOTSTRAP_PERIODS` periods) the point estimate.
+        :attr:`design` is the one used, :attr:`design_reason` says why.
     level : float
         Two-sided level of the band, in (0, 1).
     reps : int
@@ -590,8 +594,8 @@ class ReadingsMSEPenalty(MSEPenalty):
         self.users = check_int(users, "users", 1, "deployment size I")
         if not isinstance(unit, str):
             raise InvalidInputError(f"`unit` must be a string such as 'kWh^2', got {fmt(unit)}")
-        if design not in ("point", "upper"):
-            raise InvalidInputError(f"`design` must be 'point' or 'upper', got {fmt(design)}")
+        if design not in ("point", "upper", "auto"):
+            raise InvalidInputError(f"`design` must be 'point', 'upper' or 'auto', got {fmt(design)}")
         if isinstance(level, bool) or not isinstance(level, (int, float, np.floating)) or not 0.0 < float(level) < 1.0:
             raise InvalidInputError(f"`level` must be a probability strictly between 0 and 1, got {fmt(level)}")
         self.reps = check_int(reps, "reps", 20, "bootstrap replicates")
@@ -599,7 +603,6 @@ class ReadingsMSEPenalty(MSEPenalty):
         self.moments = moments
         self.population = None
         self.unit = unit
-        self.design = design
         self.level = float(level)
         self.value_range = moments.value_range
         self.value_range_declared = moments.value_range_declared
@@ -612,6 +615,9 @@ class ReadingsMSEPenalty(MSEPenalty):
         self.point_table = np.where(np.isfinite(point), point, 0.0)
         self.point_table[0] = 0.0  # age 0: the released readings are the current ones
         self._band = None
+        self.design_requested = design
+        design, self.design_reason = self._resolve_design(design)
+        self.design = design
         if design == "upper":
             if not self.has_band:
                 raise InvalidInputError(
@@ -622,6 +628,21 @@ class ReadingsMSEPenalty(MSEPenalty):
         else:
             self._table = self.point_table
         self._table.setflags(write=False)
+
+    def _resolve_design(self, design: str) -> tuple[str, str]:
+        """The design used for `design` (``"auto"`` decided here: see the class docstring) and why, in words."""
+        if design != "auto":
+            return design, "given"
+        if not self.has_band:
+            return "point", (f"no band: the readings cover {self.moments.periods} periods of "
+                             f"{self.moments.phase_period} slots, fewer than {MIN_BOOTSTRAP_PERIODS}; the point "
+                             "estimate is not a promise at a stated confidence")
+        lo = self.band()[0][1:]
+        zero = np.flatnonzero(lo <= 0.0) + 1
+        if zero.size:
+            return "upper", (f"the {100 * self.level:g}% band's lower end is 0 at {zero.size} of the ages 1..{self.max_age} "
+                             f"(first at age {int(zero[0])}): the pilot cannot tell the staleness there from 0")
+        return "point", f"the {100 * self.level:g}% band's lower end is above 0 at every age 1..{self.max_age}"
 
     def _worst(self, self_h, cross_h) -> np.ndarray:
         """max over phases of cross_h + (self_h − cross_h)/I along the last axis's ages, at least 0; NaN phases ignored.
@@ -672,7 +693,7 @@ class ReadingsMSEPenalty(MSEPenalty):
         InvalidInputError
             If `users` is not an integer ≥ 1.
         """
-        return ReadingsMSEPenalty(self.moments, users=users, unit=self.unit, design=self.design, level=self.level,
+        return ReadingsMSEPenalty(self.moments, users=users, unit=self.unit, design=self.design_requested, level=self.level,
                                   reps=self.reps, seed=self.seed, _shared=self._shared)
 
     @property

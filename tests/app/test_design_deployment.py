@@ -76,7 +76,7 @@ def test_report_fields_and_summary():
     (dict(users=0), "`users` must be an integer from 1 to 1000000000, got 0"),
     (dict(value_range=(3, 1)), "`value_range` must be finite numbers with LO < HI, got (3, 1)"),
     (dict(method="simplex"), "`method` must be one of exact, heuristic, cvxpy, pyomo, all, got 'simplex'"),
-    (dict(penalty="mse"), "`penalty` must be one of readings, readings-upper, chain, got 'mse'"),
+    (dict(penalty="mse"), "`penalty` must be one of readings, readings-upper, readings-auto, chain, got 'mse'"),
     (dict(credible=1.0), "`credible` must be a probability strictly between 0 and 1, got 1.0"),
     (dict(delta=0), "`delta` must be a probability strictly between 0 and 1, got 0"),
     (dict(max_penalty=-0.1), "`max_penalty` must be a finite number > 0 and ≤ 1e+300, got -0.1"),

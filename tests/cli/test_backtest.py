@@ -92,7 +92,7 @@ def test_schedule_reports_the_readings_against_the_chain(readings_csv):
         (["schedule", "--max-rmse", "-1"], r"--max-rmse must be a positive finite number, got '-1'"),
         (["schedule", "--chain", "two-state:p=0.1,q=0.1", "--penalty", "readings"], r"--penalty readings needs readings"),
         (["schedule", "--chain", "two-state:p=0.1,q=0.1", "--phase-period", "24"], r"--phase-period applies to the readings penalty"),
-        (["schedule", "--penalty", "chain", "--penalty-level", "0.9"], r"--penalty-level applies to --penalty readings\|readings-upper only"),
+        (["schedule", "--penalty", "chain", "--penalty-level", "0.9"], r"--penalty-level applies to --penalty readings\|readings-upper\|readings-auto only"),
         (["schedule", "--penalty", "nope"], r"argument --penalty: invalid choice: 'nope'"),
     ],
 )

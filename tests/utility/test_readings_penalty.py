@@ -143,7 +143,7 @@ def test_negative_estimates_are_raised_to_zero():
     "kwargs, match",
     [
         ({"users": 0}, r"`users` must be an integer ≥ 1 \(deployment size I\), got 0"),
-        ({"users": 5, "design": "max"}, r"`design` must be 'point' or 'upper', got 'max'"),
+        ({"users": 5, "design": "max"}, r"`design` must be 'point', 'upper' or 'auto', got 'max'"),
         ({"users": 5, "level": 1.0}, r"`level` must be a probability strictly between 0 and 1, got 1.0"),
     ],
 )
