@@ -123,7 +123,8 @@ def _auto_block_length(x: np.ndarray) -> int:
         return lo
     from policyopt.models.arch_bootstrap import arch_bootstrap
 
-    b = float(arch_bootstrap().optimal_block_length(obs)["circular"].iloc[0])
+    with np.errstate(divide="ignore", invalid="ignore"):  # a periodic series: a zero spectral term, b = inf
+        b = float(arch_bootstrap().optimal_block_length(obs)["circular"].iloc[0])
     return int(min(hi, max(lo, math.ceil(b) if math.isfinite(b) else lo)))
 
 

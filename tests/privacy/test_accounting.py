@@ -113,7 +113,7 @@ def test_closed_form_peak_risk_against_high_precision(dA, dS, eps):
     got = peak_risk(dA, dS, eps)
     assert got.status == "finite"
     assert got.value == pytest.approx(dec_peak_risk(dA, dS, eps), rel=1e-9, abs=1e-300)
-    it = peak_risk_iteration(dA, dS, eps, max_iter=2_000_000)
+    it = peak_risk_iteration(dA, dS, eps, max_iter=200_000)  # near (31)'s edge it converges slowly: cap its cost
     if it.status == "converged":
         assert it.value == pytest.approx(got.value, rel=1e-8, abs=1e-12)
 
