@@ -153,6 +153,7 @@ def _noting_interrupts():
         return
 
     def handler(signum, frame):
+        """SIGINT: note it (`signum`), then interrupt as Python's default handler does."""
         noted.append(signum)
         raise KeyboardInterrupt
 
