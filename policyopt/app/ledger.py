@@ -161,6 +161,13 @@ def _ledger_lines(args, out: dict, led, risk, model, privacy: dict, made: list, 
                     f"(Theorem 3, every planned release made){not_a_bound(mv)}; the releases made so far are accounted "
                     "above")
     aoi = out["aoi_at"]
+    checks = out["stream_checks"]
+    if checks and out["model_is_recorded"]:
+        from policyopt.studies.stream_check import stream_check_text
+
+        stream_lines = [f"stream check: {stream_check_text(checks[-1], runs=len(checks))} ({checks[-1].get('recorded_at')})"]
+    else:
+        stream_lines = [f"design check: {verdict_text(mv)}"]
     lines = [
         "policyopt ledger: age-dependent risk of the releases made (Zhang et al. 2024, Theorem 3, eq. (25); nats, slots)",
         *guarantee_lines(privacy),
@@ -173,7 +180,7 @@ def _ledger_lines(args, out: dict, led, risk, model, privacy: dict, made: list, 
                                                  f" (--markov-model {model.markov_model}; the ledger's is "
                                                  f"{led.model.markov_model})"),
         f"model from  : {out['model_reason']}",
-        f"design check: {verdict_text(mv)}",
+        *stream_lines,
         *(f"trial       : {t.get('reason')} (publish --trial, {t.get('recorded_at')}) — from release "
           f"{t.get('first_release')} the releases average as few as {fmt_count(t.get('fewest_users'), 'user')}' "
           f"readings, against the I = {t.get('design_users')} users of the design" for t in trials),
@@ -239,12 +246,17 @@ def audit_report(args) -> CommandReport:
             risk = led.risk(population, at=args.at)
             rows = led.rows()
             trials = led.trials()
+            stream_checks = led.stream_checks()
             sch = led.schedule
     except KeyboardInterrupt:
         raise Interrupted("nothing was changed") from None
     made = [r for r in rows if r.status == "released" and r.slot <= risk.at]
     peaks = dict(zip(risk.release_slots.tolist(), risk.epoch_peaks.tolist()))
-    if model == led.model:
+    if model == led.model and stream_checks:  # a production stream: the latest check on its own readings speaks
+        from policyopt.studies.stream_check import stream_verdict
+
+        verdict = stream_verdict(stream_checks[-1])
+    elif model == led.model:
         verdict = recorded_verdict(provenance, model)
     elif model.same_chains(led.model):
         verdict = recorded_verdict(provenance, model, model.markov_model)  # only the Markov model differs
@@ -276,6 +288,7 @@ def audit_report(args) -> CommandReport:
         "model_reason": provenance.get("model_reason"),
         "override": provenance.get("override") if model == led.model else args.override,
         "trials": trials,
+        "stream_checks": stream_checks,
         "provenance": provenance,
         "slot_length": slot_len,
         "slot_seconds": slot_seconds,

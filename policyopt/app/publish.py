@@ -24,6 +24,7 @@ from policyopt.app.publishing import (
     ledger_guarantee_settings,
     load_stream,
     not_a_bound,
+    production_stream_check,
     publish_model_check,
     publish_plan,
     recorded_verdict,
@@ -205,8 +206,14 @@ def _publish_lines(args, rep, out: dict, privacy: dict, model, check_note, desig
         f"next release at slot {rep.next_slot}{span_text(rep.next_slot, slot_seconds)}",
         f"peak risk   : max ε(S_n) so far = {fmt_upper(rep.peak_risk)} nats (model {rep.model}){not_a_bound(mv)}",
         f"model from  : {rep.provenance.get('model_reason')}",
-        f"design check: {verdict_text(mv)}",
     ]
+    sc = out["stream_check"]
+    if sc is None:
+        lines.append(f"design check: {verdict_text(mv)}")
+    else:
+        from policyopt.studies.stream_check import stream_check_text
+
+        lines.append(f"stream check: {stream_check_text(sc, reused=sc['reused'], runs=sc['runs'])}")
     lines += intervals_lines(out["intervals"])
     if out["plot"] is not None:
         lines.append(f"plot        : {args.plot} (every release so far with both error bars"
@@ -259,7 +266,14 @@ def _publish(args, start, schedule, model, provenance, client, as_designed: bool
     used_sens = max((r.sensitivity for r in released), default=None)
     settings = ledger_guarantee_settings(args, rep.provenance, rep.rows, slot_seconds)
     covered = (rep.last_slot if rep.last_slot is not None else rep.through) - rep.schedule.origin + 1
-    privacy = releases_guarantee(rep.rows, recorded_verdict(rep.provenance, model), settings, model_epsilon=rep.peak_risk,
+    stream = production_stream_check(args, model, rep, readings, slot_seconds, client)
+    if stream is not None:
+        from policyopt.studies.stream_check import stream_verdict
+
+        verdict = stream_verdict(stream["record"])
+    else:
+        verdict = recorded_verdict(rep.provenance, model)
+    privacy = releases_guarantee(rep.rows, verdict, settings, model_epsilon=rep.peak_risk,
                                  model_horizon=max(1, covered), epsilon_c=rep.schedule.epsilon_c)
     out = {
         "guarantee": privacy["guarantee"],
@@ -293,6 +307,8 @@ def _publish(args, start, schedule, model, provenance, client, as_designed: bool
         "out_rebuilt": rep.out_rebuilt,
         "designed_sensitivity": designed_sens,
         "model_check": check,
+        "stream_check": None if stream is None else {**stream["record"], "reused": stream["reused"],
+                                                     "runs": stream["runs"], "recorded": stream["recorded"]},
         "warnings": privacy["warnings"],
         "plot": None,
         "plot_truth": None,

@@ -7,7 +7,9 @@ that model passed the design's check on held-out readings (:func:`policyopt.stud
 schedule file, recorded in the ledger's provenance as ``design_check`` when the ledger is created) or was given
 without data; otherwise the model-free guarantee of the releases made
 (:func:`policyopt.deploy.ledger_risk.model_free_of_rows`), as :func:`policyopt.studies.guarantee.choose_guarantee`
-decides.  A stream other than the design's data is a production stream: accepted, its model ``unchecked``.
+decides.  A stream other than the design's data is a production stream: accepted, its model ``unchecked`` until
+the model's check on the stream's own readings (:func:`production_stream_check`, re-run as the stream grows and
+recorded in the ledger) passes.
 
 The functions take `args`, the parsed ``publish``/``ledger`` options (attribute names as the options: ``schedule``,
 ``data``, ``model``, ``states``, ``ledger``, ``override``, ...); errors name the command-line options.
@@ -25,7 +27,7 @@ from policyopt.errors import InvalidInputError
 
 __all__ = [
     "AccountingOptions", "ACCOUNTING_RULES", "designed_sensitivity", "given_model", "guarantee_lines", "ledger_guarantee_settings", "load_stream",
-    "markov_accounting", "model_name", "not_a_bound", "options_verdict", "publish_model_check", "publish_plan",
+    "markov_accounting", "model_name", "not_a_bound", "options_verdict", "production_stream_check", "publish_model_check", "publish_plan",
     "recorded_model", "recorded_verdict", "refuse_unless_override", "releases_guarantee", "row_dicts", "same_model",
     "span_text",
 ]
@@ -294,7 +296,8 @@ def publish_plan(args):
             foreign = None  # the design's verdict is carried to the stream on purpose (recorded)
         elif foreign is not None:  # a production stream: accepted, and no model-based number is a bound for it
             refuse_a_switched_stream(args, foreign)
-            reason += "; the stream is not the design's data (a production stream): accounted model-free first"
+            reason += ("; the stream is not the design's data (a production stream): the model is checked on the "
+                       "stream's own readings as it grows, and accounted model-free first unless that check passes")
     elif args.schedule is not None:
         model, reason = given_model(args), "--model given (the schedule records no deployment)"
     elif given:
@@ -592,3 +595,51 @@ def publish_model_check(model, schedule) -> tuple[dict | None, str | None]:
     check = quick_check(fitted, readings, schedule.A, schedule.S_bar + 1, seed=DEFAULT_SEED)
     check.update(design_lags(check, schedule.A, schedule.S_bar))
     return check, None
+
+
+def production_stream_check(args, model, rep, readings, slot_seconds, client=None) -> dict | None:
+    """The check of the ledger's model on a production stream's own readings (``publish``), re-run as it grows.
+
+    Only for a ledger whose stream is not the design's data (``provenance.stream_is_design_data`` false) and a model
+    fitted to readings.  The latest check recorded in the ledger (:meth:`policyopt.deploy.Ledger.stream_checks`) is
+    reused while the stream has not grown past its slot; otherwise
+    :func:`policyopt.studies.stream_check.stream_model_check` runs on the readings through ``rep.through`` (a Parquet
+    stream is read whole for it; not with ``--workers``/``--scheduler``) and its record is appended to the ledger.
+
+    Returns
+    -------
+    dict or None
+        ``record`` (the check used), ``reused`` (bool), ``runs`` (checks recorded), ``recorded`` (bool: the record
+        is in the ledger); ``None`` when no stream check applies.
+    """
+    from policyopt.app.inputs import DEFAULT_SEED
+    from policyopt.deploy import Ledger
+    from policyopt.deploy.stream import ParquetStream
+    from policyopt.studies.stream_check import stream_model_check
+
+    if rep.provenance.get("stream_is_design_data") is not False or not model.fitted:
+        return None
+    with Ledger(args.ledger) as led:
+        checks = led.stream_checks()
+    if checks and checks[-1]["through"] >= rep.through:
+        return {"record": checks[-1], "reused": True, "runs": len(checks), "recorded": True}
+    name, s = model_name(model), rep.schedule
+    if client is not None:
+        record = {"model": name, "verdict": "unchecked", "through": int(rep.through),
+                  "why": "not run with --workers/--scheduler (the stream is not read whole here); run publish once "
+                         "without them to check the stream", "source": "publish: the stream's own readings"}
+        return {"record": record, "reused": False, "runs": len(checks), "recorded": False}
+    if isinstance(readings, ParquetStream):
+        from policyopt.io import read_readings_parquet
+
+        readings = read_readings_parquet(args.data, "--data")
+    fitted = model.fit("--model")[0]
+    record = stream_model_check(readings, fitted.quantizer, model=name, spec=model.markov_model,
+                                first_order_table=model.max_tv_table is not None,
+                                pilot_chains=[c.P for c in fitted.population.chains], A=s.A,
+                                S_bar=s.S_bar, through=rep.through, value_range=s.value_range,
+                                slot_seconds=slot_seconds, seed=DEFAULT_SEED, smoothing=float(model.smoothing))
+    with Ledger(args.ledger, writer=True) as led:
+        led.record_stream_check(record)
+        checks = led.stream_checks()
+    return {"record": checks[-1], "reused": False, "runs": len(checks), "recorded": True}

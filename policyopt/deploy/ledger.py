@@ -585,6 +585,36 @@ class Ledger:
         """The ``meta`` table as a dict."""
         return {} if self.is_new else dict(self._conn.execute("SELECT key, value FROM meta").fetchall())
 
+    def _meta_list(self, key: str, what: str) -> list:
+        """The JSON list of objects in the ``meta`` record `key` (``[]`` when absent), or :class:`InvalidInputError`
+        naming `what` when it is not one (an edited ledger)."""
+        text = self.meta().get(key)
+        if text is None:
+            return []
+        try:
+            items = json.loads(text)
+        except json.JSONDecodeError:
+            items = None
+        if not isinstance(items, list) or not all(isinstance(t, dict) for t in items):
+            raise InvalidInputError(f"{self.option} {str(self.path)!r}: its `{key}` record is not a list of {what} "
+                                    f"({text[:80]!r}); the ledger was edited")
+        return items
+
+    def _append_meta_list(self, key: str, what: str, item: dict) -> None:
+        """Append `item` (with the time it was recorded) to the ``meta`` list `key` in one transaction."""
+        if not self.writer or self.is_new:
+            raise InvalidInputError(f"{self.option} {str(self.path)!r}: a {what} is recorded in an initialised ledger "
+                                    "opened for writing")
+        items = self._meta_list(key, what + "s") + [{**item, "recorded_at": now_utc()}]
+        c = self._conn
+        c.execute("BEGIN IMMEDIATE")
+        try:
+            c.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(items, sort_keys=True)))
+            c.execute("COMMIT")
+        except BaseException:
+            _rollback(c)
+            raise
+
     def trials(self) -> list:
         """The runs declared trials (:meth:`record_trial`), oldest first; ``[]`` when none (or a ledger before them).
 
@@ -593,17 +623,7 @@ class Ledger:
         InvalidInputError
             If the ``trials`` record is not a JSON list of objects (an edited ledger).
         """
-        text = self.meta().get("trials")
-        if text is None:
-            return []
-        try:
-            trials = json.loads(text)
-        except json.JSONDecodeError:
-            trials = None
-        if not isinstance(trials, list) or not all(isinstance(t, dict) for t in trials):
-            raise InvalidInputError(f"{self.option} {str(self.path)!r}: its `trials` record is not a list of trials "
-                                    f"({text[:80]!r}); the ledger was edited")
-        return trials
+        return self._meta_list("trials", "trials")
 
     def record_trial(self, trial: dict) -> None:
         """Append a trial run to the ``meta`` record ``trials`` (one transaction), with the time it was recorded.
@@ -620,18 +640,38 @@ class Ledger:
         InvalidInputError
             If the ledger is new or opened read-only.
         """
-        if not self.writer or self.is_new:
-            raise InvalidInputError(f"{self.option} {str(self.path)!r}: a trial is recorded in an initialised ledger "
-                                    "opened for writing")
-        trials = self.trials() + [{**trial, "recorded_at": now_utc()}]
-        c = self._conn
-        c.execute("BEGIN IMMEDIATE")
-        try:
-            c.execute("INSERT OR REPLACE INTO meta VALUES ('trials', ?)", (json.dumps(trials, sort_keys=True),))
-            c.execute("COMMIT")
-        except BaseException:
-            _rollback(c)
-            raise
+        self._append_meta_list("trials", "trial", trial)
+
+    def stream_checks(self) -> list:
+        """The checks of the design's model on a production stream's own readings, oldest first
+        (:func:`policyopt.studies.stream_check.stream_model_check` records, each with ``recorded_at``); ``[]`` when
+        none ran (the stream is the design's data, or a ledger before them).
+
+        Raises
+        ------
+        InvalidInputError
+            If the ``stream_checks`` record is not a JSON list of objects with a ``verdict`` and an integer
+            ``through`` (an edited ledger).
+        """
+        checks = self._meta_list("stream_checks", "stream checks")
+        for c in checks:
+            if c.get("verdict") not in ("passed", "refuted", "unchecked") or isinstance(c.get("through"), bool) \
+                    or not isinstance(c.get("through"), int) or not all(isinstance(c.get(k), str)
+                                                                        for k in ("model", "why", "source")):
+                raise InvalidInputError(f"{self.option} {str(self.path)!r}: a `stream_checks` record is not a check "
+                                        f"({json.dumps(c)[:80]!r}); the ledger was edited")
+        return checks
+
+    def record_stream_check(self, check: dict) -> None:
+        """Append a stream check (JSON-ready, from :func:`policyopt.studies.stream_check.stream_model_check`) to the
+        ``meta`` record ``stream_checks`` (one transaction), with the time it was recorded.
+
+        Raises
+        ------
+        InvalidInputError
+            If the ledger is new or opened read-only.
+        """
+        self._append_meta_list("stream_checks", "stream check", check)
 
     def close(self) -> None:
         """Release the lock and close the connection (WAL is checkpointed by SQLite)."""

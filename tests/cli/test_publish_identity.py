@@ -105,10 +105,12 @@ def test_another_csv_design_publish_audit_and_refusals(tmp_path, homes_csv):
     prod = tmp_path / "prod.db"
     other = ok_json("publish", "--trial", "a pilot stream", "--schedule", sched, "--ledger", prod, "--through", 100)
     assert other["released"] > 0 and other["guarantee"]["kind"] == "model-free"
-    assert other["model_verdict"]["verdict"] == "unchecked" and "is not the data the schedule was designed on" in \
-        other["model_verdict"]["why"]
-    assert other["model_reason"].endswith("the stream is not the design's data (a production stream): accounted "
-                                          "model-free first")
+    # the model is checked on the stream's own readings: the bundled homes through slot 100 refute the chains
+    assert other["model_verdict"]["verdict"] == "refuted" and other["stream_check"]["verdict"] == "refuted"
+    assert other["model_verdict"]["source"] == "publish: the stream's own readings through slot 100"
+    assert other["model_reason"].endswith("the stream is not the design's data (a production stream): the model is "
+                                          "checked on the stream's own readings as it grows, and accounted model-free "
+                                          "first unless that check passes")
     prod_audit = ok_json("ledger", "--ledger", prod)
     assert prod_audit["provenance"]["stream_is_design_data"] is False and prod_audit["guarantee"]["kind"] == "model-free"
     assert prod_audit["provenance"]["design_check"]["verdict"] == "unchecked"

@@ -31,14 +31,20 @@ def test_a_parquet_production_stream_grows_by_partitions(tmp_path):
     first = ok_json(*args)
     assert first["released"] == len(range(d["A"], last, d["S_bar"]))
     assert first["guarantee"]["kind"] == "model-free" and first["model_verdict"]["verdict"] == "unchecked"
-    assert "is not the data the schedule was designed on" in first["model_verdict"]["why"]
+    # the model is checked on the stream's own readings (a Parquet stream, read whole for it): its 95 complete slots are too few
+    sc = first["stream_check"]
+    assert sc["verdict"] == "unchecked" and sc["through"] == first["through"] == last - 1 and sc["users"] == 3 and sc["runs"] == 1
+    assert first["model_verdict"]["why"].startswith("too few readings for a conclusive check: the stream's held-out "
+                                                    "part has 47 slots")
 
     later = df.assign(time=df["time"] + last + 1)  # the next days of the same meters, one new file
     later.to_parquet(stream / "c.parquet", index=False)
     second = ok_json(*args)
     assert second["released"] == len(range(d["A"], 2 * last + 1, d["S_bar"])) - first["released"]
     assert [r["slot"] for r in second["new_releases"]][0] == d["A"] + first["released"] * d["S_bar"]
+    assert second["stream_check"]["through"] == second["through"] and second["stream_check"]["runs"] == 2  # re-run: it grew
     audit = ok_json("ledger", "--ledger", ledger)
+    assert [c["through"] for c in audit["stream_checks"]] == [last - 1, second["through"]]
     prov = audit["provenance"]
     assert prov["stream_is_design_data"] is False and prov["design_data"] == d["deployment"]["data"]
     assert audit["model_free"]["releases"] == first["released"] + second["released"]
