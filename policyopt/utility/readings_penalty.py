@@ -691,8 +691,15 @@ class ReadingsMSEPenalty(MSEPenalty):
         Raises
         ------
         InvalidInputError
-            If `users` is not an integer ≥ 1.
+            If `users` is not an integer ≥ 1; if this penalty was unpickled (its per-period sums added up, see
+            ``__getstate__``) and its design (``upper``, or ``auto``) needs the band, which cannot be re-formed for
+            another I without them (make the copies before pickling, as ``sweep`` does).
         """
+        if self.moments.periods_read is not None and self.has_band and self.design_requested != "point":
+            raise InvalidInputError(
+                f"with_users({fmt(users)}): this readings penalty was unpickled (its per-period sums added up), so the "
+                f"band its design {self.design_requested!r} needs cannot be re-formed for another I; make the copy "
+                "before pickling")
         return ReadingsMSEPenalty(self.moments, users=users, unit=self.unit, design=self.design_requested, level=self.level,
                                   reps=self.reps, seed=self.seed, _shared=self._shared)
 

@@ -79,3 +79,17 @@ def test_schedule_states_the_choice(tmp_path):
     assert "the pilot cannot tell the staleness there from 0" in auto["design_reason"]
     point = ok_json("schedule", *argv, "--penalty", "readings")["model"]["readings_penalty"]
     assert (point["design"], point["design_requested"], point["design_reason"]) == ("point", "point", "given")
+
+
+def test_an_unpickled_penalty_refuses_another_deployment_size_it_cannot_band(independent):
+    import pickle
+
+    from policyopt.errors import InvalidInputError
+
+    for design in ("auto", "upper"):
+        p = pickle.loads(pickle.dumps(ReadingsMSEPenalty(independent, users=50_000, design=design)))
+        assert p.design == "upper"  # the unpickled penalty itself keeps its table
+        with pytest.raises(InvalidInputError, match=rf"with_users\(10\): .* the band its design '{design}' needs"):
+            p.with_users(10)
+    point = pickle.loads(pickle.dumps(ReadingsMSEPenalty(independent, users=50_000)))
+    assert point.with_users(10).users == 10  # the point estimate needs no band
