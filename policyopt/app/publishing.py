@@ -627,7 +627,10 @@ def production_stream_check(args, model, rep, readings, slot_seconds, client=Non
     if client is not None:
         record = {"model": name, "verdict": "unchecked", "through": int(rep.through),
                   "why": "not run with --workers/--scheduler (the stream is not read whole here); run publish once "
-                         "without them to check the stream", "source": "publish: the stream's own readings"}
+                         "without them to check the stream", "source": "publish: the stream's own readings",
+                  "users": None, "readings": None, "markov_model": model.markov_model, "level": None,
+                  "held_out_check": None, "max_tv_comparison": None, "method": None, "wall_time_s": 0.0,
+                  "recorded_at": None}
         return {"record": record, "reused": False, "runs": len(checks), "recorded": False}
     if isinstance(readings, ParquetStream):
         from policyopt.io import read_readings_parquet
