@@ -165,7 +165,8 @@ def _ledger_lines(args, out: dict, led, risk, model, privacy: dict, made: list, 
     if checks and out["model_is_recorded"]:
         from policyopt.studies.stream_check import stream_check_text
 
-        stream_lines = [f"stream check: {stream_check_text(checks[-1], runs=len(checks))} ({checks[-1].get('recorded_at')})"]
+        stream_lines = [f"stream check: {stream_check_text(checks[-1], runs=len(checks))} (recorded "
+                        f"{checks[-1].get('recorded_at')})"]
     else:
         stream_lines = [f"design check: {verdict_text(mv)}"]
     lines = [
@@ -252,12 +253,8 @@ def audit_report(args) -> CommandReport:
         raise Interrupted("nothing was changed") from None
     made = [r for r in rows if r.status == "released" and r.slot <= risk.at]
     peaks = dict(zip(risk.release_slots.tolist(), risk.epoch_peaks.tolist()))
-    if model == led.model and stream_checks:  # a production stream: the latest check on its own readings speaks
-        from policyopt.studies.stream_check import stream_verdict
-
-        verdict = stream_verdict(stream_checks[-1])
-    elif model == led.model:
-        verdict = recorded_verdict(provenance, model)
+    if model == led.model:  # a production stream's latest check on its own readings speaks, when there is one
+        verdict = recorded_verdict(provenance, model, stream_checks=stream_checks)
     elif model.same_chains(led.model):
         verdict = recorded_verdict(provenance, model, model.markov_model)  # only the Markov model differs
     else:

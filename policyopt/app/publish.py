@@ -267,12 +267,7 @@ def _publish(args, start, schedule, model, provenance, client, as_designed: bool
     settings = ledger_guarantee_settings(args, rep.provenance, rep.rows, slot_seconds)
     covered = (rep.last_slot if rep.last_slot is not None else rep.through) - rep.schedule.origin + 1
     stream = production_stream_check(args, model, rep, readings, slot_seconds, client)
-    if stream is not None:
-        from policyopt.studies.stream_check import stream_verdict
-
-        verdict = stream_verdict(stream["record"])
-    else:
-        verdict = recorded_verdict(rep.provenance, model)
+    verdict = recorded_verdict(rep.provenance, model, stream_checks=None if stream is None else [stream["record"]])
     privacy = releases_guarantee(rep.rows, verdict, settings, model_epsilon=rep.peak_risk,
                                  model_horizon=max(1, covered), epsilon_c=rep.schedule.epsilon_c)
     out = {

@@ -384,17 +384,22 @@ def options_verdict(model, override: str | None = None) -> dict:
                    "--schedule", "source": src}
 
 
-def recorded_verdict(provenance: dict, model, markov_model: str | None = None) -> dict:
+def recorded_verdict(provenance: dict, model, markov_model: str | None = None, stream_checks=None) -> dict:
     """The design check a ledger recorded at its creation (``provenance.design_check``), or ``unchecked`` for a ledger
-    created before policyopt recorded it.  With `markov_model` (an audit under another Markov model than the
-    ledger's), the verdict the design's check gave that model (``provenance.design_checks``), ``unchecked`` when the
-    design did not check it."""
+    created before policyopt recorded it.  With `stream_checks` (a production stream's checks on its own readings,
+    oldest first, :func:`production_stream_check`), the latest of them instead.  With `markov_model` (an audit under
+    another Markov model than the ledger's), the verdict the design's check gave that model
+    (``provenance.design_checks``), ``unchecked`` when the design did not check it."""
     def valid(v) -> bool:
         """Whether `v` is a recorded verdict: a dict with a known ``verdict`` and string ``model``/``why``/``source``."""
         return (isinstance(v, dict) and v.get("verdict") in ("passed", "refuted", "assumed", "unchecked")
                 and all(isinstance(v.get(k), str) for k in ("model", "why", "source")))
 
     prov = provenance if isinstance(provenance, dict) else {}
+    if stream_checks and markov_model is None:
+        from policyopt.studies.stream_check import stream_verdict
+
+        return stream_verdict(stream_checks[-1])
     if markov_model is not None:
         checks = prov.get("design_checks")
         v = checks.get(markov_model) if isinstance(checks, dict) else None
@@ -615,7 +620,7 @@ def production_stream_check(args, model, rep, readings, slot_seconds, client=Non
     from policyopt.app.inputs import DEFAULT_SEED
     from policyopt.deploy import Ledger
     from policyopt.deploy.stream import ParquetStream
-    from policyopt.studies.stream_check import stream_model_check
+    from policyopt.studies.stream_check import not_run_record, stream_model_check
 
     if rep.provenance.get("stream_is_design_data") is not False or not model.fitted:
         return None
@@ -625,12 +630,9 @@ def production_stream_check(args, model, rep, readings, slot_seconds, client=Non
         return {"record": checks[-1], "reused": True, "runs": len(checks), "recorded": True}
     name, s = model_name(model), rep.schedule
     if client is not None:
-        record = {"model": name, "verdict": "unchecked", "through": int(rep.through),
-                  "why": "not run with --workers/--scheduler (the stream is not read whole here); run publish once "
-                         "without them to check the stream", "source": "publish: the stream's own readings",
-                  "users": None, "readings": None, "markov_model": model.markov_model, "level": None,
-                  "held_out_check": None, "max_tv_comparison": None, "method": None, "wall_time_s": 0.0,
-                  "recorded_at": None}
+        record = not_run_record(name, model.markov_model, rep.through,
+                                "not run with --workers/--scheduler (the stream is not read whole here); run publish "
+                                "once without them to check the stream")
         return {"record": record, "reused": False, "runs": len(checks), "recorded": False}
     if isinstance(readings, ParquetStream):
         from policyopt.io import read_readings_parquet

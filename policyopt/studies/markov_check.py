@@ -212,7 +212,8 @@ def _lengths_initial(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 _SIM_BYTES = 256 * 2**20
 
 
-def max_tv_check_result(obs_tv, sim_tv, *, level: float, min_pairs: int, model_name: str) -> dict:
+def max_tv_check_result(obs_tv, sim_tv, *, level: float, min_pairs: int, model_name: str,
+                        readings: str = "the held-out readings", reference: str | None = None) -> dict:
     """The Δ(t) check's ``max_tv_check`` object from its statistics (the reduce step, serial and on Dask alike).
 
     Parameters
@@ -227,6 +228,9 @@ def max_tv_check_result(obs_tv, sim_tv, *, level: float, min_pairs: int, model_n
         Pairs a row needed to be claimed (for the method text).
     model_name : str
         The fitted model's name (for the method text).
+    readings, reference : str, optional
+        For the method text: which readings `obs_tv` is of, and what the R data sets are (default "data sets
+        simulated from the fitted `model_name`").
 
     Returns
     -------
@@ -242,8 +246,9 @@ def max_tv_check_result(obs_tv, sim_tv, *, level: float, min_pairs: int, model_n
     crit = np.quantile(sim_tv, float(level), axis=0, method="higher")
     worst = int(fw.worst) if fw.worst is not None else int(np.argmax(obs_tv - crit))
     return {
-        "method": (f"Δ̂(t) of eq. (12) on the held-out readings (max over users, rows with ≥ {min_pairs} pairs) against "
-                   f"the same statistic on {R} data sets simulated from the fitted {model_name}; family-wise over lags "
+        "method": (f"Δ̂(t) of eq. (12) on {readings} (max over users, rows with ≥ {min_pairs} pairs) against "
+                   f"the same statistic on {R} {reference or f'data sets simulated from the fitted {model_name}'}; "
+                   "family-wise over lags "
                    f"1..{L} by max-T on the lag-wise standardised statistic (Westfall & Young 1993)"),
         "level": float(level), "max_lag": int(L), "p_value": float(fw.p_value), "worst_lag": worst + 1,
         "estimate": float(obs_tv[worst]), "critical": float(crit[worst]),

@@ -42,7 +42,7 @@ import numpy as np
 from policyopt.errors import InvalidInputError, check_int
 from policyopt.formatting import fmt_value
 
-__all__ = ["stream_model_check", "pilot_comparison", "stream_verdict", "stream_check_text"]
+__all__ = ["stream_model_check", "pilot_comparison", "not_run_record", "stream_verdict", "stream_check_text"]
 
 
 def _verdict_why(held: dict | None, comparison: dict | None, first_order_table: bool) -> tuple[list, list]:
@@ -120,7 +120,7 @@ def stream_model_check(readings, quantizer, *, model: str, spec: str = "chain", 
         A bad argument (a stream too short to test is a verdict ``unchecked``, not an error).
     """
     from policyopt.models.estimation import readings_states, validate_readings
-    from policyopt.models.markov_test import WEEK_OF_HOURS
+    from policyopt.models.markov_test import default_markov_lags
     from policyopt.studies.markov_check import design_check, periods_from_slot, schedule_lags
 
     start = time.perf_counter()
@@ -155,8 +155,8 @@ def stream_model_check(readings, quantizer, *, model: str, spec: str = "chain", 
         why_unchecked = f"too few readings for a check: {exc}"
     record.update(held_out_check=held, max_tv_comparison=comparison)
     refuted, passed = _verdict_why(held, comparison, first_order_table)
-    week = periods_from_slot(slot_seconds)[1] or WEEK_OF_HOURS
-    need = max(int(week), int(A) + int(S_bar)) + 2  # every lag of the design's own check: a week, the schedule's ages
+    # every lag the design's own check tests (a week, the schedule's ages), uncapped by the series, plus a triple
+    need = default_markov_lags(periods_from_slot(slot_seconds)[1], int(A) + int(S_bar), 2**62) + 2
     if held is not None and held["test_slots"] < need and why_unchecked is None:
         why_unchecked = (f"too few readings for a conclusive check: the stream's held-out part has {held['test_slots']} "
                          f"slots, fewer than the {need} the Markov test at lags 1..{need - 2} needs (a week of slots "
@@ -205,7 +205,7 @@ def pilot_comparison(states, n_states: int, pilot_chains, users, max_lag: int, *
     -------
     dict
         :func:`policyopt.studies.markov_check.max_tv_check_result` (``p_value``, ``worst_lag``, ``estimate``,
-        ``critical``, ``refuted``, …) with its ``method`` naming the pilot's chains.
+        ``critical``, ``refuted``, …), its ``method`` naming the pilot's chains.
     """
     from policyopt.models.chain_simulation import chain_statistic_draws, user_streams
     from policyopt.models.row_tv import DEFAULT_MIN_PAIRS, max_tv_statistic
@@ -223,11 +223,10 @@ def pilot_comparison(states, n_states: int, pilot_chains, users, max_lag: int, *
         idx = pick.integers(0, len(chains), size=len(users))
         sims[r] = chain_statistic_draws([chains[i] for i in idx], states, K, L, min_pairs=DEFAULT_MIN_PAIRS, draws=1,
                                         rng=streams)[0]
-    out = max_tv_check_result(obs, sims, level=level, min_pairs=DEFAULT_MIN_PAIRS, model_name="chain")
-    out["method"] = out["method"].replace(
-        "simulated from the fitted chain",
-        "of the stream's shape in which each user follows the chain of a pilot user drawn at random (the design's chains)")
-    return out
+    return max_tv_check_result(obs, sims, level=level, min_pairs=DEFAULT_MIN_PAIRS, model_name="chain",
+                               readings="the stream's readings",
+                               reference=("data sets of the stream's shape in which each user follows the chain of a "
+                                          "pilot user drawn at random (the design's chains)"))
 
 
 def stream_verdict(record: dict) -> dict:
@@ -235,9 +234,19 @@ def stream_verdict(record: dict) -> dict:
     return {k: str(record[k]) for k in ("model", "verdict", "why", "source")}
 
 
+def not_run_record(model: str, spec: str, through: int, why: str) -> dict:
+    """A stream check record (the keys of :func:`stream_model_check`'s) for a check that did not run: ``unchecked``."""
+    return {"model": model, "verdict": "unchecked", "why": why, "source": "publish: the stream's own readings",
+            "through": int(through), "users": None, "readings": None, "markov_model": spec, "level": None,
+            "held_out_check": None, "max_tv_comparison": None, "method": None, "wall_time_s": 0.0, "recorded_at": None}
+
+
 def stream_check_text(record: dict, *, reused: bool = False, runs: int | None = None) -> str:
-    """The ``stream check`` line: the verdict, why, and when (`reused`: the stream has not grown since)."""
-    when = (" (recorded before: the stream has not grown since)" if reused else "")
+    """The ``stream check`` line: the verdict as every verdict line prints it
+    (:func:`policyopt.studies.backtest.verdict_text`), then whether it was reused (the stream has not grown since)
+    and how many checks the ledger holds."""
+    from policyopt.studies.backtest import verdict_text
+
+    when = (" — recorded before: the stream has not grown since" if reused else "")
     n = "" if runs is None else f"; {runs} check{'s' if runs != 1 else ''} recorded"
-    word = record["verdict"] if record["verdict"] != "refuted" else "REFUTED"
-    return f"{record['model']} {word} on the stream's own readings through slot {record['through']} — {record['why']}{when}{n}"
+    return f"{verdict_text(stream_verdict(record))}{when}{n}"
