@@ -28,7 +28,7 @@ from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 
 import numpy as np
 
-__all__ = ["fmt_value", "fmt_upper", "fmt_lower", "fmt_exact", "fmt_count", "fmt_range", "lag_ranges", "text_problems",
+__all__ = ["fmt_value", "fmt_upper", "fmt_lower", "fmt_exact", "fmt_epsilon_c", "fmt_count", "fmt_range", "lag_ranges", "text_problems",
            "check_text", "json_clean", "round_up", "round_down", "UNIT_ROUNDOFF"]
 
 #: u = 2⁻⁵³, the unit roundoff of IEEE double precision (half the spacing of floats in [1, 2)).
@@ -78,6 +78,18 @@ def fmt_exact(x) -> str:
     if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
         return str(int(x))
     return repr(float(x))
+
+
+def fmt_epsilon_c(x) -> str:
+    """ε_C (the budget of one release, nats) in a text report: 6 significant digits, rounded *up* (a privacy loss is
+    never understated); JSON carries the full float.  Whole numbers print as such, ``None`` as an em dash.
+
+    The design's ε_C comes from an estimated MSE and is good to far fewer digits than a float's 17; a deployment
+    takes it from the schedule file (``publish --schedule``), not from the text.
+    """
+    if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
+        return str(int(x))
+    return fmt_upper(x, 6)
 
 
 def fmt_value(x, digits: int = 6) -> str:

@@ -13,7 +13,7 @@ import pytest
 
 from _cli import strict_json
 import _warm_cli  # noqa: E402
-from policyopt.formatting import check_text, fmt_count, fmt_range, text_problems
+from policyopt.formatting import check_text, fmt_count, fmt_epsilon_c, fmt_range, text_problems
 
 READINGS = str(Path(__file__).resolve().parents[1] / "examples" / "readings.csv")
 
@@ -24,6 +24,23 @@ def test_fmt_count_agrees_with_the_number():
     assert fmt_count(2, "entry", "entries") == "2 entries"
     with pytest.raises(ValueError, match="whole number"):
         fmt_count(1.5, "slot")
+
+
+def test_fmt_epsilon_c_six_digits_rounded_up():
+    """ε_C in text: 6 significant digits, never below the float (checked exactly with Decimal); JSON keeps it all."""
+    from decimal import Decimal
+
+    assert fmt_epsilon_c(0.0035727500523145507) == "0.00357276"   # the demo's ε_C (was printed with 17 digits)
+    assert fmt_epsilon_c(0.28648448871654103) == "0.286485"
+    assert fmt_epsilon_c(0.5) == "0.5" and fmt_epsilon_c(1) == "1" and fmt_epsilon_c(50.0) == "50"
+    assert fmt_epsilon_c(0.0) == "0" and fmt_epsilon_c(None) == "—"
+    assert fmt_epsilon_c(1.0000000000000002) == "1.00001"          # just above a round number: up, not "1"
+    rng = np.random.default_rng(33)
+    for x in np.exp(rng.uniform(np.log(1e-12), np.log(700.0), 2000)):
+        shown = Decimal(fmt_epsilon_c(float(x)))
+        exact = Decimal(repr(float(x)))
+        assert exact <= shown < exact + Decimal(1).scaleb(exact.adjusted() - 5), (x, shown)
+        assert len(shown.normalize().as_tuple().digits) <= 6
 
 
 def test_fmt_range_is_never_backwards_or_empty():

@@ -32,7 +32,7 @@ from policyopt.app.publishing import (
 )
 from policyopt.app.report import CommandReport
 from policyopt.errors import InvalidInputError
-from policyopt.formatting import check_text, fmt_count, fmt_exact, fmt_upper, fmt_value
+from policyopt.formatting import check_text, fmt_count, fmt_epsilon_c, fmt_upper, fmt_value
 
 __all__ = ["Interrupted", "LedgerOptions", "audit_ledger", "audit_report"]
 
@@ -173,7 +173,7 @@ def _ledger_lines(args, out: dict, led, risk, model, privacy: dict, made: list, 
         "policyopt ledger: age-dependent risk of the releases made (Zhang et al. 2024, Theorem 3, eq. (25); nats, slots)",
         *guarantee_lines(privacy),
         f"ledger      : {args.ledger} (schema {out['schema_version']}, created {out['created_at']}, policyopt {out['package_version']})",
-        f"schedule    : A = {fmt_count(sch.A, 'slot')}, S̄ = {fmt_count(sch.S_bar, 'slot')}, ε_C = {fmt_exact(sch.epsilon_c)} nats, value range "
+        f"schedule    : A = {fmt_count(sch.A, 'slot')}, S̄ = {fmt_count(sch.S_bar, 'slot')}, ε_C = {fmt_epsilon_c(sch.epsilon_c)} nats, value range "
         f"{fmt_value(sch.value_range[0])}:{fmt_value(sch.value_range[1])}, first input slot {sch.origin} (id {led.schedule_id})",
         f"model       : {model.describe()}" + ("" if out["model_is_recorded"] else
                                                  f" (not the ledger's recorded model: --override {args.override})"

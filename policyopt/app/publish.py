@@ -34,7 +34,7 @@ from policyopt.app.publishing import (
 )
 from policyopt.app.report import CommandReport
 from policyopt.errors import InvalidInputError
-from policyopt.formatting import check_text, fmt_count, fmt_exact, fmt_upper, fmt_value
+from policyopt.formatting import check_text, fmt_count, fmt_epsilon_c, fmt_upper, fmt_value
 
 __all__ = ["PublishOptions", "publish_releases", "publish_report"]
 
@@ -188,7 +188,7 @@ def _publish_lines(args, rep, out: dict, privacy: dict, model, check_note, desig
     lines = [
         "policyopt publish: releases with OpenDP Laplace noise (Zhang et al. 2024, Theorem 3; ledger in SQLite)",
         *guarantee_lines(privacy),
-        f"schedule    : A = {fmt_count(s.A, 'slot')}, S̄ = {fmt_count(s.S_bar, 'slot')}, ε_C = {fmt_exact(s.epsilon_c)} nats, value range "
+        f"schedule    : A = {fmt_count(s.A, 'slot')}, S̄ = {fmt_count(s.S_bar, 'slot')}, ε_C = {fmt_epsilon_c(s.epsilon_c)} nats, value range "
         f"{fmt_value(s.value_range[0])}:{fmt_value(s.value_range[1])}, first input slot {s.origin} (id {rep.schedule_id})",
         f"stream      : complete through slot {rep.through}{span_text(rep.through, slot_seconds)}"
         + ("" if slot_seconds is None else f"; slots of {out['slot_length']}"),

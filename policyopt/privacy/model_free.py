@@ -45,7 +45,7 @@ from numbers import Integral, Real
 import numpy as np
 
 from policyopt.errors import InvalidInputError, check_int, fmt
-from policyopt.formatting import check_text, fmt_count, fmt_exact, fmt_upper, fmt_value, json_clean, round_up
+from policyopt.formatting import check_text, fmt_count, fmt_epsilon_c, fmt_upper, fmt_value, json_clean, round_up
 from policyopt.result import result_repr
 
 __all__ = [
@@ -689,7 +689,7 @@ class ModelFreeGuarantee:
         composition); w-event: 0.0855 nats over 24 slots, 0.251 over 168 slots".
         """
         lo = self.epsilon_c if self.epsilon_c_min is None else self.epsilon_c_min
-        budget = (f"ε_C = {fmt_exact(self.epsilon_c)}" if lo == self.epsilon_c
+        budget = (f"ε_C = {fmt_epsilon_c(self.epsilon_c)}" if lo == self.epsilon_c
                   else f"ε_C from {fmt_value(lo, 3)} to {fmt_value(self.epsilon_c, 3)}")
         head = f"{fmt_count(self.releases, 'release')} of {budget} over {fmt_count(self.horizon, 'slot')}: "
         scope = "user-level DP for each user's whole series over the horizon, any correlation"

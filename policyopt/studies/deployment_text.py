@@ -65,7 +65,7 @@ def _lag_list(lags: list) -> str:
 def with_data_lines(text: str, out: dict) -> str:
     """`text` (:func:`~policyopt.studies.schedule_text.format_report` of `out`) with the lines of a design on data before the wall time: the model
     check, the data's Δ̃(t) band, the backtest and the horizon design (``policyopt schedule``'s full text)."""
-    from policyopt.formatting import fmt_count, fmt_exact, fmt_upper
+    from policyopt.formatting import fmt_count, fmt_epsilon_c, fmt_upper
 
     extra = []
     if out.get("model_check") and out["model_check"].get("models") is not None:
@@ -90,7 +90,7 @@ def with_data_lines(text: str, out: dict) -> str:
             extra.append(
                 f"horizon     : no finite ε* is stated (condition (31) fails, or no model passed its checks), so the design "
                 f"minimises the model-free (ε, δ) over {fmt_count(hd['horizon'], 'slot')}: A = {fmt_count(hd['A'], 'slot')}, "
-                f"S̄ = {fmt_count(hd['S_bar'], 'slot')}, ε_C = {fmt_exact(hd['epsilon_c'])} nats, "
+                f"S̄ = {fmt_count(hd['S_bar'], 'slot')}, ε_C = {fmt_epsilon_c(hd['epsilon_c'])} nats, "
                 f"{fmt_count(hd['releases'], 'release')}: ({fmt_upper(hd['epsilon'], 4)} nats, δ = {hd['delta']:.3g}), pure ε ≤ "
                 f"{fmt_upper(hd['horizon_risk'])} nats (optimal: {hd['proof']})"
             )
@@ -99,7 +99,7 @@ def with_data_lines(text: str, out: dict) -> str:
             extra.append(
                 f"horizon     : no schedule has a finite ε* under {whose} (condition (31) fails), so the design "
                 f"bounds the largest risk over {hd['horizon']} slots (Theorem 3): A = {fmt_count(hd['A'], 'slot')}, "
-                f"S̄ = {fmt_count(hd['S_bar'], 'slot')}, ε_C = {fmt_exact(hd['epsilon_c'])} nats, "
+                f"S̄ = {fmt_count(hd['S_bar'], 'slot')}, ε_C = {fmt_epsilon_c(hd['epsilon_c'])} nats, "
                 f"{fmt_count(hd['releases'], 'release')}, largest risk ≤ "
                 f"{fmt_upper(hd['horizon_risk'])} nats (optimal: {hd['proof']})"
             )

@@ -18,7 +18,7 @@ import warnings
 from dataclasses import dataclass, field
 
 from policyopt.errors import InvalidInputError, fmt
-from policyopt.formatting import check_text, fmt_exact, fmt_upper, json_clean
+from policyopt.formatting import check_text, fmt_epsilon_c, fmt_upper, json_clean
 from policyopt.result import Solution, result_repr
 
 __all__ = ["FRANReport", "design_fran", "format_fran_report", "FRAN_METHODS"]
@@ -82,7 +82,7 @@ class FRANReport:
             ("model", r["model"]),
             ("status", r["status"]),
             ("AoI vector (slots)", "—" if r["aoi"] is None else str(r["aoi"])),
-            ("ε_C (nats)", fmt_exact(r["epsilon_c"])),
+            ("ε_C (nats)", fmt_epsilon_c(r["epsilon_c"])),
             (f"ε_S (nats, {r['bound']} bound{', NOT an upper bound' if r['bound'] == 'paper' else ''})",
              fmt_upper(r["epsilon_s"])),
             (f"l_MSE (≤ {r['max_mse']:g})", "—" if r["mse"] is None else f"{r['mse']:.6g}"),
@@ -307,7 +307,7 @@ def format_fran_report(r: dict) -> str:
     if r["aoi"] is not None:
         lines += [
             f"AoI vector  : {r['aoi']} slots (each ≤ {r['max_age']})",
-            f"epsilon_c   : {fmt_exact(r['epsilon_c'])} nats (Laplace scale Δf/ε_C)",
+            f"epsilon_c   : {fmt_epsilon_c(r['epsilon_c'])} nats (Laplace scale Δf/ε_C)",
             f"epsilon_s   : {fmt_upper(r['epsilon_s'])} nats ({what}, rounded up)",
             f"l_MSE       : {r['mse']:.6g} ≤ {r['max_mse']:g}",
         ]

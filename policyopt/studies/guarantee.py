@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from policyopt.errors import InvalidInputError, fmt
-from policyopt.formatting import fmt_count, fmt_upper, fmt_value
+from policyopt.formatting import fmt_count, fmt_epsilon_c, fmt_upper, fmt_value
 from policyopt.studies.markov_check import DAY_SECONDS, WEEK_SECONDS
 
 __all__ = ["Guarantee", "choose_guarantee", "apply_guarantee", "model_free_horizon_design", "theorem3_horizon_design",
@@ -140,7 +140,7 @@ def model_free_sentence(mf: dict) -> str:
            else "composed by basic composition: the PLD accountant gives no smaller ε")
     return (f"({fmt_upper(mf['epsilon'], 4)} nats, δ = {mf['delta']:.3g})-DP for each user's whole series over "
             f"{fmt_count(mf['horizon'], 'slot')}, whatever the correlation: {fmt_count(mf['releases'], 'release')} of "
-            f"ε_C = {fmt_value(mf['epsilon_c'], 6)} nats {how} (pure ε = "
+            f"ε_C = {fmt_epsilon_c(mf['epsilon_c'])} nats {how} (pure ε = "
             f"{fmt_upper(mf['epsilon_pure'], 4)} nats by basic composition)" + (f"; w-event: {ws}" if ws else ""))
 
 

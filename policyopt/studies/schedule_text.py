@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from policyopt.formatting import (check_text, fmt_count, fmt_exact, fmt_lower, fmt_range, fmt_upper, fmt_value)
+from policyopt.formatting import (check_text, fmt_count, fmt_epsilon_c, fmt_lower, fmt_range, fmt_upper, fmt_value)
 
 __all__ = ["format_report"]
 
@@ -142,14 +142,14 @@ def _schedule_lines(r: dict, m: dict, unit: str, vunit: str) -> list[str]:
     if r["A"] is not None and r.get("relaxed"):
         lines += [
             f"relaxation  : A = {fmt_value(r['A'], 10)} slots, S̄ = {fmt_value(r['S_bar'], 10)} slots, ε_C = "
-            f"{fmt_exact(r['epsilon_c'])} nats — continuous relaxation of (39): a bound, NOT a deployable schedule "
+            f"{fmt_epsilon_c(r['epsilon_c'])} nats — continuous relaxation of (39): a bound, NOT a deployable schedule "
             "(A and S̄ must be whole slots)",
             f"(39a) value : {fmt_upper(r['peak_risk'])} nats at the relaxed point (envelope Δ(t) ≤ c·ρ^t)",
         ]
         d = r.get("deployable")
         if d is not None:
             lines.append(
-                f"deployable  : A = {fmt_count(d['A'], 'slot')}, S̄ = {fmt_count(d['S_bar'], 'slot')}, ε_C = {fmt_exact(d['epsilon_c'])} nats, "
+                f"deployable  : A = {fmt_count(d['A'], 'slot')}, S̄ = {fmt_count(d['S_bar'], 'slot')}, ε_C = {fmt_epsilon_c(d['epsilon_c'])} nats, "
                 f"exact ε* = {fmt_upper(d['peak_risk'])} nats, penalty {fmt_value(d['penalty'])}{unit} "
                 "(best integer neighbour of the relaxation; exact eq. (30))")
         else:
@@ -157,7 +157,7 @@ def _schedule_lines(r: dict, m: dict, unit: str, vunit: str) -> list[str]:
                          "deployable_neighbours; --method exact gives the integer optimum)")
     elif r["A"] is not None:
         lines += [
-            f"schedule    : A = {fmt_count(r['A'], 'slot')}, S̄ = {fmt_count(r['S_bar'], 'slot')}, ε_C = {fmt_exact(r['epsilon_c'])} nats per release"
+            f"schedule    : A = {fmt_count(r['A'], 'slot')}, S̄ = {fmt_count(r['S_bar'], 'slot')}, ε_C = {fmt_epsilon_c(r['epsilon_c'])} nats per release"
             + (" (minimising the model-free (ε, δ) over the horizon: --privacy model-free)" if r.get("privacy") == "model-free" else ""),
             _peak_risk_line(r),
             f"penalty     : {fmt_value(r['penalty'])}{unit} at peak AoI {fmt_count(r['peak_aoi'], 'slot')}",
@@ -200,7 +200,7 @@ def _benchmark_lines(r: dict, m: dict, unit: str, vunit: str) -> list[str]:
     na = r["benchmarks"]["no_aging"]
     if na["A"] is not None:
         lines.append(
-            f"no aging    : S̄ = {na['S_bar']}, ε_C = {fmt_exact(na['epsilon_c'])}, "
+            f"no aging    : S̄ = {na['S_bar']}, ε_C = {fmt_epsilon_c(na['epsilon_c'])}, "
             + (f"ε* = {fmt_upper(na['peak_risk'])} nats" if na.get("peak_risk") is not None else "ε* not stated (as above)")
             + f" ({na['status']})"
         )
@@ -209,7 +209,7 @@ def _benchmark_lines(r: dict, m: dict, unit: str, vunit: str) -> list[str]:
     no = r["benchmarks"]["noise_only"]
     if no["epsilon_c"] is not None:
         lines.append(
-            f"noise only  : ε_C = {fmt_exact(no['epsilon_c'])} nats every slot; risk after {fmt_count(no['releases'], 'release')} "
+            f"noise only  : ε_C = {fmt_epsilon_c(no['epsilon_c'])} nats every slot; risk after {fmt_count(no['releases'], 'release')} "
             f"= {fmt_upper(no['risk_after_releases'])} nats (Δ ≡ 1, grows without bound)"
         )
     else:
@@ -231,7 +231,7 @@ def _benchmark_lines(r: dict, m: dict, unit: str, vunit: str) -> list[str]:
             n = no["risk_after_releases"] / no["epsilon_c"] if no["epsilon_c"] else None
             k = None if not no["epsilon_c"] else max(1, int(-(-best // no["epsilon_c"])))
             lines.append(
-                f"vs fresh    : fresh noisy data every slot needs ε_C = {fmt_value(no['epsilon_c'], 6)} nats per slot and, "
+                f"vs fresh    : fresh noisy data every slot needs ε_C = {fmt_epsilon_c(no['epsilon_c'])} nats per slot and, "
                 f"composed without temporal decay, passes this schedule's ε* after {fmt_count(k, 'slot')} and keeps "
                 f"growing ({fmt_upper(no['risk_after_releases'])} nats after {fmt_count(int(n), 'slot')})"
             )

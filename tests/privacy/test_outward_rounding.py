@@ -12,6 +12,8 @@ against independent 60-digit mpmath evaluations (tests/_mp_refs.py) of the paper
 from __future__ import annotations
 
 import math
+import re
+from decimal import Decimal
 
 import mpmath as mp
 import numpy as np
@@ -167,9 +169,18 @@ def test_cli_schedule_json_and_text(p, q, f_bar):
     assert mp.mpf(out["peak_risk"]) >= exact
     assert R.schedule_penalty([P], [20], [[-1.0, 1.0]], A, S, e) <= mp.mpf(f_bar)
     text = cli(*args)
-    assert f"ε_C = {e!r} nats per release" in text
+    shown = re.search(r"ε_C = (\S+) nats per release", text).group(1)
+    assert _six_digits_up(shown, e)
     na = out["benchmarks"]["no_aging"]
-    assert f"ε_C = {na['epsilon_c']!r}, ε*" in text
+    assert _six_digits_up(re.search(r"no aging    : S̄ = \d+, ε_C = (\S+), ε\*", text).group(1), na["epsilon_c"])
+
+
+def _six_digits_up(shown: str, value: float) -> bool:
+    """`shown` is `value` (a float, taken exactly) rounded up to 6 significant digits: not below it, less than one
+    unit of the 6th digit above it, and at most 6 significant digits (issue 33: ε_C to 6 digits in text)."""
+    d, v = Decimal(shown), Decimal(repr(value))
+    unit = Decimal(1).scaleb(v.adjusted() - 5)
+    return d >= v and d - v < unit and len(d.normalize().as_tuple().digits) <= 6
 
 
 # ---------------------------------------------------------------------------------------------

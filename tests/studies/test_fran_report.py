@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from _mp_fran_refs import MpCMC
 from policyopt import FRANReport, design_fran
 from policyopt.errors import InvalidInputError
-from policyopt.formatting import fmt_upper
+from policyopt.formatting import fmt_epsilon_c, fmt_upper
 from policyopt.models.cmc import CouplingMarkovChain, two_binary_cmc
 from policyopt.privacy.fran import (
     PaperBoundWarning,
@@ -179,7 +179,7 @@ def test_report_html_table_shows_the_rounded_up_leakage():
     rows = dict(zip(parser.cells[::2], parser.cells[1::2]))
     assert page.startswith("<table class='policyopt-fran'>")
     assert rows["ε_S (nats, sound bound)"] == fmt_upper(report.epsilon_s)
-    assert rows["ε_C (nats)"] == repr(report.to_dict()["epsilon_c"])
+    assert rows["ε_C (nats)"] == fmt_epsilon_c(report.to_dict()["epsilon_c"])  # 6 digits, rounded up (issue 33)
     assert rows["AoI vector (slots)"] == "[3, 3]"
     assert rows["baseline: standard DP (no aging)"] == fmt_upper(report.to_dict()["baselines"]["dp"]["sound"]["epsilon_s"])
 
