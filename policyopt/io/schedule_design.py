@@ -18,7 +18,7 @@ from pathlib import Path
 
 from policyopt.errors import InvalidInputError, fmt
 
-__all__ = ["ScheduleDesign", "PUBLISHABLE_STATUSES"]
+__all__ = ["ScheduleDesign", "PUBLISHABLE_STATUSES", "BAND_SOURCE"]
 
 #: Statuses of a schedule JSON that carry a schedule one may publish.
 PUBLISHABLE_STATUSES = ("optimal", "feasible", "unbounded")
@@ -27,6 +27,10 @@ PUBLISHABLE_STATUSES = ("optimal", "feasible", "unbounded")
 def _number(x) -> bool:
     """Whether `x` is a finite int or float (not a bool)."""
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+#: The ``design_max_tv`` source of a design against the data's upper band Δ̃(t) (``--max-tv empirical``).
+BAND_SOURCE = "the data's upper band (--max-tv empirical)"
 
 
 @dataclass(frozen=True)
@@ -169,7 +173,7 @@ class ScheduleDesign:
         obj = self.fields
         emp = obj.get("empirical_max_tv")
         if isinstance(emp, dict) and isinstance(emp.get("max_tv_used"), list):
-            return {"source": "the data's upper band (--max-tv empirical)", "values": dict(enumerate(emp["max_tv_used"]))}
+            return {"source": BAND_SOURCE, "values": dict(enumerate(emp["max_tv_used"]))}
         wit = (obj.get("model") or {}).get("max_tv_witnesses")
         if isinstance(wit, list):
             vals = {w["t"]: w["max_tv"] for w in wit if isinstance(w, dict) and isinstance(w.get("t"), int)

@@ -32,8 +32,8 @@ import time
 
 import numpy as np
 
-from policyopt.errors import InvalidInputError, fmt
-from policyopt.formatting import check_text, fmt_count, fmt_exact, fmt_upper, fmt_value
+from policyopt.errors import InvalidInputError, check_int, fmt
+from policyopt.formatting import check_text, fmt_count, fmt_epsilon_c, fmt_upper, fmt_value, lag_ranges
 from policyopt.utility.intervals import DEFAULT_CI_LEVEL, replay_coverage
 from policyopt.utility.readings_penalty import (
     BOOTSTRAP_REPS,
@@ -193,15 +193,32 @@ def verdict_text(v: dict) -> str:
 #: Bootstrap replicates of the held-out Δ(t) band of :func:`backtest` (the check at two or three lags needs few).
 MAX_TV_BOOT = 100
 
+#: Held-out-shaped data sets simulated from the training chains for the Monte Carlo test of :func:`max_tv_comparison`
+#: (39: the smallest Monte Carlo p-value is 0.025, enough for a verdict at level 0.95).
+MAX_TV_DRAWS = 39
 
 def max_tv_comparison(train, held, fitted, design: dict, lags: list, *, level: float, seed: int,
-                      n_boot: int = MAX_TV_BOOT) -> dict:
-    """Δ(t) the design used against Δ(t) estimated directly on the held-out readings, at the lags of eq. (30).
+                      n_boot: int = MAX_TV_BOOT, draws: int = MAX_TV_DRAWS) -> dict:
+    """Δ(t) the design used against Δ(t) of the held-out readings, at the lags of eq. (30).
 
-    The held-out readings are put on the design's quantile states (the chains `fitted` on the training part) and
-    :func:`policyopt.models.empirical.estimate_max_tv` gives the direct estimate and its simultaneous block-bootstrap
-    band at `level`.  A lag *exceeds* when the band's lower end lies above the Δ the design used: with confidence
-    `level` the held-out data depend on the past more than the design assumed there, so its ε* is not a bound for them.
+    The held-out readings are put on the design's quantile states (the chains `fitted` on the training part);
+    :func:`policyopt.models.empirical.estimate_max_tv` gives the direct estimate Δ̂(t) (eq. (12), max over users) and
+    its simultaneous block-bootstrap band at `level`, both reported.  Whether a lag *exceeds* (with confidence
+    `level` the held-out data depend on the past more than the design assumed there, so its ε* is not a bound for
+    them) is decided by one of two rules, by where the design's Δ came from:
+
+    * **a chains' Δ** (the chains fitted on the training readings, or the design's chains as the schedule file
+      records them): a Monte Carlo test of "the held-out readings follow the training chains".  The held-out Δ̂(t)
+      at `lags` is compared with the same statistic on `draws` data sets of the held-out shape (its users, lengths
+      and missing slots) simulated from each user's training chain
+      (:func:`policyopt.models.chain_simulation.chain_statistic_draws`), family-wise over the lags by max-T
+      (Westfall & Young 1993).  A lag exceeds when the test refutes at `level`, its Δ̂ is above the simulated
+      sets' `level` quantile there and above the design's Δ.  The simulated statistic carries the plug-in TV's
+      upward bias and the max over users at the held-out size; the band's lower end does not, which is why it is not
+      the rule here: on 17 users × 2,000 slots of 3-state first-order chains, the same chains in both halves, the
+      band's lower end lay above the training chains' Δ(1) in 3 of 20 data sets at level 0.95.
+    * **the data's upper band** Δ̃(t) (``--max-tv empirical``): a lag exceeds when the held-out band's lower end lies
+      above Δ̃(t) — an upper band against a lower one (0 of the same 20 data sets exceeded).
 
     Parameters
     ----------
@@ -214,23 +231,31 @@ def max_tv_comparison(train, held, fitted, design: dict, lags: list, *, level: f
     lags : list of int
         Lags ≥ 1 (slots), e.g. A and S̄.
     level : float
-        Level of the band.
+        Level of the band and of the test.
     seed : int
-        Seed of the bootstrap (simulation only).
+        Seed of the bootstrap and of the simulation (simulation only, never released noise).
     n_boot : int
         Bootstrap replicates.
+    draws : int
+        Simulated data sets of the Monte Carlo test (≥ 1).
 
     Returns
     -------
     dict
         ``lags``, ``design_max_tv``, ``design_source``, ``held_out_max_tv``, ``held_out_lower``, ``held_out_upper``,
-        ``level``, ``exceeds`` (list of bool), ``holds`` (no lag exceeds), ``method``.
+        ``level``, ``rule`` (``"monte-carlo"`` or ``"band"``), ``p_value`` and ``critical`` (the family-wise
+        Monte Carlo p-value and, per lag, the simulated sets' `level` quantile; null under the band rule), ``draws``,
+        ``exceeds`` (list of bool), ``holds`` (no lag exceeds), ``method`` (the rule and the band, in words).
     """
+    from policyopt.models.chain_simulation import chain_statistic_draws, user_streams
     from policyopt.models.empirical import estimate_max_tv
+    from policyopt.models.markov_test import family_wise_p
+    from policyopt.models.row_tv import DEFAULT_MIN_PAIRS, max_tv_statistic
     from policyopt.studies.check_model import data_states
 
-    states, _ = data_states(held, fitted)
-    est = estimate_max_tv(states, fitted.quantizer.n_states, max(lags), level=level, n_boot=n_boot, seed=seed)
+    states, users = data_states(held, fitted)
+    K, L = fitted.quantizer.n_states, max(lags)
+    est = estimate_max_tv(states, K, L, level=level, n_boot=n_boot, seed=seed)
     values, source = [], design.get("source")
     for t in lags:
         v = design.get("values", {}).get(t)
@@ -240,11 +265,34 @@ def max_tv_comparison(train, held, fitted, design: dict, lags: list, *, level: f
         values.append(float(v))
     idx = [t - 1 for t in lags]
     lower = [float(est.lower[i]) for i in idx]
-    exceeds = [lo > v for lo, v in zip(lower, values)]
-    return {"lags": list(lags), "design_max_tv": values, "design_source": source,
-            "held_out_max_tv": [float(est.estimate[i]) for i in idx], "held_out_lower": lower,
-            "held_out_upper": [float(est.upper[i]) for i in idx], "level": float(est.level), "exceeds": exceeds,
-            "holds": not any(exceeds), "method": est.method}
+    estimate = [float(est.estimate[i]) for i in idx]
+    out = {"lags": list(lags), "design_max_tv": values, "design_source": source, "held_out_max_tv": estimate,
+           "held_out_lower": lower, "held_out_upper": [float(est.upper[i]) for i in idx], "level": float(est.level)}
+    from policyopt.io.schedule_design import BAND_SOURCE
+
+    if source == BAND_SOURCE:
+        exceeds = [lo > v for lo, v in zip(lower, values)]
+        out.update(rule="band", p_value=None, critical=None, draws=None, exceeds=exceeds, holds=not any(exceeds),
+                   method=f"a lag exceeds when the held-out band's lower end lies above the design's upper band; "
+                          f"band: {est.method}")
+        return out
+    R = check_int(draws, "draws", 1)
+    chain_of = dict(zip(fitted.users, fitted.population.chains))
+    obs = max_tv_statistic(states, K, L, min_pairs=DEFAULT_MIN_PAIRS).max(axis=0)[idx]
+    sims = chain_statistic_draws([chain_of[u].P for u in users], states, K, L, min_pairs=DEFAULT_MIN_PAIRS, draws=R,
+                                 rng=user_streams(users, int(seed), stream=7))[:, idx]
+    fw = family_wise_p(obs, sims, transform="z")
+    critical = np.quantile(sims, float(level), axis=0, method="higher")
+    refuted = bool(fw.p_value <= 1.0 - float(level) + 1e-12)
+    exceeds = [bool(refuted and o > c and o > v) for o, c, v in zip(obs, critical, values)]
+    out.update(rule="monte-carlo", p_value=float(fw.p_value), critical=[float(c) for c in critical], draws=R,
+               exceeds=exceeds, holds=not any(exceeds),
+               method=(f"Δ̂(t) of eq. (12) on the held-out readings (max over users, rows with ≥ {DEFAULT_MIN_PAIRS} "
+                       f"pairs) against the same statistic on {R} data sets of their shape simulated from each user's "
+                       f"training chain; family-wise over lags {lag_ranges(lags)} by max-T (Westfall & Young 1993); a "
+                       f"lag exceeds when the test refutes and its Δ̂ is above the simulated sets' level quantile and "
+                       f"the design's Δ; band: {est.method}"))
+    return out
 
 
 def replay_errors(terms, A: int, S_bar: int, users: int, split: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -625,21 +673,29 @@ def max_tv_comparison_text(c: dict) -> str:
     """Δ at the design's lags against the held-out direct estimate and its band (``max_tv_comparison`` of
     :func:`backtest`), and what that means for the design's ε*, in one line.
 
-    The design's Δ is printed rounded up (it is the bound the design used), the held-out numbers to nearest.  Three
-    verdicts: the held-out band lies above the design's Δ at some lag (its ε* is no bound there); the design's Δ is
-    at or above the whole band at every lag (the held-out data are covered); otherwise it lies inside the band at
-    some lag (not refuted at the band's level, not confirmed either).
+    The design's Δ is printed rounded up (it is the bound the design used), the held-out numbers to nearest; under
+    the Monte Carlo rule each lag also shows the `level` quantile of the data sets simulated from the training
+    chains, and the verdict the family-wise p-value.  Three verdicts: some lag exceeds (its ε* is no bound there);
+    the design's Δ is at or above the whole band at every lag (the held-out data are covered); otherwise not
+    refuted, not confirmed.
     """
-    parts = [f"lag {t}: design {fmt_upper(d, 3)}, held-out {fmt_value(e, 3)} ({100 * c['level']:g}% band "
-             f"{fmt_value(lo, 3)}–{fmt_value(hi, 3)})"
-             for t, d, e, lo, hi in zip(c["lags"], c["design_max_tv"], c["held_out_max_tv"], c["held_out_lower"],
-                                        c["held_out_upper"])]
+    mc = c.get("rule") == "monte-carlo"
+    pct = f"{100 * c['level']:g}%"
+    parts = []
+    for k, (t, d, e, lo, hi) in enumerate(zip(c["lags"], c["design_max_tv"], c["held_out_max_tv"], c["held_out_lower"],
+                                                c["held_out_upper"])):
+        sim = f"; {pct} of data from the training chains ≤ {fmt_value(c['critical'][k], 3)}" if mc else ""
+        parts.append(f"lag {t}: design {fmt_upper(d, 3)}, held-out {fmt_value(e, 3)} ({pct} band "
+                     f"{fmt_value(lo, 3)}–{fmt_value(hi, 3)}{sim})")
+    p = f" (Monte Carlo p = {fmt_value(c['p_value'], 3)})" if mc else ""
     if not c["holds"]:
-        verdict = "the held-out data depend on the past more than the design assumed: its ε* is no bound for them"
+        verdict = (f"the held-out data depend on the past more than the design assumed{p}: its ε* is no bound for "
+                   "them")
     elif all(d >= hi for d, hi in zip(c["design_max_tv"], c["held_out_upper"])):
-        verdict = "the design's Δ is above the whole held-out band at these lags: the held-out data are covered"
+        verdict = f"the design's Δ is above the whole held-out band at these lags: the held-out data are covered{p}"
     else:
-        verdict = "the design's Δ lies inside the held-out band at these lags: not refuted, not confirmed"
+        verdict = (f"not refuted{p}, not confirmed" if mc else
+                   "the design's Δ lies inside the held-out band at these lags: not refuted, not confirmed")
     return "; ".join(parts) + " — " + verdict
 
 
@@ -666,7 +722,7 @@ def format_backtest(r: dict) -> str:
     lines += [
         f"split       : train on slots before {r['split_slot']} (fraction {r['train_fraction']:g}), replay on "
         f"{fmt_count(r['held_out_slots'], 'held-out slot')}",
-        f"schedule    : A = {fmt_count(s['A'], 'slot')}, S̄ = {fmt_count(s['S_bar'], 'slot')}, ε_C = {fmt_exact(s['epsilon_c'])} nats "
+        f"schedule    : A = {fmt_count(s['A'], 'slot')}, S̄ = {fmt_count(s['S_bar'], 'slot')}, ε_C = {fmt_epsilon_c(s['epsilon_c'])} nats "
         f"({_schedule_origin(s)}); peak AoI {s['peak_aoi']}",
         f"deployment  : I = {fmt_count(r['users'], 'user')} drawn like the readings' users; Δf = (HI − LO)/I = {fmt_value(r['sensitivity'])}",
         f"realised MSE: {fmt_value(r['realized_mse'], 4)}{u} (RMSE {fmt_value(r['realized_rmse'], 4)}), "

@@ -168,5 +168,8 @@ def test_backtest_compares_the_designs_max_tv_with_the_held_out_readings():
     assert all(lo <= e <= hi for lo, e, hi in zip(c["held_out_lower"], c["held_out_max_tv"], c["held_out_upper"]))
     i = c["lags"].index(A)
     assert c["exceeds"][i] and c["held_out_lower"][i] > 0.5 > 1e-2 > c["design_max_tv"][i] and c["holds"] is False
+    # decided by the Monte Carlo test against the training chains: Δ̂(A) above all 39 simulated data sets
+    assert c["rule"] == "monte-carlo" and c["draws"] == 39 and c["p_value"] == pytest.approx(1 / 40)
+    assert c["held_out_max_tv"][i] > c["critical"][i] > c["design_max_tv"][i]
     text = run("backtest", "--max-penalty", "0.2").stdout
     assert "its ε* is no bound for them" in next(x for x in text.splitlines() if x.startswith("Δ(t)"))

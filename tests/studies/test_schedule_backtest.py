@@ -68,6 +68,8 @@ def test_the_chains_design_of_the_same_box_is_exceeded_on_the_held_out_half():
     c = out["backtest"]["max_tv_comparison"]
     assert (out["A"], out["S_bar"]) == (0, 1) and c["lags"] == [1] and c["holds"] is False
     assert c["held_out_lower"][0] > c["design_max_tv"][0] == pytest.approx(0.871, abs=5e-4)
+    assert c["rule"] == "monte-carlo" and c["p_value"] == pytest.approx(1 / 40) and c["exceeds"] == [True]
+    assert c["held_out_max_tv"][0] > c["critical"][0] > c["design_max_tv"][0]
     assert fmt_upper(out["peak_risk"]) == "0.0278811"  # as printed (rounded up)
 
 

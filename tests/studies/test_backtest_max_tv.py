@@ -1,0 +1,78 @@
+"""The backtest's held-out Δ(t) comparison (``max_tv_comparison``): a Monte Carlo test against the training chains
+for a chains' design, the band rule for a design against the data's upper band.
+
+The rule it replaced (a lag exceeds when the held-out band's lower end lies above the design's Δ) compared a biased
+statistic (the max over users of plug-in TVs) with the training chains' Δ: on 17 users × 2,000 slots of 3-state
+first-order chains, the same chains in both halves, it claimed "the held-out data depend on the past more than the
+design assumed" in 20 of 200 data sets at level 0.95; the Monte Carlo test in 10 of 200 (5.0 %, 95 %
+Clopper–Pearson 2.4–9.0 %), with about the same power (24 vs 27 of 50 when the held-out half is 30 % stickier).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from policyopt.io.schedule_design import BAND_SOURCE
+from policyopt.models.estimation import fit_population
+from policyopt.studies.backtest import max_tv_comparison, max_tv_comparison_text
+
+
+def _chains_data(seed: int, *, stickier: float = 0.0, users: int = 17, slots: int = 2000, K: int = 3) -> pd.DataFrame:
+    """Readings = states 0..K−1 of a first-order chain per user (random rows, 0.7 on the diagonal); from slot
+    slots/2 on, each chain is (1 − stickier)·P + stickier·I (simulation only)."""
+    rng = np.random.default_rng(seed)
+    frames = []
+    for u in range(users):
+        P = rng.dirichlet(np.ones(K), size=K) * 0.3 + np.eye(K) * 0.7
+        cum = [np.cumsum(P, axis=1), np.cumsum((1 - stickier) * P + stickier * np.eye(K), axis=1)]
+        x = np.empty(slots, dtype=int)
+        x[0] = rng.integers(K)
+        draws = rng.random(slots)
+        for t in range(1, slots):
+            x[t] = min(int(np.searchsorted(cum[t >= slots // 2][x[t - 1]], draws[t])), K - 1)
+        frames.append(pd.DataFrame({"user": f"u{u}", "time": np.arange(slots), "value": x.astype(float)}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def _compare(df, design=None, lags=(1,)):
+    train, held = df[df.time < 1000], df[df.time >= 1000]
+    fitted = fit_population(train, 3, smoothing=0.01, value_range=(0, 2), source="training readings")
+    return max_tv_comparison(train, held, fitted, design or {"source": None, "values": {}}, list(lags), level=0.95,
+                             seed=0), fitted
+
+
+def test_same_chains_in_both_halves_are_not_claimed_to_exceed():
+    """Seed 21: the band's lower end (0.927) lies above the training chains' Δ(1) (0.917), which the old rule called
+    an exceedance; the held-out Δ̂(1) is below the 95 % quantile of data sets from the training chains (p = 0.125)."""
+    c, fitted = _compare(_chains_data(21))
+    assert c["rule"] == "monte-carlo" and c["draws"] == 39
+    assert c["design_max_tv"][0] == pytest.approx(float(fitted.population.max_tv(1)), rel=1e-12)
+    assert c["held_out_lower"][0] > c["design_max_tv"][0]  # what the old rule took for evidence
+    assert c["held_out_max_tv"][0] < c["critical"][0] and c["p_value"] == pytest.approx(5 / 40)
+    assert c["exceeds"] == [False] and c["holds"] is True
+    assert max_tv_comparison_text(c).endswith("— not refuted (Monte Carlo p = 0.125), not confirmed")
+
+
+def test_a_stickier_held_out_half_exceeds():
+    """The same data set with the held-out half's chains halfway to the identity: Δ̂(1) above every simulated set."""
+    c, _ = _compare(_chains_data(21, stickier=0.5), lags=(1, 2))
+    assert c["lags"] == [1, 2] and c["p_value"] == pytest.approx(1 / 40)  # the smallest p of 39 draws
+    assert all(e > cr > d for e, cr, d in zip(c["held_out_max_tv"], c["critical"], c["design_max_tv"]))
+    assert c["exceeds"] == [True, True] and c["holds"] is False
+    text = max_tv_comparison_text(c)
+    assert "95% of data from the training chains ≤ " in text
+    assert text.endswith("the held-out data depend on the past more than the design assumed (Monte Carlo p = 0.025): "
+                         "its ε* is no bound for them")
+
+
+def test_a_design_against_the_data_band_keeps_the_band_rule():
+    """A design against the data's upper band: the held-out band's lower end against Δ̃(t); no Monte Carlo test."""
+    df = _chains_data(21, stickier=0.5)
+    c, _ = _compare(df, {"source": BAND_SOURCE, "values": {1: 0.99}})
+    assert c["rule"] == "band" and c["p_value"] is None and c["critical"] is None and c["draws"] is None
+    assert c["design_max_tv"] == [0.99] and c["held_out_lower"][0] < 0.99 and c["holds"] is True
+    c, _ = _compare(df, {"source": BAND_SOURCE, "values": {1: 0.5}})
+    assert c["exceeds"] == [True] and c["held_out_lower"][0] > 0.5
+    assert "held-out band's lower end lies above the design's upper band" in c["method"]
