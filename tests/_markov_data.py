@@ -33,3 +33,23 @@ def fit_chains(x, K, smoothing=0.01):
         c += smoothing
         out.append(c / c.sum(axis=1, keepdims=True))
     return out
+
+
+def user_chains_readings(seed: int, *, stickier: float = 0.0, users: int = 17, slots: int = 2000, K: int = 3) -> pd.DataFrame:
+    """Readings = states 0..K−1 of a first-order chain per user (random rows, 0.7 on the diagonal); from slot
+    slots/2 on, each chain is (1 − stickier)·P + stickier·I (simulation only): a long table user, time, value with
+    users ``u0``, ``u1``, …, for the backtest's held-out Δ(t) comparison (test and benchmark)."""
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    frames = []
+    for u in range(users):
+        P = rng.dirichlet(np.ones(K), size=K) * 0.3 + np.eye(K) * 0.7
+        cum = [np.cumsum(P, axis=1), np.cumsum((1 - stickier) * P + stickier * np.eye(K), axis=1)]
+        x = np.empty(slots, dtype=int)
+        x[0] = rng.integers(K)
+        draws = rng.random(slots)
+        for t in range(1, slots):
+            x[t] = min(int(np.searchsorted(cum[t >= slots // 2][x[t - 1]], draws[t])), K - 1)
+        frames.append(pd.DataFrame({"user": f"u{u}", "time": np.arange(slots), "value": x.astype(float)}))
+    return pd.concat(frames, ignore_index=True)

@@ -46,7 +46,8 @@ Measured, each printed with its target and OK / OVER TARGET:
    penalty on 10^4 users × 8760 slots (bench_readings); the Markov test's false-refutation rate, speed and power
    (bench_markov_test); the model-free accounting and design (bench_model_free); every bound ``schedule`` states
    against the exact risk of simulated processes, and what trusting no model costs on the bundled homes
-   (bench_guarantee); the production-stream check's false-refutation rate, power and time (bench_stream_check).
+   (bench_guarantee); the production-stream check's false-refutation rate, power and time (bench_stream_check); the
+   backtest's held-out Δ(t) comparison's false-exceedance rate and power (bench_backtest_max_tv).
 
 ``--quick`` (``make bench-quick``, under 2 minutes): the headline figures only — 1 (demo), 2 without the memory
 run and the one-by-one check, 3, item 4 at n = 200 (no n = 1000, no T = 10^5), and instead of the topic modules one optimal TPL allocation (Fig. 8 setting of Cao et al.
@@ -499,7 +500,7 @@ def bench_tpl(quick: bool = False) -> None:
 TOPIC_BENCHMARKS: tuple[str, ...] = ("bench_tpl_optimal", "bench_discounted", "bench_fran", "bench_sweep", "bench_publish",
                                       "bench_compose", "bench_failure_rate", "bench_fran_groups", "bench_dask",
                                       "bench_readings", "bench_markov_test", "bench_model_free", "bench_guarantee",
-                                      "bench_stream_check")
+                                      "bench_stream_check", "bench_backtest_max_tv")
 
 
 def bench_quick_topics() -> None:
