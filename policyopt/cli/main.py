@@ -15,7 +15,7 @@ import sys
 from policyopt import progress
 from policyopt.cli import (backtest, check_data, check_model, discounted, fran, ledger, publish, schedule, sweep, tpl,
                            tpl_budget)
-from policyopt.cli.options import OneLineParser
+from policyopt.cli.options import OneLineParser, error_line, silence_stdout
 from policyopt.errors import PolicyOptError
 
 __all__ = ["main", "build_parser"]
@@ -113,23 +113,23 @@ def _main(argv, interrupts: list, warnings) -> int:
                 _print_warnings(caught, ok)
         return code
     except KeyboardInterrupt:
-        _quiet_print("policyopt: interrupted")
+        error_line("policyopt: interrupted")
         return 130
     except BrokenPipeError:  # output piped into e.g. `head`: not an error of the input
-        _silence_stdio()
+        silence_stdout()
         return 0
     except Exception as exc:  # noqa: BLE001 - classified below, each on one line
         if interrupts:  # Ctrl-C came first: what failed after it is its consequence (a library converting the
-            _quiet_print("policyopt: interrupted")  # KeyboardInterrupt into its own error, an import left half done)
+            error_line("policyopt: interrupted")  # KeyboardInterrupt into its own error, an import left half done)
             return 130
         if isinstance(exc, (PolicyOptError, OSError)):
-            _quiet_print(f"policyopt: error: {_one_line(exc)}")
+            error_line(f"policyopt: error: {_one_line(exc)}")
             return 2
         if isinstance(exc, RecursionError):
-            _quiet_print("policyopt: internal error: input nested too deeply for an unguarded reader (please report)")
+            error_line("policyopt: internal error: input nested too deeply for an unguarded reader (please report)")
             return 1
         # the last line of defence: a bug, reported on one line
-        _quiet_print(f"policyopt: internal error: {type(exc).__name__}: {_one_line(exc)[:500]} (please report)")
+        error_line(f"policyopt: internal error: {type(exc).__name__}: {_one_line(exc)[:500]} (please report)")
         return 1
 
 
@@ -170,28 +170,6 @@ def _stderr_is_terminal() -> bool:
         return sys.stderr.isatty()
     except (AttributeError, ValueError):  # replaced or closed stderr
         return False
-
-
-def _quiet_print(line: str) -> None:
-    try:
-        sys.stdout.flush()
-    except (BrokenPipeError, ValueError, OSError):
-        _silence_stdio()
-    try:
-        print(line, file=sys.stderr)
-    except (BrokenPipeError, ValueError, OSError):  # pragma: no cover - stderr itself gone
-        pass
-
-
-def _silence_stdio() -> None:
-    """After a broken pipe: point stdout at /dev/null so the interpreter's final flush does not fail."""
-    import os
-
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):  # pragma: no cover
-        pass
 
 
 if __name__ == "__main__":  # pragma: no cover

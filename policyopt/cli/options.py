@@ -52,6 +52,7 @@ __all__ = [
     "add_markov_model_option",
     "check_plot",
     "interrupted",
+    "error_line",
 ]
 
 
@@ -324,8 +325,43 @@ def add_markov_model_option(cmd, default: str) -> None:
 
 def interrupted(what: str) -> int:
     """Print ``policyopt: interrupted; WHAT`` on stderr and return 130 (Ctrl-C inside a publish or ledger run)."""
-    print(f"policyopt: interrupted; {what}", file=sys.stderr)
+    error_line(f"policyopt: interrupted; {what}")
     return 130
+
+
+def error_line(line: str) -> None:
+    """Write the one line of an error exit (2, 1 or 130) to stderr, whatever state the streams are in.
+
+    Stdout is flushed first (pointed at /dev/null when its pipe is gone).  The line goes through ``sys.stderr``; if that
+    fails (closed or replaced stream, an error or a second Ctrl-C while writing), it is written to file descriptor 2
+    directly, so a non-zero exit is never silent while the process has a stderr at all.
+    """
+    try:
+        sys.stdout.flush()
+    except (BrokenPipeError, ValueError, OSError):
+        silence_stdout()
+    try:
+        print(line, file=sys.stderr, flush=True)
+        return
+    except (ValueError, OSError, KeyboardInterrupt, AttributeError):
+        pass
+    import os
+
+    try:
+        os.write(2, (line + "\n").encode("utf-8", "replace"))
+    except OSError:  # pragma: no cover - no stderr at all
+        pass
+
+
+def silence_stdout() -> None:
+    """After a broken pipe: point stdout at /dev/null so the interpreter's final flush does not fail."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # pragma: no cover
+        pass
 
 
 def check_plot(args) -> None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import signal
 
+import pytest
+
 from _cli import main_output
 
 
@@ -60,3 +62,39 @@ def test_an_ignored_sigint_stays_ignored(monkeypatch):
     finally:
         signal.signal(signal.SIGINT, previous)
     assert code == 0 and seen == [signal.SIG_IGN]
+
+
+class _FailingStream:
+    """A stderr whose writes fail, as a closed or half-torn-down stream does (or a second Ctrl-C inside the write)."""
+
+    def __init__(self, exc):
+        self.exc = exc
+
+    def write(self, text):
+        raise self.exc
+
+    def flush(self):
+        raise self.exc
+
+
+
+@pytest.mark.parametrize("exc", [ValueError("I/O operation on closed file"), OSError(5, "Input/output error"),
+                                 KeyboardInterrupt()])
+def test_an_error_exit_is_never_silent(monkeypatch, capfd, exc):
+    """Exit 2 with an empty stderr was seen once (a Ctrl-C test under load): when ``sys.stderr`` cannot take the
+    line, it is written to file descriptor 2 itself, so the one line of an error exit always arrives."""
+    import sys
+
+    import policyopt.cli.check_data as module
+    from policyopt.cli.main import main
+    from policyopt.errors import InvalidInputError
+
+    def handler(args):
+        raise InvalidInputError("`--data` 'x.csv' does not exist")
+
+    monkeypatch.setattr(module, "run_check_data", handler)
+    monkeypatch.setattr(sys, "stderr", _FailingStream(exc))
+    code = main(["check-data"])
+    monkeypatch.undo()
+    out, err = capfd.readouterr()
+    assert code == 2 and err == "policyopt: error: `--data` 'x.csv' does not exist\n"
