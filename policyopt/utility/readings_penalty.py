@@ -126,9 +126,11 @@ def readings_panel(data, value_range=None) -> tuple[list, np.ndarray, np.ndarray
                 f"`data` spans {T} slots for {len(users)} users ({len(users) * T} cells, at most {MAX_PANEL_CELLS}); "
                 "use a shorter time range or fewer users"
             )
-        row = {u: i for i, u in enumerate(users)}
+        import pandas as pd
+
         X = np.full((len(users), T), np.nan)
-        X[df["user"].map(row).to_numpy(), df["time"].to_numpy() - t0] = df["value"].to_numpy(dtype=float)
+        rows = pd.Index(users).get_indexer(df["user"])  # a hash look-up (Series.map of a dict went through Python)
+        X[rows, df["time"].to_numpy() - t0] = df["value"].to_numpy(dtype=float)
         times = np.arange(t0, t1 + 1, dtype=np.int64)
     if X.shape[0] * X.shape[1] > MAX_PANEL_CELLS:
         raise InvalidInputError(f"`data` has {X.size} cells, at most {MAX_PANEL_CELLS}")
