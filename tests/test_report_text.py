@@ -178,3 +178,13 @@ def test_temporal_leakage_repr_is_short():
     printed = float(head.split("max TPL ")[1].split(" nats")[0])
     assert printed >= res.tpl_level  # rounded up
     assert "bpl=array(shape=(50,), " in text
+
+
+def test_the_demo_defines_its_jargon_at_first_use():
+    """Issue 33 item 8: λ*, condition (31) and the peak AoI are said in words where the demo's text first uses them
+    (the glossary, docs/glossary.md, has each at length)."""
+    text = _run("schedule", "--privacy", "model-free", "--max-rmse", "0.19", "--max-age", "24", "--max-interval", "24")
+    for term, definition in (("λ*", "λ*, the chains' spectral rate"), ("(31)", "(31), ε_C < −ln Δ(S̄)"),
+                             ("peak AoI", "peak AoI 0 slots (the published data's largest age, A + S̄ − 1)")):
+        first = text.index(term)
+        assert text.startswith(definition, first), (term, text[first - 40:first + 80])

@@ -80,7 +80,7 @@ def _model_lines(r: dict, m: dict, unit: str, vunit: str) -> list[str]:
     if "from the data" not in (m.get("max_tv_source") or ""):  # the data's Δ̃(t) is a table: no envelope to state
         lines.append(
             f"envelope    : Δ(t) ≤ c·ρ^t with c = {fmt_upper(m['c'])}, ρ = {fmt_upper(m['rho'])} (t ≤ "
-            f"{fmt_count(m['envelope_horizon'], 'slot')}, " + ("of the Δ(t) above)" if m.get("max_tv_source") else "ρ = λ*)")
+            f"{fmt_count(m['envelope_horizon'], 'slot')}, " + ("of the Δ(t) above)" if m.get("max_tv_source") else "ρ = λ*, the chains' spectral rate)")
         )
     if m.get("excluded_users"):
         lines.append(f"excluded    : {fmt_count(len(m['excluded_users']), 'user')}: " + "; ".join(f"{u} ({why})" for u, why in m["excluded_users"].items()))
@@ -101,7 +101,7 @@ def _bound_lines(r: dict, m: dict, unit: str, vunit: str) -> list[str]:
     if low is None and high is not None:  # low = inf (JSON null): Δ(S̄) = 1 for every S̄ in the box
         lines.append("trade-off   : none in this box — Δ(S̄) = 1 for every S̄ ≤ S_MAX, so no budget ε_C > 0 meets (31)")
     if low is not None:
-        between = fmt_range(low, high, unit=unit, digits=6, low_note=" (smallest MSE reachable under (31))",
+        between = fmt_range(low, high, unit=unit, digits=6, low_note=" (smallest MSE reachable under (31), ε_C < −ln Δ(S̄))",
                             high_note=" (staleness limit" + (" over the ages estimated" if m.get("penalty") == "readings-mse" else "") + ")")
         if between:
             lines.append(f"trade-off   : a finite optimum exists for f̄ {between}")
@@ -160,7 +160,7 @@ def _schedule_lines(r: dict, m: dict, unit: str, vunit: str) -> list[str]:
             f"schedule    : A = {fmt_count(r['A'], 'slot')}, S̄ = {fmt_count(r['S_bar'], 'slot')}, ε_C = {fmt_epsilon_c(r['epsilon_c'])} nats per release"
             + (" (minimising the model-free (ε, δ) over the horizon: --privacy model-free)" if r.get("privacy") == "model-free" else ""),
             _peak_risk_line(r),
-            f"penalty     : {fmt_value(r['penalty'])}{unit} at peak AoI {fmt_count(r['peak_aoi'], 'slot')}",
+            f"penalty     : {fmt_value(r['penalty'])}{unit} at peak AoI {fmt_count(r['peak_aoi'], 'slot')} (the published data's largest age, A + S̄ − 1)",
         ]
         if m.get("sensitivity") is not None and r["method"] == "exact":
             scale = m["sensitivity"] / r["epsilon_c"]
