@@ -28,12 +28,18 @@ def _handler_that_loses_the_interrupt(interrupt: bool):
 
 
 def test_an_error_after_ctrl_c_is_the_interruption(monkeypatch):
+    """Run with Ctrl-C handled as in a terminal: a test runner started in the background (``nohup``, ``cmd &``) has
+    SIGINT ignored, and main rightly keeps an ignored SIGINT ignored (the last test below)."""
     import policyopt.cli.check_data as module
 
     monkeypatch.setattr(module, "run_check_data", _handler_that_loses_the_interrupt(True))
-    code, out, err = main_output("check-data")
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        code, out, err = main_output("check-data")
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored for this process
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert (code, out, err) == (130, "", "policyopt: interrupted\n")
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored for this process
 
 
 def test_the_same_error_without_ctrl_c_is_a_bug(monkeypatch):
