@@ -53,6 +53,7 @@ __all__ = [
     "check_plot",
     "interrupted",
     "error_line",
+    "silence_stdout",
 ]
 
 
@@ -335,6 +336,13 @@ def error_line(line: str) -> None:
     Stdout is flushed first (pointed at /dev/null when its pipe is gone).  The line goes through ``sys.stderr``; if that
     fails (closed or replaced stream, an error or a second Ctrl-C while writing), it is written to file descriptor 2
     directly, so a non-zero exit is never silent while the process has a stderr at all.
+
+    Parameters
+    ----------
+    line : str
+        The line, without its newline (``policyopt: error: …``, ``policyopt: interrupted``, …).
+
+    Nothing is raised: a process without any stderr exits without the line.
     """
     try:
         sys.stdout.flush()
