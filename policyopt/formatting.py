@@ -82,13 +82,11 @@ def fmt_exact(x) -> str:
 
 def fmt_epsilon_c(x) -> str:
     """ε_C (the budget of one release, nats) in a text report: 6 significant digits, rounded *up* (a privacy loss is
-    never understated); JSON carries the full float.  Whole numbers print as such, ``None`` as an em dash.
+    never understated): :func:`fmt_upper` at 6 digits; JSON carries the full float.  ``None`` prints as an em dash.
 
     The design's ε_C comes from an estimated MSE and is good to far fewer digits than a float's 17; a deployment
     takes it from the schedule file (``publish --schedule``), not from the text.
     """
-    if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
-        return str(int(x))
     return fmt_upper(x, 6)
 
 

@@ -33,7 +33,7 @@ import time
 import numpy as np
 
 from policyopt.errors import InvalidInputError, check_int, fmt
-from policyopt.formatting import check_text, fmt_count, fmt_epsilon_c, fmt_upper, fmt_value, lag_ranges
+from policyopt.formatting import check_text, fmt_count, fmt_epsilon_c, fmt_upper, fmt_value
 from policyopt.utility.intervals import DEFAULT_CI_LEVEL, replay_coverage
 from policyopt.utility.readings_penalty import (
     BOOTSTRAP_REPS,
@@ -197,6 +197,7 @@ MAX_TV_BOOT = 100
 #: (39: the smallest Monte Carlo p-value is 0.025, enough for a verdict at level 0.95).
 MAX_TV_DRAWS = 39
 
+
 def max_tv_comparison(train, held, fitted, design: dict, lags: list, *, level: float, seed: int,
                       n_boot: int = MAX_TV_BOOT, draws: int = MAX_TV_DRAWS) -> dict:
     """Δ(t) the design used against Δ(t) of the held-out readings, at the lags of eq. (30).
@@ -251,11 +252,12 @@ def max_tv_comparison(train, held, fitted, design: dict, lags: list, *, level: f
         Monte Carlo p-value and, per lag, the simulated sets' `level` quantile; null under the band rule), ``draws``,
         ``exceeds`` (list of bool), ``holds`` (no lag exceeds), ``method`` (the rule and the band, in words).
     """
+    from policyopt.io.schedule_design import BAND_SOURCE
     from policyopt.models.chain_simulation import chain_statistic_draws, user_streams
     from policyopt.models.empirical import estimate_max_tv
-    from policyopt.models.markov_test import family_wise_p
-    from policyopt.models.row_tv import DEFAULT_MIN_PAIRS, max_tv_statistic
+    from policyopt.models.row_tv import DEFAULT_MIN_PAIRS
     from policyopt.studies.check_model import data_states
+    from policyopt.studies.markov_check import max_tv_check_result, simulated_critical
 
     states, users = data_states(held, fitted)
     K, L = fitted.quantizer.n_states, max(lags)
@@ -272,8 +274,6 @@ def max_tv_comparison(train, held, fitted, design: dict, lags: list, *, level: f
     estimate = [float(est.estimate[i]) for i in idx]
     out = {"lags": list(lags), "design_max_tv": values, "design_source": source, "held_out_max_tv": estimate,
            "held_out_lower": lower, "held_out_upper": [float(est.upper[i]) for i in idx], "level": float(est.level)}
-    from policyopt.io.schedule_design import BAND_SOURCE
-
     if source == BAND_SOURCE:
         exceeds = [lo > v for lo, v in zip(lower, values)]
         out.update(rule="band", p_value=None, critical=None, draws=None, exceeds=exceeds, holds=not any(exceeds),
@@ -282,20 +282,18 @@ def max_tv_comparison(train, held, fitted, design: dict, lags: list, *, level: f
         return out
     R = check_int(draws, "draws", 1)
     chain_of = dict(zip(fitted.users, fitted.population.chains))
-    obs = max_tv_statistic(states, K, L, min_pairs=DEFAULT_MIN_PAIRS).max(axis=0)[idx]
+    obs = est.estimate[idx]  # eq. (12)'s Δ̂(t), max over users: the statistic the simulated sets get
     sims = chain_statistic_draws([chain_of[u].P for u in users], states, K, L, min_pairs=DEFAULT_MIN_PAIRS, draws=R,
                                  rng=user_streams(users, int(seed), stream=7))[:, idx]
-    fw = family_wise_p(obs, sims, transform="z")
-    critical = np.quantile(sims, float(level), axis=0, method="higher")
-    refuted = bool(fw.p_value <= 1.0 - float(level) + 1e-12)
-    exceeds = [bool(refuted and o > c and o > v) for o, c, v in zip(obs, critical, values)]
-    out.update(rule="monte-carlo", p_value=float(fw.p_value), critical=[float(c) for c in critical], draws=R,
+    test = max_tv_check_result(obs, sims, level=level, min_pairs=DEFAULT_MIN_PAIRS, model_name="chain",
+                               reference="data sets of their shape simulated from each user's training chain",
+                               lags=lags)
+    critical = simulated_critical(sims, level)
+    exceeds = [bool(test["refuted"] and o > c and o > v) for o, c, v in zip(obs, critical, values)]
+    out.update(rule="monte-carlo", p_value=test["p_value"], critical=[float(c) for c in critical], draws=R,
                exceeds=exceeds, holds=not any(exceeds),
-               method=(f"Δ̂(t) of eq. (12) on the held-out readings (max over users, rows with ≥ {DEFAULT_MIN_PAIRS} "
-                       f"pairs) against the same statistic on {R} data sets of their shape simulated from each user's "
-                       f"training chain; family-wise over lags {lag_ranges(lags)} by max-T (Westfall & Young 1993); a "
-                       f"lag exceeds when the test refutes and its Δ̂ is above the simulated sets' level quantile and "
-                       f"the design's Δ; band: {est.method}"))
+               method=(f"{test['method']}; a lag exceeds when the test refutes and its Δ̂ is above the simulated sets' "
+                       f"level quantile and the design's Δ; band: {est.method}"))
     return out
 
 

@@ -34,11 +34,12 @@ import numpy as np
 
 from policyopt import progress
 from policyopt.errors import InvalidInputError, check_int, fmt
-from policyopt.formatting import fmt_count, fmt_value
+from policyopt.formatting import fmt_count, fmt_value, lag_ranges
 
 __all__ = ["CheckData", "MarkovModelCheck", "ModelSelection", "split_states", "check_markov_model", "select_markov_model",
            "auto_candidates", "design_check", "fit_for_design", "check_summary", "model_check_line", "periods_from_slot",
-           "selection_line", "design_lags", "schedule_lags", "DEFAULT_HOLDOUT", "CHECK_DRAWS", "DEFAULT_LEVEL"]
+           "selection_line", "design_lags", "schedule_lags", "max_tv_check_result", "simulated_critical", "DEFAULT_HOLDOUT",
+           "CHECK_DRAWS", "DEFAULT_LEVEL"]
 
 #: Fraction of each user's span held out for the check.
 #: Seconds in a day and a week: the periods a known slot length gives (phase chains, lags, w-event windows).
@@ -212,8 +213,27 @@ def _lengths_initial(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 _SIM_BYTES = 256 * 2**20
 
 
+def simulated_critical(sim_tv, level: float) -> np.ndarray:
+    """Per lag, the `level` quantile of the statistic on the simulated data sets (``method="higher"``: one of the
+    simulated values), the critical value the Δ(t) checks print.
+
+    Parameters
+    ----------
+    sim_tv : numpy.ndarray, shape (R, L)
+        The statistic on R simulated data sets at L lags.
+    level : float
+        In (0, 1).
+
+    Returns
+    -------
+    numpy.ndarray, shape (L,)
+    """
+    return np.quantile(sim_tv, float(level), axis=0, method="higher")
+
+
 def max_tv_check_result(obs_tv, sim_tv, *, level: float, min_pairs: int, model_name: str,
-                        readings: str = "the held-out readings", reference: str | None = None) -> dict:
+                        readings: str = "the held-out readings", reference: str | None = None,
+                        lags=None) -> dict:
     """The Δ(t) check's ``max_tv_check`` object from its statistics (the reduce step, serial and on Dask alike).
 
     Parameters
@@ -231,6 +251,9 @@ def max_tv_check_result(obs_tv, sim_tv, *, level: float, min_pairs: int, model_n
     readings, reference : str, optional
         For the method text: which readings `obs_tv` is of, and what the R data sets are (default "data sets
         simulated from the fitted `model_name`").
+    lags : sequence of int, optional
+        The lags (slots) of the L columns, when they are not 1..L (e.g. a schedule's A and S̄): ``worst_lag`` and
+        ``max_lag`` are then among them and the method text names them.
 
     Returns
     -------
@@ -243,14 +266,18 @@ def max_tv_check_result(obs_tv, sim_tv, *, level: float, min_pairs: int, model_n
 
     R, L = np.shape(sim_tv)
     fw = family_wise_p(obs_tv, sim_tv, transform="z")
-    crit = np.quantile(sim_tv, float(level), axis=0, method="higher")
+    crit = simulated_critical(sim_tv, level)
     worst = int(fw.worst) if fw.worst is not None else int(np.argmax(obs_tv - crit))
+    labels = list(range(1, L + 1)) if lags is None else [int(t) for t in lags]
+    if len(labels) != L:
+        raise InvalidInputError(f"`lags` names {len(labels)} lags for {L} columns")
     return {
         "method": (f"Δ̂(t) of eq. (12) on {readings} (max over users, rows with ≥ {min_pairs} pairs) against "
                    f"the same statistic on {R} {reference or f'data sets simulated from the fitted {model_name}'}; "
                    "family-wise over lags "
-                   f"1..{L} by max-T on the lag-wise standardised statistic (Westfall & Young 1993)"),
-        "level": float(level), "max_lag": int(L), "p_value": float(fw.p_value), "worst_lag": worst + 1,
+                   f"{f'1..{L}' if lags is None else lag_ranges(labels)} by max-T on the lag-wise standardised "
+                   "statistic (Westfall & Young 1993)"),
+        "level": float(level), "max_lag": max(labels), "p_value": float(fw.p_value), "worst_lag": labels[worst],
         "estimate": float(obs_tv[worst]), "critical": float(crit[worst]),
         "refuted": bool(fw.p_value <= 1.0 - float(level) + 1e-12),
         "pointwise_p_values": [float(v) for v in fw.pointwise],

@@ -45,6 +45,7 @@ def test_a_stickier_held_out_half_exceeds():
     assert c["lags"] == [1, 2] and c["p_value"] == pytest.approx(1 / 40)  # the smallest p of 39 draws
     assert all(e > cr > d for e, cr, d in zip(c["held_out_max_tv"], c["critical"], c["design_max_tv"]))
     assert c["exceeds"] == [True, True] and c["holds"] is False
+    assert "family-wise over lags 1–2 by max-T" in c["method"]  # max_tv_check_result named the schedule's lags
     text = max_tv_comparison_text(c)
     assert "95% of data from the training chains ≤ " in text
     assert text.endswith("the held-out data depend on the past more than the design assumed (Monte Carlo p = 0.025): "
@@ -60,3 +61,19 @@ def test_a_design_against_the_data_band_keeps_the_band_rule():
     c, _ = _compare(df, {"source": BAND_SOURCE, "values": {1: 0.5}})
     assert c["exceeds"] == [True] and c["held_out_lower"][0] > 0.5
     assert "held-out band's lower end lies above the design's upper band" in c["method"]
+
+
+def test_the_check_names_the_lags_it_was_given():
+    """``max_tv_check_result`` on columns that are not lags 1..L (a schedule's A and S̄): the worst lag is one of them."""
+    import numpy as np
+
+    from policyopt.errors import InvalidInputError
+    from policyopt.studies.markov_check import max_tv_check_result
+
+    sims = np.tile([0.2, 0.1], (39, 1)) + np.linspace(0, 0.01, 39)[:, None]
+    r = max_tv_check_result(np.array([0.15, 0.5]), sims, level=0.95, min_pairs=100, model_name="chain", lags=[1, 49])
+    assert r["worst_lag"] == 49 and r["max_lag"] == 49 and r["refuted"] and r["p_value"] == pytest.approx(1 / 40)
+    assert "family-wise over lags 1, 49 by max-T" in r["method"]
+    assert max_tv_check_result(np.array([0.15, 0.5]), sims, level=0.95, min_pairs=100, model_name="chain")["worst_lag"] == 2
+    with pytest.raises(InvalidInputError, match="names 3 lags for 2 columns"):
+        max_tv_check_result(np.array([0.15, 0.5]), sims, level=0.95, min_pairs=100, model_name="chain", lags=[1, 2, 3])
