@@ -111,6 +111,9 @@ def _main(argv, interrupts: list, warnings) -> int:
                 ok = True
             finally:
                 _print_warnings(caught, ok)
+        if interrupts and code == 0:  # a Ctrl-C that a library swallowed (its destructor or callback cleared the
+            error_line("policyopt: interrupted")  # KeyboardInterrupt) is still the user's interruption: exit 130
+            return 130
         return code
     except KeyboardInterrupt:
         error_line("policyopt: interrupted")

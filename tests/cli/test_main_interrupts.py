@@ -104,3 +104,24 @@ def test_an_error_exit_is_never_silent(monkeypatch, capfd, exc):
     monkeypatch.undo()
     out, err = capfd.readouterr()
     assert code == 2 and err == "policyopt: error: `--data` 'x.csv' does not exist\n"
+
+
+def test_a_swallowed_ctrl_c_is_still_the_interruption(monkeypatch):
+    """A library that swallows the KeyboardInterrupt (an object's destructor, a C callback) and lets the command run
+    on to success: the Ctrl-C was noted, so the exit is 130 with the one line, not 0."""
+    import policyopt.cli.check_data as module
+
+    def handler(args):
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+        except KeyboardInterrupt:
+            pass  # swallowed
+        return 0
+
+    monkeypatch.setattr(module, "run_check_data", handler)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        code, out, err = main_output("check-data")
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert (code, out, err) == (130, "", "policyopt: interrupted\n")
