@@ -17,7 +17,8 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/policyopt schedule --privacy model-free --max-rmse 0.19 --max-age 24 --max-interval 24 --backtest 0.5
 
-# Two pytest-xdist workers (the machines have 2 cores); --durations=15 lists the 15 slowest tests (test-time budget).
+# Two pytest-xdist workers (the machines have 2 cores), `--dist loadgroup` so that tests marked with one
+# `xdist_group` share a worker (a docs page's examples, run in page order); --durations=15 lists the 15 slowest tests.
 # pytest exits 5 when it collects no test: report it loudly, do not fail the build on it.  The docs extra is installed
 # too: tests build a small Sphinx site from the notebooks (tests/docs/test_notebook_figures.py).
 # The layer contract (import-linter) runs on the installed layout: problems/ and solvers/ are mapped into the package,
@@ -28,7 +29,7 @@ test: export OPENBLAS_NUM_THREADS ?= 1
 test: export OMP_NUM_THREADS ?= 1
 test: $(DOCS_STAMP)
 	$(BIN)/python tests/_layout.py
-	@$(BIN)/python -m pytest -n 2 --durations=15; rc=$$?; \
+	@$(BIN)/python -m pytest -n 2 --dist loadgroup --durations=15; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "WARNING: pytest collected no tests (exit 5) - nothing was checked"; exit 0; fi; \
 	exit $$rc
 

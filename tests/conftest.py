@@ -37,3 +37,17 @@ def pytest_unconfigure(config):
     if folder is not None:
         shutil.rmtree(folder, ignore_errors=True)
         os.environ.pop("POLICYOPT_TEST_CLI_MEMO", None)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Under ``--dist loadgroup`` (``make test``), the tests of a file that use a module- or class-scoped fixture are
+    one xdist group: the fixture is then built once, by one worker, not once by each worker that gets a test of the
+    file.  Tests that name their own ``xdist_group`` keep it.  Runs before pytest-xdist reads the marks."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is not None:
+            continue
+        info = getattr(item, "_fixtureinfo", None)
+        defs = info.name2fixturedefs.values() if info is not None else ()
+        if any(d and d[-1].scope in ("module", "class") for d in defs):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))

@@ -315,8 +315,12 @@ def _pure(command: str, cwd: Path) -> bool:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("example", [ex for ex in EXAMPLES if ex["kind"] == "run"], ids=_id)
+@pytest.mark.parametrize("example", [pytest.param(ex, marks=pytest.mark.xdist_group(f"docs:{ex['page']}"))
+                                     for ex in EXAMPLES if ex["kind"] == "run"], ids=_id)
 def test_documented_command_runs(example, docs_cwd):
+    """The example exits as its comment says, with one stderr line on an error and strict JSON under ``--json``.
+    A page's examples are one xdist group (``make test`` runs ``--dist loadgroup``): one worker runs them in page
+    order, so none is run twice to make the files a later one reads (:func:`_run_in_page_order`)."""
     proc = _run_in_page_order(example, docs_cwd)
     where = f"{example['page']} line {example['line']}: {example['command']}"
     err = proc.stderr.decode("utf-8", errors="replace")
