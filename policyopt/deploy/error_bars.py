@@ -94,7 +94,7 @@ def _at_level(record: dict | None, level: float | None) -> tuple:
     return lv, sample, record.get("why")
 
 
-def release_intervals(rows, record: dict | None, level: float | None = None) -> list:
+def release_intervals(rows, record: dict | None, level: float | None = None, *, cache: dict | None = None) -> list:
     """The four interval fields of each ledger row (``None`` for a skipped row, and for (CI2) when it is not formed).
 
     Parameters
@@ -104,14 +104,21 @@ def release_intervals(rows, record: dict | None, level: float | None = None) -> 
         The ledger's ``intervals`` record (:func:`recorded_intervals`).
     level : float, optional
         Another level than the recorded one (an audit); the design sample is the same.
+    cache : dict, optional
+        A dict the caller keeps between calls with the same `record` and `level` (the publisher's per-release
+        appends to ``--out``): the design sample is read and its quantiles for each number of users are computed
+        once, not at every call.  Default: a fresh one.
 
     Returns
     -------
     list of dict
         One dict per row with the keys :data:`INTERVAL_KEYS` (floats in the readings' unit, or ``None``).
     """
-    lv, sample, _ = _at_level(record, level)
-    cache = {}
+    memo = {} if cache is None else cache
+    if "at_level" not in memo:
+        memo["at_level"] = _at_level(record, level)
+    lv, sample, _ = memo["at_level"]
+    by_users = memo.setdefault("quantiles", {})
     out = []
     for r in rows:
         d = dict.fromkeys(INTERVAL_KEYS)
@@ -119,9 +126,9 @@ def release_intervals(rows, record: dict | None, level: float | None = None) -> 
             lo, hi = noise_interval(r.value, r.noise_scale, lv)
             d["ci_low"], d["ci_high"] = float(lo), float(hi)
             if sample is not None:
-                if r.users not in cache:
-                    cache[r.users] = sample.quantiles(int(r.users), lv)
-                q = cache[r.users]
+                if r.users not in by_users:
+                    by_users[r.users] = sample.quantiles(int(r.users), lv)
+                q = by_users[r.users]
                 if q is not None:
                     clo, chi = current_interval(r.value, r.noise_scale, r.slot, q, lv)
                     d["ci_current_low"], d["ci_current_high"] = float(clo), float(chi)

@@ -19,7 +19,7 @@ def _f(x) -> str:
     return "" if x is None else repr(float(x))
 
 
-def render_out(rows, intervals: dict | None = None) -> str:
+def render_out(rows, intervals: dict | None = None, *, cache: dict | None = None) -> str:
     """The output CSV text for ledger rows (floats as shortest round-trip repr).
 
     Only what is public goes out: times, the number of users I (public by assumption, and
@@ -32,6 +32,9 @@ def render_out(rows, intervals: dict | None = None) -> str:
     rows : sequence of LedgerRow
     intervals : dict, optional
         The ledger's ``intervals`` record (empty interval columns without it).
+    cache : dict, optional
+        Kept by the caller between calls with the same `intervals` (see
+        :func:`policyopt.deploy.error_bars.release_intervals`).
 
     Returns
     -------
@@ -41,7 +44,7 @@ def render_out(rows, intervals: dict | None = None) -> str:
     from policyopt.deploy.error_bars import INTERVAL_KEYS, release_intervals
 
     lines = [OUT_HEADER]
-    for r, ci in zip(rows, release_intervals(rows, intervals)):
+    for r, ci in zip(rows, release_intervals(rows, intervals, cache=cache)):
         lines.append(",".join([str(r.n), str(r.slot), str(r.input_time), r.status, str(r.users),
                                _f(r.sensitivity), _f(r.noise_scale), _f(r.epsilon_spent), _f(r.value),
                                *(_f(ci[k]) for k in INTERVAL_KEYS)]))

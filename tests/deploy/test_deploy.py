@@ -335,3 +335,24 @@ def test_two_state_delta_is_what_the_test_assumes():
     chain = two_state_chain(P_FLIP, P_FLIP)
     for t in (0, 1, 5, 30):
         assert chain.max_tv(t) == pytest.approx(float(delta(t)), rel=1e-12)
+
+
+def test_slot_groups_are_the_per_slot_groupby():
+    """The publisher's per-slot readings (``_slot_groups``: one stable sort and slices) are pandas's
+    ``groupby("time")`` arrays: the same slots, users and values in the same row order, dtypes and read-only flags."""
+    from policyopt.data import load_citylearn
+    from policyopt.deploy.publisher import _slot_groups
+    from policyopt.models.estimation import sort_readings, validate_readings
+
+    df = load_citylearn()
+    df = df[(df["time"] < 500) & (np.random.default_rng(4).random(len(df)) < 0.6)]  # gaps, some slots without readings
+    clean = sort_readings(validate_readings(df, sort=False))
+    want = {int(t): (g["user"].to_numpy(), g["value"].to_numpy(dtype=float)) for t, g in clean.groupby("time")[["user", "value"]]}
+    got = _slot_groups(clean)
+    assert list(got) == list(want)
+    for t, (users, values) in want.items():
+        gu, gv = got[t]
+        assert gu.dtype == users.dtype and gu.tolist() == users.tolist()
+        assert gv.dtype == values.dtype and gv.tobytes() == values.tobytes()
+        assert gv.flags.writeable == values.flags.writeable and gv.flags.c_contiguous
+    assert _slot_groups(clean.iloc[:0]) == {}
