@@ -5,18 +5,27 @@ command); Python code asks for them with ``with policyopt.progress.shown(): ...`
 has run for :data:`DELAY_S` seconds (tqdm's ``delay``), so quick steps print nothing, and it is removed when the step
 ends (``leave=False``): the command's output is the same with and without bars.  Off by default, so library calls,
 pipes, log files and Dask workers (other processes) never see one.
+
+For tests, the environment variable ``POLICYOPT_PROGRESS_DELAY_S=SECONDS`` (a finite number ≥ 0) replaces
+:data:`DELAY_S` for the bars made while it is set, so a test can see a bar without a step that lasts seconds
+(anything else leaves :data:`DELAY_S`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
+import math
+import os
 import sys
 
 __all__ = ["DELAY_S", "bar", "shown", "showing"]
 
 #: Seconds a step runs before its bar appears.
 DELAY_S = 2.0
+
+#: Environment variable replacing :data:`DELAY_S` (for tests; see the module docstring).
+DELAY_ENV = "POLICYOPT_PROGRESS_DELAY_S"
 
 _SHOW = contextvars.ContextVar("policyopt_progress", default=False)
 
@@ -58,6 +67,16 @@ class _Silent:
         return None
 
 
+def _delay() -> float:
+    """Seconds before a bar appears: ``POLICYOPT_PROGRESS_DELAY_S`` when it is a finite number ≥ 0, else
+    :data:`DELAY_S`."""
+    try:
+        value = float(os.environ.get(DELAY_ENV, ""))
+    except ValueError:
+        return DELAY_S
+    return value if math.isfinite(value) and value >= 0 else DELAY_S
+
+
 def bar(total: int | None, desc: str, unit: str = "step"):
     """A progress bar for a step of `total` units (``update(n)``, ``close()``, or a ``with`` block).
 
@@ -73,11 +92,11 @@ def bar(total: int | None, desc: str, unit: str = "step"):
     Returns
     -------
     tqdm.tqdm or a silent stand-in
-        A tqdm bar on stderr, shown after :data:`DELAY_S` s and removed at the end, inside :func:`shown`; otherwise an
-        object with the same ``update``/``close`` that prints nothing.
+        A tqdm bar on stderr, shown after :data:`DELAY_S` s (or ``POLICYOPT_PROGRESS_DELAY_S``) and removed at the
+        end, inside :func:`shown`; otherwise an object with the same ``update``/``close`` that prints nothing.
     """
     if not _SHOW.get():
         return _Silent()
     from tqdm import tqdm
 
-    return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, dynamic_ncols=True, leave=False, delay=DELAY_S)
+    return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, dynamic_ncols=True, leave=False, delay=_delay())
