@@ -78,7 +78,10 @@ class HorizonEnumeration:
                 ej, nj, prior = e[:, j], N[:, j], np.zeros(A_max + 1)
                 for k in range(2, int(nj.max(initial=1)) + 1):  # Theorem 3, eq. (25): ε(τ_k) from ε(τ_{k−1}) across S̄
                     nxt = np.logaddexp(0.0, logd[j + 1] + log_expm1(ej + prior))
-                    prior = np.where(k <= nj, nxt, prior)
+                    nxt = np.where(k <= nj, nxt, prior)
+                    if np.array_equal(nxt, prior):  # a float fixed point: every later step repeats it, bit for bit
+                        break
+                    prior = nxt
                 risk[:, j] = np.logaddexp(0.0, logd[: A_max + 1] + log_expm1(ej + prior))  # peak: the last publication
         risk = np.where(ok, risk, np.inf)
         cells = int(risk.size)

@@ -209,6 +209,36 @@ def risk_after_aging_upper(log_max_tv, epsilon_c, age=0.0, *, exact_max_tv: bool
     return float(out) if out.ndim == 0 else out
 
 
+def _log_expm1_1(x):
+    """:func:`log_expm1` of one float x ≥ 0: the branch ``np.where`` selects, by the same ufuncs (bit for bit)."""
+    return x + np.log1p(-np.exp(-x)) if x > 30.0 else np.log(np.expm1(np.minimum(x, 30.0)))
+
+
+def _leak_log_1(log_max_tv, eps):
+    """:func:`_leak_log` of one ln Δ and one ε (floats), bit for bit; call under ``np.errstate`` ignoring divide,
+    over and invalid (what :func:`log_expm1` and :func:`_leak_log` ignore)."""
+    return np.logaddexp(0.0, log_max_tv + _log_expm1_1(eps))
+
+
+def _upper_1(log_max_tv, epsilon_c, age, exact_max_tv: bool) -> float:
+    """:func:`risk_after_aging_upper` of one ln Δ, one ε_C and one age (floats): the same operations in the same order
+    without the array conversions, bit for bit (Theorem 3's recursion calls it once per publication).  Inputs the
+    checks refuse go to :func:`risk_after_aging_upper` (its error).  Call under ``np.errstate`` as
+    :func:`_leak_log_1`."""
+    ld, eps = log_max_tv, epsilon_c
+    if not (ld <= 0.0) or not (0.0 <= eps < math.inf):
+        return risk_after_aging_upper(ld, eps, age, exact_max_tv=exact_max_tv)
+    delta = 0.0 if exact_max_tv else MAX_TV_ERROR_FACTOR * (float(age) + 1.0) * UNIT_ROUNDOFF
+    ld_up = np.minimum(ld + 2.0 * delta, 0.0)
+    le = _log_expm1_1(eps)
+    value = np.logaddexp(0.0, ld_up + le)
+    mag = ((8.0 + (abs(ld) if math.isfinite(ld) else 0.0) + eps + (abs(le) if math.isfinite(le) else 0.0))
+           * np.minimum(1.0, value) + value)
+    if value > 0 or (eps > 0 and math.isfinite(ld_up)):
+        return float(np.nextafter(value + 16.0 * UNIT_ROUNDOFF * mag, np.inf))
+    return float(value)
+
+
 @dataclass(frozen=True)
 class Composition:
     """Risk and AoI trajectories of a multi-query mechanism (Theorem 3).
@@ -427,8 +457,15 @@ def compose(
     for k in range(1, n):
         # ε(S_k − A_k): previous epoch's eq. (25) at t = S_k − A_k
         d = tau[k] - tau[k - 1]
-        prior[k] = _leak_log(table[d], eps[k - 1] + prior[k - 1])
-        prior_up[k] = risk_after_aging_upper(table[d], round_up(eps[k - 1] + prior_up[k - 1]), d, exact_max_tv=exact_tv)
+        if (k >= 2 and d == tau[k - 1] - tau[k - 2] and eps[k - 1] == eps[k - 2] and prior[k - 1] == prior[k - 2]
+                and prior_up[k - 1] == prior_up[k - 2]):
+            # the same inputs as step k − 1 (a float fixed point of an equal-spacing run): the same values, bit for bit
+            prior[k], prior_up[k] = prior[k - 1], prior_up[k - 1]
+            continue
+        e_k, e_up = eps[k - 1] + prior[k - 1], round_up(eps[k - 1] + prior_up[k - 1])
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):  # one float each: the array code's values
+            prior[k] = _leak_log_1(table[d], e_k)
+            prior_up[k] = _upper_1(table[d], e_up, d, exact_tv)
     total = eps + prior  # ε_{C,n} + ε(S_n − A_n)
     total_up = np.nextafter(eps + prior_up, np.inf)
 

@@ -171,6 +171,16 @@ class _LowerBound:
         if not self.x.size:
             return np.zeros(lam.shape)
         mu = lam - 1.0
+        if lam.ndim == 1 and lam.size * self.x.size > 1 << 16:
+            # many λ (the bisection's items): one line at a time, the same operations per element (bit for bit)
+            # without the (λ, line) temporaries
+            best = None
+            for xj, yj in zip(self.x.tolist(), self.y.tolist()):
+                mx = mu * xj
+                v = yj - mx
+                v -= 4.0 * _EPS * (yj + mx)
+                best = v if best is None else np.maximum(best, v, out=best)
+            return np.maximum(best, 0.0)
         v = self.y[None, :] - mu[:, None] * self.x[None, :]
         v -= 4.0 * _EPS * (self.y[None, :] + mu[:, None] * self.x[None, :])
         return np.maximum(v.max(axis=1), 0.0)
