@@ -63,6 +63,20 @@ def meters(tmp_path_factory):
     return root / "one", _write_split(table, np.asarray(table.column("user").to_pylist()), root / "three", 3)
 
 
+@pytest.fixture(scope="module")
+def cluster():
+    """The address of one local Dask cluster (one worker process, one thread) shared by the tests below that compare a
+    distributed run with the serial one: ``--scheduler ADDRESS`` sends the same map-reduce tasks to the same kind of
+    worker process that ``--workers 1`` starts for itself, without starting a cluster (about 10 s) for every run.
+    ``--workers N`` itself (the local cluster a run starts and ends) is run by
+    :func:`test_dask_cli_prints_the_serial_numbers_with_a_band` and
+    :func:`test_a_repeated_reading_in_the_held_out_part_is_refused`."""
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as c:
+        yield c.scheduler_address
+
+
 def _numbers(out: dict) -> dict:
     """The report without what may differ between runs: timing, how it ran, the data's name, the data check (of
     readings held in memory: the serial path's only), and the Markov test's G² sums (compared to rounding by
@@ -107,11 +121,12 @@ def test_dask_cli_prints_the_serial_numbers_with_a_band(homes, tmp_path):
 
 
 @pytest.mark.slow
-def test_holdout_and_value_range_on_dask_equal_serial(homes):
+def test_holdout_and_value_range_on_dask_equal_serial(homes, cluster):
     three = homes
     opts = (*OPTIONS, "--holdout", "0.4", "--value-range", "0:4")
     serial = ok_json("check-model", "--data", three, *opts)
-    dask = ok_json("check-model", "--data", three, *opts, "--workers", "1")
+    dask = ok_json("check-model", "--data", three, *opts, "--scheduler", cluster)
+    assert dask["distributed"]["scheduler"] == cluster
     _same(dask, serial)
     assert dask["holdout"] == 0.4 and dask["value_range"] == [0.0, 4.0]
     assert dask["markov_test"]["holdout"] == 0.4  # the Markov test is held out on the same cut
@@ -164,9 +179,10 @@ def test_check_model_workers_refusals(homes, tmp_path):
             "--max-lag 9000 must be below the series length T = 8760 slots")
 
 
-def test_a_repeated_reading_in_the_held_out_part_is_refused(tmp_path):
+def test_a_repeated_reading_in_the_held_out_part_is_refused(tmp_path, cluster):
     """The held-out part is quantised by the same step as the fit (``sorted_states``), which refuses a repeated
-    (user, time) there too, not only in the fit part."""
+    (user, time) there too, not only in the fit part (on the workers of an existing cluster); a run on the local
+    cluster it starts (``--workers 1``) counts it in words."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -177,7 +193,7 @@ def test_a_repeated_reading_in_the_held_out_part_is_refused(tmp_path):
     (tmp_path / "d").mkdir()
     pq.write_table(pa.table({"user": pa.array(users, type=pa.string()), "time": times,
                              "value": rng.random(2 * T + 1)}), tmp_path / "d" / "p.parquet")
-    refused(run_any("check-model", "--data", tmp_path / "d", "--workers", "1", "--states", "2", "--max-lag", "5",
+    refused(run_any("check-model", "--data", tmp_path / "d", "--scheduler", cluster, "--states", "2", "--max-lag", "5",
                     "--holdout", "0.5"), "user 'b' has a second reading at time 350")
     (tmp_path / "d" / "p.parquet").unlink()  # without the repeated reading: one file, one worker, counted in words
     pq.write_table(pa.table({"user": pa.array(users[:-1], type=pa.string()), "time": times[:-1],
@@ -249,21 +265,21 @@ def _gappy_meters(root: Path, *, gappy_half: str | None, pairs: bool = True) -> 
 
 
 @pytest.mark.parametrize("gappy_half", ["train", "test"])
-def test_a_mostly_gaps_series_is_refused_in_either_part_serially_and_on_dask(tmp_path, gappy_half):
+def test_a_mostly_gaps_series_is_refused_in_either_part_serially_and_on_dask(tmp_path, gappy_half, cluster):
     """--holdout 0.5: a user whose training or held-out half is mostly gaps is refused by both paths alike."""
     data = _gappy_meters(tmp_path / "d", gappy_half=gappy_half)
     args = ("check-model", "--data", data, *OPTIONS, "--holdout", "0.5")
-    serial, dask = run_any(*args), run_any(*args, "--workers", "1")
+    serial, dask = run_any(*args), run_any(*args, "--scheduler", cluster)
     refused(serial, "user 'gappy' has", "the series is mostly gaps; put the readings on a regular slot grid")
     assert dask.stderr == serial.stderr and dask.returncode == 2
 
 
-@pytest.mark.slow
-def test_one_excluded_user_is_counted_in_the_singular(tmp_path):
-    """A user without transitions in the training half is excluded from the fit: ``excluded    : 1 user: …``."""
+def test_one_excluded_user_is_counted_in_the_singular(tmp_path, cluster):
+    """A user without transitions in the training half is excluded from the fit: ``excluded    : 1 user: …``
+    (serially and on a Dask cluster)."""
     data = _gappy_meters(tmp_path / "d", gappy_half="train", pairs=False)
     args = ("check-model", "--data", data, *OPTIONS, "--holdout", "0.5")
-    for extra in ((), ("--workers", "1")):
+    for extra in ((), ("--scheduler", cluster)):
         res = run_any(*args, *extra)
         assert res.returncode == 0, res.stderr
         assert "\nexcluded    : 1 user: gappy (0 transitions < 30 needed)\n" in res.stdout

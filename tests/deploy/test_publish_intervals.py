@@ -37,9 +37,9 @@ def _means(df):
 
 
 @pytest.mark.slow
-def test_replay_of_the_second_half_covers_at_the_rates_stated(homes, tmp_path):
+def test_replay_of_the_second_half_covers_at_the_rates_stated(homes, ram_path):
     df, first, full = homes
-    out, ledger = tmp_path / "out.csv", tmp_path / "l.db"
+    out, ledger = ram_path / "out.csv", ram_path / "l.db"
     rep = ok_json("publish", "--A", A, "--S-bar", S_BAR, "--epsilon-c", EPS, "--value-range", "0:48", "--model",
                   f"data:{first}", "--data", full, "--start", SPLIT, "--ledger", ledger, "--out", out, "--slot-length", "1h")
     rows = [r for r in rep["new_releases"] if r["status"] == "released"]

@@ -69,10 +69,10 @@ def _exact_recursion(releases, p, q, times):
         return rows, traj
 
 
-@pytest.mark.slow
-def test_ledger_3000_releases_not_below_exact(tmp_path):
+def test_ledger_3000_releases_not_below_exact(ram_path):
     import sqlite3
 
+    tmp_path = ram_path
     stream = tmp_path / "stream.csv"
     rng = __import__("random").Random(0)
     stream.write_text("user,time,value\n" + "".join(f"u{u},{t},{rng.random() * 4:.3f}\n"

@@ -6,6 +6,7 @@ cross-checked with numpy/scipy alone (brute force for T = 2, SLSQP from several 
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -27,6 +28,9 @@ P_B = [[0.8, 0.2], [0.2, 0.8]]
 P_F = [[0.8, 0.2], [0.1, 0.9]]
 ALPHA = 1.0
 TOL = 1e-9
+# the same matrices as loss functions, built once: the numpy/scipy references below call ``leakage`` thousands of
+# times, and ``leakage`` of a matrix first builds its LossFunction (the same numbers, about 9x the time)
+L_B, L_F = LossFunction(P_B), LossFunction(P_F)
 
 
 def _prob(T, alpha=ALPHA, **kw):
@@ -182,11 +186,13 @@ def test_evaluate_matches_leakage():
 # ---------------------------------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=None)
 def _brute_force_t2(alpha=ALPHA):
-    """Minimum 2/ε_1² + 2/ε_2² over TPL ≤ α: for each ε_1 the largest feasible ε_2 (monotone)."""
+    """Minimum 2/ε_1² + 2/ε_2² over TPL ≤ α: for each ε_1 the largest feasible ε_2 (monotone); computed once per
+    α for the tests that compare with it."""
 
     def best_e2(e1):
-        f = lambda e2: leakage(P_B, P_F, [e1, e2]).tpl_level - alpha  # noqa: E731
+        f = lambda e2: leakage(L_B, L_F, [e1, e2]).tpl_level - alpha  # noqa: E731
         return brentq(f, 1e-9, alpha, xtol=1e-15)
 
     def var(e1):
@@ -206,10 +212,10 @@ def _slsqp(T, alpha=ALPHA, starts=6, seed=0):
         x0 = rng.uniform(0.2, 1.0, T) * alpha / T
         res = minimize(
             lambda e: np.sum(2 / e**2), x0, method="SLSQP", bounds=[(1e-3, alpha)] * T,
-            constraints={"type": "ineq", "fun": lambda e: alpha - leakage(P_B, P_F, np.maximum(e, 0)).tpl},
+            constraints={"type": "ineq", "fun": lambda e: alpha - leakage(L_B, L_F, np.maximum(e, 0)).tpl},
             options={"ftol": 1e-12, "maxiter": 500},
         )
-        if res.success and leakage(P_B, P_F, res.x).tpl_level <= alpha * (1 + 1e-7):
+        if res.success and leakage(L_B, L_F, res.x).tpl_level <= alpha * (1 + 1e-7):
             best = min(best, res.fun)
     return best
 
@@ -255,11 +261,26 @@ P3_B = [[0.6, 0.3, 0.1], [0.2, 0.6, 0.2], [0.1, 0.3, 0.6]]
 P3_F = [[0.7, 0.2, 0.1], [0.1, 0.8, 0.1], [0.2, 0.2, 0.6]]
 
 
+@pytest.fixture(scope="module")
+def all_columns_t24():
+    """(P_B, P_F) ↦ the all-column allocator's solve at T = 24 (time limit 120 s), once per module: the proof is
+    checked by test_optimal_t24_proven_with_warm_start and is the reference of test_optimal_default_proves_t24."""
+    done = {}
+
+    def solve(PB, PF):
+        key = repr((PB, PF))
+        if key not in done:
+            done[key] = AllColumnsAllocator().solve(BudgetAllocationProblem(PB, PF, ALPHA, 24), time_limit=120.0)
+        return done[key]
+
+    return solve
+
+
 @pytest.mark.parametrize("PB, PF", [(P_B, P_F), (P3_B, P3_F)], ids=["fig8", "3-state"])
-def test_optimal_t24_proven_with_warm_start(PB, PF):
+def test_optimal_t24_proven_with_warm_start(PB, PF, all_columns_t24):
     # source: Cao et al. (2019), Fig. 8 setting and a 3-state example; reference = independent SLSQP (finite differences)
     prob = BudgetAllocationProblem(PB, PF, ALPHA, 24)
-    sol = AllColumnsAllocator().solve(prob, time_limit=120.0)  # the SCIP path (every column tightened by LP)
+    sol = all_columns_t24(PB, PF)  # the SCIP path (every column tightened by LP)
     assert sol.status == Status.OPTIMAL and sol.values["proof"] == "scip"
     assert sol.values["warm_start_accepted"] is True
     assert sol.values["scip_status"] in ("optimal", "gaplimit")
@@ -281,31 +302,32 @@ def test_optimal_t24_proven_with_warm_start(PB, PF):
 
 
 @pytest.mark.parametrize("PB, PF", [(P_B, P_F), (P3_B, P3_F)], ids=["fig8", "3-state"])
-def test_optimal_default_proves_t24(PB, PF):
+def test_optimal_default_proves_t24(PB, PF, all_columns_t24):
     # The default (bound tightening on the T budgets) stalled at a 6.8 % gap on the Fig. 8 setting at T = 24 and
     # SCIP then ran into the time limit; when it stalls it now tightens every column before SCIP.
     # source: Cao et al. (2019), Fig. 8 setting; reference = the all-column allocator's proven optimum
     prob = BudgetAllocationProblem(PB, PF, ALPHA, 24)
     sol = prob.solve("optimal", time_limit=60.0)
     assert sol.status == Status.OPTIMAL and sol.values["gap"] <= 1e-6
-    ref = AllColumnsAllocator().solve(BudgetAllocationProblem(PB, PF, ALPHA, 24), time_limit=120.0)
+    ref = all_columns_t24(PB, PF)
     assert sol.objective == pytest.approx(ref.objective, rel=2e-6)
     assert leakage(PB, PF, np.array(sol.decision["budgets"])).tpl_level <= ALPHA
 
 
 def _slsqp_matrices(PB, PF, T, alpha=ALPHA):
     """Best SLSQP local minimum (finite-difference Jacobian) from Algorithm 8's budgets and 2 random starts."""
+    LB, LF = LossFunction(PB), LossFunction(PF)  # built once (see L_B, L_F)
     rng = np.random.default_rng(1)
     x8 = np.array(BudgetAllocationProblem(PB, PF, alpha, T).solve("quantification").decision["budgets"])
     best = math.inf
     for x0 in [x8 * 0.999, *(rng.uniform(0.5, 1.0, T) * x8 for _ in range(2))]:
         res = minimize(
             lambda e: np.sum(2 / e**2), x0, jac=lambda e: -4 / e**3, method="SLSQP", bounds=[(1e-3, alpha)] * T,
-            constraints={"type": "ineq", "fun": lambda e: alpha - leakage(PB, PF, np.maximum(e, 0)).tpl},
+            constraints={"type": "ineq", "fun": lambda e: alpha - leakage(LB, LF, np.maximum(e, 0)).tpl},
             options={"ftol": 1e-15, "maxiter": 1000},
         )
         x = res.x * (1 - 1e-7)
-        if leakage(PB, PF, x).tpl_level <= alpha:
+        if leakage(LB, LF, x).tpl_level <= alpha:
             best = min(best, float(np.sum(2 / x**2)))
     return best
 

@@ -166,7 +166,10 @@ def _run_quick(out):
 
 @pytest.mark.slow
 def test_many_concurrent_sweeps_in_one_directory(tmp_path):
-    n = 10
+    """Six sweeps started at once, each with its own --out in one directory: all write the same rows (nothing lost
+    or mixed) and no temporary file is left.  Six processes on the 2-core machine keep several of
+    them writing at the same time (most of each run is its start-up, about 3.5 s of CPU)."""
+    n = 6
     procs = [subprocess.Popen([POLICYOPT, "sweep", *QUICK, "--out", str(tmp_path / f"o{i}.csv"), "--json"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(n)]
     results = [p.communicate(timeout=600) for p in procs]
