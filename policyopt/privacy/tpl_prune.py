@@ -42,6 +42,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 _EPS = float(np.finfo(float).eps)
+#: Elements of one (λ, line) table in :meth:`_LowerBound.__call__` (the bisection asks for millions of λ at once).
+_BLOCK_ELEMENTS = 1 << 16
 #: λ values at which φ_p is computed for every pair by the dense pass (all n³ entries per λ).
 _DENSE_GRID = (1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.5, 8.0)
 _SPARSE_RATIO = 4.0  # beyond the dense grid, λ grows by this factor (at most _SPARSE_POINTS points)
@@ -171,16 +173,13 @@ class _LowerBound:
         if not self.x.size:
             return np.zeros(lam.shape)
         mu = lam - 1.0
-        if lam.ndim == 1 and lam.size * self.x.size > 1 << 16:
-            # many λ (the bisection's items): one line at a time, the same operations per element (bit for bit)
-            # without the (λ, line) temporaries
-            best = None
-            for xj, yj in zip(self.x.tolist(), self.y.tolist()):
-                mx = mu * xj
-                v = yj - mx
-                v -= 4.0 * _EPS * (yj + mx)
-                best = v if best is None else np.maximum(best, v, out=best)
-            return np.maximum(best, 0.0)
+        step = max(1, _BLOCK_ELEMENTS // self.x.size)  # λ per block: each λ's value is its own row of the table
+        if mu.size <= step:
+            return self._at(mu)
+        return np.concatenate([self._at(mu[i:i + step]) for i in range(0, mu.size, step)])
+
+    def _at(self, mu: np.ndarray) -> np.ndarray:
+        """LB at λ = 1 + `mu` (1-D) from the (λ, line) table of the lines' values."""
         v = self.y[None, :] - mu[:, None] * self.x[None, :]
         v -= 4.0 * _EPS * (self.y[None, :] + mu[:, None] * self.x[None, :])
         return np.maximum(v.max(axis=1), 0.0)
