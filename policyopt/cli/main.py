@@ -160,10 +160,22 @@ def _noting_interrupts():
         noted.append(signum)
         raise KeyboardInterrupt
 
+    previous_hook = sys.unraisablehook
+
+    def unraisable(info):
+        """A noted Ctrl-C raised where Python cannot propagate it (a weakref callback of an import's module lock, a
+        destructor) is the interruption :func:`main` reports in its one line: not printed again as "Exception
+        ignored"; anything else goes to the previous hook."""
+        if noted and info.exc_type is not None and issubclass(info.exc_type, KeyboardInterrupt):
+            return
+        previous_hook(info)
+
     signal.signal(signal.SIGINT, handler)
+    sys.unraisablehook = unraisable
     try:
         yield noted
     finally:
+        sys.unraisablehook = previous_hook
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
