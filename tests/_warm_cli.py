@@ -85,6 +85,24 @@ def _warm_up() -> None:
             importlib.import_module(info.name)
     for name in _LIBRARIES:
         importlib.import_module(name)
+    _load_compiled_kernels()
+
+
+def _load_compiled_kernels() -> None:
+    """Load the numba kernels of the held-out model check from their on-disk cache, as a run's first check does.
+
+    numba compiles (or loads from its cache) a kernel at its first call in a process, and sets up its compiler the
+    first time: 0.5–1 s a run, 60 s of the suite's forked runs when each child did it.  A check of a 2-user chain on
+    int64 states (:class:`~policyopt.studies.markov_check.CheckData`'s type) calls the G² kernel and the simulation's
+    time loop with the argument types of every real check."""
+    import numpy as np
+
+    from policyopt.studies.markov_check import CheckData, check_markov_model
+
+    x = np.random.default_rng(0).integers(0, 2, size=(2, 64)).astype(np.int64)
+    zero = np.zeros(2, dtype=np.int64)
+    data = CheckData(train=x, test=x, train_starts=zero, test_starts=zero, users=("a", "b"), n_states=2, holdout=0.5)
+    check_markov_model("chain", data, markov_lags=3, max_tv_lags=3, draws=1)
 
 
 def _exit_status(code) -> int:
