@@ -19,24 +19,43 @@ def nonreversible3():
 
 
 def pytest_configure(config):
-    """The session's run-once store of pure CLI commands (``tests/_cli.memo_run``): one folder made by the process
-    that starts the session and named in the environment, which the xdist workers it starts inherit; removed at the
-    end.  ``POLICYOPT_TEST_CLI_MEMO=`` (set and empty) runs every command."""
+    """Two session-wide folders, made by the process that starts the session and named in the environment, which the
+    xdist workers it starts (and the commands, notebooks and scripts they run) inherit; removed at the end:
+
+    * the run-once store of pure CLI commands (``tests/_cli.memo_run``); ``POLICYOPT_TEST_CLI_MEMO=`` (set and empty)
+      runs every command;
+    * policyopt's own result cache (``POLICYOPT_CACHE_DIR``, :mod:`policyopt.result_cache`): the held-out model checks
+      and PLD accountings that many commands repeat on the bundled homes are computed once per session.  Set
+      ``POLICYOPT_CACHE_DIR=`` (empty) to compute every one.  Tests running in the pytest process itself never use
+      it (:func:`_no_result_cache_in_process`): a test of a check computes it."""
     from _cli import MEMO_ENV
 
-    if MEMO_ENV in os.environ:
-        return
-    folder = Path(tempfile.mkdtemp(prefix="policyopt-cli-memo-"))
-    os.environ[MEMO_ENV] = str(folder)
-    config._policyopt_memo = folder
+    from policyopt.result_cache import CACHE_ENV
+
+    made = []
+    for env, prefix in ((MEMO_ENV, "policyopt-cli-memo-"), (CACHE_ENV, "policyopt-result-cache-")):
+        if env not in os.environ:
+            folder = Path(tempfile.mkdtemp(prefix=prefix))
+            os.environ[env] = str(folder)
+            made.append((env, folder))
+    config._policyopt_folders = made
 
 
 def pytest_unconfigure(config):
-    """Remove the store (by the process that made it)."""
-    folder = getattr(config, "_policyopt_memo", None)
-    if folder is not None:
+    """Remove the folders (by the process that made them)."""
+    for env, folder in getattr(config, "_policyopt_folders", ()):
         shutil.rmtree(folder, ignore_errors=True)
-        os.environ.pop("POLICYOPT_TEST_CLI_MEMO", None)
+        os.environ.pop(env, None)
+
+
+@pytest.fixture(autouse=True)
+def _no_result_cache_in_process(monkeypatch):
+    """In the test process, :mod:`policyopt.result_cache` stores and reads nothing (the commands it starts still
+    share the session's folder through the environment).  A test of the cache sets its own folder with
+    ``monkeypatch.setattr(result_cache, "cache_folder", ...)``."""
+    from policyopt import result_cache
+
+    monkeypatch.setattr(result_cache, "cache_folder", lambda: None)
 
 
 @pytest.hookimpl(tryfirst=True)

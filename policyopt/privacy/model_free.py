@@ -47,6 +47,7 @@ import numpy as np
 from policyopt.errors import InvalidInputError, check_int, fmt
 from policyopt.formatting import check_text, fmt_count, fmt_epsilon_c, fmt_upper, fmt_value, json_clean, round_up
 from policyopt.result import result_repr
+from policyopt.result_cache import cached
 
 __all__ = [
     "default_delta",
@@ -400,6 +401,7 @@ def _grid(values: np.ndarray, counts: np.ndarray, delta: float) -> float:
     return anchor / n if n >= 1 else d
 
 
+@cached("pld-epsilon")
 def _pld_epsilon(values: np.ndarray, counts: np.ndarray, delta: float, d: float) -> float:
     """ε at δ of the composition by ``dp_accounting``'s PLD accountant (``inf`` when it gives no finite ε).
 

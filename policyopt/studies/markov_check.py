@@ -35,6 +35,7 @@ import numpy as np
 from policyopt import progress
 from policyopt.errors import InvalidInputError, check_int, fmt
 from policyopt.formatting import fmt_count, fmt_value, lag_ranges
+from policyopt.result_cache import cached
 
 __all__ = ["CheckData", "MarkovModelCheck", "ModelSelection", "split_states", "check_markov_model", "select_markov_model",
            "auto_candidates", "design_check", "fit_for_design", "check_summary", "model_check_line", "periods_from_slot",
@@ -284,6 +285,7 @@ def max_tv_check_result(obs_tv, sim_tv, *, level: float, min_pairs: int, model_n
     }
 
 
+@cached("markov-check")
 def check_markov_model(spec, data: CheckData, *, markov_lags: int, max_tv_lags: int, level: float = DEFAULT_LEVEL,
                        draws: int = CHECK_DRAWS, seed: int = 0, smoothing: float = 0.01, min_pairs: int | None = None,
                        default_period: int | None = None) -> MarkovModelCheck:
