@@ -24,13 +24,13 @@ def pytest_configure(config):
 
     * the run-once store of pure CLI commands (``tests/_cli.memo_run``); ``POLICYOPT_TEST_CLI_MEMO=`` (set and empty)
       runs every command;
-    * policyopt's own result cache (``POLICYOPT_CACHE_DIR``, :mod:`policyopt.result_cache`): the held-out model checks
+    * policyopt's own result cache (``POLICYOPT_CACHE_DIR``, :mod:`policyopt.io.result_cache`): the held-out model checks
       and PLD accountings that many commands repeat on the bundled homes are computed once per session.  Set
       ``POLICYOPT_CACHE_DIR=`` (empty) to compute every one.  Tests running in the pytest process itself never use
       it (:func:`_no_result_cache_in_process`): a test of a check computes it."""
     from _cli import MEMO_ENV
 
-    from policyopt.result_cache import CACHE_ENV
+    from policyopt.io.result_cache import CACHE_ENV
 
     made = []
     for env, prefix in ((MEMO_ENV, "policyopt-cli-memo-"), (CACHE_ENV, "policyopt-result-cache-")):
@@ -50,10 +50,10 @@ def pytest_unconfigure(config):
 
 @pytest.fixture(autouse=True)
 def _no_result_cache_in_process(monkeypatch):
-    """In the test process, :mod:`policyopt.result_cache` stores and reads nothing (the commands it starts still
+    """In the test process, :mod:`policyopt.io.result_cache` stores and reads nothing (the commands it starts still
     share the session's folder through the environment).  A test of the cache sets its own folder with
     ``monkeypatch.setattr(result_cache, "cache_folder", ...)``."""
-    from policyopt import result_cache
+    from policyopt.io import result_cache
 
     monkeypatch.setattr(result_cache, "cache_folder", lambda: None)
 

@@ -1,13 +1,17 @@
-"""Files a user gives: existence and size checks, text reading, digests of file prefixes."""
+"""Files a user gives: existence and size checks, text reading, digests of file prefixes; files policyopt writes
+whole: :func:`atomic_write`."""
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
+import tempfile
 from pathlib import Path
 
 from policyopt.errors import InvalidInputError, fmt
 
-__all__ = ["MAX_FILE_BYTES", "existing_file", "read_text", "file_prefix_sha256"]
+__all__ = ["MAX_FILE_BYTES", "existing_file", "read_text", "file_prefix_sha256", "atomic_write"]
 
 #: Largest input file read (bytes), checked before reading: 2 GiB.
 MAX_FILE_BYTES = 2 * 1024**3
@@ -98,3 +102,39 @@ def file_prefix_sha256(path, nbytes: int | None = None) -> str:
             h.update(chunk)
             left -= len(chunk)
     return h.hexdigest()
+
+
+def _umask_mode() -> int:
+    """0666 under the process's umask: the mode ``open()`` gives a new file."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+_CREATE_MODE = _umask_mode()
+
+
+def atomic_write(path: Path, data: str | bytes) -> None:
+    """Write `data` (UTF-8 text or bytes) to `path` whole: a unique temporary file in the same folder, synced, renamed.
+
+    A reader sees the old file or the new one, never part of one; runs writing the same path at once leave one of
+    their files.  The new file gets the mode any new file gets (0666 under the umask), not ``mkstemp``'s 0600.
+
+    Raises
+    ------
+    OSError
+        The folder cannot be written (the temporary file is removed).
+    """
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, _CREATE_MODE)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data.encode("utf-8") if isinstance(data, str) else data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

@@ -47,7 +47,7 @@ import numpy as np
 from policyopt.errors import InvalidInputError, check_int, fmt
 from policyopt.formatting import check_text, fmt_count, fmt_epsilon_c, fmt_upper, fmt_value, json_clean, round_up
 from policyopt.result import result_repr
-from policyopt.result_cache import cached
+from policyopt.io.result_cache import cached
 
 __all__ = [
     "default_delta",

@@ -35,7 +35,7 @@ import numpy as np
 from policyopt import progress
 from policyopt.errors import InvalidInputError, check_int, fmt
 from policyopt.formatting import fmt_count, fmt_value, lag_ranges
-from policyopt.result_cache import cached
+from policyopt.io.result_cache import cached
 
 __all__ = ["CheckData", "MarkovModelCheck", "ModelSelection", "split_states", "check_markov_model", "select_markov_model",
            "auto_candidates", "design_check", "fit_for_design", "check_summary", "model_check_line", "periods_from_slot",

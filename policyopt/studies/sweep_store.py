@@ -15,11 +15,11 @@ import io
 import json
 import math
 import os
-import tempfile
 from pathlib import Path
 from typing import Sequence
 
 from policyopt.errors import InvalidInputError, fmt
+from policyopt.io.files import atomic_write
 from policyopt.studies.sweep_meta import meta_mismatch
 
 __all__ = ["COLUMNS", "INPUT_COLUMNS", "MODEL_INPUTS", "GUARANTEE_COLUMNS", "RESULT_COLUMNS", "NONDETERMINISTIC",
@@ -119,32 +119,6 @@ class SweepLockedError(InvalidInputError):
 
 class SweepInputsChangedError(InvalidInputError):
     """The existing sweep output was computed from other input files, another Δ(t) source or policyopt version."""
-
-
-def _umask_mode() -> int:
-    """0666 under the process's umask: the mode ``open()`` gives a new file."""
-    mask = os.umask(0)
-    os.umask(mask)
-    return 0o666 & ~mask
-
-
-_CREATE_MODE = _umask_mode()
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    """Write `text` to `path` through a unique temporary file in the same directory and ``os.replace``."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, _CREATE_MODE)  # mkstemp makes 0600; an output gets the mode any new file gets (umask)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 @contextlib.contextmanager
@@ -318,7 +292,7 @@ class SweepStore:
                 f"cannot resume --out {self.csv_path}: it has rows but no {self.meta_path.name} recording the inputs "
                 "they were computed from (written by an older policyopt?); give another --out or delete the files"
             )
-        _atomic_write(self.meta_path, json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
+        atomic_write(self.meta_path, json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
 
     def load(self) -> dict:
         """key → (row, record) for points present in both files, in CSV order (first copy wins)."""
@@ -342,7 +316,7 @@ class SweepStore:
             (self.jsonl_path, "".join(_json_line(rec) for _, rec in entries)),
             (self.csv_path, _header() + "".join(_csv_line(row) for row, _ in entries)),
         ):
-            _atomic_write(path, text)
+            atomic_write(path, text)
 
     def __enter__(self):
         self._jsonl = open(self.jsonl_path, "a", encoding="utf-8")

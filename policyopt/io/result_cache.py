@@ -3,32 +3,31 @@
 A design on data runs the held-out model check first (a G² Markov test and a Δ(t) check against 39 simulated data
 sets, 5–30 s on the bundled homes), and every model-free guarantee composes its releases with ``dp_accounting``'s PLD
 accountant.  Both are deterministic functions of their inputs: the same readings, options and seed give the same
-result.  A study that runs ``schedule`` at many bounds f̄, or ``schedule`` then ``backtest`` then ``publish`` on the
-same readings, repeats them unchanged.
+result.  A study that runs ``schedule`` on the same readings at many bounds f̄ repeats them unchanged.
 
 With the environment variable ``POLICYOPT_CACHE_DIR=FOLDER`` set, the functions decorated with :func:`cached` store
 each result in ``FOLDER/<namespace>/<key>.pickle`` and return the stored result when the same inputs come again.  The
 key is the SHA-256 of the pickled arguments, of the bytes of every source file of the installed ``policyopt``,
 ``problems`` and ``solvers`` packages and of the versions of Python and of the libraries the computations use: any
 change of input, of code or of library gives a new key.  An argument that cannot be pickled is computed, not stored.
-A stored file that cannot be read is computed again and replaced; files are written to a temporary name and renamed,
-so runs in parallel share the folder safely.  A cached run prints the same numbers as an uncached one; only its wall
-time differs (a stored step keeps the ``wall_time_s`` it took when computed, and shows no progress bar).  The files are Python pickles: point the variable
-only at a folder you own.  Unset (or empty), nothing is read or written.
+A stored file that cannot be read is computed again and replaced; files are written whole
+(:func:`policyopt.io.files.atomic_write`), so runs in parallel share the folder safely.  A cached run prints the same
+numbers as an uncached one; only its wall time differs (a stored step keeps the ``wall_time_s`` it took when computed,
+and shows no progress bar).  The files are Python pickles: point the variable only at a folder you own.  Unset (or
+empty), nothing is read or written.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import os
 import pickle
 import sys
-import tempfile
 from pathlib import Path
 
 from policyopt.errors import InvalidInputError
+from policyopt.io.files import atomic_write
 
 __all__ = ["CACHE_ENV", "cached", "cache_folder"]
 
@@ -106,17 +105,9 @@ def _load(path: Path):
 
 
 def _store(path: Path, result) -> None:
-    """Write `result` to `path` atomically (a temporary file in the same folder, then renamed)."""
+    """Write `result` to `path` whole (its namespace folder made first)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            pickle.dump(result, fh, protocol=5)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    atomic_write(path, pickle.dumps(result, protocol=5))
 
 
 def cached(namespace: str):
@@ -134,13 +125,17 @@ def cached(namespace: str):
 
     Notes
     -----
-    Only for functions whose result depends on nothing but their arguments (and the code): seeds are arguments, no
-    clock, environment or file enters the result, and the result is not mutated by callers.
+    Only for functions whose result depends on nothing but their arguments (and the code): seeds are arguments, and no
+    clock, environment variable or file enters the result (a wall time in it is the computing run's).  Each call gets
+    its own object (a fresh unpickling, or the computed one after it was written), so a caller may change it.
     """
 
     def decorate(func):
+        """`func` wrapped: its results looked up in and added to the folder of :func:`cache_folder`."""
+
         @functools.wraps(func)
         def wrapper(*args, **kwargs):
+            """`func`'s result for these arguments: stored, else computed (and stored when the folder is writable)."""
             folder = cache_folder()
             key = None if folder is None else _key(namespace, args, kwargs)
             if key is None:
