@@ -195,18 +195,31 @@ def risk_after_aging_upper(log_max_tv, epsilon_c, age=0.0, *, exact_max_tv: bool
         raise InvalidInputError(f"`log_max_tv` must be ≤ 0 (ln of a total variation distance), got {fmt(log_max_tv)}")
     eps = _check_epsilon(epsilon_c)
     age = np.asarray(age, dtype=float)
-    delta = 0.0 if exact_max_tv else MAX_TV_ERROR_FACTOR * (age + 1.0) * UNIT_ROUNDOFF  # max_tv_rel_error, vectorised
-    ld_up = np.minimum(ld + 2.0 * delta, 0.0)
+    ld_up = np.minimum(ld + 2.0 * _max_tv_margin(age, exact_max_tv), 0.0)
     value = _leak_log(ld_up, eps)
     le = log_expm1(eps)
     with np.errstate(invalid="ignore"):
-        # an absolute error e of y = ln Δ + ln(e^ε − 1) moves logaddexp(0, y) by ≤ e·(1 − e^{−value}) ≤ e·min(1, value)
-        mag = ((8.0 + np.where(np.isfinite(ld), np.abs(ld), 0.0) + eps + np.where(np.isfinite(le), np.abs(le), 0.0))
-               * np.minimum(1.0, value) + value)
+        up = _rounded_up(value, np.where(np.isfinite(ld), np.abs(ld), 0.0), eps,
+                         np.where(np.isfinite(le), np.abs(le), 0.0))
     # a positive exact value (ε > 0 and Δ > 0) that underflows to 0 is below half the least subnormal: bounded by it
     positive = (value > 0) | ((eps > 0) & np.isfinite(ld_up))
-    out = np.where(positive, np.nextafter(value + 16.0 * UNIT_ROUNDOFF * mag, np.inf), value)
+    out = np.where(positive, up, value)
     return float(out) if out.ndim == 0 else out
+
+
+def _max_tv_margin(age, exact_max_tv: bool):
+    """:func:`max_tv_rel_error` of a float or an array of ages (0 when Δ is exact): the one place of that margin
+    for :func:`risk_after_aging_upper` and its scalar path :func:`_upper_1`."""
+    return 0.0 if exact_max_tv else MAX_TV_ERROR_FACTOR * (age + 1.0) * UNIT_ROUNDOFF
+
+
+def _rounded_up(value, abs_log_max_tv, epsilon_c, abs_log_expm1):
+    """value = logaddexp(0, y), y = ln Δ + ln(e^{ε_C} − 1), raised by the bound on its rounding and one float step
+    (floats or arrays; ``abs_*`` are the magnitudes, 0 where infinite): the one place of that bound for
+    :func:`risk_after_aging_upper` and :func:`_upper_1`.  An absolute error e of y moves logaddexp(0, y) by
+    ≤ e·(1 − e^{−value}) ≤ e·min(1, value)."""
+    mag = (8.0 + abs_log_max_tv + epsilon_c + abs_log_expm1) * np.minimum(1.0, value) + value
+    return np.nextafter(value + 16.0 * UNIT_ROUNDOFF * mag, np.inf)
 
 
 def _log_expm1_1(x):
@@ -228,14 +241,12 @@ def _upper_1(log_max_tv, epsilon_c, age, exact_max_tv: bool) -> float:
     ld, eps = log_max_tv, epsilon_c
     if not (ld <= 0.0) or not (0.0 <= eps < math.inf):
         return risk_after_aging_upper(ld, eps, age, exact_max_tv=exact_max_tv)
-    delta = 0.0 if exact_max_tv else MAX_TV_ERROR_FACTOR * (float(age) + 1.0) * UNIT_ROUNDOFF
-    ld_up = np.minimum(ld + 2.0 * delta, 0.0)
+    ld_up = np.minimum(ld + 2.0 * _max_tv_margin(float(age), exact_max_tv), 0.0)
     le = _log_expm1_1(eps)
     value = np.logaddexp(0.0, ld_up + le)
-    mag = ((8.0 + (abs(ld) if math.isfinite(ld) else 0.0) + eps + (abs(le) if math.isfinite(le) else 0.0))
-           * np.minimum(1.0, value) + value)
     if value > 0 or (eps > 0 and math.isfinite(ld_up)):
-        return float(np.nextafter(value + 16.0 * UNIT_ROUNDOFF * mag, np.inf))
+        return float(_rounded_up(value, abs(ld) if math.isfinite(ld) else 0.0, eps,
+                                 abs(le) if math.isfinite(le) else 0.0))
     return float(value)
 
 
@@ -695,7 +706,7 @@ def max_tv_rel_error(t) -> float:
     t : float
         Age in slots (≥ 0; a relaxed, non-integer age is allowed).
     """
-    return MAX_TV_ERROR_FACTOR * (float(t) + 1.0) * UNIT_ROUNDOFF
+    return _max_tv_margin(float(t), False)
 
 
 def peak_risk_margin(log_max_tv_a: float, log_max_tv_s: float, epsilon_c: float, A: float, S_bar: float) -> float:
