@@ -430,16 +430,16 @@ def ledger_guarantee_settings(args, provenance: dict, rows, slot_seconds) -> dic
 
     windows = list(default_windows(slot_seconds))
     if args.delta is not None:
-        return {"delta": float(args.delta), "delta_source": "given", "windows": windows}
+        return {"delta": float(args.delta), "dp_delta_source": "given", "windows": windows}
     d = provenance.get("design_delta")
     if is_number(d) and 0.0 < d < 1.0:
-        return {"delta": float(d), "delta_source": "the schedule's guarantee_settings.delta", "windows": windows}
+        return {"delta": float(d), "dp_delta_source": "the schedule's guarantee_settings.delta", "windows": windows}
     users = provenance.get("design_users")
     if isinstance(users, int) and not isinstance(users, bool) and users >= 1:
         whose = "the schedule's deployment size"
     else:
         users, whose = max([r.users for r in rows if r.status == "released"] + [1]), "the most users of a release made"
-    return {"delta": default_delta(int(users)), "delta_source": f"default min(1e-6, 1/(10·I)) with I = {users} ({whose})",
+    return {"delta": default_delta(int(users)), "dp_delta_source": f"default min(1e-6, 1/(10·I)) with I = {users} ({whose})",
             "windows": windows}
 
 

@@ -453,7 +453,7 @@ def backtest(data, schedule: dict | None = None, *, train_fraction: float = 0.5,
         ``model_free`` (the model-free guarantee of its ⌈H/S̄⌉ releases over the held-out span of H slots),
         ``model_verdict`` (:func:`design_verdict` of the design's Markov model, with ``bound``: whether a model-based risk
         may be stated), ``guarantee`` (what is stated first, :func:`policyopt.studies.guarantee.choose_guarantee`),
-        ``guarantee_settings`` (``delta``, ``delta_source``, ``horizon``, ``windows``, ``slot_seconds``) and
+        ``guarantee_settings`` (``delta``, ``dp_delta_source``, ``horizon``, ``windows``, ``slot_seconds``) and
         ``warnings``; the coverage of the releases' current-mean interval on the held-out time
         (:func:`policyopt.utility.intervals.replay_coverage`: ``ci_level``, ``ci_coverage``, ``ci_coverage_lower``,
         ``ci_coverage_upper``, ``ci_releases``, ``ci_coverage_parts``, ``ci_pooled``, ``ci_block``, ``ci_why``), a
@@ -641,7 +641,7 @@ def _replay_guarantee(obj: dict, replayed: str, verdict: dict, epsilon_c: float,
         "model_free": mf,
         "model_verdict": {**verdict, "bound": verdict["verdict"] in ("passed", "assumed")},
         "guarantee": None if g is None else g.to_dict(),
-        "guarantee_settings": {"delta": d, "delta_source": d_src, "horizon": int(held_span),
+        "guarantee_settings": {"delta": d, "dp_delta_source": d_src, "horizon": int(held_span),
                                "horizon_source": "the held-out span (slots from the split to the last reading)",
                                "windows": list(windows), "slot_seconds": slot_seconds},
         "warnings": warns,

@@ -308,7 +308,7 @@ class GuaranteeSettings:
         What the design minimises.
     delta : float
         δ of the model-free guarantee.
-    delta_source : str
+    dp_delta_source : str
         ``given`` or how the default was chosen.
     horizon : int
         H (slots) of the model-free guarantee.
@@ -325,7 +325,7 @@ class GuaranteeSettings:
     markov_model: str = "chain"
     privacy: str = "model-based"
     delta: float = 1e-6
-    delta_source: str = "given"
+    dp_delta_source: str = "given"
     horizon: int = UNKNOWN_SLOT_HORIZON
     horizon_source: str = "given"
     windows: tuple = (24, 168)
@@ -355,13 +355,13 @@ class GuaranteeSettings:
         d, d_src = ((check_delta(delta), "given") if delta is not None else
                     (default_delta(int(users)), f"default min(1e-6, 1/(10·I)) with I = {int(users)}"))
         return cls(markov_model=markov_model or "chain", privacy=privacy or "model-based", delta=float(d),
-                   delta_source=d_src, horizon=h, horizon_source=h_src, windows=default_windows(slot_seconds),
+                   dp_delta_source=d_src, horizon=h, horizon_source=h_src, windows=default_windows(slot_seconds),
                    slot_seconds=slot_seconds, accept_refuted=accept_refuted)
 
     def to_dict(self) -> dict:
         """The JSON object ``guarantee_settings``."""
         return {"markov_model": self.markov_model, "privacy": self.privacy, "delta": self.delta,
-                "delta_source": self.delta_source, "horizon": self.horizon, "horizon_source": self.horizon_source,
+                "dp_delta_source": self.dp_delta_source, "horizon": self.horizon, "horizon_source": self.horizon_source,
                 "windows": list(self.windows), "slot_seconds": self.slot_seconds, "accept_refuted": self.accept_refuted}
 
 

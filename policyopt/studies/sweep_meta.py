@@ -100,7 +100,7 @@ def _guarantee_entry(gs) -> dict:
         return {"markov_model": gs.markov_model, "privacy": gs.privacy, "delta": None, "horizon": gs.horizon,
                 "accept_refuted": None}
     return {"markov_model": gs.markov_model, "privacy": gs.privacy,
-            "delta": float(gs.delta) if gs.delta_source == "given" else None, "horizon": int(gs.horizon),
+            "delta": float(gs.delta) if gs.dp_delta_source == "given" else None, "horizon": int(gs.horizon),
             "accept_refuted": gs.accept_refuted}
 
 

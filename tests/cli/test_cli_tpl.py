@@ -62,7 +62,7 @@ def test_tpl_fig8_matrices(capsys):
     assert mf["releases"] == mf["horizon"] == 10 and mf["delta"] == 1e-6 and mf["epsilon_c"] == 0.23
     assert mf["epsilon_pure"] >= 2.3 and mf["epsilon_pure"] == pytest.approx(2.3, rel=1e-15)  # Σ ε_t, rounded up
     assert out["warnings"] == [] and out["model_check"] is None and out["markov_model"] is None
-    assert out["accepted_refuted"] is None and out["delta_source"].startswith("default min(1e-6, 1/(10·I))")
+    assert out["accepted_refuted"] is None and out["dp_delta_source"].startswith("default min(1e-6, 1/(10·I))")
     bpl, fpl, tpl = (np.array(out[k]) for k in ("bpl", "fpl", "tpl"))
     assert bpl.shape == fpl.shape == tpl.shape == (10,)
     assert bpl[0] == pytest.approx(0.23) and fpl[-1] == pytest.approx(0.23)  # BPL_1 = FPL_T = ε (13), (15)
@@ -186,7 +186,7 @@ def test_tpl_order2_readings_refute_the_chain_and_lead_with_the_model_free_guara
     assert g["kind"] == "model-free" and out["max_tpl"] is None and out["tpl"] is None and out["supremum"] is None
     # the 48 releases composed: pure Σ ε_t and the PLD (ε, δ) of dp_accounting, δ = min(1e-6, 1/(10·10 users))
     assert mf["epsilon_pure"] == pytest.approx(4.8, rel=1e-15) and mf["epsilon_pure"] >= 4.8
-    assert mf["delta"] == 1e-6 and out["delta_source"] == "default min(1e-6, 1/(10·I)) with I = 10"
+    assert mf["delta"] == 1e-6 and out["dp_delta_source"] == "default min(1e-6, 1/(10·I)) with I = 10"
     assert g["epsilon"] == mf["epsilon"] == laplace_epsilon([0.1] * 48, [1] * 48, 1e-6) < mf["epsilon_pure"]
     assert [w["w"] for w in mf["w_event"]] == [24]  # the slot length is unknown: windows of 24 and 168 steps, < T only
     assert mf["w_event"][0]["epsilon_pure"] == pytest.approx(2.4, rel=1e-15)

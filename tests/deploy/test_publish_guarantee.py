@@ -91,7 +91,7 @@ def test_model_free_of_the_releases_made_is_the_pld_of_dp_accounting_and_the_pur
     inputs = np.array([r.input_time for r in made])
     mf, delta = audit["model_free"], audit["guarantee_settings"]["delta"]
     # δ: no schedule file, so min(1e-6, 1/(10·I)) with I = the most users of a release (3)
-    assert delta == 1e-6 and audit["guarantee_settings"]["delta_source"].endswith("(the most users of a release made)")
+    assert delta == 1e-6 and audit["guarantee_settings"]["dp_delta_source"].endswith("(the most users of a release made)")
     assert mf["releases"] == 24 and mf["delta"] == delta and mf["horizon"] == int(inputs.max() - inputs.min()) + 1
     assert mf["epsilon_c"] == spent.max()
     # pure ε: Σ ε spent exactly, rounded up to the next float (Dwork & Roth 2014, Theorem 3.16)
@@ -178,7 +178,7 @@ def test_a_refuted_design_gives_a_model_free_headline(bundled_design, tmp_path):
     assert mv["source"] == f"--schedule {bundled_design}, at design time"
     assert g["kind"] == "model-free" and g["model"] is None and g["epsilon"] == mf["epsilon"] and g["horizon"] == 31
     assert mf["releases"] == out["released_total"] == 31 and mf["delta"] == sched["guarantee_settings"]["delta"]
-    assert out["guarantee_settings"]["delta_source"] == "the schedule's guarantee_settings.delta"
+    assert out["guarantee_settings"]["dp_delta_source"] == "the schedule's guarantee_settings.delta"
     assert [w["w"] for w in mf["w_event"]] == [24, 168]  # a day and a week of the bundled data's 1 h slots
     assert out["peak_risk"] > 0 and len(out["warnings"]) == 1 and "is refuted by the readings" in out["warnings"][0]
     text = cli("publish", "--trial", "a pilot stream", "--schedule", bundled_design, "--ledger", ledger, "--through", 30)
@@ -234,7 +234,7 @@ def test_an_old_format_schedule_is_accepted_as_unchecked(chain_design, tmp_path)
             "--through", 20)
     out = cli_json(*args)
     assert out["model_verdict"]["verdict"] == "unchecked" and out["guarantee"]["kind"] == "model-free"
-    assert out["guarantee_settings"]["delta_source"] == ("default min(1e-6, 1/(10·I)) with I = 100 (the schedule's "
+    assert out["guarantee_settings"]["dp_delta_source"] == ("default min(1e-6, 1/(10·I)) with I = 100 (the schedule's "
                                                          "deployment size)")
     text = cli(*args)
     line = next(x for x in text.splitlines() if x.startswith("design check: "))
@@ -345,7 +345,7 @@ def test_backtest_states_the_model_free_guarantee_of_the_replay(readings_csv):
     S, eps = out["schedule"]["S_bar"], out["schedule"]["epsilon_c"]
     mf, gs = out["model_free"], out["guarantee_settings"]
     span = 480 - out["split_slot"]  # the held-out slots 240..479
-    assert gs["horizon"] == mf["horizon"] == span and gs["delta"] == mf["delta"] == 1e-7 and gs["delta_source"] == "given"
+    assert gs["horizon"] == mf["horizon"] == span and gs["delta"] == mf["delta"] == 1e-7 and gs["dp_delta_source"] == "given"
     assert mf["releases"] == -(-span // S) and mf["epsilon"] == laplace_epsilon(eps, mf["releases"], 1e-7)
     # source: basic composition, ⌈H/S̄⌉·ε_C in 200-bit mpmath, rounded up
     exact = exact_sum([eps] * mf["releases"])
