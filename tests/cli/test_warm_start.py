@@ -110,3 +110,18 @@ def test_exec_is_forced_by_the_environment_variable(monkeypatch):
     monkeypatch.setenv(_warm_cli.EXEC_ENV, "0")
     with pytest.raises(AssertionError, match="forked although"):
         _warm_cli.run(["--version"], timeout=60)
+
+
+def test_variables_libraries_set_in_the_test_process_do_not_start_another_server():
+    """What Dask's nanny and matplotlib's tests leave in a test process's environment (``_warm_cli._DRIFT_ENV``) picks
+    the same server as without them; any other start-up variable picks another one (a real start reads it)."""
+    base = {k: v for k, v in os.environ.items() if k not in _warm_cli._DRIFT_ENV}
+    drifted = {**base, "PYTHONHASHSEED": "6640", "__DASK_PARENT_PID": "12345", "MALLOC_TRIM_THRESHOLD_": "65536",
+               "MKL_NUM_THREADS": "1", "MPLBACKEND": "Agg", "KMP_DUPLICATE_LIB_OK": "True", "KMP_INIT_AT_FORK": "FALSE"}
+    assert _warm_cli._start_up(drifted) == _warm_cli._start_up(base)
+    assert _warm_cli._start_up({**base, "PYTHONPATH": "/elsewhere"}) != _warm_cli._start_up(base)
+    assert _warm_cli._start_up({**base, "TZ": "Asia/Tokyo"}) != _warm_cli._start_up(base)
+    one = _warm_cli.run(["--version"], env=base, timeout=120)
+    two = _warm_cli.run(["--version"], env=drifted, timeout=120)
+    assert one.returncode == two.returncode == 0 and one.stdout == two.stdout
+    assert _warm_cli._SERVERS[_warm_cli._start_up(base)] is _warm_cli._SERVERS[_warm_cli._start_up(drifted)]
