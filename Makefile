@@ -28,15 +28,16 @@ demo: $(STAMP)
 # too: tests build a small Sphinx site from the notebooks (tests/docs/test_notebook_figures.py).
 # The layer contract (import-linter) runs on the installed layout: problems/ and solvers/ are mapped into the package,
 # which an editable install hides from grimp, so tests/_layout.py builds the wheel into a scratch folder and lints that.
-# tests/_compile_kernels.py fills numba's on-disk caches once, serially, before the workers start: on a clean clone
-# the workers, their warm servers and the commands they start otherwise all compiled the same kernels at once.
+# tests/_compile_kernels.py fills numba's on-disk caches once, serially, before the workers start (beside the layer
+# contract, one core each): on a clean clone the workers, their warm servers and the commands they start otherwise all
+# compiled the same kernels at once.
 # Single-threaded BLAS/OpenMP in each test process (unless set): two xdist workers plus the commands they start already
 # fill the two cores, and threaded BLAS on top made the suite 14 % slower (problems_solvers + two files: 208 s -> 178 s).
 test: export OPENBLAS_NUM_THREADS ?= 1
 test: export OMP_NUM_THREADS ?= 1
 test: $(DOCS_STAMP)
-	$(BIN)/python tests/_layout.py
-	$(BIN)/python tests/_compile_kernels.py
+	@$(BIN)/python tests/_compile_kernels.py & kernels=$$!; $(BIN)/python tests/_layout.py; layout=$$?; \
+	wait $$kernels; compiled=$$?; test $$layout -eq 0 && test $$compiled -eq 0
 	@$(BIN)/python -m pytest -n 2 --dist loadgroup --durations=15; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "WARNING: pytest collected no tests (exit 5) - nothing was checked"; exit 0; fi; \
 	exit $$rc
