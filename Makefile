@@ -36,8 +36,9 @@ demo: $(STAMP)
 test: export OPENBLAS_NUM_THREADS ?= 1
 test: export OMP_NUM_THREADS ?= 1
 test: $(DOCS_STAMP)
-	@$(BIN)/python tests/_compile_kernels.py & kernels=$$!; $(BIN)/python tests/_layout.py; layout=$$?; \
-	wait $$kernels; compiled=$$?; test $$layout -eq 0 && test $$compiled -eq 0
+	@$(BIN)/python tests/_compile_kernels.py & kernels=$$!; \
+	$(BIN)/python tests/_layout.py; layout=$$?; wait $$kernels; compiled=$$?; \
+	test $$layout -eq 0 && test $$compiled -eq 0
 	@$(BIN)/python -m pytest -n 2 --dist loadgroup --durations=15; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "WARNING: pytest collected no tests (exit 5) - nothing was checked"; exit 0; fi; \
 	exit $$rc

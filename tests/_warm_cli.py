@@ -20,14 +20,14 @@ What a forked child does not repeat is the start-up itself: the imports, and wha
 imported (a warning printed at import time is printed once, in the server, not by each run).  It also shares the
 server's string-hash seed (a real start draws one per process).  So the tests that are *about* the start-up, the
 console script, signals or several processes at once exec the script (``subprocess`` as before).  A run is forked
-from a server started with the run's own start-up environment — everything but ``POLICYOPT_*`` and pytest's
-variables, since Python and the libraries read theirs at import, and but the few variables that libraries imported by
-the test process itself set in its environment and that change nothing a started ``policyopt`` prints (Dask's nanny
-sets ``PYTHONHASHSEED``, ``MALLOC_TRIM_THRESHOLD_``, ``MKL_NUM_THREADS`` and ``__DASK_PARENT_PID``, matplotlib's
-tests ``MPLBACKEND=Agg``, an OpenMP shim ``KMP_*``; :data:`_DRIFT_ENV`): such a run is forked with them in its
-environment, where each new value had started another server (14 starts of about 6 s each in one suite run); at most
-three servers are kept, the least recently used ended first.  ``POLICYOPT_TEST_EXEC=1`` execs every command: the whole suite as a
-user's shell starts the program (slower; run it before a release).
+from a server started with the run's own start-up environment: everything but ``POLICYOPT_*`` and pytest's
+variables (Python and the libraries read the rest at import) and but :data:`_DRIFT_ENV`, the few variables that
+libraries imported by the test process set in its own environment and that change nothing a started ``policyopt``
+prints (Dask's nanny sets ``PYTHONHASHSEED``, ``MALLOC_TRIM_THRESHOLD_``, ``MKL_NUM_THREADS`` and
+``__DASK_PARENT_PID``, matplotlib's tests ``MPLBACKEND=Agg``, an OpenMP shim ``KMP_*``).  A run that differs only in
+those is forked with them in its environment; each new value had started another server (14 starts of about 6 s each
+in one suite run).  At most three servers are kept, the least recently used ended first.  ``POLICYOPT_TEST_EXEC=1``
+execs every command: the whole suite as a user's shell starts the program (slower; run it before a release).
 ``tests/cli/test_warm_start.py`` checks that both ways give the same exit code, stdout and stderr.
 """
 
@@ -57,8 +57,8 @@ _RUN_TIME_ENV = ("POLICYOPT_", "PYTEST_", "COV_CORE_")
 #: changes what a started ``policyopt`` prints (the server already chose matplotlib's Agg backend; numpy here uses
 #: OpenBLAS, not MKL or Intel's OpenMP; a forked run shares the server's hash seed in any case): not part of the
 #: start-up environment a server is chosen by.
-_DRIFT_ENV = frozenset({"PYTHONHASHSEED", "MALLOC_TRIM_THRESHOLD_", "MKL_NUM_THREADS", "__DASK_PARENT_PID", "MPLBACKEND",
-                        "KMP_DUPLICATE_LIB_OK", "KMP_INIT_AT_FORK"})
+_DRIFT_ENV = frozenset({"PYTHONHASHSEED", "MALLOC_TRIM_THRESHOLD_", "MKL_NUM_THREADS", "__DASK_PARENT_PID",
+                        "MPLBACKEND", "KMP_DUPLICATE_LIB_OK", "KMP_INIT_AT_FORK"})
 
 #: Modules of the installed package not imported by the server: ``__main__`` runs the command when imported, and
 #: ``data.make_bundle`` is the maintainers' script that built the bundled file.
@@ -252,7 +252,7 @@ def _read(path: str, text: bool):
 
 def _start_up(env: dict) -> tuple:
     """The part of an environment that a started ``policyopt`` reads at start-up: all but the run-time variables
-    (:data:`_RUN_TIME_ENV`)."""
+    (:data:`_RUN_TIME_ENV`) and the test process's drift (:data:`_DRIFT_ENV`)."""
     return tuple(sorted((k, v) for k, v in env.items() if not k.startswith(_RUN_TIME_ENV) and k not in _DRIFT_ENV))
 
 
