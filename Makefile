@@ -30,14 +30,21 @@ demo: $(STAMP)
 # which an editable install hides from grimp, so tests/_layout.py builds the wheel into a scratch folder and lints that.
 # tests/_compile_kernels.py fills numba's on-disk caches once, serially, before the workers start (beside the layer
 # contract, one core each): on a clean clone the workers, their warm servers and the commands they start otherwise all
-# compiled the same kernels at once.
+# compiled the same kernels at once.  On the other core, after the layer contract, the project's own sources are
+# byte-compiled (compileall writes whatever PYTHONDONTWRITEBYTECODE says, and a process reads an existing .pyc either
+# way; the libraries were compiled at install) and one collection with writing allowed stores pytest's rewritten test
+# modules: each worker's collection then took 4.0 s instead of 13.7 s (clean clone), and every command the tests start
+# imports policyopt without compiling it.  The real run reports any collection error.
 # Single-threaded BLAS/OpenMP in each test process (unless set): two xdist workers plus the commands they start already
 # fill the two cores, and threaded BLAS on top made the suite 14 % slower (problems_solvers + two files: 208 s -> 178 s).
 test: export OPENBLAS_NUM_THREADS ?= 1
 test: export OMP_NUM_THREADS ?= 1
 test: $(DOCS_STAMP)
 	@$(BIN)/python tests/_compile_kernels.py & kernels=$$!; \
-	$(BIN)/python tests/_layout.py; layout=$$?; wait $$kernels; compiled=$$?; \
+	$(BIN)/python tests/_layout.py; layout=$$?; \
+	$(BIN)/python -m compileall -q policyopt problems solvers tests > /dev/null; \
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest --collect-only -q -p no:cacheprovider > /dev/null 2>&1; \
+	wait $$kernels; compiled=$$?; \
 	test $$layout -eq 0 && test $$compiled -eq 0
 	@$(BIN)/python -m pytest -n 2 --dist loadgroup --durations=15; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "WARNING: pytest collected no tests (exit 5) - nothing was checked"; exit 0; fi; \
