@@ -233,6 +233,11 @@ def run_shell(command: str, cwd: Path, timeout: float = TIMEOUT):
     env = dict(os.environ)
     env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
     env["MPLBACKEND"] = "Agg"
+    redirect = _stdout_to_file(command)
+    if redirect is not None:  # `policyopt … > FILE`: what bash does, the command's stdout written to FILE in `cwd`
+        proc = run_shell(redirect[0], cwd, timeout)
+        (Path(cwd) / redirect[1]).write_bytes(proc.stdout)
+        return subprocess.CompletedProcess(proc.args, proc.returncode, b"", proc.stderr)
     if _pure(command, cwd):
         proc = memo_run([POLICYOPT, *shlex.split(command)[1:]], env=env, cwd=cwd, timeout=timeout)
         return subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout.encode("utf-8"),
@@ -247,13 +252,43 @@ def run_shell(command: str, cwd: Path, timeout: float = TIMEOUT):
 _SHELL_SYNTAX = set("|&;<>()$`*?[]{}~!#\\\n")
 
 
+def _unquoted(command: str) -> str:
+    """The characters of `command` the shell may read as syntax: all of them outside quotes; inside double quotes the
+    dollar sign, the backtick, the backslash and ``!`` (they still expand there); none inside single quotes."""
+    seen, quote = [], None
+    for ch in command:
+        if quote == "'":
+            quote = None if ch == "'" else quote
+        elif quote == '"':
+            if ch == '"':
+                quote = None
+            elif ch in "$`\\!":
+                seen.append(ch)
+        elif ch in "'\"":
+            quote = ch
+        else:
+            seen.append(ch)
+    return "".join(seen)
+
+
 def _plain(command: str) -> bool:
-    """A ``policyopt …`` command the shell only splits into words (quotes aside, no shell syntax)."""
+    """A ``policyopt …`` command the shell only splits into words (no shell syntax outside quotes, such as the ``;``
+    of ``--pb "0.8,0.2;0.2,0.8"``)."""
     try:
         words = shlex.split(command)
     except ValueError:
         return False
-    return words[:1] == ["policyopt"] and not (_SHELL_SYNTAX & set(command))
+    return words[:1] == ["policyopt"] and not (_SHELL_SYNTAX & set(_unquoted(command)))
+
+
+def _stdout_to_file(command: str) -> tuple[str, str] | None:
+    """``(COMMAND, FILE)`` for ``COMMAND > FILE`` where COMMAND is :func:`_plain` and FILE a plain relative name;
+    else None (bash runs it)."""
+    head, sep, target = command.rpartition(" > ")
+    target = target.strip()
+    if not sep or not re.fullmatch(r"[\w.-]+", target) or not _plain(head):
+        return None
+    return head.strip(), target
 
 
 def test_the_extractor_finds_the_readme_examples():
@@ -266,6 +301,20 @@ def test_the_extractor_finds_the_readme_examples():
     assert _is_synopsis("policyopt discounted --notion dp|exponential|hyperbolic --epsilon E")
     assert not _is_synopsis('policyopt tpl-budget --pb "0.8,0.2;0.2,0.8" --alpha 1 --horizon 5')
     assert _split_comment("policyopt x --a 1   # exit 2: bad") == ("policyopt x --a 1", "# exit 2: bad")
+
+
+def test_only_commands_without_shell_syntax_skip_bash():
+    """A quoted ``;`` is a word's character, an unquoted one (or ``$`` even in double quotes) is the shell's; a plain
+    command's stdout redirected to a plain file name is run without bash and written there."""
+    assert _plain('policyopt tpl --pb "0.8,0.2;0.0,1.0" --epsilon 0.1')
+    assert _plain("policyopt tpl --pb '0.8,0.2;0.0,1.0' --epsilon 0.1")
+    assert not _plain("policyopt tpl --pb 0.8,0.2;0.0,1.0")
+    assert not _plain('policyopt schedule --data "$HOME/x.csv"')
+    assert not _plain("policyopt schedule --json > out.json")
+    assert _stdout_to_file("policyopt schedule --json > schedule.json") == ("policyopt schedule --json", "schedule.json")
+    assert _stdout_to_file("policyopt schedule --json > ../x.json") is None
+    assert _stdout_to_file("policyopt schedule --json | jq . > x.json") is None
+    assert _stdout_to_file("policyopt schedule --json") is None
 
 
 def test_extractor_reads_markdown_and_rst(tmp_path):
