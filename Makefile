@@ -42,6 +42,10 @@ demo: $(STAMP)
 # imports policyopt without compiling it.  The real run reports any collection error.
 # Single-threaded BLAS/OpenMP in each test process (unless set): two xdist workers plus the commands they start already
 # fill the two cores, and threaded BLAS on top made the suite 14 % slower (problems_solvers + two files: 208 s -> 178 s).
+# The venv's bin first on PATH, as in an activated venv: the documented commands find `policyopt` there
+# (tests/docs/test_commands.py puts it first where it is not), and one warm CLI server per test process then serves them
+# and the other tests alike (PATH is part of the start-up environment a server is chosen by, tests/_warm_cli.py).
+test: export PATH := $(abspath $(BIN)):$(PATH)
 test: export OPENBLAS_NUM_THREADS ?= 1
 test: export OMP_NUM_THREADS ?= 1
 test: $(DOCS_STAMP)

@@ -24,7 +24,8 @@ from a server started with the run's own start-up environment: everything but ``
 variables (Python and the libraries read the rest at import) and but :data:`_DRIFT_ENV`, the few variables that
 libraries imported by the test process set in its own environment and that change nothing a started ``policyopt``
 prints (Dask's nanny sets ``PYTHONHASHSEED``, ``MALLOC_TRIM_THRESHOLD_``, ``MKL_NUM_THREADS`` and
-``__DASK_PARENT_PID``, matplotlib's tests ``MPLBACKEND=Agg``, an OpenMP shim ``KMP_*``).  A run that differs only in
+``__DASK_PARENT_PID``, and policyopt's local Dask workers ``MALLOC_MMAP_THRESHOLD_`` through it, matplotlib's tests
+``MPLBACKEND=Agg``, an OpenMP shim ``KMP_*``).  A run that differs only in
 those is forked with them in its environment; each new value had started another server (14 starts of about 6 s each
 in one suite run).  At most three servers are kept, the least recently used ended first.  ``POLICYOPT_TEST_EXEC=1``
 execs every command: the whole suite as a user's shell starts the program (slower; run it before a release).
@@ -57,8 +58,8 @@ _RUN_TIME_ENV = ("POLICYOPT_", "PYTEST_", "COV_CORE_")
 #: changes what a started ``policyopt`` prints (the server already chose matplotlib's Agg backend; numpy here uses
 #: OpenBLAS, not MKL or Intel's OpenMP; a forked run shares the server's hash seed in any case): not part of the
 #: start-up environment a server is chosen by.
-_DRIFT_ENV = frozenset({"PYTHONHASHSEED", "MALLOC_TRIM_THRESHOLD_", "MKL_NUM_THREADS", "__DASK_PARENT_PID",
-                        "MPLBACKEND", "KMP_DUPLICATE_LIB_OK", "KMP_INIT_AT_FORK"})
+_DRIFT_ENV = frozenset({"PYTHONHASHSEED", "MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "MKL_NUM_THREADS",
+                        "__DASK_PARENT_PID", "MPLBACKEND", "KMP_DUPLICATE_LIB_OK", "KMP_INIT_AT_FORK"})
 
 #: Modules of the installed package not imported by the server: ``__main__`` runs the command when imported, and
 #: ``data.make_bundle`` is the maintainers' script that built the bundled file.

@@ -117,7 +117,7 @@ def test_variables_libraries_set_in_the_test_process_do_not_start_another_server
     the same server as without them; any other start-up variable picks another one (a real start reads it)."""
     base = {k: v for k, v in os.environ.items() if k not in _warm_cli._DRIFT_ENV}
     drifted = {**base, "PYTHONHASHSEED": "6640", "__DASK_PARENT_PID": "12345", "MALLOC_TRIM_THRESHOLD_": "65536",
-               "MKL_NUM_THREADS": "1", "MPLBACKEND": "Agg", "KMP_DUPLICATE_LIB_OK": "True", "KMP_INIT_AT_FORK": "FALSE"}
+               "MALLOC_MMAP_THRESHOLD_": "33554432", "MKL_NUM_THREADS": "1", "MPLBACKEND": "Agg", "KMP_DUPLICATE_LIB_OK": "True", "KMP_INIT_AT_FORK": "FALSE"}
     assert _warm_cli._start_up(drifted) == _warm_cli._start_up(base)
     assert _warm_cli._start_up({**base, "PYTHONPATH": "/elsewhere"}) != _warm_cli._start_up(base)
     assert _warm_cli._start_up({**base, "TZ": "Asia/Tokyo"}) != _warm_cli._start_up(base)

@@ -231,7 +231,8 @@ def run_shell(command: str, cwd: Path, timeout: float = TIMEOUT):
     ``policyopt …`` that reads only the bundled data (``_cli.reads_only_bundled_data``: the docs repeat a few, e.g.
     ``policyopt schedule``) runs once per session through ``_cli.memo_run``, the installed entry point."""
     env = dict(os.environ)
-    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
+    if env.get("PATH", "").split(os.pathsep)[0] != str(BIN):  # `make test` puts it first already: keep the server
+        env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
     env["MPLBACKEND"] = "Agg"
     redirect = _stdout_to_file(command)
     if redirect is not None:  # `policyopt … > FILE`: what bash does, the command's stdout written to FILE in `cwd`
