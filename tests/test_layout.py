@@ -234,3 +234,33 @@ def test_long_function_detector_counts_the_body_only(tmp_path):
                    encoding="utf-8")
     assert _long_functions([src]) == {"m.py:f": 121}
     assert _long_functions([src], limit=121) == {}
+
+
+#: Libraries of numerical work: the command line hands its options to ``policyopt.app`` and prints what comes back.
+_NUMERIC_LIBRARIES = ("numpy", "pandas", "scipy", "pyarrow", "dask", "distributed", "cvxpy", "pyomo", "numba")
+
+
+def _imported_modules(path: Path) -> set:
+    """Every module named by an ``import`` or ``from … import`` in `path`, at any depth (local imports too)."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            out.add(node.module)
+    return out
+
+
+def test_the_command_line_only_parses_and_prints():
+    """``policyopt/cli/`` imports no numerical library anywhere and stays under 2,200 lines (issue 34)."""
+    files = sorted((PACKAGE / "cli").rglob("*.py"))
+    numeric = {f"{p.name}: {m}" for p in files for m in _imported_modules(p) if m.split(".")[0] in _NUMERIC_LIBRARIES}
+    assert numeric == set()
+    assert sum(len(p.read_text(encoding="utf-8").splitlines()) for p in files) < 2200
+
+
+def test_import_finder_sees_local_imports(tmp_path):
+    src = tmp_path / "m.py"
+    src.write_text("import json\n\ndef f():\n    import numpy as np\n    from pandas.api import types\n    from . import x\n",
+                   encoding="utf-8")
+    assert _imported_modules(src) == {"json", "numpy", "pandas.api"}
