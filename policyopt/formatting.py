@@ -28,7 +28,7 @@ from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 
 import numpy as np
 
-__all__ = ["fmt_value", "fmt_upper", "fmt_lower", "fmt_exact", "fmt_epsilon_c", "fmt_count", "fmt_range", "lag_ranges", "text_problems",
+__all__ = ["fmt_value", "fmt_upper", "fmt_lower", "fmt_exact", "fmt_epsilon_c", "fmt_count", "fmt_range", "fmt_span", "lag_ranges", "text_problems",
            "check_text", "json_clean", "round_up", "round_down", "UNIT_ROUNDOFF"]
 
 #: u = 2⁻⁵³, the unit roundoff of IEEE double precision (half the spacing of floats in [1, 2)).
@@ -180,16 +180,57 @@ def fmt_range(low, high, *, fmt=fmt_value, unit: str = "", low_note: str = "", h
     lo, hi = float(low), float(high)
     if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
         return None
-    d = digits
+    d = _distinct_digits(lo, hi, fmt, digits)
+    return f"between {fmt(lo, d)}{unit}{low_note} and {fmt(hi, d)}{unit}{high_note}"
+
+
+def _distinct_digits(lo: float, hi: float, fmt, digits: int) -> int:
+    """The fewest significant digits ≥ `digits` (at most 17) at which ``fmt`` prints lo < hi as two different numbers
+    (the one rule of :func:`fmt_range` and :func:`fmt_span`)."""
+    d = int(digits)
     while d < 17 and float(fmt(lo, d)) >= float(fmt(hi, d)):
         d += 1
-    return f"between {fmt(lo, d)}{unit}{low_note} and {fmt(hi, d)}{unit}{high_note}"
+    return d
+
+
+def fmt_span(low, high, *, fmt=fmt_value, digits: int = 4, scale: float = 1.0) -> str | None:
+    """``"LOW–HIGH"`` for an interval or band low < high, its ends never printed equal; ``None`` when low = high.
+
+    Both ends are printed with `digits` significant digits, raised (up to 17) until the printed ends differ, as
+    :func:`fmt_range`.  An interval whose ends are equal (e.g. the bootstrap interval of an MSE that has no sampling
+    spread) has no range to print: ``None``, and the caller says in words why the value is exact.
+
+    Parameters
+    ----------
+    low, high : float
+        Interval ends, finite, low ≤ high.
+    fmt : callable
+        ``fmt(x, digits) -> str`` (default :func:`fmt_value`; :func:`fmt_lower` / :func:`fmt_upper` for bounds).
+    scale : float
+        Factor applied to both ends before printing (100 for a fraction printed in percent).
+
+    Returns
+    -------
+    str or None
+
+    Raises
+    ------
+    ValueError
+        An end that is not finite, or low > high (a bug of the caller: a band is never printed backwards).
+    """
+    lo, hi = float(low) * scale, float(high) * scale
+    if not (math.isfinite(lo) and math.isfinite(hi)) or lo > hi:
+        raise ValueError(f"fmt_span: an interval needs finite ends low <= high, got {low!r}, {high!r}")
+    if lo == hi:
+        return None
+    d = _distinct_digits(lo, hi, fmt, digits)
+    return f"{fmt(lo, d)}–{fmt(hi, d)}"
 
 
 _NUM = r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?"
 #: Count nouns that must agree with the number 1 (``after 1 slots`` is a formatting bug).
 _COUNT_NOUNS = ("slots", "releases", "users", "states", "homes", "draws", "pilots", "days", "epochs", "rows", "files",
-                "workers", "transitions", "readings", "sequences", "vectors", "points", "models", "budgets")
+                "workers", "transitions", "readings", "sequences", "vectors", "points", "models", "budgets", "phases")
 _PROBLEMS = (
     (re.compile(r"(?:=|:)\s*—(?=\s|$|[,;)])|—\s+(?:nats|slots|kWh)\b", re.M),
      "a number printed as '—' (say in words why there is none)"),
@@ -198,12 +239,14 @@ _PROBLEMS = (
     (re.compile(rf"(?<![\w.,+-])1 (?:{'|'.join(_COUNT_NOUNS)})\b"), "a count of 1 with a plural noun (use fmt_count)"),
 )
 _BETWEEN = re.compile(rf"\bbetween\s+({_NUM})(?:(?!\bbetween\b)[^\n]){{0,120}}?\sand\s+({_NUM})")
+#: A range printed as ``X–Y`` (an en dash between two numbers); X ≥ Y is an empty or backwards interval.
+_SPAN = re.compile(rf"(?<![\w.–])({_NUM})\s?–\s?({_NUM})(?![\w.–])")
 
 
 def text_problems(text: str) -> list[str]:
     """Contradictions and placeholders in text printed for people; ``[]`` when there are none.
 
-    Checked: a range printed backwards or empty (``between X … and Y`` with X ≥ Y), a number printed as ``—`` after
+    Checked: a range printed backwards or empty (``between X … and Y`` or ``X–Y`` with X ≥ Y), a number printed as ``—`` after
     ``=``/``:`` or before a unit, ``inf``/``nan`` as a number, and a count of 1 with a plural noun (``after 1 slots``).
     Each problem is one string quoting the offending text.
     """
@@ -211,6 +254,9 @@ def text_problems(text: str) -> list[str]:
     for m in _BETWEEN.finditer(text):
         if float(m.group(1)) >= float(m.group(2)):
             out.append(f"backwards range: {m.group(0)!r}")
+    for m in _SPAN.finditer(text):
+        if float(m.group(1)) >= float(m.group(2)):
+            out.append(f"an interval printed with equal or backwards ends: {m.group(0)!r}")
     for rx, why in _PROBLEMS:
         for m in rx.finditer(text):
             end = text.find("\n", m.end())

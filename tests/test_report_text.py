@@ -13,7 +13,7 @@ import pytest
 
 from _cli import strict_json
 import _warm_cli  # noqa: E402
-from policyopt.formatting import check_text, fmt_count, fmt_epsilon_c, fmt_range, text_problems
+from policyopt.formatting import check_text, fmt_count, fmt_epsilon_c, fmt_range, fmt_span, text_problems
 
 READINGS = str(Path(__file__).resolve().parents[1] / "examples" / "readings.csv")
 
@@ -55,7 +55,23 @@ def test_fmt_range_is_never_backwards_or_empty():
     assert got == "between 1 (low) and 2 (high)"
 
 
+def test_fmt_span_never_prints_equal_ends():
+    assert fmt_span(0.0399, 0.06777) == "0.0399–0.06777"
+    assert fmt_span(0.0361, 0.0361) is None                            # no width: the caller says why (issue 33)
+    assert fmt_span(0.036121, 0.036124) == "0.036121–0.036124"          # 4 digits would print 0.03612–0.03612
+    assert fmt_span(0.0361231, 0.0361234) == "0.0361231–0.0361234"
+    assert fmt_span(0.949, 0.951, digits=3, scale=100.0) == "94.9–95.1"
+    with pytest.raises(ValueError, match="low <= high"):
+        fmt_span(0.2, 0.1)
+    with pytest.raises(ValueError, match="finite"):
+        fmt_span(float("nan"), 0.1)
+
+
 @pytest.mark.parametrize("text,kind", [
+    # the backtest line of issue 33 (an interval of no width printed as a range), and its coverage band
+    ("realised MSE 0.0361 kWh^2 (95% interval 0.0361–0.0361) vs f̄ = 0.0361 kWh^2", "equal or backwards ends"),
+    ("covered 95.0 % of them (95% band 95.0–95.0 %)", "equal or backwards ends"),
+    ("Δ(t) at lag 1: held-out 0.906 (95% band 0.914–0.898)", "equal or backwards ends"),
     ("trade-off   : a finite optimum exists for f̄ between 1.5647e-05 kWh^2 (smallest) and 1.54329e-05 kWh^2", "backwards"),
     ("a finite optimum exists for f̄ between 1.43e+30 … and 333", "backwards"),
     ("credible    : posterior median ε* = — nats, 95 % upper = 1 nats", "'—'"),
@@ -72,7 +88,8 @@ def test_text_problems_finds_each_contradiction(text, kind):
 
 def test_text_problems_leaves_sentences_alone():
     ok = ("status      : infeasible\nmeaning     : aging does not pay: the staleness grows — after 7 slots it reaches "
-          "91%; lies inside the trade-off range (between 0.008017 and 0.02); infimum, information, 1 slot, 11 slots")
+          "91%; lies inside the trade-off range (between 0.008017 and 0.02); infimum, information, 1 slot, 11 slots; "
+          "the chain model (48)–(49); lags 1–3, 7, 9–10; 95% band 0.898–0.914; dated 2022-07-01")
     assert text_problems(ok) == []
     assert check_text(ok) == ok
 

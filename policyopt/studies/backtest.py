@@ -33,7 +33,7 @@ import time
 import numpy as np
 
 from policyopt.errors import InvalidInputError, check_int, fmt
-from policyopt.formatting import check_text, fmt_count, fmt_epsilon_c, fmt_upper, fmt_value
+from policyopt.formatting import check_text, fmt_count, fmt_epsilon_c, fmt_span, fmt_upper, fmt_value
 from policyopt.utility.intervals import DEFAULT_CI_LEVEL, replay_coverage
 from policyopt.utility.readings_penalty import (
     BOOTSTRAP_REPS,
@@ -46,7 +46,7 @@ from policyopt.utility.readings_penalty import (
 )
 
 __all__ = ["backtest", "split_slot", "replay_errors", "format_backtest", "plot_backtest",
-           "design_verdict", "verdict_text", "EMPIRICAL_PREMISE"]
+           "design_verdict", "verdict_text", "interval_text", "mse_text", "EMPIRICAL_PREMISE"]
 
 #: The first-order chains as the accounting of ``publish``/``ledger`` names them, with the Δ(t) of an empirical design.
 EMPIRICAL_PREMISE = "chain (the first-order Markov premise of Theorem 3; Δ(t) from the data's band)"
@@ -666,6 +666,8 @@ def _left_out_users(df, train, held, split: int) -> list:
 
 def backtest_verdict(r: dict) -> str:
     """Whether the realised MSE of :func:`backtest`'s result `r` met f̄, in words (point estimate and interval)."""
+    if r["realized_mse_lower"] == r["realized_mse_upper"]:  # no spread (interval_text says why)
+        return "holds: the MSE is at or below f̄" if r["holds"] else "FAILS: the realised MSE exceeds f̄"
     return ("holds: the whole interval is at or below f̄" if r["holds_upper"] else
             "holds at the point estimate; the interval reaches above f̄" if r["holds"] else
             "FAILS: the realised MSE exceeds f̄")
@@ -687,8 +689,9 @@ def max_tv_comparison_text(c: dict) -> str:
     for k, (t, d, e, lo, hi) in enumerate(zip(c["lags"], c["design_max_tv"], c["held_out_max_tv"], c["held_out_lower"],
                                                 c["held_out_upper"])):
         sim = f"; {pct} of data from the training chains ≤ {fmt_value(c['critical'][k], 3)}" if mc else ""
-        parts.append(f"lag {t}: design {fmt_upper(d, 3)}, held-out {fmt_value(e, 3)} ({pct} band "
-                     f"{fmt_value(lo, 3)}–{fmt_value(hi, 3)}{sim})")
+        band = fmt_span(lo, hi, digits=3)
+        band = f"{pct} band {band}" if band else f"{pct} band: every replicate gives {fmt_value(lo, 3)}"
+        parts.append(f"lag {t}: design {fmt_upper(d, 3)}, held-out {fmt_value(e, 3)} ({band}{sim})")
     p = f" (Monte Carlo p = {fmt_value(c['p_value'], 3)})" if mc else ""
     if not c["holds"]:
         verdict = (f"the held-out data depend on the past more than the design assumed{p}: its ε* is no bound for "
@@ -699,6 +702,49 @@ def max_tv_comparison_text(c: dict) -> str:
         verdict = (f"not refuted{p}, not confirmed" if mc else
                    "the design's Δ lies inside the held-out band at these lags: not refuted, not confirmed")
     return "; ".join(parts) + " — " + verdict
+
+
+def mse_text(r: dict, key: str = "realized_mse") -> str:
+    """A backtest's MSE `key` (``realized_mse``, ``realized_mse_lower``, …) printed to 4 significant digits, or more
+    where 4 would put it on the other side of f̄ as printed (6 digits): 0.00424396 against f̄ = 0.00424396 holds,
+    where 0.004244 would read as above it."""
+    x, bound = float(r[key]), float(r["max_penalty"])
+    shown_bound = float(fmt_value(bound))
+    d = 4
+    while d < 17 and (float(fmt_value(x, d)) <= shown_bound) != (x <= bound):
+        d += 1
+    return fmt_value(x, d)
+
+
+def interval_text(r: dict, what: str, *, unit: str = "") -> str:
+    """The bootstrap interval of a backtest's realised MSE (`what` ``"mse"``) or its band of the releases'
+    current-mean coverage (``"coverage"``, in percent), as text: ``"95% interval LO–HI kWh^2"``, or why it has no
+    width.  A replay with no staleness (A = 0, S̄ = 1) has an error that is the noise alone, whose variance and
+    coverage are known exactly: every replicate gives the same value, and the text says so rather than print a
+    range whose ends are equal (the "0.0364–0.0364" of issue 33).
+
+    Parameters
+    ----------
+    r : dict
+        The dict of :func:`backtest`.
+    what : {"mse", "coverage"}
+    unit : str
+        Printed after the range (``" kWh^2"``).
+    """
+    level = f"{100 * r['bootstrap']['level']:g}%"
+    if what == "mse":
+        span = fmt_span(r["realized_mse_lower"], r["realized_mse_upper"], digits=4)
+        kind, value = "interval", "the MSE"
+    else:
+        span = fmt_span(r["ci_coverage_lower"], r["ci_coverage_upper"], digits=3, scale=100.0)
+        unit, kind, value = " %", "band", "the coverage"
+    if span is not None:
+        return f"{level} {kind} {span}{unit}"
+    s = r["schedule"]
+    if r["staleness"] == 0:
+        return (f"exact: A = {s['A']} and S̄ = {s['S_bar']} leave no staleness, so {value} is the noise's alone, which "
+                "is known exactly")
+    return f"exact: all {r['bootstrap']['reps']} bootstrap replicates give the same value"
 
 
 def _schedule_origin(s: dict) -> str:
@@ -727,14 +773,14 @@ def format_backtest(r: dict) -> str:
         f"schedule    : A = {fmt_count(s['A'], 'slot')}, S̄ = {fmt_count(s['S_bar'], 'slot')}, ε_C = {fmt_epsilon_c(s['epsilon_c'])} nats "
         f"({_schedule_origin(s)}); peak AoI {s['peak_aoi']}",
         f"deployment  : I = {fmt_count(r['users'], 'user')} drawn like the readings' users; Δf = (HI − LO)/I = {fmt_value(r['sensitivity'])}",
-        f"realised MSE: {fmt_value(r['realized_mse'], 4)}{u} (RMSE {fmt_value(r['realized_rmse'], 4)}), "
-        f"{100 * b['level']:g}% interval {fmt_value(r['realized_mse_lower'], 4)}–{fmt_value(r['realized_mse_upper'], 4)}{u} "
-        f"(staleness {fmt_value(r['staleness'], 4)} + noise {fmt_value(r['noise'], 4)})",
+        f"realised MSE: {mse_text(r)}{u} (RMSE {fmt_value(r['realized_rmse'], 4)}), "
+        f"{interval_text(r, 'mse', unit=u)} (staleness {fmt_value(r['staleness'], 4)} + noise {fmt_value(r['noise'], 4)})",
         f"bound       : f̄ = {fmt_value(r['max_penalty'])}{u}; "
         + (f"the design promised {fmt_value(r['promised_mse'], 4)}{u}" if r.get("promised_mse") is not None
            else "the schedule file records no promised MSE"),
         f"peak AoI    : held-out MSE at age {r['at_peak_aoi']['age']}: {fmt_value(r['at_peak_aoi']['pooled'], 4)}{u} over all "
-        f"slots, {fmt_value(r['at_peak_aoi']['worst_phase'], 4)}{u} at the worst of {r['at_peak_aoi']['phase_period']} phases",
+        f"slots, {fmt_value(r['at_peak_aoi']['worst_phase'], 4)}{u} at the worst of "
+        f"{fmt_count(r['at_peak_aoi']['phase_period'], 'phase')}",
         f"verdict     : {verdict}",
         f"bootstrap   : {b['method']}, blocks of {fmt_count(b['block_slots'], 'slot')}, {b['reps']} replicates, seed {b['seed']}",
     ]
@@ -744,10 +790,12 @@ def format_backtest(r: dict) -> str:
     if r.get("model_verdict"):
         lines.append(f"model check : {verdict_text(r['model_verdict'])}")
     if r.get("ci_coverage") is not None:
+        band = interval_text(r, "coverage")
+        how = ("" if band.startswith("exact:") else
+               f"; circular block bootstrap, blocks of {fmt_count(r['ci_block'], 'release')}; exact in the noise")
         lines.append(f"error bars  : the {100 * r['ci_level']:g} % current-mean interval of the releases covered the held-out "
                      f"current mean in {100 * r['ci_coverage']:.1f} % of {fmt_count(r['ci_releases'], 'replayed release')} "
-                     f"({100 * b['level']:g}% band {100 * r['ci_coverage_lower']:.1f}–{100 * r['ci_coverage_upper']:.1f} %, "
-                     f"circular block bootstrap, blocks of {fmt_count(r['ci_block'], 'release')}; exact in the noise); by "
+                     f"({band}{how}); by "
                      "part of the held-out time " + ", ".join(f"{100 * p['coverage']:.1f} %" for p in r["ci_coverage_parts"]))
     elif r.get("ci_why"):
         lines.append(f"error bars  : no current-mean interval to check: {r['ci_why']}")

@@ -12,23 +12,21 @@ def backtest_text(r: dict | None, fraction: float) -> str:
     """The one-line ``backtest`` summary of a design's replay on held-out readings (the report's ``backtest`` object,
     :func:`policyopt.studies.backtest.backtest` without its series; ``None``: no integer schedule to replay)."""
     from policyopt.formatting import fmt_value
-    from policyopt.studies.backtest import backtest_verdict, max_tv_comparison_text
+    from policyopt.studies.backtest import backtest_verdict, interval_text, max_tv_comparison_text, mse_text
 
     if r is None:
         return f"designed on the first {fraction:g} of the time range; no integer schedule to replay"
     u = f" {r['unit']}" if r.get("unit") else ""
     what = "the horizon design, made" if r.get("replayed") == "horizon_design" else "designed"
     text = (f"{what} on slots before {r['split_slot']} (the first {fraction:g}), replayed on the "
-            f"{r['held_out_slots']} held-out slots: realised MSE {fmt_value(r['realized_mse'], 4)}{u} "
-            f"({100 * r['bootstrap']['level']:g}% interval {fmt_value(r['realized_mse_lower'], 4)}–"
-            f"{fmt_value(r['realized_mse_upper'], 4)}) vs f̄ = {fmt_value(r['max_penalty'])}{u}: {backtest_verdict(r)}")
+            f"{r['held_out_slots']} held-out slots: realised MSE {mse_text(r)}{u} "
+            f"({interval_text(r, 'mse')}) vs f̄ = {fmt_value(r['max_penalty'])}{u}: {backtest_verdict(r)}")
     c = r.get("max_tv_comparison")
     if c:
         text += f"; Δ(t) at {max_tv_comparison_text(c)}"
     if r.get("ci_coverage") is not None:
         text += (f"; the releases' {100 * r['ci_level']:g} % current-mean interval covered {100 * r['ci_coverage']:.1f} % "
-                 f"of them ({100 * r['bootstrap']['level']:g}% band {100 * r['ci_coverage_lower']:.1f}–"
-                 f"{100 * r['ci_coverage_upper']:.1f} %)")
+                 f"of them ({interval_text(r, 'coverage')})")
     left = r.get("left_out_users") or []
     if left:
         text += "; left out: " + ", ".join(f"{u['user']} ({u['why']})" for u in left)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import math
 
-from policyopt.formatting import (check_text, fmt_count, fmt_epsilon_c, fmt_lower, fmt_range, fmt_upper, fmt_value)
+from policyopt.formatting import (check_text, fmt_count, fmt_epsilon_c, fmt_lower, fmt_range, fmt_span, fmt_upper,
+                                  fmt_value)
 
 __all__ = ["format_report"]
 
@@ -123,7 +124,7 @@ def _bound_lines(r: dict, m: dict, unit: str, vunit: str) -> list[str]:
     rp = m.get("readings_penalty")
     if rp:
         lines.append(
-            f"MSE model   : from the readings: cross(a) + (self(a) − cross(a))/I at the worst of {rp['phase_period']} phases"
+            f"MSE model   : from the readings: cross(a) + (self(a) − cross(a))/I at the worst of {fmt_count(rp['phase_period'], 'phase')}"
             + (f", designed against the {100 * rp['level']:g}% band's upper end" if rp.get("design") == "upper" else ", point estimate")
             + (f" ({rp['design_reason']}; --penalty readings for the point estimate)"
                if rp.get("design_requested") == "auto" and rp.get("design") == "upper" else
@@ -181,12 +182,13 @@ def _schedule_lines(r: dict, m: dict, unit: str, vunit: str) -> list[str]:
                      else "min penalty : none — no schedule in the box reaches any bound (the message says why)")
     pc = r.get("penalty_comparison")
     if pc:
+        band = (fmt_span(pc["readings_lower"], pc["readings_upper"])
+                or f"{fmt_value(pc['readings_lower'], 4)} in every replicate") if pc.get("readings_upper") is not None else None
         lines.append(
             f"vs chain MSE: {'at peak AoI ' + str(pc['age']) if pc['age'] == pc['peak_aoi'] else 'fresh data has no staleness; at age 1'}"
             f" the readings give staleness {fmt_value(pc['readings_staleness'], 4)}{unit} "
             f"(self {fmt_value(pc['self'], 4)}, cross {fmt_value(pc['cross'], 4)}, pooled {fmt_value(pc['readings_pooled'], 4)}; "
-            + (f"{100 * pc['level']:g}% band {fmt_value(pc['readings_lower'], 4)}–{fmt_value(pc['readings_upper'], 4)}; "
-               if pc.get("readings_upper") is not None else "")
+            + (f"{100 * pc['level']:g}% band {band}; " if band is not None else "")
             + f"phase {pc['worst_phase']} worst), the chain model (48)–(49) {fmt_value(pc['chain_staleness'], 4)}{unit}: "
             + (f"{pc['ratio']:.3g}× the chain's" if pc.get("ratio") is not None else "the chain's is 0")
         )

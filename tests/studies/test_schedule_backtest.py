@@ -161,3 +161,35 @@ def test_backtest_max_tv_refusals(demo):
             "--max-tv applies to a design made here; the --schedule file carries its own")
     refused(run_any("backtest", "--horizon", "5"), "--horizon 5 applies to --max-tv empirical only")
     refused(run_any("backtest", "--max-tv", "chains"), "--max-tv")
+
+
+def _replay(lo, mid, hi, *, staleness, f_bar=0.00424396, cov=(0.95, 0.95)):
+    """The fields of a backtest dict that its interval, MSE and verdict texts read."""
+    return {"bootstrap": {"level": 0.95, "reps": 399}, "realized_mse_lower": lo, "realized_mse": mid,
+            "realized_mse_upper": hi, "max_penalty": f_bar, "staleness": staleness, "holds": mid <= f_bar,
+            "holds_upper": hi <= f_bar, "schedule": {"A": 0, "S_bar": 1}, "ci_coverage_lower": cov[0],
+            "ci_coverage_upper": cov[1]}
+
+
+def test_an_interval_of_no_width_is_said_in_words_not_printed_as_a_range():
+    """Issue 33 item 9: the demo printed "95% interval 0.0361–0.0361" and "95% band 95.0–95.0 %" — with A = 0 and
+    S̄ = 1 there is no staleness and the MSE (and the coverage) is the noise's alone, known exactly."""
+    from policyopt.studies.backtest import backtest_verdict, interval_text, mse_text
+
+    r = _replay(0.0042439599999949, 0.0042439599999949, 0.0042439599999949, staleness=0.0)
+    assert interval_text(r, "mse") == ("exact: A = 0 and S̄ = 1 leave no staleness, so the MSE is the noise's alone, "
+                                       "which is known exactly")
+    assert interval_text(r, "coverage").startswith("exact: A = 0 and S̄ = 1 leave no staleness, so the coverage")
+    assert backtest_verdict(r) == "holds: the MSE is at or below f̄"
+    # 4 digits would print 0.004244, above f̄ = 0.00424396 as printed: the MSE gets the digits that keep the order
+    assert mse_text(r) == "0.00424396"
+    # no width although there is staleness: every replicate agreed
+    assert interval_text(_replay(0.01, 0.01, 0.01, staleness=0.005), "mse") == (
+        "exact: all 399 bootstrap replicates give the same value")
+    # an interval with width: its ends, never printed equal
+    r = _replay(0.0361211, 0.0361222, 0.0361243, staleness=0.01, f_bar=0.04, cov=(0.9489, 0.9512))
+    assert interval_text(r, "mse", unit=" kWh^2") == "95% interval 0.036121–0.036124 kWh^2"
+    assert interval_text(r, "coverage") == "95% band 94.9–95.1 %"
+    assert backtest_verdict(r) == "holds: the whole interval is at or below f̄" and mse_text(r) == "0.03612"
+    text = "realised MSE " + mse_text(r) + " (" + interval_text(r, "mse") + ")"
+    assert text_problems(text) == []
