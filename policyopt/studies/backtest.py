@@ -34,6 +34,7 @@ import numpy as np
 
 from policyopt.errors import InvalidInputError, check_int, fmt
 from policyopt.formatting import check_text, fmt_count, fmt_epsilon_c, fmt_span, fmt_upper, fmt_value
+from policyopt.io.result_cache import cached
 from policyopt.utility.intervals import DEFAULT_CI_LEVEL, replay_coverage
 from policyopt.utility.readings_penalty import (
     BOOTSTRAP_REPS,
@@ -198,6 +199,7 @@ MAX_TV_BOOT = 100
 MAX_TV_DRAWS = 39
 
 
+@cached("backtest-max-tv")
 def max_tv_comparison(train, held, fitted, design: dict, lags: list, *, level: float, seed: int,
                       n_boot: int = MAX_TV_BOOT, draws: int = MAX_TV_DRAWS) -> dict:
     """Δ(t) the design used against Δ(t) of the held-out readings, at the lags of eq. (30).
@@ -371,17 +373,17 @@ def _coverage_warning(coverage: dict, level: float) -> str:
 def _staleness_interval(st: np.ndarray, peak: int, *, level: float, reps: int, seed: int) -> tuple[tuple, dict]:
     """Two-sided percentile interval of the mean held-out staleness by the circular block bootstrap (``arch``), and
     the ``bootstrap`` record of the report; blocks of at least 2·peak AoI + 1 slots (an a-step change shares a reading
-    with the change a slots away)."""
-    from policyopt.models.arch_bootstrap import arch_bootstrap
+    with the change a slots away; :func:`~policyopt.models.arch_bootstrap.mean_interval`: a series without spread
+    has its mean at both ends)."""
+    from policyopt.models.arch_bootstrap import mean_interval
 
     block = max(block_length(st[:, None], st.size), min(2 * peak + 1, max(1, st.size // 2)))
-    bs = arch_bootstrap().CircularBlockBootstrap(block, st, seed=np.random.default_rng(seed))  # simulation only
-    ci = bs.conf_int(np.mean, reps=reps, method="percentile", size=level)
+    ci = mean_interval(st, block, reps=reps, level=level, seed=seed)
     info = {"method": "circular block bootstrap over held-out slots (arch.bootstrap.CircularBlockBootstrap)",
             "block_rule": "Politis-White (2004) / Patton-Politis-White (2009), arch.bootstrap.optimal_block_length "
                           "on the per-slot errors, and at least 2·peak AoI + 1 slots", "block_slots": int(block),
             "reps": int(reps), "level": float(level), "interval": "two-sided percentile", "seed": int(seed)}
-    return (float(ci[0, 0]), float(ci[1, 0])), info
+    return ci, info
 
 
 def backtest(data, schedule: dict | None = None, *, train_fraction: float = 0.5, users: int | None = None,

@@ -382,7 +382,7 @@ def replay_coverage(data, *, A: int, S_bar: int, split: int, epsilon_c: float, v
     InvalidInputError
         Bad readings or arguments.
     """
-    from policyopt.models.arch_bootstrap import arch_bootstrap
+    from policyopt.models.arch_bootstrap import mean_interval
     from policyopt.utility.failure_rate import laplace_cdf
     from policyopt.utility.readings_penalty import block_length, readings_panel
 
@@ -432,10 +432,9 @@ def replay_coverage(data, *, A: int, S_bar: int, split: int, epsilon_c: float, v
     cover = laplace_cdf((D + w - q_lo) / b) - laplace_cdf((D - w - q_hi) / b)
     per_day = max(1, -(-sample.period // int(S_bar)))
     block = max(block_length(cover[:, None], cover.size), min(per_day, max(1, cover.size // 2)))
-    bs = arch_bootstrap().CircularBlockBootstrap(block, cover, seed=np.random.default_rng(seed))  # simulation only
-    ci = bs.conf_int(np.mean, reps=int(reps), method="percentile", size=float(band_level))
+    ci_lo, ci_hi = mean_interval(cover, block, reps=int(reps), level=float(band_level), seed=seed)
     edges = np.linspace(0, pub.size, int(parts) + 1).astype(int)
-    out.update(ci_coverage=float(np.mean(cover)), ci_coverage_lower=float(ci[0, 0]), ci_coverage_upper=float(ci[1, 0]),
+    out.update(ci_coverage=float(np.mean(cover)), ci_coverage_lower=ci_lo, ci_coverage_upper=ci_hi,
                ci_releases=int(pub.size), ci_pooled=bool(pooled), ci_block=int(block),
                ci_coverage_parts=[{"first_slot": int(pub[a]), "last_slot": int(pub[z - 1]), "releases": int(z - a),
                                    "coverage": float(np.mean(cover[a:z]))}

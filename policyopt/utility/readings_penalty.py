@@ -50,6 +50,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from policyopt.errors import InvalidInputError, check_int, fmt
+from policyopt.io.result_cache import cached
 from policyopt.models.markov import as_slots
 from policyopt.utility.penalty import MSEPenalty
 
@@ -480,18 +481,18 @@ def block_length(series: np.ndarray, periods: int) -> int:
     """Circular block bootstrap block length (whole periods) by Politis & White (2004) / Patton et al. (2009).
 
     ``arch.bootstrap.optimal_block_length`` on each column of `series` (NaN rows dropped), the
-    largest "circular" estimate rounded up, kept within [1, periods // 2].
+    largest "circular" estimate rounded up, kept within [1, periods // 2] (a column without spread has none: it
+    gives 1, and ``arch`` is imported only for a column that has one).
     """
     from policyopt.models.arch_bootstrap import arch_bootstrap
 
-    optimal_block_length = arch_bootstrap().optimal_block_length
     x = np.asarray(series, dtype=float)
     x = x[np.all(np.isfinite(x), axis=1)]
     best = 1.0
     if x.shape[0] >= 4:
         for j in range(x.shape[1]):
             if np.ptp(x[:, j]) > 0:
-                best = max(best, float(optimal_block_length(x[:, j])["circular"].iloc[0]))
+                best = max(best, float(arch_bootstrap().optimal_block_length(x[:, j])["circular"].iloc[0]))
     return int(min(max(1, math.ceil(best)), max(1, periods // 2)))
 
 
@@ -528,6 +529,13 @@ class _Bootstrap:
         with np.errstate(divide="ignore", invalid="ignore"):
             self.self_rep = ((weights @ m.self_sum.reshape(flat)) / self_cnt).reshape(reps, P, L1)
             self.cross_rep = ((weights @ m.cross_sum.reshape(flat)) / cross_cnt).reshape(reps, P, L1)
+
+
+@cached("readings-bootstrap")
+def _bootstrap_replicates(moments: ReadingsMoments, reps: int, seed: int) -> _Bootstrap:
+    """:class:`_Bootstrap` of `moments` (deterministic in its arguments: the seed is one), kept on disk and reused
+    across runs when ``POLICYOPT_CACHE_DIR`` is set (:func:`policyopt.io.result_cache.cached`)."""
+    return _Bootstrap(moments, reps, seed)
 
 
 def _weighted_counts(weights: np.ndarray, cnt: np.ndarray) -> np.ndarray:
@@ -721,7 +729,7 @@ class ReadingsMSEPenalty(MSEPenalty):
             return None
         key = (self.reps, self.seed)
         if key not in self._shared:
-            self._shared[key] = _Bootstrap(self.moments, self.reps, self.seed)
+            self._shared[key] = _bootstrap_replicates(self.moments, self.reps, self.seed)
         return self._shared[key]
 
     def band(self) -> tuple[np.ndarray, np.ndarray] | None:

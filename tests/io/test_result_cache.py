@@ -133,11 +133,13 @@ def test_cli_refuses_a_bad_cache_folder_in_one_line(tmp_path):
 
 
 def test_a_cached_run_prints_what_an_uncached_run_prints(tmp_path):
-    """The bundled homes' held-out check and PLD accounting: computed (folder unset), stored (first run with it),
-    read back (second run): the same JSON, wall times aside."""
+    """``make demo``'s command — the bundled homes' held-out check, the PLD accounting, the bootstrap of the readings'
+    MSE band and the backtest's held-out Δ(t) comparison: computed (folder unset), stored (first run with it), read
+    back (second run): the same JSON, wall times aside."""
     from _warm_cli import run
 
-    args = ["schedule", "--max-penalty", "0.2"]  # a model-free guarantee (PLD) and the chain's held-out check
+    args = ["schedule", "--privacy", "model-free", "--max-rmse", "0.19", "--max-age", "24", "--max-interval", "24",
+            "--backtest", "0.5"]
     cache = tmp_path / "cache"
     outs = []
     for value in ("", str(cache), str(cache)):
@@ -147,6 +149,8 @@ def test_a_cached_run_prints_what_an_uncached_run_prints(tmp_path):
         if value:
             assert len(list((cache / "markov-check").glob("*.pickle"))) == 1
             assert len(list((cache / "pld-epsilon").glob("*.pickle"))) >= 1
+            assert len(list((cache / "readings-bootstrap").glob("*.pickle"))) >= 1
+            assert len(list((cache / "backtest-max-tv").glob("*.pickle"))) == 1
     assert outs[0] == outs[1] == outs[2]
     assert outs[0]["model_check"]["refuted"] is True  # the bundled homes' chains: the check ran and refutes them
 

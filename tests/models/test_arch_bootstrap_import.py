@@ -8,6 +8,8 @@ import json
 import subprocess
 import sys
 
+import numpy as np
+
 
 def _run(code: str) -> dict:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
@@ -70,3 +72,28 @@ def test_the_block_bootstrap_draws_what_arch_draws():
                                 "obl = arch_bootstrap().optimal_block_length"))
     full = _run(code.format(imp="from arch.bootstrap import CircularBlockBootstrap as CBB, optimal_block_length as obl"))
     assert lazy == full and len(lazy["means"]) == 4
+
+
+def test_the_mean_interval_of_a_series_without_spread_is_archs_without_importing_it():
+    """``mean_interval``: a constant series (the error of a fresh schedule, A = 0 and S̄ = 1) gives its mean at both
+    ends — what arch's percentile interval gives bit for bit — and leaves ``arch`` unimported; a series with spread is
+    arch's interval."""
+    got = _run(
+        "import json, sys\n"
+        "import numpy as np\n"
+        "from policyopt.models.arch_bootstrap import arch_bootstrap, mean_interval\n"
+        "x = np.full(4380, 0.1 + 0.2)\n"
+        "lone = mean_interval(x, 24, reps=399, level=0.95, seed=0)\n"
+        "before = 'arch.bootstrap' in sys.modules\n"
+        "bs = arch_bootstrap().CircularBlockBootstrap(24, x, seed=np.random.default_rng(0))\n"
+        "ci = bs.conf_int(np.mean, reps=399, method='percentile', size=0.95)\n"
+        "y = np.random.default_rng(3).normal(size=500)\n"
+        "spread = mean_interval(y, 7, reps=199, level=0.9, seed=5)\n"
+        "ci2 = arch_bootstrap().CircularBlockBootstrap(7, y, seed=np.random.default_rng(5)).conf_int(\n"
+        "    np.mean, reps=199, method='percentile', size=0.9)\n"
+        "print(json.dumps({'lone': lone, 'arch': [ci[0, 0], ci[1, 0]], 'before': before, 'spread': spread,\n"
+        "                  'arch2': [ci2[0, 0], ci2[1, 0]]}))"
+    )
+    assert got["before"] is False
+    assert got["lone"] == got["arch"] == [float(np.mean(np.full(4380, 0.1 + 0.2)))] * 2
+    assert got["spread"] == got["arch2"] and got["spread"][0] < got["spread"][1]
