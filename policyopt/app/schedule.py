@@ -241,7 +241,7 @@ def design_from_options(options: DesignOptions) -> DeploymentReport:
         out["model_check"] = check_summary(selection, out.get("A"), out.get("S_bar"))
     out["warnings"] = warnings
     _state_guarantee(out, options, dep, gs, selection, empirical, penalty, source)
-    out["explanation"] = explain(out)
+    out["explanation"] = explain(out, A_max=options.max_age)
     plot_error = _draw_plot(out, options, dep, source, post, robust_info, empirical, markov_source)
     from policyopt.formatting import json_clean
 

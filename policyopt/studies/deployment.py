@@ -452,8 +452,11 @@ def robust_source(fitted: FittedModel | FittedMarkovModel, horizon: int, *, leve
     return TabulatedMaxTV(band, n_users, max(rate, 1e-300)), info
 
 
-def explain(report: dict) -> list:
+def explain(report: dict, *, A_max: int | None = None) -> list:
     """Plain-words sentences on a schedule report (the dict of ``ScheduleReport.to_dict()`` plus ``tradeoff_range``).
+
+    `A_max` is the box's largest aging (``--max-age``): an ``unbounded`` report names it, not the aging of the best
+    schedule inside the box (which may lie below A_max when the readings' staleness is not monotone in the age).
 
     Returns
     -------
@@ -496,8 +499,11 @@ def explain(report: dict) -> list:
                    "no f̄ below it has a finite optimum either (see above)")
             )
         else:
+            box = "A_max" if A_max is None else f"A_max = {fmt_count(A_max, 'slot')}"
+            inside = ("" if A_max is None or report.get("A") is None or report["A"] == A_max else
+                      f" (the best schedule inside it has A = {fmt_count(report['A'], 'slot')})")
             out.append(
-                f"unbounded in this box: the optimum needs an aging beyond A_max = {fmt_count(report['A'], 'slot')}; "
+                f"unbounded in this box: an aging beyond {box} gives a smaller risk{inside}; "
                 "raise --max-age" + (f" (a finite optimum exists for f̄ {rng_txt})" if rng_txt else "")
             )
     elif status in ("optimal", "feasible") and high is not None and f_bar > high:

@@ -331,3 +331,16 @@ def test_explanations_use_the_numbers():
         assert words in text and f"{(low if status != 'unbounded' else high):.4g}" in text
         if status != "infeasible":
             assert "aging" in text
+
+
+def test_an_unbounded_box_names_its_a_max_not_the_aging_found():
+    """Issue 33 item 9: "beyond A_max = 115" was printed for a box whose A_max is 168 (the readings' staleness is
+    not monotone in the age, so the best schedule inside the box can have A < A_max while A_max + 1 does better)."""
+    out = {"status": "unbounded", "A": 115, "S_bar": 6, "max_penalty": 0.05, "peak_risk": 0.2,
+           "model": {"tradeoff_range": [0.001, 0.3], "penalty_unit": "kWh^2"}, "benchmarks": {"no_aging": None}}
+    text = " ".join(explain(out, A_max=168))
+    assert ("unbounded in this box: an aging beyond A_max = 168 slots gives a smaller risk (the best schedule inside "
+            "it has A = 115 slots); raise --max-age") in text
+    assert "A_max = 115" not in text
+    at_edge = " ".join(explain({**out, "A": 168}, A_max=168))
+    assert "beyond A_max = 168 slots gives a smaller risk; raise --max-age" in at_edge and "inside it" not in at_edge
