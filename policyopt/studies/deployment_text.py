@@ -40,24 +40,21 @@ def model_check_text(mc: dict, chains_used: bool = True) -> str:
     `chains_used` False: the accounting's Δ(t) is not the chains' (an ``empirical:LEVEL`` table), which the line says
     instead of drawing a conclusion about the risk from the chains.
     """
+    from policyopt.formatting import lag_ranges
     from policyopt.studies.check_model_text import format_summary
 
     line = format_summary(mc)
     if mc.get("design_lags"):
         lags, bad = mc["design_lags"], mc["design_lags_refuted"]
-        line += f"; this design's ε* uses Δ at lag{'s' if len(lags) > 1 else ''} {_lag_list(lags)} (A..A + S̄ − 1 and S̄): "
+        line += f"; this design's ε* uses Δ at lag{'s' if len(lags) > 1 else ''} {lag_ranges(lags)} (A..A + S̄ − 1 and S̄): "
         if not chains_used:
             line += (f"the chains are refuted at {len(bad)} of them, but the accounting uses the data's Δ̃(t) table, "
                      "not the chains")
         elif bad:
-            line += f"REFUTED at {len(bad)} of them ({_lag_list(bad)}), so its ε* is not a bound for the data"
+            line += f"REFUTED at {len(bad)} of them ({lag_ranges(bad)}), so its ε* is not a bound for the data"
         else:
             line += "the chains are not refuted there (Theorem 3's composition still assumes them)"
     return line
-
-
-def _lag_list(lags: list) -> str:
-    return ", ".join(map(str, lags)) if len(lags) <= 4 else f"{lags[0]}–{lags[-1]}"
 
 
 def with_data_lines(text: str, out: dict) -> str:

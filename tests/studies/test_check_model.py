@@ -353,3 +353,15 @@ def test_the_markov_test_reaches_a_week_of_slots_by_default():
     half_hours = po.check_model(df, slot_seconds=1800, **kw)
     assert unknown.markov["lags"] == list(range(1, 169)) and unknown.empirical.max_lag == default_max_lag(1600) == 160
     assert half_hours.markov["lags"] == list(range(1, 337)) and half_hours.info["slot_seconds"] == 1800
+
+
+def test_the_refuted_design_lags_are_printed_as_runs(monkeypatch):
+    """Issue 33 item 9: "REFUTED at 5 of them (4–166)" printed five scattered lags as one range."""
+    import policyopt.studies.check_model_text as cmt
+    from policyopt.studies.deployment_text import model_check_text
+
+    monkeypatch.setattr(cmt, "format_summary", lambda mc: "chain REFUTED")
+    mc = {"design_lags": [4, 5, 6, 7, 8, 9, 100, 166], "design_lags_refuted": [4, 6, 7, 100, 166]}
+    line = model_check_text(mc)
+    assert "uses Δ at lags 4–9, 100, 166 (A..A + S̄ − 1 and S̄)" in line
+    assert "REFUTED at 5 of them (4, 6–7, 100, 166)" in line and "4–166" not in line
