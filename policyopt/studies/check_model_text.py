@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from policyopt.formatting import check_text, fmt_count, fmt_lower, fmt_upper, fmt_value, lag_ranges
 
-__all__ = ["format_check", "format_summary", "models_line", "SHOWN_LAGS"]
+__all__ = ["clear_evidence", "format_check", "format_summary", "models_line", "SHOWN_LAGS"]
 
 #: Lags shown in the text report (those ≤ L), plus L itself.
 SHOWN_LAGS = (1, 2, 3, 6, 12, 24, 48, 72, 168, 336, 504, 720)
@@ -162,6 +162,14 @@ def format_check(r: dict) -> str:
     return check_text("\n".join(lines))
 
 
+def clear_evidence(s: dict) -> bool:
+    """Whether a :meth:`~policyopt.studies.check_model.ModelCheckReport.summary` refutes the chains clearly: more lags
+    pointwise beyond the level than twice what chance gives when each of its lags is tested on its own, plus 2 (the one
+    rule of :func:`format_summary` and of the design-lag sentence of
+    :func:`policyopt.studies.deployment_text.model_check_text`)."""
+    return bool(s["refuted"]) and s["refuted_count"] > 2 * (1 - s["level"]) * s["max_lag"] + 2
+
+
 def format_summary(s: dict) -> str:
     """One sentence on a :meth:`~policyopt.studies.check_model.ModelCheckReport.summary` (the ``model check`` line of ``policyopt schedule``)."""
     head = (f"first-order chains ({s['states']} states) vs Δ(t) estimated from the data, lags 1..{s['max_lag']}, "
@@ -171,7 +179,7 @@ def format_summary(s: dict) -> str:
     expect = (1 - s["level"]) * s["max_lag"]
     verdict = (
         "the chain's ε at those ages is not supported by the data (see policyopt check-model; --max-tv empirical "
-        "designs against the data)" if s["refuted_count"] > 2 * expect + 2 else
+        "designs against the data)" if clear_evidence(s) else
         "about what chance gives when each lag is tested on its own: no clear evidence against the chains"
     )
     return head + (

@@ -41,7 +41,7 @@ def model_check_text(mc: dict, chains_used: bool = True) -> str:
     instead of drawing a conclusion about the risk from the chains.
     """
     from policyopt.formatting import lag_ranges
-    from policyopt.studies.check_model_text import format_summary
+    from policyopt.studies.check_model_text import clear_evidence, format_summary
 
     line = format_summary(mc)
     if mc.get("design_lags"):
@@ -50,6 +50,9 @@ def model_check_text(mc: dict, chains_used: bool = True) -> str:
         if not chains_used:
             line += (f"the chains are refuted at {len(bad)} of them, but the accounting uses the data's Δ̃(t) table, "
                      "not the chains")
+        elif bad and "refuted_count" in mc and not clear_evidence(mc):
+            line += (f"pointwise beyond the level at {len(bad)} of them ({lag_ranges(bad)}), about what chance gives "
+                     "(see the count above): no clear evidence against the chains there either")
         elif bad:
             line += f"REFUTED at {len(bad)} of them ({lag_ranges(bad)}), so its ε* is not a bound for the data"
         else:

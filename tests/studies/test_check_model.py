@@ -365,3 +365,21 @@ def test_the_refuted_design_lags_are_printed_as_runs(monkeypatch):
     line = model_check_text(mc)
     assert "uses Δ at lags 4–9, 100, 166 (A..A + S̄ − 1 and S̄)" in line
     assert "REFUTED at 5 of them (4, 6–7, 100, 166)" in line and "4–166" not in line
+
+
+def test_no_clear_evidence_is_not_followed_by_a_refuted_design():
+    """Issue 33 item 9: "no clear evidence against the chains … its ε* is not a bound" — the design-lag clause follows
+    the same rule as the check's own verdict (clear_evidence: more pointwise refutations than twice chance, plus 2)."""
+    from policyopt.studies.check_model_text import clear_evidence, format_summary
+    from policyopt.studies.deployment_text import model_check_text
+
+    s = {"states": 3, "max_lag": 168, "draws": 99, "level": 0.95, "refuted": True, "refuted_count": 9,
+         "refuted_lag_ranges": "4, 17, 40–41, 90, 120, 150–152", "worst_lag": 4, "worst_empirical_max_tv": 0.31,
+         "worst_model_critical": 0.3, "worst_model_max_tv": 0.2, "design_lags": [4, 5], "design_lags_refuted": [4]}
+    assert not clear_evidence(s)  # 9 ≤ 2 · 0.05 · 168 + 2 = 18.8
+    line = model_check_text(s)
+    assert "no clear evidence against the chains" in format_summary(s) and "is not a bound" not in line
+    assert "pointwise beyond the level at 1 of them (4), about what chance gives" in line
+    clear = {**s, "refuted_count": 40}
+    assert clear_evidence(clear)
+    assert "REFUTED at 1 of them (4), so its ε* is not a bound for the data" in model_check_text(clear)
