@@ -45,6 +45,14 @@ def _tpl_kernels() -> None:
             PairBounds(Q).loss(alpha)
 
 
+def _tv_pairs_kernel() -> None:
+    """The compiled largest-pair search of Δ(t) (tv_pairs, chains of ≥ 32 states): an order-2 model of 6 states."""
+    from policyopt.models.markov_model import fit_markov_model
+
+    x = np.random.default_rng(0).integers(0, 6, size=(3, 200))
+    fit_markov_model("order:2", x, 6, users=("a", "b", "c"), smoothing=0.5).log_max_tv(np.array([0, 1, 2, 5]))
+
+
 def _exact_risk_kernels() -> None:
     """The tests' exact-risk forward passes (tests/_exact_risk.py)."""
     from _exact_risk import tail_risk
@@ -59,6 +67,7 @@ def main() -> None:
     start = time.perf_counter()
     _load_compiled_kernels()  # the held-out model check's G² kernel and the chain simulation's time loop
     _tpl_kernels()
+    _tv_pairs_kernel()
     _exact_risk_kernels()
     print(f"numba kernels compiled or loaded from their caches in {time.perf_counter() - start:.1f} s")
 

@@ -145,8 +145,9 @@ def phase_log_max_tv(dev: np.ndarray, mu: np.ndarray, ts: np.ndarray, every: int
         scale = normalise_blocks(diff, log_scale)
         return bool(np.any(alive & ((scale == 0) | (scale < 2.0**RESCALE_FLOOR))))
 
-    def log_tv(sel):
-        """ln Δ of the blocks `sel` at the current age: eq. (12) of the scaled differences plus their log scale."""
+    def log_tv(sel, floor=-np.inf):
+        """ln Δ of the blocks `sel` at the current age: eq. (12) of the scaled differences plus their log scale (exact;
+        `floor`, the lower bound :func:`exact_max_by_bounds` passes, is not used)."""
         with np.errstate(divide="ignore"):
             return np.log(pairwise_max_tv(diff[sel])) + log_scale[sel]  # eq. (12) for the blocks `sel`
 

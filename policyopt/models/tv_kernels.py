@@ -119,6 +119,10 @@ def scaled_power(mat: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     return result, res_log
 
 
+#: From this many states on, the largest row pair is found by :mod:`policyopt.models.tv_pairs` (compiled, pairs
+#: pruned by their earlier distances; the same floats): below it numpy's loop is as fast and numba is not imported.
+COMPILED_PAIRS_MIN_STATES = 32
+
 RESCALE_EVERY = 4  # unit steps between rescalings of the propagated row differences
 RESCALE_FLOOR = -900  # binary exponent below which a block is rescaled every step instead
 
@@ -152,14 +156,41 @@ def log_max_tv_stack(dev: np.ndarray, pi: np.ndarray, ts: np.ndarray, every: int
     # floating point): D ← D Q (I − 1π) = D Q', with Q' = Q − (Q1)π formed once, instead of
     # subtracting (D Q 1)π after every product.
     step1 = dev - (dev @ np.ones(K))[:, :, None] * pi[:, None, :]
-    with np.errstate(divide="ignore"):
-        log_one = np.log(pairwise_max_tv(np.matmul(diff, dev))) if U > 1 else None  # ln Δ_u(1)
+    pairs = None
+    everyone = np.arange(U, dtype=np.int64)
+    if K >= COMPILED_PAIRS_MIN_STATES:
+        from policyopt.models.tv_pairs import PairState, max_pair_l1
+
+        pairs = PairState(U, K - 1)
+    log_one = None  # ln Δ_u(1)
+    if U > 1:
+        one = np.matmul(diff, dev)
+        if pairs is not None:  # every pair evaluated (no floor): numpy's floats, and each pair's bound for t ≥ 1
+            l1, upper = max_pair_l1(one, everyone, np.zeros(U), pairs, -np.inf)
+            if not np.isnan(upper).any():
+                with np.errstate(divide="ignore"):
+                    log_one = np.log(0.5 * l1)
+            else:
+                pairs = PairState(U, K - 1)
+        if log_one is None:
+            with np.errstate(divide="ignore"):
+                log_one = np.log(pairwise_max_tv(one))
     log_bound = np.zeros(U)  # upper bound on ln Δ_u at the current time (exact where evaluated)
     leader = 0
     t_cur = 0
 
-    def log_tv(idx):
-        """ln Δ_u at the current time for users `idx` (scaled TV plus the kept log scale)."""
+    def log_tv(idx, floor=-np.inf):
+        """ln Δ_u at the current time for users `idx` (scaled TV plus the kept log scale): exact, or for a user below
+        `floor` (a lower bound on the maximum over users) possibly an upper bound (:mod:`policyopt.models.tv_pairs`)."""
+        if pairs is not None:
+            users = everyone[idx]
+            if t_cur == 0:  # the unit differences e_x − e_0: every pair is 2 apart, ln Δ(0) = ln 1, as numpy finds
+                return np.zeros(users.size)  # (and the pairs' bounds, distances at age 1, do not hold at age 0)
+            l1, upper = max_pair_l1(diff, users, log_scale, pairs, floor)
+            if not np.isnan(upper).any():
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    exact = np.log(0.5 * l1) + log_scale[users]  # as below, bit for bit
+                return np.where(np.isnan(l1), upper, exact)
         with np.errstate(divide="ignore"):
             return np.log(pairwise_max_tv(diff[idx])) + log_scale[idx]
 
@@ -198,7 +229,8 @@ def exact_max_by_bounds(log_tv, bound: np.ndarray, leader: int) -> tuple[float, 
     Parameters
     ----------
     log_tv : callable
-        ``log_tv(idx)`` gives the exact ln Δ of the blocks `idx` (a slice or an index array).
+        ``log_tv(idx, floor)`` gives ln Δ of the blocks `idx` (a slice or an index array): exact, except that a block
+        below `floor` (a lower bound on the maximum) may get an upper bound instead.
     bound : numpy.ndarray, shape (B,)
         Upper bounds on each block's ln Δ (e.g. Δ(t + s) ≤ Δ(t)Δ(s)); the evaluated entries are replaced by their
         exact values, in place.
@@ -211,10 +243,10 @@ def exact_max_by_bounds(log_tv, bound: np.ndarray, leader: int) -> tuple[float, 
         The exact maximum (a block whose bound is below the leader's value cannot exceed it; 1e-9 of slack covers
         the bounds' rounding) and the block that attains it, the next leader.
     """
-    lead = log_tv(slice(leader, leader + 1))[0]
+    lead = log_tv(slice(leader, leader + 1), -np.inf)[0]
     bound[leader] = lead
     cand = np.flatnonzero(bound + 1e-9 >= lead)
-    vals = log_tv(cand)
+    vals = log_tv(cand, lead)
     bound[cand] = vals
     j = int(np.argmax(vals))
     return float(vals[j]), int(cand[j])
