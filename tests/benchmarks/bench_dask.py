@@ -50,8 +50,12 @@ Measured, each printed:
    verdict equal, G² to 2.0e-15 relative; serial 59.5 s, Dask 40.9 s); generate 80.1 s; **chains' fit on 10^6
    meters 745.2 s**, VmHWM 455 / 476 MiB per worker; **held-out Markov check on 2·10^4 meters 320.4 s**, VmHWM
    703 / 705 MiB per worker, this process 617 MiB; G² test p = 1 (worst lag 40), Δ(t) check p = 1 (worst lag 1), not
-   refuted.  At 16 ms per meter the check of all 10^6 meters would take about 4.5 hours on 2 workers (extrapolated
-   linearly in the files, not run); ``bench()`` checks the first 4·10^4 (``POLICYOPT_BENCH_DASK_MARKOV_USERS``).
+   refuted.  At 16 ms per meter the check of all 10^6 meters would have taken about 4.5 hours on 2 workers.  Run in
+   full 2026-12-03 with the machine to itself, ``--markov-check --users 1000000``: generate 33.3 s, chains' fit
+   264.0 s (VmHWM 441 / 436 MiB), **held-out Markov check of all 10^6 meters 3752.2 s** (3.75 ms per meter on 2
+   workers; VmHWM 716 / 729 MiB per worker, driver 571 MiB), G² test p = 1 (worst lag 41), Δ(t) check p = 1, not
+   refuted; 1 h 7 min 50 s in all.  ``bench()`` checks the first 4·10^4 (``POLICYOPT_BENCH_DASK_MARKOV_USERS=1000000``
+   checks all).
 
 7. ``run_model_fit`` (also in ``bench()``, ``--model-fit`` alone; ``--spec``, ``--spec-users SPEC=N``): the per-user
    ``phase:24`` and ``order:2`` models through ``markov_model_partitions`` (max over users of ln Δ_Z(t), t = 0..24,
@@ -590,8 +594,8 @@ def bench() -> None:
     cm = int(os.environ.get("POLICYOPT_BENCH_DASK_CHECK_MODEL_USERS", str(n)))
     if cm and run_check_model(cm, 10_000, 2, slots=168, states=12) != 0:
         raise SystemExit("bench_dask: the Dask and serial check-model reports disagree")
-    # the held-out Markov check costs ~16 ms per meter on 2 workers (~4.5 h at 10^6, measured at load 5-10): the chains on all N
-    # meters, the check by default on the first 4·10^4
+    # the held-out Markov check costs 3.75 ms per meter on 2 workers (62.5 min at 10^6, measured 2026-12-03 alone on
+    # the machine; ~16 ms at load 5-10): the chains on all N meters, the check by default on the first 4·10^4
     mc = int(os.environ.get("POLICYOPT_BENCH_DASK_MARKOV_USERS", "40000"))
     if run_markov_check(n, 10_000, 2, check_users=min(mc, n)) != 0:
         raise SystemExit("bench_dask: the Dask and serial held-out Markov checks disagree")
