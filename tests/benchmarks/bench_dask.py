@@ -66,7 +66,11 @@ Measured, each printed:
    fit (the shared edges) 61.4 s; **phase:24 on 10^5 meters 221.9 s**, VmHWM 614 / 614 MiB per worker; **order:2 on
    5,000 meters 256.2 s**, VmHWM 397 / 390 MiB per worker; this process 298 MiB.  Nearly all of it is Δ_Z (24 phase
    matrices of 12 × 12, resp. a 144-state Z chain per user): 10^6 meters would take about 37 minutes (phase:24) and
-   about 14 hours (order:2) on 2 workers, extrapolated linearly in the files, not run.  ``bench()`` fits phase:24 on
+   about 14 hours (order:2) on 2 workers, extrapolated linearly in the files, not run.  Run 2026-12-03 after the
+   compiled row-pair search (``models/tv_pairs.py``), ``--model-fit --users 1000000 --spec phase:24 --spec order:2
+   --spec-users order:2=20000`` at load average 1.6–2.4: **phase:24 on all 10^6 meters 698.0 s**, VmHWM 1214 / 1251
+   MiB per worker; order:2 on 2·10^4 meters 176.6 s (8.8 ms per meter: about 2.5 hours at 10^6, not run), VmHWM
+   731 / 731 MiB.  ``bench()`` fits phase:24 on
    min(N, 10^5) meters (``POLICYOPT_BENCH_DASK_MODEL_USERS``) and order:2 on the first 5,000.
 
 Targets: the Dask path agrees with the serial one (asserted); ratio > 1.3 on 2 workers (reached only when two
