@@ -485,7 +485,7 @@ def max_tv_band(part: MaxTVPart, level: float = 0.95) -> "EmpiricalMaxTV":
             blocks = "no user has two rows with enough pairs at any lag, so none was resampled"
         else:
             b0, b1 = part.block_range
-            blocks = f"blocks of {b0}–{b1} slots ({how})"
+            blocks = f"blocks of {b0} slots ({how})" if b0 == b1 else f"blocks of {b0}–{b1} slots ({how})"
         method = (
             f"non-overlapping block bootstrap (Carlstein 1986), {B} replicates, {blocks}; "
             f"percentile band of max over users, simultaneous over lags 1..{L} (max-statistic); rows with < {mp} "
