@@ -28,7 +28,7 @@ from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 
 import numpy as np
 
-__all__ = ["fmt_value", "fmt_upper", "fmt_lower", "fmt_exact", "fmt_epsilon_c", "fmt_count", "fmt_range", "fmt_span", "lag_ranges", "text_problems",
+__all__ = ["fmt_value", "fmt_upper", "fmt_lower", "fmt_exact", "fmt_epsilon_c", "fmt_count", "fmt_range", "fmt_span", "fmt_band", "lag_ranges", "text_problems",
            "check_text", "json_clean", "round_up", "round_down", "UNIT_ROUNDOFF"]
 
 #: u = 2⁻⁵³, the unit roundoff of IEEE double precision (half the spacing of floats in [1, 2)).
@@ -225,6 +225,25 @@ def fmt_span(low, high, *, fmt=fmt_value, digits: int = 4, scale: float = 1.0) -
         return None
     d = _distinct_digits(lo, hi, fmt, digits)
     return f"{fmt(lo, d)}–{fmt(hi, d)}"
+
+
+def fmt_band(low, high, *, digits: int = 4) -> str:
+    """A bootstrap band's ends as text: :func:`fmt_span` (``"LOW–HIGH"``), or ``"X in every replicate"`` when they
+    are equal (a band of no width is said in words, never printed ``X–X``).
+
+    Parameters
+    ----------
+    low, high : float
+        The band's ends, finite, low ≤ high.
+    digits : int
+        Significant digits (raised until the ends differ).
+
+    Raises
+    ------
+    ValueError
+        As :func:`fmt_span`.
+    """
+    return fmt_span(low, high, digits=digits) or f"{fmt_value(low, digits)} in every replicate"
 
 
 _NUM = r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?"

@@ -13,7 +13,7 @@ import pytest
 
 from _cli import strict_json
 import _warm_cli  # noqa: E402
-from policyopt.formatting import check_text, fmt_count, fmt_epsilon_c, fmt_range, fmt_span, text_problems
+from policyopt.formatting import check_text, fmt_band, fmt_count, fmt_epsilon_c, fmt_range, fmt_span, text_problems
 
 READINGS = str(Path(__file__).resolve().parents[1] / "examples" / "readings.csv")
 
@@ -65,6 +65,9 @@ def test_fmt_span_never_prints_equal_ends():
         fmt_span(0.2, 0.1)
     with pytest.raises(ValueError, match="finite"):
         fmt_span(float("nan"), 0.1)
+    assert fmt_band(0.898, 0.914, digits=3) == "0.898–0.914"
+    assert fmt_band(0.0139, 0.0139) == "0.0139 in every replicate"  # a band of no width, in words
+    assert text_problems("95% band " + fmt_band(0.0139, 0.0139)) == []
 
 
 @pytest.mark.parametrize("text,kind", [

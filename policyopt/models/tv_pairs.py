@@ -46,6 +46,8 @@ def _sum_program(n: int) -> np.ndarray:
     process loading one crashed)."""
 
     def walk(lo, m, out):
+        """Append the operations summing entries lo..lo + m − 1 to `out` (numpy's split: at a multiple of 8 near
+        the middle, until a block has at most 128 entries)."""
         if m <= 128:
             out.append((0, lo, m))
             return

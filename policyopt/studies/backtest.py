@@ -33,7 +33,7 @@ import time
 import numpy as np
 
 from policyopt.errors import InvalidInputError, check_int, fmt
-from policyopt.formatting import check_text, fmt_count, fmt_epsilon_c, fmt_span, fmt_upper, fmt_value
+from policyopt.formatting import check_text, fmt_band, fmt_count, fmt_epsilon_c, fmt_span, fmt_upper, fmt_value
 from policyopt.io.result_cache import cached
 from policyopt.utility.intervals import DEFAULT_CI_LEVEL, replay_coverage
 from policyopt.utility.readings_penalty import (
@@ -691,9 +691,8 @@ def max_tv_comparison_text(c: dict) -> str:
     for k, (t, d, e, lo, hi) in enumerate(zip(c["lags"], c["design_max_tv"], c["held_out_max_tv"], c["held_out_lower"],
                                                 c["held_out_upper"])):
         sim = f"; {pct} of data from the training chains ≤ {fmt_value(c['critical'][k], 3)}" if mc else ""
-        band = fmt_span(lo, hi, digits=3)
-        band = f"{pct} band {band}" if band else f"{pct} band: every replicate gives {fmt_value(lo, 3)}"
-        parts.append(f"lag {t}: design {fmt_upper(d, 3)}, held-out {fmt_value(e, 3)} ({band}{sim})")
+        parts.append(f"lag {t}: design {fmt_upper(d, 3)}, held-out {fmt_value(e, 3)} ({pct} band "
+                     f"{fmt_band(lo, hi, digits=3)}{sim})")
     p = f" (Monte Carlo p = {fmt_value(c['p_value'], 3)})" if mc else ""
     if not c["holds"]:
         verdict = (f"the held-out data depend on the past more than the design assumed{p}: its ε* is no bound for "
@@ -793,7 +792,7 @@ def format_backtest(r: dict) -> str:
         lines.append(f"model check : {verdict_text(r['model_verdict'])}")
     if r.get("ci_coverage") is not None:
         band = interval_text(r, "coverage")
-        how = ("" if band.startswith("exact:") else
+        how = ("" if r["ci_coverage_lower"] == r["ci_coverage_upper"] else  # no width: no resampling to describe
                f"; circular block bootstrap, blocks of {fmt_count(r['ci_block'], 'release')}; exact in the noise")
         lines.append(f"error bars  : the {100 * r['ci_level']:g} % current-mean interval of the releases covered the held-out "
                      f"current mean in {100 * r['ci_coverage']:.1f} % of {fmt_count(r['ci_releases'], 'replayed release')} "

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from policyopt.formatting import (check_text, fmt_count, fmt_epsilon_c, fmt_lower, fmt_range, fmt_span, fmt_upper,
+from policyopt.formatting import (check_text, fmt_band, fmt_count, fmt_epsilon_c, fmt_lower, fmt_range, fmt_upper,
                                   fmt_value)
 
 __all__ = ["format_report"]
@@ -182,8 +182,7 @@ def _schedule_lines(r: dict, m: dict, unit: str, vunit: str) -> list[str]:
                      else "min penalty : none — no schedule in the box reaches any bound (the message says why)")
     pc = r.get("penalty_comparison")
     if pc:
-        band = (fmt_span(pc["readings_lower"], pc["readings_upper"])
-                or f"{fmt_value(pc['readings_lower'], 4)} in every replicate") if pc.get("readings_upper") is not None else None
+        band = fmt_band(pc["readings_lower"], pc["readings_upper"]) if pc.get("readings_upper") is not None else None
         lines.append(
             f"vs chain MSE: {'at peak AoI ' + str(pc['age']) if pc['age'] == pc['peak_aoi'] else 'fresh data has no staleness; at age 1'}"
             f" the readings give staleness {fmt_value(pc['readings_staleness'], 4)}{unit} "
